@@ -1,0 +1,245 @@
+/*
+ * vkgraph: transformer models as static op graphs, run on any Vulkan GPU or on the CPU.
+ *
+ * The model of use, in four steps:
+ *
+ *   1. Build a graph.  vkg_graph_new(), then declare inputs, constants (weights you keep in host
+ *      memory) and ops.  Every builder call checks shapes at once.  Builders return a tensor
+ *      handle; on a mistake they return VKG_NONE and put the graph into an error state that names
+ *      the op, its operands and their shapes (vkg_graph_status / vkg_graph_error).  Every later
+ *      builder call on a graph in error returns VKG_NONE, so a model can be written as straight-line
+ *      code and checked once at the end, as with cairo.
+ *
+ *   2. Mark outputs with vkg_output() and compile: vkg_plan_compile() orders the nodes, drops dead
+ *      ones, fuses (scale + mask + softmax, bias + gelu), computes lifetimes and packs every
+ *      intermediate tensor into one arena.  The plan is backend-neutral: an ordered list of kernel
+ *      dispatches over buffers.  vkg_plan_dump() prints exactly what will run.
+ *
+ *   3. Open a device ("cpu", "vulkan", "vulkan:N", or NULL for the best one) and create a session
+ *      that runs the plan on it: vkg_session_new().  Weights are uploaded once.
+ *
+ *   4. For each run: vkg_session_set_input(), vkg_session_run(), vkg_session_get_output().
+ *
+ * Errors.  Every fallible call returns a vkg_status and, when given a vkg_error, fills in a message
+ * a person can act on.  The library never exits or aborts on bad input.
+ *
+ * Shapes have 1 to 4 dimensions, outermost first (row-major).  Tensors are f32; token ids and
+ * runtime indices are i32.
+ *
+ * Ownership.  Constant data passed to vkg_constant() is borrowed: it must stay valid while a plan
+ * or session made from the graph exists.  A plan keeps a pointer to its graph: free sessions, then
+ * plans, then the graph.
+ */
+#ifndef VKGRAPH_H
+#define VKGRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VKG_VERSION_STRING "0.1.0"
+#define VKG_MAX_DIMS 4
+
+typedef enum vkg_status {
+    VKG_OK = 0,
+    VKG_ERR_INVALID_ARGUMENT,   /* a wrong value passed by the caller                   */
+    VKG_ERR_SHAPE,              /* operand shapes that do not fit the op                */
+    VKG_ERR_OUT_OF_MEMORY,      /* host allocation failed                               */
+    VKG_ERR_IO,                 /* a file could not be opened, read or written          */
+    VKG_ERR_FORMAT,             /* a file's contents are malformed                      */
+    VKG_ERR_NO_DEVICE,          /* no Vulkan loader or no device matching the request   */
+    VKG_ERR_DEVICE,             /* a Vulkan call failed                                 */
+    VKG_ERR_DEVICE_LOST,        /* VK_ERROR_DEVICE_LOST: the driver reset the GPU       */
+    VKG_ERR_OUT_OF_DEVICE_MEMORY,
+    VKG_ERR_TIMEOUT,            /* the GPU did not finish in time                       */
+    VKG_ERR_UNSUPPORTED,        /* valid request the device or build cannot serve       */
+    VKG_ERR_NOT_FOUND           /* a named thing (tensor, token, file) does not exist   */
+} vkg_status;
+
+/* A message for the human, filled by fallible calls when non-NULL. */
+typedef struct vkg_error {
+    vkg_status status;
+    char message[512];
+} vkg_error;
+
+const char *vkg_status_name(vkg_status status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Graphs
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct vkg_graph vkg_graph;
+typedef int32_t vkg_tensor;        /* a node of a graph; VKG_NONE is "no tensor" / an error     */
+#define VKG_NONE ((vkg_tensor)-1)
+
+typedef enum vkg_dtype { VKG_F32 = 0, VKG_I32 = 1 } vkg_dtype;
+
+vkg_graph *vkg_graph_new(void);                 /* NULL only when out of memory             */
+void vkg_graph_free(vkg_graph *g);
+vkg_status vkg_graph_status(const vkg_graph *g);
+const char *vkg_graph_error(const vkg_graph *g); /* "" when there is no error               */
+
+/* Shape and facts of a tensor.  ndim is returned; shape[] gets ndim entries. */
+int vkg_tensor_shape(const vkg_graph *g, vkg_tensor t, int64_t shape[VKG_MAX_DIMS]);
+int64_t vkg_tensor_numel(const vkg_graph *g, vkg_tensor t);
+const char *vkg_tensor_name(const vkg_graph *g, vkg_tensor t);
+/* Sum of the element counts of every constant: a model's parameter count. */
+int64_t vkg_graph_constant_numel(const vkg_graph *g);
+
+/* Leaves.  Names must be unique within a graph (they key dumps and lookups). */
+vkg_tensor vkg_input(vkg_graph *g, const char *name, vkg_dtype dtype, int ndim, const int64_t *shape);
+vkg_tensor vkg_constant(vkg_graph *g, const char *name, vkg_dtype dtype, int ndim, const int64_t *shape,
+                        const void *data);
+/* A persistent tensor (e.g. a KV cache): a session keeps its value from one run to the next, it
+ * starts at zero, and only vkg_write_at() changes it. */
+vkg_tensor vkg_state(vkg_graph *g, const char *name, int ndim, const int64_t *shape);
+/* A runtime integer set before each run with vkg_session_set_index() (e.g. the number of tokens
+ * already in a cache), so one compiled plan serves every position. */
+vkg_tensor vkg_index(vkg_graph *g, const char *name);
+
+/* Marks t as an output called name (the same tensor may be an output once). */
+vkg_status vkg_output(vkg_graph *g, const char *name, vkg_tensor t);
+vkg_tensor vkg_find(const vkg_graph *g, const char *name);   /* input, constant, state, output */
+
+/* Ops.  Shapes in the comments: [..] means any leading dimensions. */
+#define VKG_TRANSPOSE_A 1u
+#define VKG_TRANSPOSE_B 2u
+/* a [.., M, K] @ b [.., K, N] (+ bias [N]) -> [.., M, N].  Leading (batch) dimensions broadcast
+ * numpy-style; flags transpose the last two dimensions of an operand; bias may be VKG_NONE. */
+vkg_tensor vkg_matmul(vkg_graph *g, vkg_tensor a, vkg_tensor b, vkg_tensor bias, unsigned flags);
+vkg_tensor vkg_add(vkg_graph *g, vkg_tensor a, vkg_tensor b);     /* numpy broadcasting */
+vkg_tensor vkg_mul(vkg_graph *g, vkg_tensor a, vkg_tensor b);     /* numpy broadcasting */
+vkg_tensor vkg_scale(vkg_graph *g, vkg_tensor x, float s);
+vkg_tensor vkg_softmax(vkg_graph *g, vkg_tensor x);              /* over the last axis */
+/* Causal mask on scores [.., Tq, Tk]: entry (i, j) becomes -inf when j > i + offset, so a block
+ * of queries can sit after a cached prefix of offset tokens.  dyn_offset (a vkg_index, or
+ * VKG_NONE) is added to offset at run time. */
+vkg_tensor vkg_mask_causal(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tensor dyn_offset);
+typedef enum vkg_mask_kind {
+    VKG_MASK_BOOL = 0,     /* mask != 0 keeps the score, 0 makes it -inf (weight exactly 0) */
+    VKG_MASK_ADDITIVE = 1  /* the mask is added to the scores                               */
+} vkg_mask_kind;
+vkg_tensor vkg_mask(vkg_graph *g, vkg_tensor x, vkg_tensor mask, vkg_mask_kind kind);
+/* Over the last axis: gamma * (x - mean) / sqrt(var + eps) + beta; gamma, beta [C] or VKG_NONE. */
+vkg_tensor vkg_layernorm(vkg_graph *g, vkg_tensor x, vkg_tensor gamma, vkg_tensor beta, float eps);
+vkg_tensor vkg_gelu(vkg_graph *g, vkg_tensor x);     /* tanh approximation, as GPT-2 */
+vkg_tensor vkg_relu(vkg_graph *g, vkg_tensor x);
+/* table [V, C], ids (i32) of any shape S -> [S.., C].  An id outside [0, V) gives a zero row. */
+vkg_tensor vkg_embedding(vkg_graph *g, vkg_tensor table, vkg_tensor ids);
+
+/* Data movement.  These are views (no copy) wherever the consumer can read strides. */
+vkg_tensor vkg_reshape(vkg_graph *g, vkg_tensor x, int ndim, const int64_t *shape); /* one -1 allowed */
+vkg_tensor vkg_permute(vkg_graph *g, vkg_tensor x, const int *axes);  /* out dim i = in dim axes[i] */
+vkg_tensor vkg_transpose(vkg_graph *g, vkg_tensor x, int axis0, int axis1);
+vkg_tensor vkg_slice(vkg_graph *g, vkg_tensor x, int axis, int64_t start, int64_t length);
+vkg_tensor vkg_concat(vkg_graph *g, vkg_tensor a, vkg_tensor b, int axis);
+vkg_tensor vkg_copy(vkg_graph *g, vkg_tensor x);                     /* a contiguous copy */
+/* Writes x into the state tensor along axis at position offset + dyn_offset (a vkg_index or
+ * VKG_NONE) and returns the state after the write: read the state through the returned handle. */
+vkg_tensor vkg_write_at(vkg_graph *g, vkg_tensor state, vkg_tensor x, int axis, int64_t offset,
+                        vkg_tensor dyn_offset);
+
+/* ---------------------------------------------------------------------------------------------
+ * Plans
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct vkg_plan vkg_plan;
+
+typedef struct vkg_compile_options {
+    int fuse;                    /* fuse scale+mask+softmax, bias/gelu into matmul (default 1)  */
+    int in_place;                /* run element-wise ops in place where safe (default 1)       */
+    uint32_t alignment;          /* byte alignment of arena offsets (default 256)              */
+    uint64_t max_binding_bytes;  /* largest range one binding may span; bigger operands are
+                                    split over several steps (default 128 MiB)                 */
+} vkg_compile_options;
+
+void vkg_compile_options_default(vkg_compile_options *opts);
+/* opts may be NULL for the defaults. */
+vkg_status vkg_plan_compile(const vkg_graph *g, const vkg_compile_options *opts, vkg_plan **out,
+                            vkg_error *err);
+void vkg_plan_free(vkg_plan *p);
+
+typedef struct vkg_memory_stats {
+    uint64_t arena_bytes;        /* what the planner chose                                    */
+    uint64_t naive_bytes;        /* every intermediate in its own buffer                      */
+    uint64_t lower_bound_bytes;  /* largest total of intermediates alive at one step          */
+    uint64_t constant_bytes;     /* weights                                                    */
+    int steps;
+    int in_place_steps;
+} vkg_memory_stats;
+void vkg_plan_memory(const vkg_plan *p, vkg_memory_stats *stats);
+int vkg_plan_step_count(const vkg_plan *p);
+
+typedef enum vkg_dump_format { VKG_DUMP_TEXT = 0, VKG_DUMP_DOT = 1, VKG_DUMP_JSON = 2 } vkg_dump_format;
+vkg_status vkg_graph_dump(const vkg_graph *g, FILE *f, vkg_dump_format fmt);
+vkg_status vkg_plan_dump(const vkg_plan *p, FILE *f, vkg_dump_format fmt);
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices and sessions
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct vkg_device vkg_device;
+
+typedef struct vkg_device_options {
+    int cpu_threads;      /* CPU executor threads; 0 = number of cores                   */
+    int validation;       /* enable the Khronos validation layer; validation messages are
+                             counted (vkg_device_validation_errors) and printed to stderr   */
+    int quiet;            /* no notes on stderr (e.g. "falling back to the CPU")           */
+} vkg_device_options;
+
+/* spec: "cpu", "vulkan" (best Vulkan device), "vulkan:N" (N-th in vkgraph devices order), or
+ * NULL / "auto": the best Vulkan device, else the CPU with a note on stderr. */
+vkg_status vkg_device_open(const char *spec, const vkg_device_options *opts, vkg_device **out,
+                           vkg_error *err);
+void vkg_device_free(vkg_device *d);
+const char *vkg_device_name(const vkg_device *d);
+int vkg_device_is_cpu(const vkg_device *d);
+uint64_t vkg_device_validation_errors(const vkg_device *d);
+/* Writes the limits that shape a plan for this device (alignment, largest binding) to opts. */
+void vkg_device_compile_options(const vkg_device *d, vkg_compile_options *opts);
+
+/* Prints every Vulkan device (name, type, driver, limits, features) to f. */
+vkg_status vkg_devices_print(FILE *f, vkg_error *err);
+
+typedef struct vkg_session vkg_session;
+
+vkg_status vkg_session_new(vkg_device *d, const vkg_plan *p, vkg_session **out, vkg_error *err);
+void vkg_session_free(vkg_session *s);
+/* bytes must equal the tensor's size. */
+vkg_status vkg_session_set_input(vkg_session *s, vkg_tensor input, const void *data, size_t bytes,
+                                 vkg_error *err);
+vkg_status vkg_session_set_index(vkg_session *s, vkg_tensor index, int32_t value, vkg_error *err);
+vkg_status vkg_session_run(vkg_session *s, vkg_error *err);
+vkg_status vkg_session_get_output(vkg_session *s, vkg_tensor output, void *data, size_t bytes,
+                                  vkg_error *err);
+/* Reads (or zeroes, data == NULL) a state tensor. */
+vkg_status vkg_session_get_state(vkg_session *s, vkg_tensor state, void *data, size_t bytes,
+                                 vkg_error *err);
+vkg_status vkg_session_reset_state(vkg_session *s, vkg_error *err);
+
+/* Profiling: when enabled, each run records a time per step (Vulkan timestamp queries; wall clock
+ * on the CPU).  Print as a table, or write a Chrome trace (chrome://tracing, Perfetto). */
+vkg_status vkg_session_enable_profiling(vkg_session *s, int enable, vkg_error *err);
+vkg_status vkg_session_profile_print(const vkg_session *s, FILE *f);
+vkg_status vkg_session_profile_write_trace(const vkg_session *s, const char *path, vkg_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Random numbers: a small seeded generator (xoshiro256**), the same sequence on every machine,
+ * for examples, tests and sampling.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct vkg_rng { uint64_t s[4]; } vkg_rng;
+void vkg_rng_seed(vkg_rng *r, uint64_t seed);
+uint64_t vkg_rng_next(vkg_rng *r);
+float vkg_rng_uniform(vkg_rng *r);                      /* [0, 1)                          */
+float vkg_rng_normal(vkg_rng *r);                       /* mean 0, standard deviation 1    */
+void vkg_rng_fill_normal(vkg_rng *r, float *x, size_t n, float std);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,27 @@
+/* out[i0, i1, i2, i3] = f(in[i0, i1, i2, i3]) over a 4-d shape, both sides strided: this is also
+ * the copy that materialises views, fills one part of a concat, and writes into a state tensor.
+ * Bindings: 0 in, 1 out, 2 runtime indices (i32). */
+#ifndef VKG_PARAMS_UNARY_H
+#define VKG_PARAMS_UNARY_H
+#include "common.h"
+
+#define VKG_UNARY_COPY 0u
+#define VKG_UNARY_SCALE 1u    /* alpha * x                                          */
+#define VKG_UNARY_GELU 2u     /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))     */
+#define VKG_UNARY_RELU 3u
+#define VKG_UNARY_CAUSAL 4u   /* -inf where i3 > i2 + causal_offset (+ index)       */
+
+VKG_PARAMS_BEGIN(vkg_unary_params)
+    vkg_u32 op;
+    vkg_f32 alpha;
+    vkg_i32 causal_offset;
+    vkg_u32 dyn_index;        /* runtime index added to causal_offset, or VKG_NO_INDEX */
+    vkg_u32 shape[4];
+    vkg_u32 in_offset;
+    vkg_u32 in_strides[4];
+    vkg_u32 out_offset;
+    vkg_u32 out_strides[4];
+    vkg_u32 out_dyn_stride;   /* out_offset += index[dyn_index] * out_dyn_stride       */
+VKG_PARAMS_END(vkg_unary_params)
+
+#endif

@@ -1,0 +1,40 @@
+/* What an executor provides: the generic session code (src/core/session.c) maps tensors to plan
+ * regions and calls these; the CPU executor (src/cpu) and the Vulkan executor (src/vulkan) each
+ * implement them once. */
+#ifndef VKG_BACKEND_H
+#define VKG_BACKEND_H
+
+#include "graph/plan.h"
+
+typedef struct vkg_backend_ops {
+    const char *name;                 /* "cpu", "vulkan"                                    */
+    /* Prepares everything a run needs: memory for every region (constants uploaded once),
+     * pipelines, recorded commands. */
+    vkg_status (*session_new)(void *device, const vkg_plan *p, void **session, vkg_error *err);
+    void (*session_free)(void *session);
+    vkg_status (*write)(void *session, int region, uint64_t offset, const void *data, size_t bytes,
+                        vkg_error *err);
+    /* data == NULL: fill with zeros. */
+    vkg_status (*read)(void *session, int region, uint64_t offset, void *data, size_t bytes,
+                       vkg_error *err);
+    /* step_ns, when non-NULL, receives the duration of every step in nanoseconds. */
+    vkg_status (*run)(void *session, uint64_t *step_ns, vkg_error *err);
+    void (*device_free)(void *device);
+} vkg_backend_ops;
+
+struct vkg_device {
+    const vkg_backend_ops *ops;
+    void *impl;
+    char name[256];
+    vkg_device_options opts;
+    uint32_t alignment;           /* storage-buffer offset alignment the plan must respect   */
+    uint64_t max_binding_bytes;   /* largest range one binding may span                     */
+    uint64_t validation_errors;   /* counted by the Vulkan debug messenger                  */
+};
+
+/* Backends' constructors; each fills d->ops, d->impl, d->name and the limits. */
+vkg_status vkg_cpu_device_open(struct vkg_device *d, vkg_error *err);
+/* index < 0: the best device (discrete, integrated, virtual, then software). */
+vkg_status vkg_vulkan_device_open(struct vkg_device *d, int index, vkg_error *err);
+
+#endif

@@ -1,0 +1,64 @@
+/*
+ * The seeded generator declared in vkgraph.h: xoshiro256** (Blackman and Vigna), its 256-bit state
+ * filled from a 64-bit seed by splitmix64, as the authors of xoshiro recommend.
+ *
+ * Everything lives in the vkg_rng struct the caller owns: no global state, no cached second
+ * Box-Muller value, so a copy of the struct replays exactly the same sequence.
+ */
+#include "vkgraph.h"
+
+#include <math.h>
+
+/* splitmix64: one step advances *state by the golden-ratio increment and returns a well-mixed
+ * 64-bit value.  Used only to expand the seed, so that similar seeds (0, 1, 2) give unrelated
+ * states and the state is never all zero (which would make xoshiro stuck at zero). */
+static uint64_t splitmix64_next(uint64_t *state) {
+    *state += 0x9E3779B97F4A7C15u;
+    uint64_t z = *state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotate_left(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
+
+void vkg_rng_seed(vkg_rng *r, uint64_t seed) {
+    uint64_t sm_state = seed;
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64_next(&sm_state);
+}
+
+uint64_t vkg_rng_next(vkg_rng *r) {
+    uint64_t *s = r->s;
+    uint64_t result = rotate_left(s[1] * 5u, 7) * 9u;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotate_left(s[3], 45);
+    return result;
+}
+
+/* The top 24 bits (the best-mixed ones) fill a float's mantissa exactly: every value is a
+ * multiple of 2^-24 in [0, 1 - 2^-24], and the conversion never rounds up to 1. */
+float vkg_rng_uniform(vkg_rng *r) {
+    return (float)(vkg_rng_next(r) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* Box-Muller from two fresh uniforms per call; only the cosine branch is used, so no state
+ * hides outside the struct.  u1 is taken in (0, 1] so that log(u1) is finite; the tail is cut
+ * at sqrt(-2 ln 2^-24) ~ 5.77 standard deviations, far beyond what initialisation or sampling
+ * needs.  The arithmetic is done in double and rounded once to float. */
+float vkg_rng_normal(vkg_rng *r) {
+    const double two_pi = 6.283185307179586476925286766559;
+    double u1 = 1.0 - (double)vkg_rng_uniform(r);
+    double u2 = (double)vkg_rng_uniform(r);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(two_pi * u2));
+}
+
+void vkg_rng_fill_normal(vkg_rng *r, float *x, size_t n, float std) {
+    for (size_t i = 0; i < n; i++) x[i] = std * vkg_rng_normal(r);
+}

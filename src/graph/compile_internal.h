@@ -1,0 +1,78 @@
+/* The compiler's working state, shared by its passes:
+ *   compile.c   validate, drop dead nodes, fuse, drive the passes, build the plan
+ *   lower.c     views and lowering: one or more symbolic steps per node
+ *   bufplan.c   liveness, in-place reuse, arena packing, binding resolution, barriers */
+#ifndef VKG_COMPILE_INTERNAL_H
+#define VKG_COMPILE_INTERNAL_H
+
+#include "core/error.h"
+#include "graph/plan.h"
+
+/* A strided window onto a node's storage: element (i0..) at offset + sum(i_k * strides[k]). */
+typedef struct vkg_view {
+    vkg_tensor base;                 /* the node whose storage holds the elements           */
+    int ndim;
+    int64_t shape[VKG_MAX_DIMS];
+    int64_t strides[VKG_MAX_DIMS];   /* elements; 0 broadcasts                              */
+    int64_t offset;                  /* elements from the start of base's storage           */
+} vkg_view;
+
+/* A binding before memory is placed: an element range of some node's storage. */
+typedef struct vkg_sym_binding {
+    vkg_tensor storage;              /* VKG_NONE: unused slot                               */
+    int64_t lo, hi;                  /* elements [lo, hi) of the storage the kernel touches */
+    int offset_word;                 /* params word that holds the offset of lo; -1 none    */
+    int writes;
+} vkg_sym_binding;
+
+typedef struct vkg_sym_step {
+    vkg_step step;                   /* kernel, node, label, params (offsets filled later)  */
+    vkg_sym_binding sym[VKG_MAX_BINDINGS];
+} vkg_sym_step;
+
+/* What fusion decided for a node. */
+typedef enum vkg_fuse_role {
+    VKG_FUSE_NONE = 0,               /* computed by its own step                           */
+    VKG_FUSE_ABSORBED,               /* computed inside its consumer's step                */
+} vkg_fuse_role;
+
+typedef struct vkg_compiler {
+    const vkg_graph *g;
+    vkg_compile_options opts;
+    vkg_error *err;
+    int n;                           /* nodes                                               */
+    char *keep;                      /* reaches an output or a state write                  */
+    int *consumers;                  /* references from kept nodes                          */
+    vkg_fuse_role *role;
+    /* For a node that roots a fused group: the nodes it absorbed. */
+    vkg_tensor *fused_scale, *fused_mask, *fused_bias, *fused_residual;
+    char *fused_gelu;
+    vkg_tensor *fused_input;         /* softmax: the tensor under the absorbed scale/mask   */
+    char *materialize;               /* node gets its own contiguous storage (and a copy)   */
+    char *own_storage;               /* node has storage of its own                         */
+    vkg_view *view;                  /* how each node's value is read                       */
+    int *index_slot;                 /* runtime indices: slot in the indices region         */
+    int n_indices;
+    int64_t *index_max;
+    vkg_sym_step *steps;
+    int n_steps, cap_steps;
+    vkg_tensor *alias;               /* in-place: storage shared with this node; else self  */
+} vkg_compiler;
+
+vkg_status vkg_compile_fuse(vkg_compiler *c);
+vkg_status vkg_compile_lower(vkg_compiler *c);
+vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root);
+vkg_status vkg_compile_place(vkg_compiler *c, vkg_plan *p);
+
+/* Appends a symbolic step (NULL when out of memory). */
+vkg_sym_step *vkg_compile_new_step(vkg_compiler *c, vkg_kernel k, vkg_tensor node, const char *label);
+/* Binds view v to a slot and writes its offset into params word offset_word. */
+void vkg_compile_bind(vkg_sym_step *s, int slot, const vkg_view *v, int offset_word, int writes);
+/* The element range [lo, hi) a view touches. */
+void vkg_view_span(const vkg_view *v, int64_t *lo, int64_t *hi);
+/* The root of a node's storage after in-place aliasing. */
+vkg_tensor vkg_storage_root(const vkg_compiler *c, vkg_tensor t);
+int vkg_view_is_contiguous(const vkg_view *v);
+void vkg_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+
+#endif

@@ -1,0 +1,218 @@
+/* Graph construction: nodes, leaves, outputs and the sticky error state.  The ops themselves,
+ * with their shape checks, are in ops.c. */
+#include "graph/graph_build.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const op_names[VKG_OP_COUNT] = {
+    [VKG_OP_INPUT] = "input",         [VKG_OP_CONSTANT] = "constant", [VKG_OP_STATE] = "state",
+    [VKG_OP_INDEX] = "index",         [VKG_OP_MATMUL] = "matmul",     [VKG_OP_ADD] = "add",
+    [VKG_OP_MUL] = "mul",             [VKG_OP_SCALE] = "scale",       [VKG_OP_SOFTMAX] = "softmax",
+    [VKG_OP_MASK_CAUSAL] = "mask_causal", [VKG_OP_MASK] = "mask",     [VKG_OP_LAYERNORM] = "layernorm",
+    [VKG_OP_GELU] = "gelu",           [VKG_OP_RELU] = "relu",         [VKG_OP_EMBEDDING] = "embedding",
+    [VKG_OP_RESHAPE] = "reshape",     [VKG_OP_PERMUTE] = "permute",   [VKG_OP_SLICE] = "slice",
+    [VKG_OP_CONCAT] = "concat",       [VKG_OP_COPY] = "copy",         [VKG_OP_WRITE_AT] = "write_at",
+};
+
+const char *vkg_op_name(vkg_op op) { return (op >= 0 && op < VKG_OP_COUNT) ? op_names[op] : "?"; }
+
+int64_t vkg_shape_numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+const char *vkg_shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
+    size_t used = 0;
+    used += (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < ndim && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+vkg_graph *vkg_graph_new(void) { return calloc(1, sizeof(vkg_graph)); }
+
+void vkg_graph_free(vkg_graph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_nodes; i++) {
+        free(g->nodes[i].name);
+        free(g->nodes[i].output_name);
+    }
+    free(g->nodes);
+    free(g);
+}
+
+vkg_status vkg_graph_status(const vkg_graph *g) { return g->status; }
+const char *vkg_graph_error(const vkg_graph *g) { return g->error; }
+
+void vkg_graph_fail(vkg_graph *g, vkg_status status, const char *fmt, ...) {
+    if (g->status != VKG_OK) return; /* keep the first error: later ones are its consequences */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->error, sizeof g->error, fmt, ap);
+    va_end(ap);
+    g->status = status;
+}
+
+int vkg_graph_check(vkg_graph *g, const char *op, const char *operand, vkg_tensor t) {
+    if (g->status != VKG_OK) return 0;
+    if (t < 0 || t >= g->n_nodes) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: operand %s is not a tensor of this graph (%d)",
+                       op, operand, (int)t);
+        return 0;
+    }
+    return 1;
+}
+
+vkg_tensor vkg_graph_add_node(vkg_graph *g, const vkg_node *proto) {
+    if (g->status != VKG_OK) return VKG_NONE;
+    if (g->n_nodes == g->cap_nodes) {
+        int cap = g->cap_nodes ? 2 * g->cap_nodes : 64;
+        vkg_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+        if (!nodes) {
+            vkg_graph_fail(g, VKG_ERR_OUT_OF_MEMORY, "out of memory adding a %s node", vkg_op_name(proto->op));
+            return VKG_NONE;
+        }
+        g->nodes = nodes;
+        g->cap_nodes = cap;
+    }
+    g->nodes[g->n_nodes] = *proto;
+    return g->n_nodes++;
+}
+
+void vkg_node_init(vkg_node *n, vkg_op op, vkg_dtype dtype, int ndim, const int64_t *shape) {
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->dtype = dtype;
+    n->ndim = ndim;
+    for (int i = 0; i < ndim; i++) n->shape[i] = shape[i];
+    for (int i = 0; i < VKG_MAX_SRC; i++) n->src[i] = VKG_NONE;
+}
+
+vkg_tensor vkg_find(const vkg_graph *g, const char *name) {
+    if (!name) return VKG_NONE;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const vkg_node *n = &g->nodes[i];
+        if ((n->name && strcmp(n->name, name) == 0) || (n->output_name && strcmp(n->output_name, name) == 0))
+            return i;
+    }
+    return VKG_NONE;
+}
+
+static int name_ok(vkg_graph *g, const char *what, const char *name) {
+    if (g->status != VKG_OK) return 0;
+    if (!name || !*name) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: a name is required", what);
+        return 0;
+    }
+    if (vkg_find(g, name) != VKG_NONE) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: the name '%s' is already used in this graph", what, name);
+        return 0;
+    }
+    return 1;
+}
+
+static int shape_ok(vkg_graph *g, const char *what, const char *name, int ndim, const int64_t *shape) {
+    if (ndim < 1 || ndim > VKG_MAX_DIMS || !shape) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "%s '%s': %d dimensions given, 1 to %d supported", what, name, ndim,
+                       VKG_MAX_DIMS);
+        return 0;
+    }
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 1 || shape[i] > ((int64_t)1 << 32)) {
+            vkg_graph_fail(g, VKG_ERR_SHAPE, "%s '%s': dimension %d is %lld; sizes must be 1 to 2^32", what,
+                           name, i, (long long)shape[i]);
+            return 0;
+        }
+    return 1;
+}
+
+static vkg_tensor add_leaf(vkg_graph *g, vkg_op op, const char *name, vkg_dtype dtype, int ndim,
+                           const int64_t *shape, const void *data) {
+    const char *what = vkg_op_name(op);
+    if (!name_ok(g, what, name) || !shape_ok(g, what, name, ndim, shape)) return VKG_NONE;
+    if (dtype != VKG_F32 && dtype != VKG_I32) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s '%s': unknown dtype %d", what, name, (int)dtype);
+        return VKG_NONE;
+    }
+    vkg_node n;
+    vkg_node_init(&n, op, dtype, ndim, shape);
+    n.data = data;
+    n.name = strdup(name);
+    if (!n.name) {
+        vkg_graph_fail(g, VKG_ERR_OUT_OF_MEMORY, "out of memory naming '%s'", name);
+        return VKG_NONE;
+    }
+    vkg_tensor t = vkg_graph_add_node(g, &n);
+    if (t == VKG_NONE) free(n.name);
+    return t;
+}
+
+vkg_tensor vkg_input(vkg_graph *g, const char *name, vkg_dtype dtype, int ndim, const int64_t *shape) {
+    return add_leaf(g, VKG_OP_INPUT, name, dtype, ndim, shape, NULL);
+}
+
+vkg_tensor vkg_constant(vkg_graph *g, const char *name, vkg_dtype dtype, int ndim, const int64_t *shape,
+                        const void *data) {
+    if (g->status == VKG_OK && !data) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "constant '%s': data is NULL", name ? name : "?");
+        return VKG_NONE;
+    }
+    return add_leaf(g, VKG_OP_CONSTANT, name, dtype, ndim, shape, data);
+}
+
+vkg_tensor vkg_state(vkg_graph *g, const char *name, int ndim, const int64_t *shape) {
+    return add_leaf(g, VKG_OP_STATE, name, VKG_F32, ndim, shape, NULL);
+}
+
+vkg_tensor vkg_index(vkg_graph *g, const char *name) {
+    const int64_t one = 1;
+    return add_leaf(g, VKG_OP_INDEX, name, VKG_I32, 1, &one, NULL);
+}
+
+vkg_status vkg_output(vkg_graph *g, const char *name, vkg_tensor t) {
+    if (!vkg_graph_check(g, "output", "t", t) || !name_ok(g, "output", name)) return g->status;
+    vkg_node *n = &g->nodes[t];
+    if (n->output_name) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "output '%s': tensor %d is already the output '%s'", name,
+                       (int)t, n->output_name);
+        return g->status;
+    }
+    if (n->op == VKG_OP_INDEX) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "output '%s': a runtime index cannot be an output", name);
+        return g->status;
+    }
+    n->output_name = strdup(name);
+    if (!n->output_name) vkg_graph_fail(g, VKG_ERR_OUT_OF_MEMORY, "out of memory naming output '%s'", name);
+    return g->status;
+}
+
+int vkg_tensor_shape(const vkg_graph *g, vkg_tensor t, int64_t shape[VKG_MAX_DIMS]) {
+    if (t < 0 || t >= g->n_nodes) return 0;
+    const vkg_node *n = &g->nodes[t];
+    for (int i = 0; i < n->ndim; i++) shape[i] = n->shape[i];
+    return n->ndim;
+}
+
+int64_t vkg_tensor_numel(const vkg_graph *g, vkg_tensor t) {
+    if (t < 0 || t >= g->n_nodes) return 0;
+    return vkg_shape_numel(g->nodes[t].ndim, g->nodes[t].shape);
+}
+
+const char *vkg_tensor_name(const vkg_graph *g, vkg_tensor t) {
+    if (t < 0 || t >= g->n_nodes) return "?";
+    const vkg_node *n = &g->nodes[t];
+    if (n->output_name) return n->output_name;
+    if (n->name) return n->name;
+    return vkg_op_name(n->op);
+}
+
+int64_t vkg_graph_constant_numel(const vkg_graph *g) {
+    int64_t total = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == VKG_OP_CONSTANT) total += vkg_shape_numel(g->nodes[i].ndim, g->nodes[i].shape);
+    return total;
+}

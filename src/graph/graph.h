@@ -1,0 +1,71 @@
+/* The graph's internal representation: an array of nodes in creation order, which is also a
+ * topological order (an op can only name nodes that exist). */
+#ifndef VKG_GRAPH_H
+#define VKG_GRAPH_H
+
+#include "vkgraph.h"
+
+typedef enum vkg_op {
+    VKG_OP_INPUT = 0,
+    VKG_OP_CONSTANT,
+    VKG_OP_STATE,
+    VKG_OP_INDEX,
+    VKG_OP_MATMUL,
+    VKG_OP_ADD,
+    VKG_OP_MUL,
+    VKG_OP_SCALE,
+    VKG_OP_SOFTMAX,
+    VKG_OP_MASK_CAUSAL,
+    VKG_OP_MASK,
+    VKG_OP_LAYERNORM,
+    VKG_OP_GELU,
+    VKG_OP_RELU,
+    VKG_OP_EMBEDDING,
+    VKG_OP_RESHAPE,
+    VKG_OP_PERMUTE,
+    VKG_OP_SLICE,
+    VKG_OP_CONCAT,
+    VKG_OP_COPY,
+    VKG_OP_WRITE_AT,
+    VKG_OP_COUNT
+} vkg_op;
+
+const char *vkg_op_name(vkg_op op);
+
+#define VKG_MAX_SRC 3
+
+typedef struct vkg_node {
+    vkg_op op;
+    vkg_dtype dtype;
+    int ndim;
+    int64_t shape[VKG_MAX_DIMS];
+    vkg_tensor src[VKG_MAX_SRC];     /* operands; VKG_NONE where absent                       */
+    char *name;                      /* leaves and outputs; NULL otherwise                    */
+    char *output_name;               /* set by vkg_output                                     */
+    const void *data;                /* constants: borrowed host data                         */
+    union {
+        struct { unsigned flags; } matmul;              /* VKG_TRANSPOSE_A/B; bias is src[2] */
+        struct { float s; } scale;
+        struct { int32_t offset; } causal;              /* dynamic offset index is src[1]    */
+        struct { vkg_mask_kind kind; } mask;
+        struct { float eps; } layernorm;                /* gamma src[1], beta src[2]         */
+        struct { int axes[VKG_MAX_DIMS]; } permute;
+        struct { int axis; int64_t start; } slice;
+        struct { int axis; } concat;
+        struct { int axis; int64_t offset; } write_at;  /* state src[0], x src[1], index src[2] */
+    } attr;
+} vkg_node;
+
+struct vkg_graph {
+    vkg_node *nodes;
+    int n_nodes, cap_nodes;
+    vkg_status status;
+    char error[512];
+};
+
+static inline const vkg_node *vkg_graph_node(const vkg_graph *g, vkg_tensor t) { return &g->nodes[t]; }
+int64_t vkg_shape_numel(int ndim, const int64_t *shape);
+/* "[2, 10, 64]" into buf. */
+const char *vkg_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,459 @@
+/* Lowering: how each node's value is read (a view: strides over some node's storage), which
+ * nodes need storage of their own, and the symbolic steps that compute them.  Bindings name
+ * storage nodes and element ranges here; bufplan.c turns them into regions and byte offsets. */
+#include "graph/compile_internal.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WORD(type, field) ((int)(offsetof(type, field) / 4))
+
+void vkg_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i];
+    }
+}
+
+int vkg_view_is_contiguous(const vkg_view *v) {
+    int64_t expected = 1;
+    for (int i = v->ndim - 1; i >= 0; i--) {
+        if (v->shape[i] != 1 && v->strides[i] != expected) return 0;
+        expected *= v->shape[i];
+    }
+    return 1;
+}
+
+static vkg_view own_view(const vkg_node *n, vkg_tensor t) {
+    vkg_view v = {.base = t, .ndim = n->ndim, .offset = 0};
+    memcpy(v.shape, n->shape, sizeof v.shape);
+    vkg_contiguous_strides(n->ndim, n->shape, v.strides);
+    return v;
+}
+
+static int is_view_op(vkg_op op) { return op == VKG_OP_RESHAPE || op == VKG_OP_PERMUTE || op == VKG_OP_SLICE; }
+
+/* Strides that read src's elements, in row-major order, as the shape (ndim, shape): possible
+ * without a copy when every group of source dimensions merged or split is itself contiguous
+ * (the rule numpy's reshape follows).  Returns 0 when a copy is needed. */
+static int reshape_strides(const vkg_view *src, int ndim, const int64_t *shape, int64_t *strides) {
+    int64_t od[VKG_MAX_DIMS], os[VKG_MAX_DIMS];
+    int on = 0;
+    for (int i = 0; i < src->ndim; i++)
+        if (src->shape[i] != 1) {
+            od[on] = src->shape[i];
+            os[on++] = src->strides[i];
+        }
+    int oi = 0, oj = 1, ni = 0, nj = 1;
+    while (ni < ndim && oi < on) {
+        int64_t np = shape[ni], op = od[oi];
+        while (np != op) {
+            if (np < op) {
+                if (nj >= ndim) return 0;
+                np *= shape[nj++];
+            } else {
+                if (oj >= on) return 0;
+                op *= od[oj++];
+            }
+        }
+        for (int k = oi; k < oj - 1; k++)
+            if (os[k] != od[k + 1] * os[k + 1]) return 0;
+        strides[nj - 1] = os[oj - 1];
+        for (int k = nj - 1; k > ni; k--) strides[k - 1] = strides[k] * shape[k];
+        ni = nj++;
+        oi = oj++;
+    }
+    for (int k = ni; k < ndim; k++) strides[k] = 1; /* trailing dimensions of size 1 */
+    return 1;
+}
+
+/* The view a view op produces from its source, before any materialisation. */
+static vkg_view natural_view(const vkg_compiler *c, vkg_tensor t) {
+    const vkg_node *n = &c->g->nodes[t];
+    vkg_view src = c->view[n->src[0]], v = src;
+    v.ndim = n->ndim;
+    memcpy(v.shape, n->shape, sizeof v.shape);
+    switch (n->op) {
+    case VKG_OP_RESHAPE: reshape_strides(&src, n->ndim, n->shape, v.strides); break; /* checked possible */
+    case VKG_OP_PERMUTE:
+        for (int i = 0; i < n->ndim; i++) v.strides[i] = src.strides[n->attr.permute.axes[i]];
+        break;
+    case VKG_OP_SLICE: v.offset += n->attr.slice.start * src.strides[n->attr.slice.axis]; break;
+    default: break;
+    }
+    return v;
+}
+
+/* Views of every node, given the current materialisation choices. */
+static void compute_views(vkg_compiler *c) {
+    const vkg_graph *g = c->g;
+    for (int i = 0; i < c->n; i++) {
+        const vkg_node *n = &g->nodes[i];
+        c->own_storage[i] = 0;
+        if (!c->keep[i] || c->role[i] == VKG_FUSE_ABSORBED || n->op == VKG_OP_INDEX) continue;
+        if (n->op == VKG_OP_WRITE_AT) {
+            c->view[i] = c->view[n->src[0]];
+        } else if (is_view_op(n->op) && !c->materialize[i]) {
+            int64_t strides[VKG_MAX_DIMS];
+            if (n->op == VKG_OP_RESHAPE && !reshape_strides(&c->view[n->src[0]], n->ndim, n->shape, strides)) {
+                c->materialize[i] = 1; /* a reshape of a strided view needs the elements in order */
+            } else {
+                c->view[i] = natural_view(c, i);
+                continue;
+            }
+        }
+        if (n->op != VKG_OP_WRITE_AT) {
+            c->view[i] = own_view(n, i);
+            c->own_storage[i] = 1;
+        }
+    }
+}
+
+/* Operands that kernels read as plain rows: they must be contiguous. */
+static int needs_contiguous(const vkg_compiler *c, vkg_tensor consumer, vkg_tensor *operands) {
+    const vkg_node *n = &c->g->nodes[consumer];
+    int k = 0;
+    switch (n->op) {
+    case VKG_OP_SOFTMAX: operands[k++] = c->fused_input[consumer] != VKG_NONE ? c->fused_input[consumer] : n->src[0]; break;
+    case VKG_OP_LAYERNORM: for (int s = 0; s < 3; s++) operands[k++] = n->src[s]; break;
+    case VKG_OP_EMBEDDING: operands[k++] = n->src[0]; operands[k++] = n->src[1]; break;
+    case VKG_OP_MATMUL: operands[k++] = n->src[2]; break;
+    default: break;
+    }
+    if (c->fused_input[consumer] != VKG_NONE && n->op != VKG_OP_SOFTMAX) {
+        operands[k++] = c->fused_bias[consumer];
+        operands[k++] = c->fused_residual[consumer];
+        operands[k++] = c->g->nodes[c->fused_input[consumer]].src[2];
+    }
+    return k;
+}
+
+static vkg_status decide_storage(vkg_compiler *c) {
+    const vkg_graph *g = c->g;
+    for (int i = 0; i < c->n; i++) {
+        const vkg_node *n = &g->nodes[i];
+        if (!n->output_name) continue;
+        if (n->op == VKG_OP_INPUT || n->op == VKG_OP_CONSTANT || n->op == VKG_OP_STATE || n->op == VKG_OP_WRITE_AT)
+            return vkg_error_set(c->err, VKG_ERR_INVALID_ARGUMENT,
+                                 "output '%s' is a %s: outputs must be computed (wrap it in vkg_copy; read a "
+                                 "state with vkg_session_get_state)", n->output_name, vkg_op_name(n->op));
+        if (is_view_op(n->op)) c->materialize[i] = 1; /* outputs are contiguous buffers of their own */
+    }
+    /* Materialising a view changes the views below it, which may need other copies: repeat. */
+    for (int round = 0; round <= c->n; round++) {
+        compute_views(c);
+        int changed = 0;
+        for (int i = 0; i < c->n; i++) {
+            if (!c->keep[i] || c->role[i] == VKG_FUSE_ABSORBED) continue;
+            vkg_tensor ops[8];
+            int k = needs_contiguous(c, i, ops);
+            for (int j = 0; j < k; j++) {
+                vkg_tensor t = ops[j];
+                if (t == VKG_NONE || vkg_view_is_contiguous(&c->view[t])) continue;
+                if (!is_view_op(g->nodes[t].op) || c->materialize[t]) continue;
+                c->materialize[t] = 1;
+                changed = 1;
+            }
+        }
+        if (!changed) return VKG_OK;
+    }
+    return VKG_OK;
+}
+
+/* ---- symbolic steps ------------------------------------------------------------------------ */
+
+vkg_sym_step *vkg_compile_new_step(vkg_compiler *c, vkg_kernel k, vkg_tensor node, const char *label) {
+    if (c->n_steps == c->cap_steps) {
+        int cap = c->cap_steps ? 2 * c->cap_steps : 64;
+        vkg_sym_step *s = realloc(c->steps, (size_t)cap * sizeof *s);
+        if (!s) return NULL;
+        c->steps = s;
+        c->cap_steps = cap;
+    }
+    vkg_sym_step *s = &c->steps[c->n_steps++];
+    memset(s, 0, sizeof *s);
+    s->step.kernel = k;
+    s->step.node = node;
+    snprintf(s->step.label, sizeof s->step.label, "%s", label);
+    for (int i = 0; i < VKG_MAX_BINDINGS; i++) {
+        s->sym[i].storage = VKG_NONE;
+        s->sym[i].offset_word = -1;
+    }
+    return s;
+}
+
+/* Element range [lo, hi) a strided window touches. */
+void vkg_view_span(const vkg_view *v, int64_t *lo, int64_t *hi) {
+    int64_t last = v->offset;
+    for (int i = 0; i < v->ndim; i++) last += (v->shape[i] - 1) * v->strides[i];
+    *lo = v->offset;
+    *hi = last + 1;
+}
+
+void vkg_compile_bind(vkg_sym_step *s, int slot, const vkg_view *v, int offset_word, int writes) {
+    vkg_sym_binding *b = &s->sym[slot];
+    b->storage = v->base;
+    vkg_view_span(v, &b->lo, &b->hi);
+    b->offset_word = offset_word;
+    b->writes = writes;
+    if (offset_word >= 0) s->step.params.words[offset_word] = (uint32_t)v->offset;
+}
+
+static void bind_index(vkg_sym_step *s, int slot, vkg_tensor index) {
+    s->sym[slot].storage = index;
+    s->sym[slot].lo = 0;
+    s->sym[slot].hi = 1;
+}
+
+/* v padded on the left to 4 dimensions and broadcast to shape4 (stride 0 where it is 1). */
+static void strides4(const vkg_view *v, const int64_t *shape4, uint32_t *out) {
+    for (int i = 0; i < 4; i++) {
+        int j = v->ndim - 4 + i;
+        out[i] = (j < 0 || (v->shape[j] == 1 && shape4[i] != 1)) ? 0u : (uint32_t)v->strides[j];
+    }
+}
+
+static void shape4_of(int ndim, const int64_t *shape, int64_t *shape4) {
+    for (int i = 0; i < 4; i++) shape4[i] = (i < 4 - ndim) ? 1 : shape[i - (4 - ndim)];
+}
+
+/* A broadcast view (for binding spans): strides zeroed where the operand broadcasts. */
+static vkg_view broadcast_view(const vkg_view *v, const int64_t *shape4) {
+    vkg_view b = {.base = v->base, .ndim = 4, .offset = v->offset};
+    uint32_t s[4];
+    strides4(v, shape4, s);
+    for (int i = 0; i < 4; i++) {
+        b.shape[i] = shape4[i];
+        b.strides[i] = s[i];
+    }
+    return b;
+}
+
+static vkg_status emit_unary(vkg_compiler *c, vkg_tensor node, const char *label, uint32_t op,
+                             const vkg_view *in, const vkg_view *out) {
+    vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_UNARY, node, label);
+    if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
+    vkg_unary_params *p = &s->step.params.unary;
+    int64_t shape4[4];
+    shape4_of(out->ndim, out->shape, shape4);
+    p->op = op;
+    p->alpha = 1.0f;
+    p->dyn_index = VKG_NO_INDEX;
+    for (int i = 0; i < 4; i++) p->shape[i] = (uint32_t)shape4[i];
+    strides4(in, shape4, p->in_strides);
+    strides4(out, shape4, p->out_strides);
+    vkg_view bin = broadcast_view(in, shape4);
+    vkg_compile_bind(s, 0, &bin, WORD(vkg_unary_params, in_offset), 0);
+    vkg_compile_bind(s, 1, out, WORD(vkg_unary_params, out_offset), 1);
+    return VKG_OK;
+}
+
+static vkg_status lower_elementwise(vkg_compiler *c, vkg_tensor t) {
+    const vkg_node *n = &c->g->nodes[t];
+    const vkg_view *out = &c->view[t];
+    if (n->op == VKG_OP_ADD || n->op == VKG_OP_MUL || n->op == VKG_OP_MASK) {
+        vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_BINARY, t, vkg_op_name(n->op));
+        if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
+        vkg_binary_params *p = &s->step.params.binary;
+        int additive = n->op == VKG_OP_MASK && n->attr.mask.kind == VKG_MASK_ADDITIVE;
+        p->op = n->op == VKG_OP_MUL ? VKG_BINARY_MUL : (n->op == VKG_OP_MASK && !additive) ? VKG_BINARY_MASK : VKG_BINARY_ADD;
+        int64_t shape4[4];
+        shape4_of(n->ndim, n->shape, shape4);
+        for (int i = 0; i < 4; i++) p->shape[i] = (uint32_t)shape4[i];
+        strides4(&c->view[n->src[0]], shape4, p->a_strides);
+        strides4(&c->view[n->src[1]], shape4, p->b_strides);
+        vkg_view a = broadcast_view(&c->view[n->src[0]], shape4), b = broadcast_view(&c->view[n->src[1]], shape4);
+        vkg_compile_bind(s, 0, &a, WORD(vkg_binary_params, a_offset), 0);
+        vkg_compile_bind(s, 1, &b, WORD(vkg_binary_params, b_offset), 0);
+        vkg_compile_bind(s, 2, out, WORD(vkg_binary_params, out_offset), 1);
+        return VKG_OK;
+    }
+    uint32_t op = n->op == VKG_OP_SCALE ? VKG_UNARY_SCALE : n->op == VKG_OP_GELU ? VKG_UNARY_GELU
+                : n->op == VKG_OP_RELU ? VKG_UNARY_RELU : n->op == VKG_OP_MASK_CAUSAL ? VKG_UNARY_CAUSAL
+                : VKG_UNARY_COPY;
+    vkg_status st = emit_unary(c, t, vkg_op_name(n->op), op, &c->view[n->src[0]], out);
+    if (st != VKG_OK) return st;
+    vkg_sym_step *s = &c->steps[c->n_steps - 1];
+    if (n->op == VKG_OP_SCALE) s->step.params.unary.alpha = n->attr.scale.s;
+    if (n->op == VKG_OP_MASK_CAUSAL) {
+        s->step.params.unary.causal_offset = n->attr.causal.offset;
+        if (n->src[1] != VKG_NONE) {
+            s->step.params.unary.dyn_index = (uint32_t)c->index_slot[n->src[1]];
+            bind_index(s, 2, n->src[1]);
+        }
+    }
+    return VKG_OK;
+}
+
+static vkg_status lower_softmax(vkg_compiler *c, vkg_tensor t) {
+    const vkg_node *n = &c->g->nodes[t];
+    char label[48] = "softmax";
+    vkg_tensor x = c->fused_input[t] != VKG_NONE ? c->fused_input[t] : n->src[0];
+    vkg_tensor sc = c->fused_scale[t], mk = c->fused_mask[t];
+    if (sc != VKG_NONE) strcat(label, "+scale");
+    if (mk != VKG_NONE) strcat(label, c->g->nodes[mk].op == VKG_OP_MASK_CAUSAL ? "+causal" : "+mask");
+    vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_SOFTMAX, t, label);
+    if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
+    vkg_softmax_params *p = &s->step.params.softmax;
+    int64_t shape4[4];
+    shape4_of(n->ndim, n->shape, shape4);
+    p->cols = (uint32_t)shape4[3];
+    p->rows = (uint32_t)(shape4[0] * shape4[1] * shape4[2]);
+    p->dim1 = (uint32_t)shape4[1];
+    p->dim2 = (uint32_t)shape4[2];
+    p->scale = sc != VKG_NONE ? c->g->nodes[sc].attr.scale.s : 1.0f;
+    p->mask_kind = VKG_SOFTMAX_MASK_NONE;
+    p->dyn_index = VKG_NO_INDEX;
+    vkg_compile_bind(s, 0, &c->view[x], WORD(vkg_softmax_params, in_offset), 0);
+    vkg_compile_bind(s, 1, &c->view[t], WORD(vkg_softmax_params, out_offset), 1);
+    if (mk != VKG_NONE) {
+        const vkg_node *m = &c->g->nodes[mk];
+        if (m->op == VKG_OP_MASK_CAUSAL) {
+            p->mask_kind = VKG_SOFTMAX_MASK_CAUSAL;
+            p->causal_offset = m->attr.causal.offset;
+            if (m->src[1] != VKG_NONE) {
+                p->dyn_index = (uint32_t)c->index_slot[m->src[1]];
+                bind_index(s, 3, m->src[1]);
+            }
+        } else {
+            p->mask_kind = m->attr.mask.kind == VKG_MASK_BOOL ? VKG_SOFTMAX_MASK_BOOL : VKG_SOFTMAX_MASK_ADDITIVE;
+            strides4(&c->view[m->src[1]], shape4, p->mask_strides);
+            vkg_view mv = broadcast_view(&c->view[m->src[1]], shape4);
+            vkg_compile_bind(s, 2, &mv, WORD(vkg_softmax_params, mask_offset), 0);
+        }
+    }
+    return VKG_OK;
+}
+
+static vkg_status lower_layernorm(vkg_compiler *c, vkg_tensor t) {
+    const vkg_node *n = &c->g->nodes[t];
+    vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_LAYERNORM, t, "layernorm");
+    if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
+    vkg_layernorm_params *p = &s->step.params.layernorm;
+    p->cols = (uint32_t)n->shape[n->ndim - 1];
+    p->rows = (uint32_t)(vkg_shape_numel(n->ndim, n->shape) / p->cols);
+    p->eps = n->attr.layernorm.eps;
+    vkg_compile_bind(s, 0, &c->view[n->src[0]], WORD(vkg_layernorm_params, in_offset), 0);
+    vkg_compile_bind(s, 1, &c->view[t], WORD(vkg_layernorm_params, out_offset), 1);
+    if (n->src[1] != VKG_NONE) {
+        p->flags |= VKG_LAYERNORM_GAMMA;
+        vkg_compile_bind(s, 2, &c->view[n->src[1]], WORD(vkg_layernorm_params, gamma_offset), 0);
+    }
+    if (n->src[2] != VKG_NONE) {
+        p->flags |= VKG_LAYERNORM_BETA;
+        vkg_compile_bind(s, 3, &c->view[n->src[2]], WORD(vkg_layernorm_params, beta_offset), 0);
+    }
+    return VKG_OK;
+}
+
+/* A table larger than one binding is split into row ranges, one step each. */
+static vkg_status lower_embedding(vkg_compiler *c, vkg_tensor t) {
+    const vkg_node *n = &c->g->nodes[t];
+    const vkg_view *table = &c->view[n->src[0]];
+    int64_t V = table->shape[0], C = table->shape[1];
+    uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    int64_t rows_per_step = (int64_t)(limit / (uint64_t)(C * 4));
+    if (rows_per_step < 1)
+        return vkg_error_set(c->err, VKG_ERR_UNSUPPORTED, "embedding: one row of '%s' (%lld floats) exceeds the "
+                             "largest binding (%llu bytes)", vkg_tensor_name(c->g, n->src[0]), (long long)C,
+                             (unsigned long long)c->opts.max_binding_bytes);
+    int parts = (int)((V + rows_per_step - 1) / rows_per_step);
+    for (int64_t r0 = 0; r0 < V; r0 += rows_per_step) {
+        int64_t rc = V - r0 < rows_per_step ? V - r0 : rows_per_step;
+        char label[48];
+        if (parts > 1) snprintf(label, sizeof label, "embedding[%d/%d]", (int)(r0 / rows_per_step) + 1, parts);
+        vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_EMBEDDING, t, parts > 1 ? label : "embedding");
+        if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
+        vkg_embedding_params *p = &s->step.params.embedding;
+        p->n_ids = (uint32_t)vkg_shape_numel(c->g->nodes[n->src[1]].ndim, c->g->nodes[n->src[1]].shape);
+        p->dim = (uint32_t)C;
+        p->vocab = (uint32_t)V;
+        p->row_begin = (uint32_t)r0;
+        p->row_count = (uint32_t)rc;
+        p->zero_invalid = r0 == 0;
+        vkg_view part = *table;
+        part.shape[0] = rc;
+        part.offset += r0 * C;
+        vkg_compile_bind(s, 0, &c->view[n->src[1]], WORD(vkg_embedding_params, ids_offset), 0);
+        vkg_compile_bind(s, 1, &part, WORD(vkg_embedding_params, table_offset), 0);
+        vkg_compile_bind(s, 2, &c->view[t], WORD(vkg_embedding_params, out_offset), 1);
+    }
+    return VKG_OK;
+}
+
+/* out[.., a | b, ..]: two copies into the two parts of the output. */
+static vkg_status lower_concat(vkg_compiler *c, vkg_tensor t) {
+    const vkg_node *n = &c->g->nodes[t];
+    int axis = n->attr.concat.axis;
+    for (int part = 0; part < 2; part++) {
+        vkg_view dst = c->view[t];
+        const vkg_node *src = &c->g->nodes[n->src[part]];
+        dst.shape[axis] = src->shape[axis];
+        if (part == 1) dst.offset += c->g->nodes[n->src[0]].shape[axis] * dst.strides[axis];
+        vkg_status st = emit_unary(c, t, part == 0 ? "concat[a]" : "concat[b]", VKG_UNARY_COPY, &c->view[n->src[part]], &dst);
+        if (st != VKG_OK) return st;
+    }
+    return VKG_OK;
+}
+
+/* state[.., offset + index : .., ..] = x: a copy whose destination moves with a runtime index. */
+static vkg_status lower_write_at(vkg_compiler *c, vkg_tensor t) {
+    const vkg_node *n = &c->g->nodes[t];
+    const vkg_node *x = &c->g->nodes[n->src[1]];
+    int axis = n->attr.write_at.axis;
+    vkg_view dst = c->view[t];
+    memcpy(dst.shape, x->shape, sizeof dst.shape);
+    dst.offset += n->attr.write_at.offset * dst.strides[axis];
+    vkg_status st = emit_unary(c, t, "write_at", VKG_UNARY_COPY, &c->view[n->src[1]], &dst);
+    if (st != VKG_OK) return st;
+    vkg_sym_step *s = &c->steps[c->n_steps - 1];
+    /* The destination can be anywhere in the state: bind all of it. */
+    vkg_view whole = c->view[n->src[0]];
+    vkg_view_span(&whole, &s->sym[1].lo, &s->sym[1].hi);
+    if (n->src[2] != VKG_NONE) {
+        vkg_tensor idx = n->src[2];
+        s->step.params.unary.dyn_index = (uint32_t)c->index_slot[idx];
+        s->step.params.unary.out_dyn_stride = (uint32_t)dst.strides[axis];
+        bind_index(s, 2, idx);
+        int64_t room = c->g->nodes[n->src[0]].shape[axis] - x->shape[axis] - n->attr.write_at.offset;
+        if (room < c->index_max[idx]) c->index_max[idx] = room;
+    }
+    return VKG_OK;
+}
+
+vkg_status vkg_compile_lower(vkg_compiler *c) {
+    const vkg_graph *g = c->g;
+    for (int i = 0; i < c->n; i++)
+        if (g->nodes[i].op == VKG_OP_INDEX) c->index_slot[i] = c->n_indices++;
+    vkg_status st = decide_storage(c);
+    for (int i = 0; i < c->n && st == VKG_OK; i++) {
+        const vkg_node *n = &g->nodes[i];
+        if (!c->keep[i] || c->role[i] == VKG_FUSE_ABSORBED) continue;
+        switch (n->op) {
+        case VKG_OP_INPUT: case VKG_OP_CONSTANT: case VKG_OP_STATE: case VKG_OP_INDEX: break;
+        case VKG_OP_RESHAPE: case VKG_OP_PERMUTE: case VKG_OP_SLICE:
+            if (c->materialize[i]) {
+                /* Copy in the logical order of the source (a reshape keeps element order). */
+                vkg_view from = n->op == VKG_OP_RESHAPE ? c->view[n->src[0]] : natural_view(c, i);
+                vkg_view to = c->view[i];
+                to.ndim = from.ndim;
+                memcpy(to.shape, from.shape, sizeof to.shape);
+                vkg_contiguous_strides(to.ndim, to.shape, to.strides);
+                st = emit_unary(c, i, "copy(view)", VKG_UNARY_COPY, &from, &to);
+            }
+            break;
+        case VKG_OP_SOFTMAX: st = lower_softmax(c, i); break;
+        case VKG_OP_LAYERNORM: st = lower_layernorm(c, i); break;
+        case VKG_OP_EMBEDDING: st = lower_embedding(c, i); break;
+        case VKG_OP_CONCAT: st = lower_concat(c, i); break;
+        case VKG_OP_WRITE_AT: st = lower_write_at(c, i); break;
+        case VKG_OP_MATMUL: st = vkg_compile_lower_matmul(c, i); break;
+        default:
+            st = c->fused_input[i] != VKG_NONE ? vkg_compile_lower_matmul(c, i) : lower_elementwise(c, i);
+            break;
+        }
+    }
+    return st;
+}

@@ -1,0 +1,153 @@
+/* Lowering a matmul group (matmul, then optionally + bias, gelu, + residual) into matmul steps.
+ * Operands are read through their views' strides, so transposes and broadcast batches cost no
+ * copy.  An unbatched matmul whose operands exceed the largest binding (GPT-2's tied output
+ * head, 154 MB, against lavapipe's 128 MiB) is split into column and row blocks. */
+#include "graph/compile_internal.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define WORD(field) ((int)(offsetof(vkg_matmul_params, field) / 4))
+
+/* The operand's batch strides mapped onto the output's (batch0, batch1). */
+static void batch_strides(const vkg_view *v, const vkg_node *out, uint32_t *s0, uint32_t *s1) {
+    int nb = out->ndim - 2, nbv = v->ndim - 2;
+    int64_t s[2] = {0, 0};
+    for (int j = 0; j < nb; j++) {
+        int jv = j - (nb - nbv);
+        s[j] = (jv < 0 || v->shape[jv] == 1) ? 0 : v->strides[jv];
+    }
+    if (nb == 2) { *s0 = (uint32_t)s[0]; *s1 = (uint32_t)s[1]; }
+    else if (nb == 1) { *s0 = 0; *s1 = (uint32_t)s[0]; }
+    else { *s0 = 0; *s1 = 0; }
+}
+
+static vkg_view transposed(vkg_view v) {
+    int64_t t = v.shape[v.ndim - 1];
+    v.shape[v.ndim - 1] = v.shape[v.ndim - 2];
+    v.shape[v.ndim - 2] = t;
+    t = v.strides[v.ndim - 1];
+    v.strides[v.ndim - 1] = v.strides[v.ndim - 2];
+    v.strides[v.ndim - 2] = t;
+    return v;
+}
+
+/* Bytes a view's elements span. */
+static uint64_t span_bytes(const vkg_view *v) {
+    int64_t lo, hi;
+    vkg_view_span(v, &lo, &hi);
+    return (uint64_t)(hi - lo) * 4u;
+}
+
+/* The sub-view of rows [r0, r0 + rn) and columns [c0, c0 + cn) of a 2-d (or batch-1) view. */
+static vkg_view block(vkg_view v, int64_t r0, int64_t rn, int64_t c0, int64_t cn) {
+    int r = v.ndim - 2, c = v.ndim - 1;
+    v.offset += r0 * v.strides[r] + c0 * v.strides[c];
+    v.shape[r] = rn;
+    v.shape[c] = cn;
+    return v;
+}
+
+typedef struct mm_group {
+    vkg_tensor root, mm, bias, residual;
+    int gelu;
+    vkg_view a, b, c, z, r;   /* operands and output, transposes applied */
+    int64_t M, N, K, batch;
+} mm_group;
+
+static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int64_t mn, int64_t n0, int64_t nn,
+                             const char *label) {
+    vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_MATMUL, G->root, label);
+    if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
+    vkg_matmul_params *p = &s->step.params.matmul;
+    const vkg_node *out = &c->g->nodes[G->root];
+    int nd = G->c.ndim;
+    p->M = (uint32_t)mn;
+    p->N = (uint32_t)nn;
+    p->K = (uint32_t)G->K;
+    p->batch1 = nd >= 3 ? (uint32_t)out->shape[nd - 3] : 1u;
+    p->batch0 = nd >= 4 ? (uint32_t)out->shape[nd - 4] : 1u;
+    p->a_stride_m = (uint32_t)G->a.strides[G->a.ndim - 2];
+    p->a_stride_k = (uint32_t)G->a.strides[G->a.ndim - 1];
+    p->b_stride_k = (uint32_t)G->b.strides[G->b.ndim - 2];
+    p->b_stride_n = (uint32_t)G->b.strides[G->b.ndim - 1];
+    p->c_stride_m = (uint32_t)G->N;
+    batch_strides(&G->a, out, &p->a_stride_b0, &p->a_stride_b1);
+    batch_strides(&G->b, out, &p->b_stride_b0, &p->b_stride_b1);
+    batch_strides(&G->c, out, &p->c_stride_b0, &p->c_stride_b1);
+    vkg_view a = block(G->a, m0, mn, 0, G->K), b = block(G->b, 0, G->K, n0, nn), cc = block(G->c, m0, mn, n0, nn);
+    /* Broadcast batch dimensions touch one batch only: give the views their real extent. */
+    vkg_compile_bind(s, 0, &a, WORD(a_offset), 0);
+    vkg_compile_bind(s, 1, &b, WORD(b_offset), 0);
+    vkg_compile_bind(s, 2, &cc, WORD(c_offset), 1);
+    if (G->bias != VKG_NONE) {
+        p->flags |= VKG_MATMUL_BIAS;
+        vkg_view z = G->z;
+        z.offset += n0;
+        z.shape[0] = nn;
+        vkg_compile_bind(s, 3, &z, WORD(bias_offset), 0);
+    }
+    if (G->gelu) p->flags |= VKG_MATMUL_GELU;
+    if (G->residual != VKG_NONE) {
+        p->flags |= VKG_MATMUL_RESIDUAL;
+        vkg_view r = block(G->r, m0, mn, n0, nn);
+        p->r_stride_m = (uint32_t)G->r.strides[G->r.ndim - 2];
+        batch_strides(&G->r, out, &p->r_stride_b0, &p->r_stride_b1);
+        vkg_compile_bind(s, 4, &r, WORD(r_offset), 0);
+    }
+    return VKG_OK;
+}
+
+vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
+    const vkg_graph *g = c->g;
+    mm_group G = {.root = root, .mm = c->fused_input[root] != VKG_NONE ? c->fused_input[root] : root};
+    const vkg_node *mm = &g->nodes[G.mm];
+    G.bias = mm->src[2] != VKG_NONE ? mm->src[2] : c->fused_bias[root];
+    G.residual = c->fused_residual[root];
+    G.gelu = c->fused_gelu[root];
+    G.a = c->view[mm->src[0]];
+    G.b = c->view[mm->src[1]];
+    if (mm->attr.matmul.flags & VKG_TRANSPOSE_A) G.a = transposed(G.a);
+    if (mm->attr.matmul.flags & VKG_TRANSPOSE_B) G.b = transposed(G.b);
+    G.c = c->view[root];
+    if (G.bias != VKG_NONE) G.z = c->view[G.bias];
+    if (G.residual != VKG_NONE) G.r = c->view[G.residual];
+    G.M = mm->shape[mm->ndim - 2];
+    G.N = mm->shape[mm->ndim - 1];
+    G.K = G.a.shape[G.a.ndim - 1];
+    G.batch = vkg_shape_numel(mm->ndim - 2, mm->shape);
+
+    char label[48] = "matmul";
+    if (G.bias != VKG_NONE) strcat(label, "+bias");
+    if (G.gelu) strcat(label, "+gelu");
+    if (G.residual != VKG_NONE) strcat(label, "+residual");
+
+    /* Blocks small enough for one binding each: columns first (B is the big weight), then rows. */
+    uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    int64_t nb = G.N, mb = G.M;
+    for (;;) {
+        vkg_view b = block(G.b, 0, G.K, 0, nb);
+        if (span_bytes(&b) <= limit || nb == 1) break;
+        nb = (nb + 1) / 2;
+    }
+    for (;;) {
+        vkg_view a = block(G.a, 0, mb, 0, G.K), cc = block(G.c, 0, mb, 0, nb);
+        if ((span_bytes(&a) <= limit && span_bytes(&cc) <= limit) || mb == 1) break;
+        mb = (mb + 1) / 2;
+    }
+    int split = nb < G.N || mb < G.M;
+    if (split && G.batch != 1)
+        return vkg_error_set(c->err, VKG_ERR_UNSUPPORTED,
+                             "matmul '%s': a batched matmul with operands larger than one binding (%llu bytes) "
+                             "is not supported", vkg_tensor_name(g, root), (unsigned long long)c->opts.max_binding_bytes);
+    int parts = (int)(((G.N + nb - 1) / nb) * ((G.M + mb - 1) / mb)), part = 0;
+    for (int64_t n0 = 0; n0 < G.N; n0 += nb)
+        for (int64_t m0 = 0; m0 < G.M; m0 += mb) {
+            char l[48];
+            if (split) snprintf(l, sizeof l, "%.32s[%d/%d]", label, ++part, parts);
+            vkg_status st = emit_block(c, &G, m0, G.M - m0 < mb ? G.M - m0 : mb, n0, G.N - n0 < nb ? G.N - n0 : nb,
+                                       split ? l : label);
+            if (st != VKG_OK) return st;
+        }
+    return VKG_OK;
+}

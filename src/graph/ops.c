@@ -1,0 +1,242 @@
+/* The ops of the graph API.  Each checks its operands at once and, on a mismatch, puts the graph
+ * into its error state with a message that names the op, the operands and their shapes. */
+#include "graph/graph_build.h"
+
+#include <string.h>
+
+/* A shape as text, for messages. */
+typedef struct shape_text { char s[96]; } shape_text;
+
+static shape_text shape_of(const vkg_graph *g, vkg_tensor t) {
+    shape_text st;
+    const vkg_node *n = &g->nodes[t];
+    vkg_shape_str(n->ndim, n->shape, st.s, sizeof st.s);
+    return st;
+}
+
+static int need_f32(vkg_graph *g, const char *op, const char *operand, vkg_tensor t) {
+    if (g->nodes[t].dtype == VKG_F32 && g->nodes[t].op != VKG_OP_INDEX) return 1;
+    vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: operand %s ('%s') must be an f32 tensor", op, operand,
+                   vkg_tensor_name(g, t));
+    return 0;
+}
+
+static vkg_tensor unary_node(vkg_graph *g, vkg_op op, vkg_tensor x) {
+    const char *name = vkg_op_name(op);
+    if (!vkg_graph_check(g, name, "x", x) || !need_f32(g, name, "x", x)) return VKG_NONE;
+    vkg_node n;
+    vkg_node_init(&n, op, VKG_F32, g->nodes[x].ndim, g->nodes[x].shape);
+    n.src[0] = x;
+    return vkg_graph_add_node(g, &n);
+}
+
+/* numpy broadcasting of a and b into out; 0 when they do not broadcast. */
+static int broadcast(const vkg_node *a, const vkg_node *b, int *ndim, int64_t *out) {
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int i = 0; i < nd; i++) {
+        int ia = a->ndim - nd + i, ib = b->ndim - nd + i;
+        int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+        if (da != db && da != 1 && db != 1) return 0;
+        out[i] = da > db ? da : db;
+    }
+    *ndim = nd;
+    return 1;
+}
+
+static vkg_tensor binary_node(vkg_graph *g, vkg_op op, vkg_tensor a, vkg_tensor b) {
+    const char *name = vkg_op_name(op);
+    if (!vkg_graph_check(g, name, "a", a) || !vkg_graph_check(g, name, "b", b) ||
+        !need_f32(g, name, "a", a) || !need_f32(g, name, "b", b))
+        return VKG_NONE;
+    int ndim;
+    int64_t shape[VKG_MAX_DIMS];
+    if (!broadcast(&g->nodes[a], &g->nodes[b], &ndim, shape)) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "%s: shapes a %s ('%s') and b %s ('%s') do not broadcast", name,
+                       shape_of(g, a).s, vkg_tensor_name(g, a), shape_of(g, b).s, vkg_tensor_name(g, b));
+        return VKG_NONE;
+    }
+    vkg_node n;
+    vkg_node_init(&n, op, VKG_F32, ndim, shape);
+    n.src[0] = a;
+    n.src[1] = b;
+    return vkg_graph_add_node(g, &n);
+}
+
+vkg_tensor vkg_add(vkg_graph *g, vkg_tensor a, vkg_tensor b) { return binary_node(g, VKG_OP_ADD, a, b); }
+vkg_tensor vkg_mul(vkg_graph *g, vkg_tensor a, vkg_tensor b) { return binary_node(g, VKG_OP_MUL, a, b); }
+vkg_tensor vkg_gelu(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_GELU, x); }
+vkg_tensor vkg_relu(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_RELU, x); }
+vkg_tensor vkg_softmax(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_SOFTMAX, x); }
+vkg_tensor vkg_copy(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_COPY, x); }
+
+vkg_tensor vkg_scale(vkg_graph *g, vkg_tensor x, float s) {
+    vkg_tensor t = unary_node(g, VKG_OP_SCALE, x);
+    if (t != VKG_NONE) g->nodes[t].attr.scale.s = s;
+    return t;
+}
+
+vkg_tensor vkg_matmul(vkg_graph *g, vkg_tensor a, vkg_tensor b, vkg_tensor bias, unsigned flags) {
+    if (!vkg_graph_check(g, "matmul", "a", a) || !vkg_graph_check(g, "matmul", "b", b) ||
+        (bias != VKG_NONE && !vkg_graph_check(g, "matmul", "bias", bias)))
+        return VKG_NONE;
+    if (!need_f32(g, "matmul", "a", a) || !need_f32(g, "matmul", "b", b) ||
+        (bias != VKG_NONE && !need_f32(g, "matmul", "bias", bias)))
+        return VKG_NONE;
+    if (flags & ~(VKG_TRANSPOSE_A | VKG_TRANSPOSE_B)) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "matmul: unknown flags 0x%x", flags);
+        return VKG_NONE;
+    }
+    const vkg_node *na = &g->nodes[a], *nb = &g->nodes[b];
+    if (na->ndim < 2 || nb->ndim < 2) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "matmul: a %s and b %s need at least 2 dimensions each",
+                       shape_of(g, a).s, shape_of(g, b).s);
+        return VKG_NONE;
+    }
+    int ta = (flags & VKG_TRANSPOSE_A) != 0, tb = (flags & VKG_TRANSPOSE_B) != 0;
+    int64_t M = na->shape[na->ndim - 2 + ta], Ka = na->shape[na->ndim - 1 - ta];
+    int64_t Kb = nb->shape[nb->ndim - 2 + tb], N = nb->shape[nb->ndim - 1 - tb];
+    if (Ka != Kb) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE,
+                       "matmul: a %s%s ('%s') and b %s%s ('%s') do not fit: a has K = %lld, b has K = %lld",
+                       shape_of(g, a).s, ta ? " transposed" : "", vkg_tensor_name(g, a), shape_of(g, b).s,
+                       tb ? " transposed" : "", vkg_tensor_name(g, b), (long long)Ka, (long long)Kb);
+        return VKG_NONE;
+    }
+    /* Batch dimensions broadcast like numpy's matmul. */
+    vkg_node ba = *na, bb = *nb;
+    ba.ndim -= 2;
+    bb.ndim -= 2;
+    int nbatch = 0;
+    int64_t shape[VKG_MAX_DIMS];
+    if (!broadcast(&ba, &bb, &nbatch, shape)) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "matmul: the batch dimensions of a %s and b %s do not broadcast",
+                       shape_of(g, a).s, shape_of(g, b).s);
+        return VKG_NONE;
+    }
+    if (nbatch > 2) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "matmul: a %s and b %s give %d batch dimensions; at most 2 supported",
+                       shape_of(g, a).s, shape_of(g, b).s, nbatch);
+        return VKG_NONE;
+    }
+    if (bias != VKG_NONE) {
+        const vkg_node *nz = &g->nodes[bias];
+        if (nz->ndim != 1 || nz->shape[0] != N) {
+            vkg_graph_fail(g, VKG_ERR_SHAPE, "matmul: bias %s ('%s') must be [%lld] for a %s and b %s",
+                           shape_of(g, bias).s, vkg_tensor_name(g, bias), (long long)N, shape_of(g, a).s,
+                           shape_of(g, b).s);
+            return VKG_NONE;
+        }
+    }
+    shape[nbatch] = M;
+    shape[nbatch + 1] = N;
+    vkg_node n;
+    vkg_node_init(&n, VKG_OP_MATMUL, VKG_F32, nbatch + 2, shape);
+    n.src[0] = a;
+    n.src[1] = b;
+    n.src[2] = bias;
+    n.attr.matmul.flags = flags;
+    return vkg_graph_add_node(g, &n);
+}
+
+static int index_ok(vkg_graph *g, const char *op, vkg_tensor dyn) {
+    if (dyn == VKG_NONE) return 1;
+    if (!vkg_graph_check(g, op, "dyn_offset", dyn)) return 0;
+    if (g->nodes[dyn].op != VKG_OP_INDEX) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: dyn_offset ('%s') must be a vkg_index", op,
+                       vkg_tensor_name(g, dyn));
+        return 0;
+    }
+    return 1;
+}
+
+vkg_tensor vkg_mask_causal(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tensor dyn_offset) {
+    if (!vkg_graph_check(g, "mask_causal", "x", x) || !index_ok(g, "mask_causal", dyn_offset)) return VKG_NONE;
+    if (g->nodes[x].ndim < 2) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "mask_causal: scores %s need at least 2 dimensions [.., Tq, Tk]",
+                       shape_of(g, x).s);
+        return VKG_NONE;
+    }
+    vkg_tensor t = unary_node(g, VKG_OP_MASK_CAUSAL, x);
+    if (t == VKG_NONE) return t;
+    g->nodes[t].attr.causal.offset = offset;
+    g->nodes[t].src[1] = dyn_offset;
+    return t;
+}
+
+vkg_tensor vkg_mask(vkg_graph *g, vkg_tensor x, vkg_tensor mask, vkg_mask_kind kind) {
+    if (g->status != VKG_OK) return VKG_NONE;
+    if (kind != VKG_MASK_BOOL && kind != VKG_MASK_ADDITIVE) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "mask: unknown mask kind %d", (int)kind);
+        return VKG_NONE;
+    }
+    vkg_tensor t = binary_node(g, VKG_OP_MASK, x, mask);
+    if (t == VKG_NONE) return t;
+    vkg_node *n = &g->nodes[t];
+    if (n->ndim != g->nodes[x].ndim || memcmp(n->shape, g->nodes[x].shape, sizeof(int64_t) * (size_t)n->ndim)) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "mask: mask %s ('%s') must broadcast to the scores %s, not widen them",
+                       shape_of(g, mask).s, vkg_tensor_name(g, mask), shape_of(g, x).s);
+        g->n_nodes--;
+        return VKG_NONE;
+    }
+    n->attr.mask.kind = kind;
+    return t;
+}
+
+vkg_tensor vkg_layernorm(vkg_graph *g, vkg_tensor x, vkg_tensor gamma, vkg_tensor beta, float eps) {
+    if (!vkg_graph_check(g, "layernorm", "x", x)) return VKG_NONE;
+    int64_t C = g->nodes[x].shape[g->nodes[x].ndim - 1];
+    const vkg_tensor params[2] = {gamma, beta};
+    const char *names[2] = {"gamma", "beta"};
+    for (int i = 0; i < 2; i++) {
+        if (params[i] == VKG_NONE) continue;
+        if (!vkg_graph_check(g, "layernorm", names[i], params[i]) || !need_f32(g, "layernorm", names[i], params[i]))
+            return VKG_NONE;
+        const vkg_node *p = &g->nodes[params[i]];
+        if (p->ndim != 1 || p->shape[0] != C) {
+            vkg_graph_fail(g, VKG_ERR_SHAPE, "layernorm: %s %s ('%s') must be [%lld] for x %s", names[i],
+                           shape_of(g, params[i]).s, vkg_tensor_name(g, params[i]), (long long)C,
+                           shape_of(g, x).s);
+            return VKG_NONE;
+        }
+    }
+    if (!(eps >= 0.0f)) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "layernorm: eps must be >= 0");
+        return VKG_NONE;
+    }
+    vkg_tensor t = unary_node(g, VKG_OP_LAYERNORM, x);
+    if (t == VKG_NONE) return t;
+    g->nodes[t].src[1] = gamma;
+    g->nodes[t].src[2] = beta;
+    g->nodes[t].attr.layernorm.eps = eps;
+    return t;
+}
+
+vkg_tensor vkg_embedding(vkg_graph *g, vkg_tensor table, vkg_tensor ids) {
+    if (!vkg_graph_check(g, "embedding", "table", table) || !vkg_graph_check(g, "embedding", "ids", ids) ||
+        !need_f32(g, "embedding", "table", table))
+        return VKG_NONE;
+    const vkg_node *nt = &g->nodes[table], *ni = &g->nodes[ids];
+    if (nt->ndim != 2) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "embedding: table %s ('%s') must be [V, C]", shape_of(g, table).s,
+                       vkg_tensor_name(g, table));
+        return VKG_NONE;
+    }
+    if (ni->dtype != VKG_I32 || ni->op == VKG_OP_INDEX) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "embedding: ids ('%s') must be an i32 tensor",
+                       vkg_tensor_name(g, ids));
+        return VKG_NONE;
+    }
+    if (ni->ndim + 1 > VKG_MAX_DIMS) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "embedding: ids %s have too many dimensions (at most %d)",
+                       shape_of(g, ids).s, VKG_MAX_DIMS - 1);
+        return VKG_NONE;
+    }
+    int64_t shape[VKG_MAX_DIMS];
+    for (int i = 0; i < ni->ndim; i++) shape[i] = ni->shape[i];
+    shape[ni->ndim] = nt->shape[1];
+    vkg_node n;
+    vkg_node_init(&n, VKG_OP_EMBEDDING, VKG_F32, ni->ndim + 1, shape);
+    n.src[0] = table;
+    n.src[1] = ids;
+    return vkg_graph_add_node(g, &n);
+}

@@ -1,0 +1,95 @@
+/* The plan: what the compiler produces and both executors run.  Backend-neutral: an ordered list
+ * of steps, each a kernel id with its parameter block and the byte ranges of the regions it
+ * binds.  The CPU executor and the Vulkan executor run the same steps over the same layout. */
+#ifndef VKG_PLAN_H
+#define VKG_PLAN_H
+
+#include "vkgraph.h"
+#include "graph/graph.h"
+#include "params/binary.h"
+#include "params/embedding.h"
+#include "params/layernorm.h"
+#include "params/matmul.h"
+#include "params/softmax.h"
+#include "params/unary.h"
+
+typedef enum vkg_kernel {
+    VKG_KERNEL_MATMUL = 0,
+    VKG_KERNEL_BINARY,
+    VKG_KERNEL_UNARY,
+    VKG_KERNEL_SOFTMAX,
+    VKG_KERNEL_LAYERNORM,
+    VKG_KERNEL_EMBEDDING,
+    VKG_KERNEL_COUNT
+} vkg_kernel;
+
+const char *vkg_kernel_name(vkg_kernel k);
+int vkg_kernel_binding_count(vkg_kernel k);
+
+/* Where a binding's bytes live.  Region 0 is always the arena of intermediates. */
+typedef enum vkg_region_kind {
+    VKG_REGION_ARENA = 0,
+    VKG_REGION_INPUT,
+    VKG_REGION_OUTPUT,
+    VKG_REGION_CONSTANT,
+    VKG_REGION_STATE,
+    VKG_REGION_INDICES   /* the runtime indices, one i32 each */
+} vkg_region_kind;
+
+typedef struct vkg_region {
+    vkg_region_kind kind;
+    vkg_tensor tensor;     /* graph node for inputs, outputs, constants, states; VKG_NONE else */
+    uint64_t bytes;
+    const void *host;      /* constants: the borrowed host data                              */
+} vkg_region;
+
+#define VKG_MAX_BINDINGS 5
+
+typedef struct vkg_binding {
+    int32_t region;        /* -1: unused slot                                                */
+    uint64_t offset;       /* byte offset in the region, a multiple of the plan's alignment  */
+    uint64_t bytes;        /* bytes the kernel may touch from offset                         */
+    int writes;
+} vkg_binding;
+
+typedef union vkg_params {
+    vkg_matmul_params matmul;
+    vkg_binary_params binary;
+    vkg_unary_params unary;
+    vkg_softmax_params softmax;
+    vkg_layernorm_params layernorm;
+    vkg_embedding_params embedding;
+    uint32_t words[32];
+} vkg_params;
+
+typedef struct vkg_step {
+    vkg_kernel kernel;
+    vkg_tensor node;        /* the graph node this step computes (for dumps and profiles)     */
+    char label[48];         /* the op as a person reads it: "matmul+bias+gelu", "softmax+mask" */
+    vkg_binding bind[VKG_MAX_BINDINGS];
+    vkg_params params;
+    int barrier;            /* reads or overwrites what a step since the last barrier wrote    */
+    int in_place;           /* its output occupies its input's bytes                          */
+} vkg_step;
+
+/* Where a graph node's value lives after compilation (views share their base's region). */
+typedef struct vkg_placement {
+    int32_t region;         /* -1: the node has no storage (dropped or never materialised)    */
+    uint64_t offset;        /* bytes, start of the node's storage                             */
+    uint64_t bytes;
+    int32_t first_step, last_step;  /* lifetime in steps (arena tensors)                       */
+    int64_t index_max;      /* runtime indices: the largest value every use can take           */
+} vkg_placement;
+
+struct vkg_plan {
+    const vkg_graph *graph;
+    vkg_compile_options opts;
+    vkg_region *regions;
+    int n_regions;
+    vkg_step *steps;
+    int n_steps;
+    vkg_placement *place;   /* one per graph node                                              */
+    vkg_memory_stats stats;
+};
+
+#endif

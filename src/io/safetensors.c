@@ -1,0 +1,517 @@
+/* .safetensors: map, validate every header entry, convert to f32; and a writer. */
+#include "io/safetensors.h"
+
+#include "core/error.h"
+#include "io/json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct vkg_safetensors {
+    char *path;
+    void *map;
+    size_t map_bytes;
+    int n_tensors;
+    vkg_st_tensor *tensors;        /* header order                          */
+    const vkg_st_tensor **by_name; /* sorted by name, for vkg_safetensors_find */
+    int n_meta;
+    char **meta_keys, **meta_values;
+};
+
+/* ---- dtypes ------------------------------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtype_info[] = {
+    [VKG_ST_F32] = {"F32", 4},  [VKG_ST_F16] = {"F16", 2}, [VKG_ST_BF16] = {"BF16", 2},
+    [VKG_ST_F64] = {"F64", 8},  [VKG_ST_I64] = {"I64", 8}, [VKG_ST_I32] = {"I32", 4},
+    [VKG_ST_I16] = {"I16", 2},  [VKG_ST_I8] = {"I8", 1},   [VKG_ST_U8] = {"U8", 1},
+    [VKG_ST_BOOL] = {"BOOL", 1},
+};
+#define DTYPE_COUNT ((int)(sizeof dtype_info / sizeof dtype_info[0]))
+#define DTYPE_LIST "F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL"
+
+const char *vkg_st_dtype_name(vkg_st_dtype d) {
+    return ((int)d >= 0 && (int)d < DTYPE_COUNT) ? dtype_info[d].name : "?";
+}
+
+size_t vkg_st_dtype_size(vkg_st_dtype d) {
+    return ((int)d >= 0 && (int)d < DTYPE_COUNT) ? dtype_info[d].size : 0;
+}
+
+int vkg_st_dtype_convertible(vkg_st_dtype d) {
+    return d == VKG_ST_F32 || d == VKG_ST_F16 || d == VKG_ST_BF16;
+}
+
+int64_t vkg_st_tensor_numel(const vkg_st_tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; t && i < t->ndim; i++) n *= t->shape[i];
+    return t ? n : 0;
+}
+
+/* ---- element conversions ----------------------------------------------------------------------- */
+
+static float f32_from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint32_t bits_from_f32(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+float vkg_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+    if (exp == 0) {
+        /* zero or subnormal: mant x 2^-24, exact in f32 */
+        float v = ldexpf((float)mant, -24);
+        return sign ? -v : v;
+    }
+    if (exp == 31) return f32_from_bits(sign | 0x7F800000u | (mant << 13)); /* inf, nan + payload */
+    return f32_from_bits(sign | ((exp + 112) << 23) | (mant << 13));     /* rebias 15 -> 127 */
+}
+
+float vkg_bf16_to_f32(uint16_t b) { return f32_from_bits((uint32_t)b << 16); }
+
+uint16_t vkg_f32_to_f16(float f) {
+    uint32_t u = bits_from_f32(f), x = u & 0x7FFFFFFFu;
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    if (x > 0x7F800000u) return sign | 0x7E00 | (uint16_t)((x >> 13) & 0x1FF); /* quiet nan */
+    if (x >= 0x477FF000u) return sign | 0x7C00;  /* >= 65520 rounds to inf                 */
+    if (x >= 0x38800000u) {                      /* normal in f16: rebias, round to even    */
+        uint32_t r = x - 0x38000000u;
+        return sign | (uint16_t)((r + 0x0FFFu + ((r >> 13) & 1u)) >> 13);
+    }
+    if (x <= 0x33000000u) return sign;           /* <= 2^-25 rounds to zero (tie to even)   */
+    uint32_t m = (x & 0x7FFFFFu) | 0x800000u, shift = 126u - (x >> 23); /* subnormal result */
+    uint32_t h = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) h++;
+    return sign | (uint16_t)h;
+}
+
+uint16_t vkg_f32_to_bf16(float f) {
+    uint32_t u = bits_from_f32(f);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet nan */
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+static uint16_t load_le16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+static uint32_t load_le32(const unsigned char *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static uint64_t load_le64(const unsigned char *p) {
+    return (uint64_t)load_le32(p) | ((uint64_t)load_le32(p + 4) << 32);
+}
+
+vkg_status vkg_st_tensor_to_f32(const vkg_st_tensor *t, float *dst, vkg_error *err) {
+    if (!t || (!dst && t->bytes))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_st_tensor_to_f32: NULL tensor or destination");
+    const unsigned char *src = t->data;
+    uint64_t n = (uint64_t)vkg_st_tensor_numel(t);
+    switch (t->dtype) {
+    case VKG_ST_F32:
+        for (uint64_t i = 0; i < n; i++) dst[i] = f32_from_bits(load_le32(src + 4 * i));
+        return VKG_OK;
+    case VKG_ST_F16:
+        for (uint64_t i = 0; i < n; i++) dst[i] = vkg_f16_to_f32(load_le16(src + 2 * i));
+        return VKG_OK;
+    case VKG_ST_BF16:
+        for (uint64_t i = 0; i < n; i++) dst[i] = vkg_bf16_to_f32(load_le16(src + 2 * i));
+        return VKG_OK;
+    default:
+        return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
+                             "tensor \"%s\" has dtype %s; only F32, F16 and BF16 tensors convert to f32",
+                             t->name ? t->name : "?", vkg_st_dtype_name(t->dtype));
+    }
+}
+
+/* ---- header validation ------------------------------------------------------------------------- */
+
+/* "[768, 2304]" into buf, for messages. */
+static const char *shape_text(const int64_t *shape, int ndim, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+/* A JSON number that is a whole number in [0, 2^53] (exact in a double), else -1. */
+static int64_t json_count(const vkg_json *v) {
+    if (vkg_json_type_of(v) != VKG_JSON_NUMBER) return -1;
+    double d = vkg_json_number(v);
+    if (!(d >= 0 && d <= 9007199254740992.0) || d != floor(d)) return -1;
+    return (int64_t)d;
+}
+
+static vkg_status parse_entry(const char *path, const char *name, const vkg_json *e, const unsigned char *data,
+                              uint64_t data_bytes, vkg_st_tensor *t, vkg_error *err) {
+    if (vkg_json_type_of(e) != VKG_JSON_OBJECT)
+        return vkg_error_set(err, VKG_ERR_FORMAT,
+                             "%s: tensor \"%s\": entry is a JSON %s, expected an object with dtype, shape and "
+                             "data_offsets", path, name, vkg_json_type_name(vkg_json_type_of(e)));
+    const vkg_json *dtype = vkg_json_get(e, "dtype"), *shape = vkg_json_get(e, "shape"),
+                   *offsets = vkg_json_get(e, "data_offsets");
+    const char *missing = !dtype ? "dtype" : !shape ? "shape" : !offsets ? "data_offsets" : NULL;
+    if (missing) return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor \"%s\": missing \"%s\"", path, name, missing);
+
+    const char *dname = vkg_json_string(dtype, NULL);
+    if (!dname)
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor \"%s\": \"dtype\" is a JSON %s, expected a string",
+                             path, name, vkg_json_type_name(vkg_json_type_of(dtype)));
+    int d = 0;
+    while (d < DTYPE_COUNT && strcmp(dname, dtype_info[d].name) != 0) d++;
+    if (d == DTYPE_COUNT)
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor \"%s\": unknown dtype \"%.40s\" (known: " DTYPE_LIST ")",
+                             path, name, dname);
+    t->dtype = (vkg_st_dtype)d;
+
+    size_t ndim = vkg_json_length(shape);
+    if (vkg_json_type_of(shape) != VKG_JSON_ARRAY)
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor \"%s\": \"shape\" is a JSON %s, expected an array",
+                             path, name, vkg_json_type_name(vkg_json_type_of(shape)));
+    if (ndim > VKG_ST_MAX_DIMS)
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor \"%s\": shape has %zu dimensions; at most %d are supported",
+                             path, name, ndim, VKG_ST_MAX_DIMS);
+    t->ndim = (int)ndim;
+    uint64_t numel = 1, limit = UINT64_MAX / dtype_info[d].size;
+    int overflow = 0;
+    for (size_t i = 0; i < ndim; i++) {
+        int64_t dim = json_count(vkg_json_at(shape, i));
+        if (dim < 0)
+            return vkg_error_set(err, VKG_ERR_FORMAT,
+                                 "%s: tensor \"%s\": shape[%zu] is %g; dimensions must be non-negative integers",
+                                 path, name, i, vkg_json_number(vkg_json_at(shape, i)));
+        t->shape[i] = dim;
+        if (dim && numel > limit / (uint64_t)dim) overflow = 1;
+        else numel *= (uint64_t)dim;
+    }
+    char sbuf[200];
+    shape_text(t->shape, t->ndim, sbuf, sizeof sbuf);
+
+    int64_t begin = json_count(vkg_json_at(offsets, 0)), end = json_count(vkg_json_at(offsets, 1));
+    if (vkg_json_type_of(offsets) != VKG_JSON_ARRAY || vkg_json_length(offsets) != 2 || begin < 0 || end < 0)
+        return vkg_error_set(err, VKG_ERR_FORMAT,
+                             "%s: tensor \"%s\": \"data_offsets\" must be an array of two non-negative integers "
+                             "[begin, end]", path, name);
+    if (begin > end)
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%lld, %lld] has begin > end",
+                             path, name, (long long)begin, (long long)end);
+    if ((uint64_t)end > data_bytes)
+        return vkg_error_set(err, VKG_ERR_FORMAT,
+                             "%s: tensor \"%s\": data_offsets [%lld, %lld] run past the end of the data section "
+                             "(%llu bytes; is the file truncated?)", path, name, (long long)begin, (long long)end,
+                             (unsigned long long)data_bytes);
+    uint64_t span = (uint64_t)(end - begin);
+    if (overflow)
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor \"%s\": shape %s of %s is too large (its byte size "
+                             "overflows 64 bits)", path, name, sbuf, dtype_info[d].name);
+    if (numel * dtype_info[d].size != span)
+        return vkg_error_set(err, VKG_ERR_FORMAT,
+                             "%s: tensor \"%s\": shape %s of %s needs %llu bytes, but data_offsets [%lld, %lld] "
+                             "span %llu bytes", path, name, sbuf, dtype_info[d].name,
+                             (unsigned long long)(numel * dtype_info[d].size), (long long)begin, (long long)end,
+                             (unsigned long long)span);
+    t->bytes = span;
+    t->data = data + begin;
+    return VKG_OK;
+}
+
+static vkg_status parse_metadata(vkg_safetensors *st, const vkg_json *m, vkg_error *err) {
+    if (vkg_json_type_of(m) != VKG_JSON_OBJECT)
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: \"__metadata__\" is a JSON %s, expected an object of strings",
+                             st->path, vkg_json_type_name(vkg_json_type_of(m)));
+    size_t n = vkg_json_length(m);
+    st->meta_keys = calloc(n + 1, sizeof(char *));
+    st->meta_values = calloc(n + 1, sizeof(char *));
+    if (!st->meta_keys || !st->meta_values)
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: out of memory reading metadata", st->path);
+    for (size_t i = 0; i < n; i++) {
+        const char *key = vkg_json_key_at(m, i, NULL), *value = vkg_json_string(vkg_json_at(m, i), NULL);
+        if (!value)
+            return vkg_error_set(err, VKG_ERR_FORMAT, "%s: \"__metadata__\" key \"%s\" holds a JSON %s; values must be strings",
+                                 st->path, key, vkg_json_type_name(vkg_json_type_of(vkg_json_at(m, i))));
+        st->meta_keys[i] = strdup(key);
+        st->meta_values[i] = strdup(value);
+        st->n_meta = (int)i + 1;
+        if (!st->meta_keys[i] || !st->meta_values[i])
+            return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: out of memory reading metadata", st->path);
+    }
+    return VKG_OK;
+}
+
+static int compare_by_name(const void *a, const void *b) {
+    return strcmp((*(const vkg_st_tensor *const *)a)->name, (*(const vkg_st_tensor *const *)b)->name);
+}
+
+static int compare_by_offset(const void *a, const void *b) {
+    const vkg_st_tensor *x = *(const vkg_st_tensor *const *)a, *y = *(const vkg_st_tensor *const *)b;
+    const unsigned char *px = x->data, *py = y->data;
+    return px < py ? -1 : px > py ? 1 : 0;
+}
+
+/* Walks the tensors in offset order: each non-empty one must start at or after every earlier
+ * one's end.  by_name is used as scratch and re-sorted by name afterwards. */
+static vkg_status check_overlaps(vkg_safetensors *st, const unsigned char *data, vkg_error *err) {
+    const vkg_st_tensor **order = st->by_name;
+    qsort(order, (size_t)st->n_tensors, sizeof *order, compare_by_offset);
+    const vkg_st_tensor *reach = NULL; /* the tensor whose range ends furthest so far */
+    for (int i = 0; i < st->n_tensors; i++) {
+        const vkg_st_tensor *t = order[i];
+        if (!t->bytes) continue;
+        const unsigned char *b = t->data;
+        if (reach && b < (const unsigned char *)reach->data + reach->bytes)
+            return vkg_error_set(err, VKG_ERR_FORMAT,
+                                 "%s: tensors \"%s\" (bytes %llu..%llu) and \"%s\" (bytes %llu..%llu) overlap",
+                                 st->path, reach->name, (unsigned long long)((const unsigned char *)reach->data - data),
+                                 (unsigned long long)((const unsigned char *)reach->data - data + reach->bytes),
+                                 t->name, (unsigned long long)(b - data), (unsigned long long)(b - data + t->bytes));
+        if (!reach || b + t->bytes > (const unsigned char *)reach->data + reach->bytes) reach = t;
+    }
+    qsort(order, (size_t)st->n_tensors, sizeof *order, compare_by_name);
+    return VKG_OK;
+}
+
+/* Everything after the file is mapped: header length, JSON, entries, overlaps. */
+static vkg_status parse_header(vkg_safetensors *st, vkg_error *err) {
+    const unsigned char *base = st->map;
+    uint64_t size = st->map_bytes, header_bytes = load_le64(base);
+    if (header_bytes > VKG_ST_MAX_HEADER_BYTES)
+        return vkg_error_set(err, VKG_ERR_FORMAT,
+                             "%s: header length %llu is over the %llu-byte limit (is this a safetensors file?)",
+                             st->path, (unsigned long long)header_bytes, VKG_ST_MAX_HEADER_BYTES);
+    if (header_bytes > size - 8)
+        return vkg_error_set(err, VKG_ERR_FORMAT,
+                             "%s: header length %llu runs past the end of the file (%llu bytes follow the length)",
+                             st->path, (unsigned long long)header_bytes, (unsigned long long)(size - 8));
+    vkg_json *root = NULL;
+    vkg_error jerr;
+    if (vkg_json_parse((const char *)base + 8, header_bytes, &root, &jerr) != VKG_OK)
+        return vkg_error_set(err, jerr.status, "%s: header (%llu bytes at offset 8) is not valid JSON: %s", st->path,
+                             (unsigned long long)header_bytes, jerr.message);
+    vkg_status status = VKG_OK;
+    const unsigned char *data = base + 8 + header_bytes;
+    uint64_t data_bytes = size - 8 - header_bytes;
+    size_t n = vkg_json_length(root);
+    if (vkg_json_type_of(root) != VKG_JSON_OBJECT) {
+        status = vkg_error_set(err, VKG_ERR_FORMAT, "%s: header is a JSON %s, expected an object of tensors",
+                               st->path, vkg_json_type_name(vkg_json_type_of(root)));
+        goto done;
+    }
+    st->tensors = calloc(n + 1, sizeof *st->tensors);
+    st->by_name = calloc(n + 1, sizeof *st->by_name);
+    if (!st->tensors || !st->by_name) {
+        status = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu tensors", st->path, n);
+        goto done;
+    }
+    for (size_t i = 0; i < n && status == VKG_OK; i++) {
+        size_t klen;
+        const char *key = vkg_json_key_at(root, i, &klen);
+        if (strlen(key) != klen) {
+            status = vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor name \"%s...\" contains a NUL byte", st->path, key);
+            break;
+        }
+        if (strcmp(key, "__metadata__") == 0) {
+            status = parse_metadata(st, vkg_json_at(root, i), err);
+            continue;
+        }
+        vkg_st_tensor *t = &st->tensors[st->n_tensors];
+        status = parse_entry(st->path, key, vkg_json_at(root, i), data, data_bytes, t, err);
+        if (status != VKG_OK) break;
+        if (!(t->name = strdup(key))) status = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: out of memory", st->path);
+        else st->by_name[st->n_tensors++] = t;
+    }
+    if (status == VKG_OK) status = check_overlaps(st, data, err);
+done:
+    vkg_json_free(root);
+    return status;
+}
+
+vkg_status vkg_safetensors_open(const char *path, vkg_safetensors **out, vkg_error *err) {
+    if (out) *out = NULL;
+    if (!path || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_safetensors_open: NULL argument");
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return vkg_error_set(err, VKG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return vkg_error_set(err, VKG_ERR_IO, "%s: not a regular file", path);
+    }
+    if (sb.st_size < 8) {
+        close(fd);
+        return vkg_error_set(err, VKG_ERR_FORMAT,
+                             "%s: file is %lld bytes, too short for a safetensors file (it starts with an 8-byte "
+                             "header length)", path, (long long)sb.st_size);
+    }
+    vkg_safetensors *st = calloc(1, sizeof *st);
+    if (!st || !(st->path = strdup(path))) {
+        free(st);
+        close(fd);
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    st->map_bytes = (size_t)sb.st_size;
+    st->map = mmap(NULL, st->map_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    int map_errno = errno;
+    close(fd); /* the mapping keeps the file */
+    vkg_status status;
+    if (st->map == MAP_FAILED) {
+        st->map = NULL;
+        status = vkg_error_set(err, VKG_ERR_IO, "%s: cannot map %zu bytes: %s", path, st->map_bytes, strerror(map_errno));
+    } else {
+        status = parse_header(st, err);
+    }
+    if (status != VKG_OK) {
+        vkg_safetensors_close(st);
+        return status;
+    }
+    *out = st;
+    return VKG_OK;
+}
+
+void vkg_safetensors_close(vkg_safetensors *st) {
+    if (!st) return;
+    if (st->map) munmap(st->map, st->map_bytes);
+    for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
+    for (int i = 0; i < st->n_meta; i++) {
+        free(st->meta_keys[i]);
+        free(st->meta_values[i]);
+    }
+    free(st->meta_keys);
+    free(st->meta_values);
+    free(st->tensors);
+    free(st->by_name);
+    free(st->path);
+    free(st);
+}
+
+/* ---- lookups ----------------------------------------------------------------------------------- */
+
+const char *vkg_safetensors_path(const vkg_safetensors *st) { return st ? st->path : NULL; }
+
+int vkg_safetensors_count(const vkg_safetensors *st) { return st ? st->n_tensors : 0; }
+
+const vkg_st_tensor *vkg_safetensors_tensor(const vkg_safetensors *st, int i) {
+    return (st && i >= 0 && i < st->n_tensors) ? &st->tensors[i] : NULL;
+}
+
+const vkg_st_tensor *vkg_safetensors_find(const vkg_safetensors *st, const char *name) {
+    if (!st || !name || !st->n_tensors) return NULL;
+    vkg_st_tensor key = {0};
+    key.name = (char *)name;
+    const vkg_st_tensor *kp = &key;
+    const vkg_st_tensor **hit = bsearch(&kp, st->by_name, (size_t)st->n_tensors, sizeof *st->by_name, compare_by_name);
+    return hit ? *hit : NULL;
+}
+
+int vkg_safetensors_metadata_count(const vkg_safetensors *st) { return st ? st->n_meta : 0; }
+
+const char *vkg_safetensors_metadata_key(const vkg_safetensors *st, int i) {
+    return (st && i >= 0 && i < st->n_meta) ? st->meta_keys[i] : NULL;
+}
+
+const char *vkg_safetensors_metadata_get(const vkg_safetensors *st, const char *key) {
+    for (int i = 0; st && key && i < st->n_meta; i++)
+        if (strcmp(st->meta_keys[i], key) == 0) return st->meta_values[i];
+    return NULL;
+}
+
+/* ---- writing ----------------------------------------------------------------------------------- */
+
+static void put_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* Checks one tensor to write and returns its byte size (via *bytes). */
+static vkg_status check_write(const vkg_st_write *w, int i, uint64_t *bytes, vkg_error *err) {
+    if (!w->name || strcmp(w->name, "__metadata__") == 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "safetensors write: tensor %d has %s name", i,
+                             w->name ? "the reserved" : "a NULL");
+    if (vkg_st_dtype_size(w->dtype) == 0 || w->ndim < 0 || w->ndim > VKG_ST_MAX_DIMS)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "safetensors write: tensor \"%s\": bad dtype %d or ndim %d",
+                             w->name, (int)w->dtype, w->ndim);
+    uint64_t n = vkg_st_dtype_size(w->dtype);
+    for (int d = 0; d < w->ndim; d++) {
+        if (w->shape[d] < 0 || (w->shape[d] && n > (UINT64_MAX >> 1) / (uint64_t)w->shape[d]))
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                                 "safetensors write: tensor \"%s\": dimension %d is %lld", w->name, d,
+                                 (long long)w->shape[d]);
+        n *= (uint64_t)w->shape[d];
+    }
+    if (n && !w->data)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "safetensors write: tensor \"%s\" has NULL data",
+                             w->name);
+    *bytes = n;
+    return VKG_OK;
+}
+
+vkg_status vkg_safetensors_write(const char *path, const vkg_st_write *tensors, int n, vkg_error *err) {
+    if (!path || n < 0 || (n && !tensors))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_safetensors_write: bad arguments");
+    uint64_t *bytes = calloc((size_t)n + 1, sizeof *bytes);
+    char *header = NULL;
+    size_t header_len = 0;
+    FILE *h = bytes ? open_memstream(&header, &header_len) : NULL;
+    if (!h) {
+        free(bytes);
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: out of memory for the header", path);
+    }
+    vkg_status status = VKG_OK;
+    uint64_t offset = 0;
+    fputc('{', h);
+    for (int i = 0; i < n && status == VKG_OK; i++) {
+        const vkg_st_write *w = &tensors[i];
+        if ((status = check_write(w, i, &bytes[i], err)) != VKG_OK) break;
+        for (int j = 0; j < i; j++)
+            if (strcmp(tensors[j].name, w->name) == 0)
+                status = vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "safetensors write: tensor name \"%s\" is used twice",
+                                       w->name);
+        if (i) fputc(',', h);
+        put_json_string(h, w->name);
+        fprintf(h, ":{\"dtype\":\"%s\",\"shape\":[", vkg_st_dtype_name(w->dtype));
+        for (int d = 0; d < w->ndim; d++) fprintf(h, "%s%lld", d ? "," : "", (long long)w->shape[d]);
+        fprintf(h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
+                (unsigned long long)(offset + bytes[i]));
+        offset += bytes[i];
+    }
+    fputc('}', h);
+    while ((8 + ftell(h)) % 8) fputc(' ', h); /* the data section starts 8-byte aligned */
+    int mem_failed = fclose(h) != 0;
+    FILE *f = NULL;
+    if (status == VKG_OK && mem_failed)
+        status = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: out of memory for the header", path);
+    if (status == VKG_OK && !(f = fopen(path, "wb")))
+        status = vkg_error_set(err, VKG_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    if (status == VKG_OK) {
+        unsigned char len8[8];
+        for (int b = 0; b < 8; b++) len8[b] = (unsigned char)((uint64_t)header_len >> (8 * b));
+        int ok = fwrite(len8, 1, 8, f) == 8 && fwrite(header, 1, header_len, f) == header_len;
+        for (int i = 0; ok && i < n; i++) ok = !bytes[i] || fwrite(tensors[i].data, 1, bytes[i], f) == bytes[i];
+        if (fclose(f) != 0) ok = 0;
+        if (!ok) {
+            status = vkg_error_set(err, VKG_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+            remove(path);
+        }
+    }
+    free(header);
+    free(bytes);
+    return status;
+}

@@ -1,0 +1,71 @@
+/*
+ * GPT-2's byte-level BPE tokenizer: text (UTF-8 bytes) <-> token ids.
+ *
+ * Encoding, as OpenAI's encoder.py and the npm package gpt-3-encoder do it:
+ *   1. Split the text into pieces with GPT-2's pattern
+ *        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ *      (run with PCRE2 in UTF mode), so a word keeps its leading space and a run of spaces gives
+ *      its last space to the next word.
+ *   2. Map each byte of a piece to one of 256 printable characters (bytes that are printable
+ *      Latin-1 stand for themselves, the other 68 get U+0100..U+0143), so every byte string is
+ *      spelled with vocabulary symbols and no text is ever "unknown".
+ *   3. Merge adjacent symbols, lowest merge rank first, until no ranked pair is left; each symbol
+ *      left is a token.
+ *
+ * Reference behaviour matched exactly (tests/data/tokenizer_cases.txt holds gpt-3-encoder's ids):
+ *   - \s means JavaScript's \s (the reference runs the pattern as a /u JavaScript regex): tab,
+ *     LF, VT, FF, CR, U+FEFF, U+2028, U+2029 and every Zs space (U+0020, U+00A0, U+3000...).
+ *     Python's `regex` module, which OpenAI's encoder.py uses, has its own idea of \s (Unicode
+ *     White_Space), which differs at least for U+FEFF and U+0085: texts holding those characters
+ *     may split differently there.  Every other character splits the same way.
+ *   - "<|endoftext|>" inside a text is plain text (ids 27,91,437,1659,5239,91,29), never id 50256:
+ *     the reference has no special-token handling in encode.  A caller that wants the
+ *     end-of-text token appends vkg_tokenizer_eot() itself.
+ *   - Contractions match lowercase only: "'S" splits as "'" then "S".
+ *
+ * Decoding concatenates the raw bytes of each token, so decode(encode(x)) == x byte for byte.
+ * The result is not always valid UTF-8: ids that split a character (a prefix of an encoded
+ * sequence, or ids made up by hand) give the bytes they stand for, as they are.
+ *
+ * Files: a directory holding either vocab.json + merges.txt (Hugging Face's names) or
+ * encoder.json + vocab.bpe (OpenAI's names; both in data/gpt2-tokenizer/).  vocab.json maps each
+ * token, spelled in the byte alphabet of step 2, to an id; ids must be 0..N-1 for N entries.
+ * merges.txt holds one merge a line, "LEFT RIGHT", in rank order, after an optional first line
+ * starting with '#'.  If the same pair is listed twice the later rank counts, as in the
+ * reference.
+ *
+ * A loaded tokenizer is read-only: encode and decode may run on several threads at once.
+ */
+#ifndef VKG_IO_TOKENIZER_H
+#define VKG_IO_TOKENIZER_H
+
+#include "vkgraph.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct vkg_tokenizer vkg_tokenizer;
+
+/* dir holds vocab.json + merges.txt (Hugging Face names) or encoder.json + vocab.bpe (OpenAI
+ * names); the Hugging Face pair wins when both are there.  Missing files give VKG_ERR_IO naming
+ * the files looked for; malformed ones VKG_ERR_FORMAT naming the file and line or entry. */
+vkg_status vkg_tokenizer_load(const char *dir, vkg_tokenizer **out, vkg_error *err);
+void vkg_tokenizer_free(vkg_tokenizer *t); /* NULL is fine */
+
+int32_t vkg_tokenizer_vocab_size(const vkg_tokenizer *t); /* ids are 0..size-1 (50257 for GPT-2) */
+int32_t vkg_tokenizer_eot(const vkg_tokenizer *t);        /* <|endoftext|>, -1 if absent */
+
+/* text need not be NUL-terminated.  Invalid UTF-8 (a stray continuation byte, a truncated or
+ * overlong sequence, an encoded surrogate, a code point above U+10FFFF) gives
+ * VKG_ERR_INVALID_ARGUMENT with the byte offset.  On success the caller frees *ids (it is NULL
+ * when *n is 0). */
+vkg_status vkg_tokenizer_encode(const vkg_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                                size_t *n, vkg_error *err);
+/* An id outside the vocabulary gives VKG_ERR_INVALID_ARGUMENT naming it and its position.  On
+ * success the caller frees *text, which holds *len bytes plus a terminating NUL. */
+vkg_status vkg_tokenizer_decode(const vkg_tokenizer *t, const int32_t *ids, size_t n, char **text,
+                                size_t *len, vkg_error *err);
+/* The raw bytes of one token (not NUL-terminated), NULL if id is not in the vocabulary. */
+const char *vkg_tokenizer_token_bytes(const vkg_tokenizer *t, int32_t id, size_t *len);
+
+#endif

@@ -1,0 +1,208 @@
+/* A GPT-2 with random weights, for tests that need a whole model without downloading one.
+ *
+ * Scales.  GPT-2's own initialisation (every weight N(0, 0.02), layer norms at exactly 1 and 0)
+ * makes a poor test model: with n_embd 32, query.key scores have a spread of about
+ * 0.02^2 * C = 0.013, so every attention row is uniform and a bug in masking or softmax hides.
+ * Instead (x below is the layer-normed input, about unit scale per channel):
+ *   - c_attn and c_fc weights N(0, 1.5 / sqrt(C)): scores q.k / sqrt(d) then spread by about
+ *     (1.5^2) = 2.25, so attention rows are peaked but not one-hot, and MLP pre-activations are
+ *     of order 1, where gelu is curved;
+ *   - output projections (attn.c_proj, mlp.c_proj) and every bias N(0, 0.02), as GPT-2, so the
+ *     residual stream grows slowly through the layers;
+ *   - wte, wpe (and an untied lm_head) N(0, 0.1): tokens and positions both shape attention, and
+ *     the logits spread by about 0.1 * sqrt(C);
+ *   - layer-norm weights 1 + N(0, 0.1) and biases N(0, 0.05): far enough from 1 and 0 that
+ *     swapping or dropping gamma / beta changes the output visibly.
+ */
+#include "models/gpt2_random.h"
+
+#include "core/error.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+void vkg_gpt2_random_options_default(vkg_gpt2_random_options *o) {
+    memset(o, 0, sizeof *o);
+    o->config.n_layer = 2;
+    o->config.n_head = 4;
+    o->config.n_embd = 32;
+    o->config.n_positions = 16;
+    o->config.vocab_size = 64;
+    o->config.layer_norm_epsilon = 1e-5f;
+    snprintf(o->config.activation, sizeof o->config.activation, "gelu_new");
+    o->config.bos_token_id = o->config.eos_token_id = 63;
+    o->seed = 1;
+    o->dtype = VKG_ST_F32;
+}
+
+/* The tensors being built: names and data are owned here until written. */
+typedef struct tensor_set {
+    vkg_st_write *items;
+    int n, cap;
+    vkg_st_dtype dtype;
+    const char *prefix;
+    vkg_rng rng;
+} tensor_set;
+
+static void tensor_set_free(tensor_set *s) {
+    for (int i = 0; i < s->n; i++) {
+        free((void *)s->items[i].name);
+        free((void *)s->items[i].data);
+    }
+    free(s->items);
+}
+
+typedef enum fill_kind { FILL_NORMAL, FILL_TRIL, FILL_CONSTANT } fill_kind;
+
+/* Adds a tensor named prefix + name: mean + N(0, std) (FILL_NORMAL), the lower triangle of ones
+ * over the last two dimensions (FILL_TRIL), or `mean` everywhere (FILL_CONSTANT). */
+static vkg_status add(tensor_set *s, const char *name, int ndim, const int64_t *shape, fill_kind kind, float mean,
+                      float std, vkg_error *err) {
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 64;
+        vkg_st_write *items = realloc(s->items, (size_t)cap * sizeof *items);
+        if (!items) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory listing tensors");
+        s->items = items;
+        s->cap = cap;
+    }
+    size_t numel = 1;
+    for (int d = 0; d < ndim; d++) numel *= (size_t)shape[d];
+    float *x = malloc(numel * sizeof *x + 1);
+    size_t name_len = strlen(s->prefix) + strlen(name) + 1;
+    char *full = malloc(name_len);
+    if (!x || !full) {
+        free(x);
+        free(full);
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for tensor %s (%zu elements)", name, numel);
+    }
+    snprintf(full, name_len, "%s%s", s->prefix, name);
+    if (kind == FILL_NORMAL) {
+        vkg_rng_fill_normal(&s->rng, x, numel, std);
+        for (size_t i = 0; i < numel; i++) x[i] += mean;
+    } else if (kind == FILL_TRIL) {
+        size_t cols = (size_t)shape[ndim - 1], rows = (size_t)shape[ndim - 2];
+        for (size_t i = 0; i < numel; i++) x[i] = ((i / cols) % rows) >= (i % cols) ? 1.0f : 0.0f;
+    } else {
+        for (size_t i = 0; i < numel; i++) x[i] = mean;
+    }
+    void *data = x;
+    if (s->dtype != VKG_ST_F32) {
+        uint16_t *h = malloc(numel * sizeof *h + 1);
+        if (!h) {
+            free(x);
+            free(full);
+            return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for tensor %s", name);
+        }
+        for (size_t i = 0; i < numel; i++) h[i] = s->dtype == VKG_ST_F16 ? vkg_f32_to_f16(x[i]) : vkg_f32_to_bf16(x[i]);
+        free(x);
+        data = h;
+    }
+    vkg_st_write *w = &s->items[s->n++];
+    memset(w, 0, sizeof *w);
+    w->name = full;
+    w->dtype = s->dtype;
+    w->ndim = ndim;
+    memcpy(w->shape, shape, (size_t)ndim * sizeof *shape);
+    w->data = data;
+    return VKG_OK;
+}
+
+/* mkdir -p: creates dir and any missing parents. */
+static vkg_status make_dirs(const char *dir, vkg_error *err) {
+    char *path = strdup(dir);
+    if (!path) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    vkg_status st = VKG_OK;
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            st = vkg_error_set(err, VKG_ERR_IO, "%s: cannot create directory: %s", path, strerror(errno));
+            break;
+        }
+        *p = saved;
+        if (!saved) break;
+    }
+    free(path);
+    struct stat sb;
+    if (st == VKG_OK && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        st = vkg_error_set(err, VKG_ERR_IO, "%s: exists and is not a directory", dir);
+    return st;
+}
+
+static vkg_status build_tensors(tensor_set *s, const vkg_gpt2_random_options *o, vkg_error *err) {
+    const vkg_gpt2_config *c = &o->config;
+    const int64_t C = c->n_embd, V = c->vocab_size, P = c->n_positions;
+    const float wide = 1.5f / sqrtf((float)C), proj = 0.02f, embed = 0.1f;
+    vkg_status st;
+#define ADD(name, ndim, kind, mean, std, ...)                                                           \
+    do {                                                                                                \
+        const int64_t shape_[] = {__VA_ARGS__};                                                         \
+        if ((st = add(s, name, ndim, shape_, kind, mean, std, err)) != VKG_OK) return st;               \
+    } while (0)
+    ADD("wte.weight", 2, FILL_NORMAL, 0.0f, embed, V, C);
+    ADD("wpe.weight", 2, FILL_NORMAL, 0.0f, embed, P, C);
+    for (int i = 0; i < c->n_layer; i++) {
+        char n[96];
+#define LAYER(suffix) (snprintf(n, sizeof n, "h.%d.%s", i, suffix), n)
+        ADD(LAYER("ln_1.weight"), 1, FILL_NORMAL, 1.0f, 0.1f, C);
+        ADD(LAYER("ln_1.bias"), 1, FILL_NORMAL, 0.0f, 0.05f, C);
+        if (o->attn_bias_buffers) {
+            ADD(LAYER("attn.bias"), 4, FILL_TRIL, 0.0f, 0.0f, 1, 1, P, P);
+            ADD(LAYER("attn.masked_bias"), 0, FILL_CONSTANT, -1e4f, 0.0f, 0);
+        }
+        ADD(LAYER("attn.c_attn.weight"), 2, FILL_NORMAL, 0.0f, wide, C, 3 * C);
+        ADD(LAYER("attn.c_attn.bias"), 1, FILL_NORMAL, 0.0f, proj, 3 * C);
+        ADD(LAYER("attn.c_proj.weight"), 2, FILL_NORMAL, 0.0f, proj, C, C);
+        ADD(LAYER("attn.c_proj.bias"), 1, FILL_NORMAL, 0.0f, proj, C);
+        ADD(LAYER("ln_2.weight"), 1, FILL_NORMAL, 1.0f, 0.1f, C);
+        ADD(LAYER("ln_2.bias"), 1, FILL_NORMAL, 0.0f, 0.05f, C);
+        ADD(LAYER("mlp.c_fc.weight"), 2, FILL_NORMAL, 0.0f, wide, C, 4 * C);
+        ADD(LAYER("mlp.c_fc.bias"), 1, FILL_NORMAL, 0.0f, proj, 4 * C);
+        ADD(LAYER("mlp.c_proj.weight"), 2, FILL_NORMAL, 0.0f, proj, 4 * C, C);
+        ADD(LAYER("mlp.c_proj.bias"), 1, FILL_NORMAL, 0.0f, proj, C);
+#undef LAYER
+    }
+    ADD("ln_f.weight", 1, FILL_NORMAL, 1.0f, 0.1f, C);
+    ADD("ln_f.bias", 1, FILL_NORMAL, 0.0f, 0.05f, C);
+    if (o->untied_lm_head) {
+        s->prefix = ""; /* Hugging Face keeps the head outside "transformer." */
+        ADD("lm_head.weight", 2, FILL_NORMAL, 0.0f, embed, V, C);
+    }
+#undef ADD
+    return VKG_OK;
+}
+
+vkg_status vkg_gpt2_write_random(const char *dir, const vkg_gpt2_random_options *o, vkg_error *err) {
+    if (!dir || !o) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_gpt2_write_random: NULL argument");
+    if (o->dtype != VKG_ST_F32 && o->dtype != VKG_ST_F16 && o->dtype != VKG_ST_BF16)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_gpt2_write_random: dtype %s; use F32, F16 or BF16",
+                             vkg_st_dtype_name(o->dtype));
+    vkg_status st = vkg_gpt2_config_validate(&o->config, err);
+    if (st != VKG_OK) return st;
+    if ((st = make_dirs(dir, err)) != VKG_OK) return st;
+
+    size_t path_len = strlen(dir) + 32;
+    char *path = malloc(path_len);
+    if (!path) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    snprintf(path, path_len, "%s/config.json", dir);
+    st = vkg_gpt2_config_write_tied(path, &o->config, !o->untied_lm_head, err);
+
+    tensor_set s;
+    memset(&s, 0, sizeof s);
+    s.dtype = o->dtype;
+    s.prefix = o->prefix_transformer ? "transformer." : "";
+    vkg_rng_seed(&s.rng, o->seed);
+    if (st == VKG_OK) st = build_tensors(&s, o, err);
+    if (st == VKG_OK) {
+        snprintf(path, path_len, "%s/model.safetensors", dir);
+        st = vkg_safetensors_write(path, s.items, s.n, err);
+    }
+    tensor_set_free(&s);
+    free(path);
+    return st;
+}

@@ -1,0 +1,42 @@
+/*
+ * Small GPT-2-shaped models with random weights, written exactly as Hugging Face lays a GPT-2
+ * checkpoint out: dir/config.json and dir/model.safetensors with these tensors
+ * (C = n_embd, P = n_positions, V = vocab_size; Conv1D weights are [in, out]):
+ *
+ *   wte.weight [V, C]                     wpe.weight [P, C]
+ *   h.{i}.ln_1.weight, .bias [C]          h.{i}.ln_2.weight, .bias [C]
+ *   h.{i}.attn.c_attn.weight [C, 3C]      h.{i}.attn.c_attn.bias [3C]      (q, k, v side by side)
+ *   h.{i}.attn.c_proj.weight [C, C]       h.{i}.attn.c_proj.bias [C]
+ *   h.{i}.mlp.c_fc.weight [C, 4C]         h.{i}.mlp.c_fc.bias [4C]
+ *   h.{i}.mlp.c_proj.weight [4C, C]       h.{i}.mlp.c_proj.bias [C]
+ *   ln_f.weight, .bias [C]
+ *   optional: lm_head.weight [V, C] (never prefixed), h.{i}.attn.bias [1, 1, P, P] (lower
+ *   triangle of ones) and h.{i}.attn.masked_bias [] (-1e4), the buffers old checkpoints carry.
+ *
+ * The weights are drawn so that the model exercises every op in a test (see gpt2_random.c for
+ * the scales and why), from vkg_rng seeded with `seed`, in the order listed: the same options
+ * give the same files on every machine.
+ */
+#ifndef VKG_MODELS_GPT2_RANDOM_H
+#define VKG_MODELS_GPT2_RANDOM_H
+
+#include "io/safetensors.h"
+#include "models/gpt2_config.h"
+
+typedef struct vkg_gpt2_random_options {
+    vkg_gpt2_config config;
+    uint64_t seed;
+    vkg_st_dtype dtype;      /* F32, F16 or BF16 (buffers too, as a converted checkpoint has them) */
+    int prefix_transformer;  /* names start with "transformer." (lm_head.weight never does)   */
+    int untied_lm_head;      /* write lm_head.weight separately; config says tie_word_embeddings false */
+    int attn_bias_buffers;   /* write h.N.attn.bias / masked_bias buffers like old checkpoints */
+} vkg_gpt2_random_options;
+
+/* A tiny model: 2 layers, 4 heads, n_embd 32, 16 positions, 64 tokens (bos = eos = 63),
+ * gelu_new, eps 1e-5, seed 1, F32, no prefix, tied head, no buffers. */
+void vkg_gpt2_random_options_default(vkg_gpt2_random_options *o);
+
+/* Creates dir (and missing parents) and writes dir/config.json and dir/model.safetensors. */
+vkg_status vkg_gpt2_write_random(const char *dir, const vkg_gpt2_random_options *o, vkg_error *err);
+
+#endif

@@ -1,0 +1,91 @@
+/* The Vulkan device behind a vkg_device: instance, chosen physical device, logical device with
+ * one compute queue, what the shaders may use, and the pipelines made so far.  One context per
+ * opened device; sessions (vk_backend.c) borrow it.
+ *
+ * Function pointers come from volk.  Only volkLoadInstance() is called (never volkLoadDevice()),
+ * so device-level calls go through the loader's dispatch and stay correct when several devices,
+ * even from different drivers, are open at once. */
+#ifndef VKG_VK_CONTEXT_H
+#define VKG_VK_CONTEXT_H
+
+#include <volk.h>
+
+#include "core/backend.h"
+
+/* Sizes chosen per device when it is opened; every pipeline is specialised with them.  Tests may
+ * change them on an open device (before creating sessions) to cover other shapes of the same
+ * shaders, e.g. row workgroups of one or many subgroups. */
+typedef struct vkg_vk_tuning {
+    uint32_t elementwise_wg;   /* invocations per workgroup: binary, unary, embedding           */
+    uint32_t row_wg;           /* invocations per row: softmax, layernorm (any multiple of 1)    */
+    int matmul_texel;          /* 1: matmul reads A and B through uniform texel buffers          */
+    uint32_t mm_wg_x, mm_wg_y; /* matmul workgroup (columns, rows of threads)                    */
+    uint32_t mm_tm, mm_tn;     /* outputs per thread: rows, columns (register block)             */
+    uint32_t mm_bk;            /* tiled matmul: depth of one shared-memory slice                 */
+    uint32_t mv_wg;            /* matrix-vector: invocations per workgroup                       */
+    uint32_t mv_cols;          /* matrix-vector: columns per workgroup                           */
+    int force_staging;         /* sessions reach device-local buffers through staging copies
+                                  even where the memory is host-visible (tests cover that path) */
+} vkg_vk_tuning;
+
+typedef struct vkg_vk_pipelines vkg_vk_pipelines;
+
+typedef struct vkg_vk_context {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;       /* VK_NULL_HANDLE without validation            */
+    VkPhysicalDevice phys;
+    int device_index;                         /* in enumeration order (vkgraph devices)       */
+    VkDevice device;
+    VkQueue queue;
+    uint32_t queue_family;
+    uint32_t timestamp_valid_bits;            /* 0: the queue cannot write timestamps          */
+    VkCommandPool pool;                       /* one-shot transfer commands (uploads, reads)   */
+
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceSubgroupProperties subgroup;
+    VkPhysicalDeviceMemoryProperties memory;
+    VkDeviceSize max_allocation;              /* maxMemoryAllocationSize                       */
+    int has_f16, has_16bit_storage;           /* features enabled on the logical device        */
+
+    int validation;                           /* the Khronos layer is active                   */
+    uint64_t *validation_counter;             /* the owning vkg_device's counter               */
+    int quiet;
+
+    vkg_vk_tuning tuning;
+    vkg_vk_pipelines *pipelines;              /* made on first use, see pipelines.h            */
+} vkg_vk_context;
+
+/* Opens Vulkan device `index` (enumeration order), or the best one when index < 0.  counter
+ * receives one count per validation error or warning. */
+vkg_status vkg_vk_context_create(int index, int validation, int quiet, uint64_t *counter,
+                                 vkg_vk_context **out, vkg_error *err);
+void vkg_vk_context_free(vkg_vk_context *c);
+
+/* Loader and instance only (for listing devices): volk initialised, no validation. */
+vkg_status vkg_vk_instance_create(int validation, uint64_t *counter, VkInstance *out,
+                                  VkDebugUtilsMessengerEXT *messenger, vkg_error *err);
+void vkg_vk_instance_free(VkInstance instance, VkDebugUtilsMessengerEXT messenger);
+
+/* Maps a failed VkResult to a status and message: "<what>: VK_ERROR_... ".  Device loss and
+ * memory exhaustion get their own statuses. */
+vkg_status vkg_vk_fail(vkg_error *err, VkResult r, const char *what);
+const char *vkg_vk_result_name(VkResult r);
+
+/* Device facts used by both the chooser and `vkgraph devices`. */
+const char *vkg_vk_device_type_name(VkPhysicalDeviceType t);
+int vkg_vk_device_rank(VkPhysicalDeviceType t);   /* higher is preferred */
+
+/* The device's default tuning, from its limits (subgroup size, invocations, device type). */
+void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t);
+
+/* How long a submission may take before VKG_ERR_TIMEOUT: VKG_TIMEOUT_MS, default 60 s. */
+uint64_t vkg_vk_timeout_ns(void);
+/* Submits cmd on the context's queue, signalling fence, and waits for it (fence reset after).
+ * what names the work in messages ("running the plan"). */
+vkg_status vkg_vk_submit_wait(vkg_vk_context *c, VkCommandBuffer cmd, VkFence fence, const char *what,
+                              vkg_error *err);
+
+/* A memory type index with all of `want` among `type_bits`, or -1. */
+int vkg_vk_memory_type(const vkg_vk_context *c, uint32_t type_bits, VkMemoryPropertyFlags want);
+
+#endif

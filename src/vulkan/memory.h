@@ -1,0 +1,52 @@
+/* Device memory for a session: one VkBuffer per plan region, bound into a few large allocations
+ * (never one allocation per tensor), and the staging path for buffers the host cannot map. */
+#ifndef VKG_VK_MEMORY_H
+#define VKG_VK_MEMORY_H
+
+#include "vulkan/context.h"
+
+typedef struct vkg_vk_buffer_request {
+    VkDeviceSize bytes;
+    int host;                /* 1: the host writes or reads it every run (inputs, outputs,
+                                indices): host-visible memory; 0: device-local              */
+} vkg_vk_buffer_request;
+
+typedef struct vkg_vk_buffer {
+    VkBuffer buffer;
+    VkDeviceSize size;       /* bytes of the VkBuffer (the request rounded up)               */
+    uint8_t *mapped;         /* host address of byte 0, or NULL: reached through staging     */
+} vkg_vk_buffer;
+
+typedef struct vkg_vk_memory {
+    VkDeviceMemory *blocks;
+    int n_blocks;
+    VkDeviceSize total_bytes;
+} vkg_vk_memory;
+
+/* Creates n buffers and the allocations behind them.  force_staging leaves device-local buffers
+ * unmapped even where the memory is host-visible (so the staging path can be tested on any
+ * device).  what names the owner in messages. */
+vkg_status vkg_vk_memory_create(vkg_vk_context *c, int n, const vkg_vk_buffer_request *req, int force_staging,
+                                vkg_vk_buffer *bufs, vkg_vk_memory *mem, vkg_error *err);
+void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_memory *mem);
+
+/* A host-visible buffer plus a command buffer, for copies to and from unmapped buffers. */
+typedef struct vkg_vk_staging {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    uint8_t *mapped;
+    VkDeviceSize size;
+    VkCommandBuffer cmd;
+    VkFence fence;
+} vkg_vk_staging;
+
+/* Writes bytes at offset of b: a memcpy when b is mapped, else staged copies (created on first
+ * use in st). */
+vkg_status vkg_vk_buffer_write(vkg_vk_context *c, vkg_vk_staging *st, const vkg_vk_buffer *b, VkDeviceSize offset,
+                               const void *data, size_t bytes, vkg_error *err);
+/* Reads bytes at offset of b into data, or zero-fills them when data is NULL. */
+vkg_status vkg_vk_buffer_read(vkg_vk_context *c, vkg_vk_staging *st, const vkg_vk_buffer *b, VkDeviceSize offset,
+                              void *data, size_t bytes, vkg_error *err);
+void vkg_vk_staging_free(vkg_vk_context *c, vkg_vk_staging *st);
+
+#endif

@@ -1,0 +1,295 @@
+/* Pipelines made on first use, specialised with the device's tuning, and the tuning itself. */
+#include "vulkan/pipelines.h"
+
+#include "core/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vkg_vk_pipelines {
+    VkPipelineCache cache;
+    char cache_path[1024];          /* "" when the disk cache is disabled                */
+    int made;                       /* pipelines created since opening: save the cache   */
+    VkShaderModule modules[VKG_SH_COUNT];
+    vkg_vk_pipeline **list;         /* pointers, so entries never move                   */
+    int n, cap;
+};
+
+static const struct {
+    const char *file;
+    uint32_t bindings;
+    uint32_t texel_mask;
+    uint32_t push_bytes;
+} shader_info[VKG_SH_COUNT] = {
+    [VKG_SH_MATMUL_TEXEL] = {"matmul_texel", 5, 0x3, sizeof(vkg_matmul_params)},
+    [VKG_SH_MATMUL_TILED] = {"matmul_tiled", 5, 0x0, sizeof(vkg_matmul_params)},
+    [VKG_SH_MATVEC_TEXEL] = {"matvec_texel", 5, 0x3, sizeof(vkg_matmul_params)},
+    [VKG_SH_MATVEC] = {"matvec", 5, 0x0, sizeof(vkg_matmul_params)},
+    [VKG_SH_BINARY] = {"binary", 3, 0x0, sizeof(vkg_binary_params)},
+    [VKG_SH_UNARY] = {"unary", 3, 0x0, sizeof(vkg_unary_params)},
+    [VKG_SH_SOFTMAX] = {"softmax", 4, 0x0, sizeof(vkg_softmax_params)},
+    [VKG_SH_LAYERNORM] = {"layernorm", 4, 0x0, sizeof(vkg_layernorm_params)},
+    [VKG_SH_EMBEDDING] = {"embedding", 3, 0x0, sizeof(vkg_embedding_params)},
+};
+
+const char *vkg_vk_shader_file(vkg_vk_shader s) { return shader_info[s].file; }
+uint32_t vkg_vk_shader_bindings(vkg_vk_shader s) { return shader_info[s].bindings; }
+uint32_t vkg_vk_shader_texel_mask(vkg_vk_shader s) { return shader_info[s].texel_mask; }
+uint32_t vkg_vk_shader_push_bytes(vkg_vk_shader s) { return shader_info[s].push_bytes; }
+
+/* The specialization constants of shader s under tuning t, in constant_id order. */
+static uint32_t spec_values(const vkg_vk_tuning *t, vkg_vk_shader s, uint32_t v[VKG_VK_MAX_SPEC]) {
+    switch (s) {
+    case VKG_SH_MATMUL_TEXEL:
+    case VKG_SH_MATMUL_TILED:
+        v[0] = t->mm_wg_x, v[1] = t->mm_wg_y, v[2] = t->mm_tm, v[3] = t->mm_tn, v[4] = t->mm_bk;
+        return s == VKG_SH_MATMUL_TILED ? 5 : 4;
+    case VKG_SH_MATVEC_TEXEL:
+    case VKG_SH_MATVEC: v[0] = t->mv_wg, v[1] = t->mv_cols; return 2;
+    case VKG_SH_SOFTMAX:
+    case VKG_SH_LAYERNORM: v[0] = t->row_wg; return 1;
+    default: v[0] = t->elementwise_wg; return 1;
+    }
+}
+
+static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
+    const VkPhysicalDeviceLimits *l = &c->props.limits;
+    uint32_t max_x = l->maxComputeWorkGroupSize[0] < l->maxComputeWorkGroupInvocations
+                         ? l->maxComputeWorkGroupSize[0] : l->maxComputeWorkGroupInvocations;
+    uint32_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
+    int cpu = c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+
+    VkFormatProperties fp;
+    vkGetPhysicalDeviceFormatProperties(c->phys, VK_FORMAT_R32_SFLOAT, &fp);
+    int texel_ok = (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+
+    memset(t, 0, sizeof *t);
+    /* A software rasteriser runs a workgroup as SIMD loops on one thread and spreads workgroups
+     * over its threads: small workgroups, many of them.  Storage-buffer loads are slow there and
+     * texel fetches fast, so matmul reads through texel buffers with large register blocks.  A
+     * GPU gets wide workgroups, shared-memory tiles and coalesced storage-buffer loads. */
+    t->elementwise_wg = clamp_u32(cpu ? 64 : 256, 1, max_x);
+    t->row_wg = clamp_u32(cpu ? 4 * sg : 256, 1, max_x);
+    t->matmul_texel = cpu && texel_ok;
+    if (cpu) {
+        t->mm_wg_x = 8, t->mm_wg_y = 8, t->mm_tm = 8, t->mm_tn = 8, t->mm_bk = 8;
+        t->mv_wg = 64, t->mv_cols = 64;
+    } else {
+        t->mm_wg_x = 16, t->mm_wg_y = 16, t->mm_tm = 4, t->mm_tn = 4, t->mm_bk = 16;
+        t->mv_wg = 256, t->mv_cols = 32;
+    }
+    const char *mm = getenv("VKG_MATMUL");
+    if (mm && strcmp(mm, "texel") == 0 && texel_ok) t->matmul_texel = 1;
+    if (mm && strcmp(mm, "tiled") == 0) t->matmul_texel = 0;
+    /* Devices with small limits: shrink until the tuning fits. */
+    while (t->mm_wg_x * t->mm_wg_y > l->maxComputeWorkGroupInvocations && t->mm_wg_x > 1) {
+        t->mm_wg_x /= 2;
+        if (t->mm_wg_x * t->mm_wg_y > l->maxComputeWorkGroupInvocations && t->mm_wg_y > 1) t->mm_wg_y /= 2;
+    }
+    while (t->mv_wg > max_x && t->mv_wg > t->mv_cols) t->mv_wg /= 2;
+    if (t->mv_wg > max_x) t->mv_wg = t->mv_cols = max_x;
+    while ((t->mm_wg_y * t->mm_tm + t->mm_wg_x * t->mm_tn) * t->mm_bk * 4 > l->maxComputeSharedMemorySize &&
+           t->mm_bk > 1)
+        t->mm_bk /= 2;
+}
+
+vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, vkg_error *err) {
+    const VkPhysicalDeviceLimits *l = &c->props.limits;
+    uint32_t inv = l->maxComputeWorkGroupInvocations, shared = l->maxComputeSharedMemorySize;
+    const struct { const char *name; uint32_t value, max; } checks[] = {
+        {"elementwise_wg", t->elementwise_wg, l->maxComputeWorkGroupSize[0] < inv ? l->maxComputeWorkGroupSize[0] : inv},
+        {"row_wg", t->row_wg, l->maxComputeWorkGroupSize[0] < inv ? l->maxComputeWorkGroupSize[0] : inv},
+        {"row_wg shared bytes", t->row_wg * 4, shared},
+        {"mm_wg_x", t->mm_wg_x, l->maxComputeWorkGroupSize[0]},
+        {"mm_wg_y", t->mm_wg_y, l->maxComputeWorkGroupSize[1]},
+        {"mm_wg_x * mm_wg_y", t->mm_wg_x * t->mm_wg_y, inv},
+        {"mm_tm", t->mm_tm, 16},
+        {"mm_tn", t->mm_tn, 16},
+        {"mm_bk", t->mm_bk, 64},
+        {"tiled matmul shared bytes", (t->mm_wg_y * t->mm_tm + t->mm_wg_x * t->mm_tn) * t->mm_bk * 4, shared},
+        {"mv_wg", t->mv_wg, l->maxComputeWorkGroupSize[0] < inv ? l->maxComputeWorkGroupSize[0] : inv},
+        {"mv_cols", t->mv_cols, t->mv_wg},
+        {"mv_wg shared bytes", t->mv_wg * 4, shared},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+        if (checks[i].value == 0 || checks[i].value > checks[i].max)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "Vulkan tuning: %s = %u is outside 1..%u on %s",
+                                 checks[i].name, checks[i].value, checks[i].max, c->props.deviceName);
+    if (t->mv_wg % t->mv_cols != 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "Vulkan tuning: mv_wg (%u) must be a multiple of mv_cols (%u)", t->mv_wg, t->mv_cols);
+    return VKG_OK;
+}
+
+vkg_status vkg_vk_pipelines_new(vkg_vk_context *c, vkg_vk_pipelines **out, vkg_error *err) {
+    *out = NULL;
+    vkg_vk_pipelines *ps = calloc(1, sizeof *ps);
+    if (!ps) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for pipelines");
+    if (!vkg_vk_cache_path(&c->props, ps->cache_path, sizeof ps->cache_path)) ps->cache_path[0] = '\0';
+    VkResult r = vkg_vk_cache_create(c, ps->cache_path[0] ? ps->cache_path : NULL, &ps->cache);
+    if (r != VK_SUCCESS) {
+        free(ps);
+        return vkg_vk_fail(err, r, "vkCreatePipelineCache");
+    }
+    *out = ps;
+    return VKG_OK;
+}
+
+void vkg_vk_pipelines_free(vkg_vk_context *c, vkg_vk_pipelines *ps) {
+    if (!ps) return;
+    if (ps->made && ps->cache_path[0]) {
+        vkg_error e;
+        if (vkg_vk_cache_save(c, ps->cache, ps->cache_path, &e) != VKG_OK && !c->quiet)
+            fprintf(stderr, "vkgraph: note: pipeline cache not saved: %s\n", e.message);
+    }
+    for (int i = 0; i < ps->n; i++) {
+        vkg_vk_pipeline *p = ps->list[i];
+        vkDestroyPipeline(c->device, p->pipeline, NULL);
+        vkDestroyPipelineLayout(c->device, p->layout, NULL);
+        vkDestroyDescriptorSetLayout(c->device, p->set_layout, NULL);
+        free(p);
+    }
+    free(ps->list);
+    for (int s = 0; s < VKG_SH_COUNT; s++)
+        if (ps->modules[s]) vkDestroyShaderModule(c->device, ps->modules[s], NULL);
+    vkDestroyPipelineCache(c->device, ps->cache, NULL);
+    free(ps);
+}
+
+int vkg_vk_pipeline_count(const vkg_vk_pipelines *ps) { return ps ? ps->n : 0; }
+
+static vkg_status get_module(vkg_vk_context *c, vkg_vk_shader s, VkShaderModule *out, vkg_error *err) {
+    vkg_vk_pipelines *ps = c->pipelines;
+    if (!ps->modules[s]) {
+        const vkg_spirv *spv = vkg_spirv_table;
+        while (spv->name && strcmp(spv->name, shader_info[s].file) != 0) spv++;
+        if (!spv->name)
+            return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "shader %s.comp is not embedded in this build",
+                                 shader_info[s].file);
+        VkShaderModuleCreateInfo ci = {
+            .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+            .codeSize = spv->bytes,
+            .pCode = spv->code,
+        };
+        VkResult r = vkCreateShaderModule(c->device, &ci, NULL, &ps->modules[s]);
+        if (r != VK_SUCCESS) {
+            ps->modules[s] = VK_NULL_HANDLE;
+            return vkg_vk_fail(err, r, "vkCreateShaderModule");
+        }
+    }
+    *out = ps->modules[s];
+    return VKG_OK;
+}
+
+static vkg_status make_layouts(vkg_vk_context *c, vkg_vk_pipeline *p, vkg_error *err) {
+    VkDescriptorSetLayoutBinding b[VKG_MAX_BINDINGS];
+    uint32_t n = shader_info[p->shader].bindings;
+    for (uint32_t i = 0; i < n; i++)
+        b[i] = (VkDescriptorSetLayoutBinding){
+            .binding = i,
+            .descriptorType = (shader_info[p->shader].texel_mask >> i) & 1 ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                                                           : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        };
+    VkDescriptorSetLayoutCreateInfo dci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = n,
+        .pBindings = b,
+    };
+    VkResult r = vkCreateDescriptorSetLayout(c->device, &dci, NULL, &p->set_layout);
+    if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkCreateDescriptorSetLayout");
+    VkPushConstantRange range = {
+        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        .offset = 0,
+        .size = shader_info[p->shader].push_bytes,
+    };
+    VkPipelineLayoutCreateInfo lci = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &p->set_layout,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &range,
+    };
+    r = vkCreatePipelineLayout(c->device, &lci, NULL, &p->layout);
+    if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkCreatePipelineLayout");
+    return VKG_OK;
+}
+
+static vkg_status make_pipeline(vkg_vk_context *c, vkg_vk_pipeline *p, vkg_error *err) {
+    VkShaderModule module;
+    vkg_status st = get_module(c, p->shader, &module, err);
+    if (st == VKG_OK) st = make_layouts(c, p, err);
+    if (st != VKG_OK) return st;
+    VkSpecializationMapEntry entries[VKG_VK_MAX_SPEC];
+    for (uint32_t i = 0; i < p->n_spec; i++)
+        entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
+    VkSpecializationInfo spec = {
+        .mapEntryCount = p->n_spec,
+        .pMapEntries = entries,
+        .dataSize = 4 * p->n_spec,
+        .pData = p->spec,
+    };
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+            .module = module,
+            .pName = "main",
+            .pSpecializationInfo = &spec,
+        },
+        .layout = p->layout,
+    };
+    VkResult r = vkCreateComputePipelines(c->device, c->pipelines->cache, 1, &ci, NULL, &p->pipeline);
+    if (r != VK_SUCCESS) {
+        p->pipeline = VK_NULL_HANDLE;
+        char what[96];
+        snprintf(what, sizeof what, "creating the %s pipeline", shader_info[p->shader].file);
+        return vkg_vk_fail(err, r, what);
+    }
+    return VKG_OK;
+}
+
+vkg_status vkg_vk_pipeline_get(vkg_vk_context *c, vkg_vk_shader s, const vkg_vk_pipeline **out,
+                               vkg_error *err) {
+    vkg_vk_pipelines *ps = c->pipelines;
+    uint32_t spec[VKG_VK_MAX_SPEC] = {0};
+    uint32_t n_spec = spec_values(&c->tuning, s, spec);
+    for (int i = 0; i < ps->n; i++) {
+        const vkg_vk_pipeline *p = ps->list[i];
+        if (p->shader == s && p->n_spec == n_spec && memcmp(p->spec, spec, sizeof spec) == 0) {
+            *out = p;
+            return VKG_OK;
+        }
+    }
+    vkg_status st = vkg_vk_tuning_check(c, &c->tuning, err);
+    if (st != VKG_OK) return st;
+    if (ps->n == ps->cap) {
+        int cap = ps->cap ? 2 * ps->cap : 16;
+        vkg_vk_pipeline **list = realloc(ps->list, (size_t)cap * sizeof *list);
+        if (!list) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for pipelines");
+        ps->list = list;
+        ps->cap = cap;
+    }
+    vkg_vk_pipeline *p = calloc(1, sizeof *p);
+    if (!p) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for pipelines");
+    p->shader = s;
+    p->n_spec = n_spec;
+    memcpy(p->spec, spec, sizeof spec);
+    st = make_pipeline(c, p, err);
+    if (st != VKG_OK) {
+        if (p->pipeline) vkDestroyPipeline(c->device, p->pipeline, NULL);
+        if (p->layout) vkDestroyPipelineLayout(c->device, p->layout, NULL);
+        if (p->set_layout) vkDestroyDescriptorSetLayout(c->device, p->set_layout, NULL);
+        free(p);
+        return st;
+    }
+    ps->list[ps->n++] = p;
+    ps->made = 1;
+    *out = p;
+    return VKG_OK;
+}

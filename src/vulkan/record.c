@@ -1,0 +1,288 @@
+/* From plan steps to recorded commands: shader and workgroup count per step, barrier placement,
+ * descriptor sets, and the command buffer itself. */
+#include "vulkan/vk_session.h"
+
+#include "core/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
+
+static int ranges_overlap(const vkg_binding *a, const vkg_binding *b) {
+    return a->region == b->region && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
+}
+
+int vkg_vk_step_hazard(const vkg_plan *p, int i, int last_barrier) {
+    const vkg_step *st = &p->steps[i];
+    int nb = vkg_kernel_binding_count(st->kernel);
+    for (int j = last_barrier; j < i; j++) {
+        const vkg_step *prev = &p->steps[j];
+        int pb = vkg_kernel_binding_count(prev->kernel);
+        for (int a = 0; a < nb; a++) {
+            if (st->bind[a].region < 0) continue;
+            for (int b = 0; b < pb; b++) {
+                if (prev->bind[b].region < 0 || !ranges_overlap(&st->bind[a], &prev->bind[b])) continue;
+                /* read after write, write after write, write after read */
+                if (prev->bind[b].writes || st->bind[a].writes) return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* n workgroups laid out over x (and y when x's limit is exceeded); shaders rebuild the linear
+ * index as x + y * gl_NumWorkGroups.x. */
+static void linear_groups(const vkg_vk_context *c, uint64_t n, uint32_t g[3]) {
+    uint64_t max_x = c->props.limits.maxComputeWorkGroupCount[0];
+    g[0] = (uint32_t)(n < max_x ? n : max_x);
+    g[1] = g[0] ? div_up(n, g[0]) : 0;
+    g[2] = 1;
+}
+
+static int texel_fits(const vkg_vk_context *c, const vkg_binding *b) {
+    const VkPhysicalDeviceLimits *l = &c->props.limits;
+    return b->region >= 0 && b->bytes / 4 <= l->maxTexelBufferElements &&
+           b->offset % l->minTexelBufferOffsetAlignment == 0;
+}
+
+static vkg_status choose_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t g[3],
+                                vkg_error *err) {
+    const vkg_vk_tuning *t = &c->tuning;
+    switch (st->kernel) {
+    case VKG_KERNEL_MATMUL: {
+        const vkg_matmul_params *m = &st->params.matmul;
+        int texel = t->matmul_texel && texel_fits(c, &st->bind[0]) && texel_fits(c, &st->bind[1]);
+        uint64_t batch = (uint64_t)m->batch0 * m->batch1;
+        if (m->M == 1) {
+            *sh = texel ? VKG_SH_MATVEC_TEXEL : VKG_SH_MATVEC;
+            g[0] = div_up(m->N, t->mv_cols), g[1] = 1;
+        } else {
+            *sh = texel ? VKG_SH_MATMUL_TEXEL : VKG_SH_MATMUL_TILED;
+            g[0] = div_up(m->N, (uint64_t)t->mm_wg_x * t->mm_tn);
+            g[1] = div_up(m->M, (uint64_t)t->mm_wg_y * t->mm_tm);
+        }
+        g[2] = (uint32_t)batch;
+        const uint32_t *max = c->props.limits.maxComputeWorkGroupCount;
+        if (batch > max[2] || g[0] > max[0] || g[1] > max[1])
+            return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
+                                 "matmul %ux%ux%u with batch %llu needs %u x %u x %u workgroups; %s allows %u x %u x %u",
+                                 m->M, m->N, m->K, (unsigned long long)batch, g[0], g[1], g[2],
+                                 c->props.deviceName, max[0], max[1], max[2]);
+        if (m->N == 0 || m->M == 0) g[0] = 0;
+        return VKG_OK;
+    }
+    case VKG_KERNEL_BINARY: {
+        const uint32_t *s = st->params.binary.shape;
+        *sh = VKG_SH_BINARY;
+        linear_groups(c, div_up((uint64_t)s[0] * s[1] * s[2] * s[3], t->elementwise_wg), g);
+        return VKG_OK;
+    }
+    case VKG_KERNEL_UNARY: {
+        const uint32_t *s = st->params.unary.shape;
+        *sh = VKG_SH_UNARY;
+        linear_groups(c, div_up((uint64_t)s[0] * s[1] * s[2] * s[3], t->elementwise_wg), g);
+        return VKG_OK;
+    }
+    case VKG_KERNEL_SOFTMAX:
+        *sh = VKG_SH_SOFTMAX;
+        linear_groups(c, st->params.softmax.rows, g);
+        return VKG_OK;
+    case VKG_KERNEL_LAYERNORM:
+        *sh = VKG_SH_LAYERNORM;
+        linear_groups(c, st->params.layernorm.rows, g);
+        return VKG_OK;
+    case VKG_KERNEL_EMBEDDING: {
+        const vkg_embedding_params *e = &st->params.embedding;
+        *sh = VKG_SH_EMBEDDING;
+        linear_groups(c, div_up((uint64_t)e->n_ids * e->dim, t->elementwise_wg), g);
+        return VKG_OK;
+    }
+    default:
+        return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "the Vulkan executor has no kernel %d", (int)st->kernel);
+    }
+}
+
+/* Every binding must lie inside its region and respect the device's descriptor limits; the
+ * compiler guarantees this for plans made with vkg_device_compile_options(). */
+static vkg_status check_bindings(const vkg_vk_session *s, int i, vkg_vk_shader sh, vkg_error *err) {
+    const vkg_plan *p = s->plan;
+    const vkg_step *st = &p->steps[i];
+    const VkPhysicalDeviceLimits *l = &s->c->props.limits;
+    for (uint32_t b = 0; b < vkg_vk_shader_bindings(sh); b++) {
+        const vkg_binding *bd = &st->bind[b];
+        if (bd->region < 0) continue;
+        int texel = (vkg_vk_shader_texel_mask(sh) >> b) & 1;
+        uint64_t align = texel ? l->minTexelBufferOffsetAlignment : l->minStorageBufferOffsetAlignment;
+        uint64_t max = texel ? (uint64_t)l->maxTexelBufferElements * 4 : l->maxStorageBufferRange;
+        const char *problem = NULL;
+        if (bd->region >= p->n_regions) problem = "names a region the plan does not have";
+        else if (bd->offset > p->regions[bd->region].bytes || bd->bytes > p->regions[bd->region].bytes - bd->offset)
+            problem = "lies outside its region";
+        else if (bd->offset % align) problem = "has an offset the device cannot bind (alignment)";
+        else if (bd->bytes > max) problem = "spans more bytes than the device can bind";
+        if (problem)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                                 "plan step %d (%s), binding %u: region %d, offset %llu, %llu bytes %s "
+                                 "(alignment %llu, at most %llu bytes); compile with vkg_device_compile_options()",
+                                 i, st->label, b, bd->region, (unsigned long long)bd->offset,
+                                 (unsigned long long)bd->bytes, problem, (unsigned long long)align,
+                                 (unsigned long long)max);
+    }
+    return VKG_OK;
+}
+
+vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
+    const vkg_plan *p = s->plan;
+    s->steps = calloc((size_t)p->n_steps + 1, sizeof *s->steps);
+    if (!s->steps) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory preparing %d steps", p->n_steps);
+    int last_barrier = 0;
+    for (int i = 0; i < p->n_steps; i++) {
+        vkg_vk_step *vs = &s->steps[i];
+        vkg_vk_shader sh;
+        vkg_status st = choose_shader(s->c, &p->steps[i], &sh, vs->groups, err);
+        if (st == VKG_OK) st = check_bindings(s, i, sh, err);
+        if (st == VKG_OK) st = vkg_vk_pipeline_get(s->c, sh, &vs->pipeline, err);
+        if (st != VKG_OK) return st;
+        int hazard = vkg_vk_step_hazard(p, i, last_barrier);
+        if (hazard && !p->steps[i].barrier) {
+            /* A planner bug: run correctly anyway, and make it loud where validation is on. */
+            s->missing_barriers++;
+            if (s->c->validation) {
+                fprintf(stderr, "vkgraph: plan step %d (%s) reads or writes bytes an unsynchronised earlier "
+                                "step touched, but has no barrier flag; adding one\n", i, p->steps[i].label);
+                if (s->c->validation_counter) (*s->c->validation_counter)++;
+            }
+        }
+        vs->barrier = i > 0 && (hazard || p->steps[i].barrier);
+        if (vs->barrier) last_barrier = i;
+    }
+    return VKG_OK;
+}
+
+vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err) {
+    const vkg_plan *p = s->plan;
+    vkg_vk_context *c = s->c;
+    uint32_t n_storage = 0, n_texel = 0;
+    for (int i = 0; i < p->n_steps; i++) {
+        vkg_vk_shader sh = s->steps[i].pipeline->shader;
+        uint32_t mask = vkg_vk_shader_texel_mask(sh);
+        for (uint32_t b = 0; b < vkg_vk_shader_bindings(sh); b++) {
+            if ((mask >> b) & 1) n_texel++;
+            else n_storage++;
+        }
+    }
+    VkDescriptorPoolSize sizes[2];
+    uint32_t n_sizes = 0;
+    if (n_storage) sizes[n_sizes++] = (VkDescriptorPoolSize){VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, n_storage};
+    if (n_texel) sizes[n_sizes++] = (VkDescriptorPoolSize){VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, n_texel};
+    if (p->n_steps == 0) return VKG_OK;
+    VkDescriptorPoolCreateInfo pci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+        .maxSets = (uint32_t)p->n_steps,
+        .poolSizeCount = n_sizes,
+        .pPoolSizes = sizes,
+    };
+    VkResult r = vkCreateDescriptorPool(c->device, &pci, NULL, &s->pool);
+    if (r != VK_SUCCESS) {
+        s->pool = VK_NULL_HANDLE;
+        return vkg_vk_fail(err, r, "vkCreateDescriptorPool");
+    }
+    s->views = calloc((size_t)n_texel + 1, sizeof *s->views);
+    if (!s->views) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for buffer views");
+
+    const vkg_vk_buffer *dummy = &s->buffers[p->n_regions];
+    for (int i = 0; i < p->n_steps; i++) {
+        vkg_vk_step *vs = &s->steps[i];
+        const vkg_step *st = &p->steps[i];
+        VkDescriptorSetAllocateInfo ai = {
+            .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+            .descriptorPool = s->pool,
+            .descriptorSetCount = 1,
+            .pSetLayouts = &vs->pipeline->set_layout,
+        };
+        r = vkAllocateDescriptorSets(c->device, &ai, &vs->set);
+        if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkAllocateDescriptorSets");
+
+        VkWriteDescriptorSet writes[VKG_MAX_BINDINGS];
+        VkDescriptorBufferInfo infos[VKG_MAX_BINDINGS];
+        vkg_vk_shader sh = vs->pipeline->shader;
+        uint32_t nb = vkg_vk_shader_bindings(sh), mask = vkg_vk_shader_texel_mask(sh);
+        for (uint32_t b = 0; b < nb; b++) {
+            const vkg_binding *bd = &st->bind[b];
+            int used = bd->region >= 0 && bd->bytes > 0;
+            const vkg_vk_buffer *buf = used ? &s->buffers[bd->region] : dummy;
+            VkDeviceSize offset = used ? bd->offset : 0, range = used ? bd->bytes : dummy->size;
+            writes[b] = (VkWriteDescriptorSet){
+                .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                .dstSet = vs->set,
+                .dstBinding = b,
+                .descriptorCount = 1,
+            };
+            if ((mask >> b) & 1) {
+                VkBufferViewCreateInfo vci = {
+                    .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                    .buffer = buf->buffer,
+                    .format = VK_FORMAT_R32_SFLOAT,
+                    .offset = offset,
+                    .range = range >= 4 ? range / 4 * 4 : 4,
+                };
+                r = vkCreateBufferView(c->device, &vci, NULL, &s->views[s->n_views]);
+                if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkCreateBufferView");
+                writes[b].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+                writes[b].pTexelBufferView = &s->views[s->n_views++];
+            } else {
+                infos[b] = (VkDescriptorBufferInfo){.buffer = buf->buffer, .offset = offset, .range = range};
+                writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+                writes[b].pBufferInfo = &infos[b];
+            }
+        }
+        vkUpdateDescriptorSets(c->device, nb, writes, 0, NULL);
+    }
+    return VKG_OK;
+}
+
+static void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src,
+                           VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = src, .dstAccessMask = dst};
+    vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+vkg_status vkg_vk_record(vkg_vk_session *s, VkCommandBuffer cmd, VkQueryPool queries, vkg_error *err) {
+    const vkg_plan *p = s->plan;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    VkResult r = vkBeginCommandBuffer(cmd, &bi);
+    if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkBeginCommandBuffer");
+    if (queries) vkCmdResetQueryPool(cmd, queries, 0, (uint32_t)p->n_steps + 1);
+    /* Order this run after the previous one, staged copies and host writes. */
+    memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                   VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    if (queries) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0);
+    const vkg_vk_pipeline *bound = NULL;
+    for (int i = 0; i < p->n_steps; i++) {
+        const vkg_vk_step *vs = &s->steps[i];
+        if (vs->barrier)
+            memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+        if (vs->groups[0] && vs->groups[1] && vs->groups[2]) {
+            if (vs->pipeline != bound) {
+                vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, vs->pipeline->pipeline);
+                bound = vs->pipeline;
+            }
+            vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, vs->pipeline->layout, 0, 1, &vs->set, 0, NULL);
+            vkCmdPushConstants(cmd, vs->pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                               vkg_vk_shader_push_bytes(vs->pipeline->shader), p->steps[i].params.words);
+            vkCmdDispatch(cmd, vs->groups[0], vs->groups[1], vs->groups[2]);
+        }
+        if (queries) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, (uint32_t)i + 1);
+    }
+    /* Results visible to the host (outputs, states) and to staged reads. */
+    memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    r = vkEndCommandBuffer(cmd);
+    if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkEndCommandBuffer");
+    return VKG_OK;
+}

@@ -1,0 +1,244 @@
+/* The Vulkan executor: the backend operations of src/core/backend.h over a vkg_vk_context. */
+#include "vulkan/vk_session.h"
+
+#include "core/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void session_free(void *impl);
+
+/* Waits for a submission that timed out earlier; it must finish before memory is touched. */
+static vkg_status settle(vkg_vk_session *s, vkg_error *err) {
+    if (s->lost)
+        return vkg_error_set(err, VKG_ERR_DEVICE_LOST, "the Vulkan device %s was lost earlier; reopen the device",
+                             s->c->props.deviceName);
+    if (!s->pending) return VKG_OK;
+    uint64_t timeout = vkg_vk_timeout_ns();
+    VkResult r = vkWaitForFences(s->c->device, 1, &s->fence, VK_TRUE, timeout);
+    if (r == VK_TIMEOUT)
+        return vkg_error_set(err, VKG_ERR_TIMEOUT, "an earlier run is still executing after another %llu ms",
+                             (unsigned long long)(timeout / 1000000ull));
+    if (r == VK_ERROR_DEVICE_LOST) s->lost = 1;
+    if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "waiting for an earlier run");
+    s->pending = 0;
+    r = vkResetFences(s->c->device, 1, &s->fence);
+    return r == VK_SUCCESS ? VKG_OK : vkg_vk_fail(err, r, "vkResetFences");
+}
+
+static vkg_status create_buffers(vkg_vk_session *s, vkg_error *err) {
+    const vkg_plan *p = s->plan;
+    int n = p->n_regions + 1;   /* + the dummy buffer bound to unused slots */
+    vkg_vk_buffer_request *req = calloc((size_t)n, sizeof *req);
+    s->buffers = calloc((size_t)n, sizeof *s->buffers);
+    if (!req || !s->buffers) {
+        free(req);
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %d regions", p->n_regions);
+    }
+    for (int r = 0; r < p->n_regions; r++) {
+        vkg_region_kind k = p->regions[r].kind;
+        req[r].bytes = p->regions[r].bytes;
+        req[r].host = k == VKG_REGION_INPUT || k == VKG_REGION_OUTPUT || k == VKG_REGION_INDICES;
+    }
+    req[n - 1].bytes = 256;
+    vkg_status st = vkg_vk_memory_create(s->c, n, req, s->force_staging, s->buffers, &s->memory, err);
+    free(req);
+    if (st != VKG_OK) return st;
+    /* Constants once; everything else starts at zero (states must, the rest for determinism). */
+    for (int r = 0; r < p->n_regions && st == VKG_OK; r++) {
+        const vkg_region *rg = &p->regions[r];
+        if (rg->kind == VKG_REGION_CONSTANT && rg->host)
+            st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[r], 0, rg->host, rg->bytes, err);
+        else
+            st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[r], 0, NULL, s->buffers[r].size, err);
+    }
+    if (st == VKG_OK) st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[n - 1], 0, NULL, 256, err);
+    return st;
+}
+
+static vkg_status create_commands(vkg_vk_session *s, vkg_error *err) {
+    VkCommandBufferAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = s->c->pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    VkResult r = vkAllocateCommandBuffers(s->c->device, &ai, &s->cmd);
+    if (r != VK_SUCCESS) {
+        s->cmd = VK_NULL_HANDLE;
+        return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
+    }
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    r = vkCreateFence(s->c->device, &fci, NULL, &s->fence);
+    if (r != VK_SUCCESS) {
+        s->fence = VK_NULL_HANDLE;
+        return vkg_vk_fail(err, r, "vkCreateFence");
+    }
+    return vkg_vk_record(s, s->cmd, VK_NULL_HANDLE, err);
+}
+
+static vkg_status session_new(void *device, const vkg_plan *p, void **out, vkg_error *err) {
+    *out = NULL;
+    vkg_vk_session *s = calloc(1, sizeof *s);
+    if (!s) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a Vulkan session");
+    s->c = device;
+    s->plan = p;
+    s->force_staging = s->c->tuning.force_staging;
+    vkg_status st = vkg_vk_steps_prepare(s, err);
+    if (st == VKG_OK) st = create_buffers(s, err);
+    if (st == VKG_OK) st = vkg_vk_descriptors_create(s, err);
+    if (st == VKG_OK) st = create_commands(s, err);
+    if (st != VKG_OK) {
+        session_free(s);
+        return st;
+    }
+    *out = s;
+    return VKG_OK;
+}
+
+static void session_free(void *impl) {
+    vkg_vk_session *s = impl;
+    if (!s) return;
+    vkg_vk_context *c = s->c;
+    if (s->pending && !s->lost) vkWaitForFences(c->device, 1, &s->fence, VK_TRUE, UINT64_MAX);
+    if (s->lost) vkDeviceWaitIdle(c->device);
+    if (s->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd);
+    if (s->cmd_timed) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_timed);
+    if (s->queries) vkDestroyQueryPool(c->device, s->queries, NULL);
+    if (s->fence) vkDestroyFence(c->device, s->fence, NULL);
+    for (int i = 0; i < s->n_views; i++) vkDestroyBufferView(c->device, s->views[i], NULL);
+    free(s->views);
+    if (s->pool) vkDestroyDescriptorPool(c->device, s->pool, NULL);
+    vkg_vk_staging_free(c, &s->staging);
+    if (s->buffers) vkg_vk_memory_free(c, s->plan->n_regions + 1, s->buffers, &s->memory);
+    free(s->buffers);
+    free(s->steps);
+    free(s);
+}
+
+static vkg_status check_region(const vkg_vk_session *s, int region, uint64_t offset, size_t bytes, vkg_error *err) {
+    const vkg_plan *p = s->plan;
+    if (region < 0 || region >= p->n_regions)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "region %d is not in the plan (it has %d)", region,
+                             p->n_regions);
+    if (offset > p->regions[region].bytes || bytes > p->regions[region].bytes - offset)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%zu bytes at offset %llu exceed region %d (%llu bytes)",
+                             bytes, (unsigned long long)offset, region, (unsigned long long)p->regions[region].bytes);
+    return VKG_OK;
+}
+
+static vkg_status session_write(void *impl, int region, uint64_t offset, const void *data, size_t bytes,
+                                vkg_error *err) {
+    vkg_vk_session *s = impl;
+    vkg_status st = check_region(s, region, offset, bytes, err);
+    if (st == VKG_OK) st = settle(s, err);
+    if (st != VKG_OK) return st;
+    return vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[region], offset, data, bytes, err);
+}
+
+static vkg_status session_read(void *impl, int region, uint64_t offset, void *data, size_t bytes, vkg_error *err) {
+    vkg_vk_session *s = impl;
+    vkg_status st = check_region(s, region, offset, bytes, err);
+    if (st == VKG_OK) st = settle(s, err);
+    if (st != VKG_OK) return st;
+    return vkg_vk_buffer_read(s->c, &s->staging, &s->buffers[region], offset, data, bytes, err);
+}
+
+/* The timed command buffer and its query pool, made on the first profiled run. */
+static vkg_status prepare_timed(vkg_vk_session *s, vkg_error *err) {
+    if (s->cmd_timed) return VKG_OK;
+    VkQueryPoolCreateInfo qci = {
+        .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+        .queryType = VK_QUERY_TYPE_TIMESTAMP,
+        .queryCount = (uint32_t)s->plan->n_steps + 1,
+    };
+    VkResult r = vkCreateQueryPool(s->c->device, &qci, NULL, &s->queries);
+    if (r != VK_SUCCESS) {
+        s->queries = VK_NULL_HANDLE;
+        return vkg_vk_fail(err, r, "vkCreateQueryPool");
+    }
+    VkCommandBufferAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = s->c->pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    r = vkAllocateCommandBuffers(s->c->device, &ai, &s->cmd_timed);
+    if (r != VK_SUCCESS) {
+        s->cmd_timed = VK_NULL_HANDLE;
+        return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
+    }
+    vkg_status st = vkg_vk_record(s, s->cmd_timed, s->queries, err);
+    if (st != VKG_OK) {
+        vkFreeCommandBuffers(s->c->device, s->c->pool, 1, &s->cmd_timed);
+        s->cmd_timed = VK_NULL_HANDLE;
+    }
+    return st;
+}
+
+static vkg_status read_timestamps(vkg_vk_session *s, uint64_t *step_ns, vkg_error *err) {
+    int n = s->plan->n_steps;
+    uint64_t *t = calloc((size_t)n + 1, sizeof *t);
+    if (!t) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory reading timestamps");
+    VkResult r = vkGetQueryPoolResults(s->c->device, s->queries, 0, (uint32_t)n + 1, ((size_t)n + 1) * sizeof *t, t,
+                                       sizeof *t, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r != VK_SUCCESS) {
+        free(t);
+        return vkg_vk_fail(err, r, "vkGetQueryPoolResults");
+    }
+    uint32_t bits = s->c->timestamp_valid_bits;
+    uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+    double period = s->c->props.limits.timestampPeriod;
+    for (int i = 0; i < n; i++) {
+        uint64_t ticks = ((t[i + 1] & mask) - (t[i] & mask)) & mask;  /* wraps within valid bits */
+        step_ns[i] = (uint64_t)((double)ticks * period + 0.5);
+    }
+    free(t);
+    return VKG_OK;
+}
+
+static vkg_status session_run(void *impl, uint64_t *step_ns, vkg_error *err) {
+    vkg_vk_session *s = impl;
+    vkg_status st = settle(s, err);
+    if (st != VKG_OK) return st;
+    int timed = step_ns && s->c->timestamp_valid_bits > 0;
+    if (timed && (st = prepare_timed(s, err)) != VKG_OK) return st;
+    st = vkg_vk_submit_wait(s->c, timed ? s->cmd_timed : s->cmd, s->fence, "running the plan", err);
+    if (st == VKG_ERR_TIMEOUT) s->pending = 1;
+    if (st == VKG_ERR_DEVICE_LOST) s->lost = 1;
+    if (st != VKG_OK) return st;
+    if (timed) return read_timestamps(s, step_ns, err);
+    if (step_ns) memset(step_ns, 0, (size_t)s->plan->n_steps * sizeof *step_ns);  /* no timestamps */
+    return VKG_OK;
+}
+
+static void device_free(void *impl) { vkg_vk_context_free(impl); }
+
+static const vkg_backend_ops vulkan_ops = {
+    .name = "vulkan",
+    .session_new = session_new,
+    .session_free = session_free,
+    .write = session_write,
+    .read = session_read,
+    .run = session_run,
+    .device_free = device_free,
+};
+
+vkg_status vkg_vulkan_device_open(struct vkg_device *d, int index, vkg_error *err) {
+    vkg_vk_context *c;
+    vkg_status st = vkg_vk_context_create(index, d->opts.validation, d->opts.quiet, &d->validation_errors, &c, err);
+    if (st != VKG_OK) return st;
+    d->ops = &vulkan_ops;
+    d->impl = c;
+    snprintf(d->name, sizeof d->name, "%s (vulkan:%d)", c->props.deviceName, c->device_index);
+    const VkPhysicalDeviceLimits *l = &c->props.limits;
+    uint64_t align = l->minStorageBufferOffsetAlignment;
+    if (l->minTexelBufferOffsetAlignment > align) align = l->minTexelBufferOffsetAlignment;
+    if (align < 4) align = 4;
+    d->alignment = (uint32_t)align;
+    uint64_t max = l->maxStorageBufferRange;
+    if (c->max_allocation && c->max_allocation < max) max = c->max_allocation;
+    d->max_binding_bytes = max / align * align;
+    return VKG_OK;
+}

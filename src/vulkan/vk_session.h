@@ -1,0 +1,50 @@
+/* A plan made ready to run on a Vulkan device: buffers for its regions, one descriptor set per
+ * step, and the whole plan recorded once into a command buffer that each run resubmits. */
+#ifndef VKG_VK_SESSION_H
+#define VKG_VK_SESSION_H
+
+#include "vulkan/memory.h"
+#include "vulkan/pipelines.h"
+
+typedef struct vkg_vk_step {
+    const vkg_vk_pipeline *pipeline;
+    uint32_t groups[3];          /* workgroups to dispatch; 0 in any: nothing to do         */
+    VkDescriptorSet set;
+    int barrier;                 /* a compute barrier precedes this step                    */
+} vkg_vk_step;
+
+typedef struct vkg_vk_session {
+    vkg_vk_context *c;
+    const vkg_plan *plan;
+    int force_staging;           /* device-local buffers reached through staging only       */
+    vkg_vk_buffer *buffers;      /* one per region, then the dummy bound to unused slots    */
+    vkg_vk_memory memory;
+    vkg_vk_staging staging;
+    vkg_vk_step *steps;
+    int missing_barriers;        /* steps that needed a barrier the plan did not flag       */
+    VkDescriptorPool pool;
+    VkBufferView *views;
+    int n_views;
+    VkCommandBuffer cmd;         /* the plan                                                */
+    VkCommandBuffer cmd_timed;   /* the plan with a timestamp around each step (lazily)     */
+    VkQueryPool queries;
+    VkFence fence;
+    int pending;                 /* a submission timed out and may still be running         */
+    int lost;                    /* the device was lost: every call fails                   */
+} vkg_vk_session;
+
+/* record.c */
+/* Chooses each step's shader and workgroup count, gets its pipeline, checks its bindings
+ * against the device's limits, and decides where barriers go. */
+vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err);
+/* Descriptor pool, one set per step, texel-buffer views. */
+vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err);
+/* Records the plan into cmd; with queries, a timestamp before the first step and after each. */
+vkg_status vkg_vk_record(vkg_vk_session *s, VkCommandBuffer cmd, VkQueryPool queries, vkg_error *err);
+
+/* Whether step i of p reads or writes bytes that a step since the last barrier wrote, or writes
+ * bytes such a step read.  last_barrier is the index of the step that follows the last barrier
+ * (0 at the start).  Exposed for tests. */
+int vkg_vk_step_hazard(const vkg_plan *p, int i, int last_barrier);
+
+#endif

@@ -1,0 +1,20 @@
+/* Small helpers shared by the commands: option values and uniform error reporting. */
+#ifndef VKG_CLI_H
+#define VKG_CLI_H
+
+#include "vkgraph.h"
+
+/* Prints "vkgraph CMD: message" to stderr and returns 1 (the exit status for user errors). */
+int cli_fail(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* The value after option argv[*i] (advancing *i), or NULL with a message when missing. */
+const char *cli_value(const char *cmd, int argc, char **argv, int *i);
+/* Parses an integer in [lo, hi]; 0 on success, 1 with a message otherwise. */
+int cli_int(const char *cmd, const char *opt, const char *text, long lo, long hi, long *out);
+int cli_float(const char *cmd, const char *opt, const char *text, double *out);
+/* Opens the device named by --device (NULL: the best one), printing errors. */
+int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device **dev);
+#endif

@@ -1,0 +1,79 @@
+/* vkgraph dump: print a model's graph or its compiled plan as text, DOT or JSON. */
+#include "cli.h"
+#include "commands.h"
+#include "models/block.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: vkgraph dump --example block [--plan] [--format text|dot|json] [--batch B] [--seq T]\n"
+               "                    [--causal] [--no-fuse] [--no-inplace] [--device D]\n"
+               "  --example block  the lesson's transformer block (d_model 64, 4 heads, d_ff 256)\n"
+               "  --plan           the compiled plan (steps, buffers, arena) instead of the graph\n"
+               "  --device D       compile for that device's limits (default: portable limits)\n");
+}
+
+int cmd_dump(int argc, char **argv) {
+    const char *example = NULL, *format = "text", *device = NULL;
+    int plan = 0, causal = 0;
+    long batch = 2, seq = 10;
+    vkg_compile_options opts;
+    vkg_compile_options_default(&opts);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "--example")) { if (!(example = cli_value("dump", argc, argv, &i))) return 1; }
+        else if (!strcmp(a, "--format")) { if (!(format = cli_value("dump", argc, argv, &i))) return 1; }
+        else if (!strcmp(a, "--device")) { if (!(device = cli_value("dump", argc, argv, &i))) return 1; }
+        else if (!strcmp(a, "--plan")) plan = 1;
+        else if (!strcmp(a, "--causal")) causal = 1;
+        else if (!strcmp(a, "--no-fuse")) opts.fuse = 0;
+        else if (!strcmp(a, "--no-inplace")) opts.in_place = 0;
+        else if (!strcmp(a, "--batch") || !strcmp(a, "--seq")) {
+            const char *v = cli_value("dump", argc, argv, &i);
+            if (!v || cli_int("dump", a, v, 1, 1 << 16, !strcmp(a, "--batch") ? &batch : &seq)) return 1;
+        } else {
+            usage(stderr);
+            return cli_fail("dump", "unknown option '%s'", a);
+        }
+    }
+    vkg_dump_format fmt = !strcmp(format, "text") ? VKG_DUMP_TEXT : !strcmp(format, "dot") ? VKG_DUMP_DOT
+                        : !strcmp(format, "json") ? VKG_DUMP_JSON : (vkg_dump_format)-1;
+    if ((int)fmt < 0) return cli_fail("dump", "unknown format '%s': text, dot or json", format);
+    if (!example) {
+        usage(stderr);
+        return cli_fail("dump", "say what to dump: --example block");
+    }
+    if (strcmp(example, "block") != 0) return cli_fail("dump", "unknown example '%s' (known: block)", example);
+
+    int rc = 1;
+    vkg_error err = {0};
+    vkg_block_config cfg = {.d_model = 64, .n_heads = 4, .d_ff = 256, .causal = causal};
+    vkg_block_weights w;
+    vkg_graph *g = vkg_graph_new();
+    vkg_plan *p = NULL;
+    vkg_device *dev = NULL;
+    if (!g || vkg_block_weights_init(&w, &cfg, 0, &err) != VKG_OK) {
+        vkg_graph_free(g);
+        return cli_fail("dump", "%s", g ? err.message : "out of memory");
+    }
+    vkg_tensor x = vkg_input(g, "x", VKG_F32, 3, (int64_t[]){batch, seq, cfg.d_model});
+    vkg_output(g, "y", vkg_block_build(g, x, &cfg, &w, "block", NULL));
+    if (vkg_graph_status(g) != VKG_OK) {
+        cli_fail("dump", "%s", vkg_graph_error(g));
+    } else if (!plan) {
+        rc = vkg_graph_dump(g, stdout, fmt) != VKG_OK;
+    } else if (device && cli_open_device("dump", device, 0, &dev)) {
+        rc = 1;
+    } else {
+        if (dev) vkg_device_compile_options(dev, &opts);
+        if (vkg_plan_compile(g, &opts, &p, &err) != VKG_OK) cli_fail("dump", "%s", err.message);
+        else rc = vkg_plan_dump(p, stdout, fmt) != VKG_OK;
+    }
+    vkg_plan_free(p);
+    vkg_device_free(dev);
+    vkg_graph_free(g);
+    vkg_block_weights_free(&w);
+    return rc;
+}

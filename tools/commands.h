@@ -1,0 +1,18 @@
+/* The vkgraph command-line tool: one file per command (tools/cmd_NAME.c), each an entry here. */
+#ifndef VKG_COMMANDS_H
+#define VKG_COMMANDS_H
+
+/* Each returns the process exit status: 0 success, 1 a user-facing error (already printed). */
+typedef int (*vkg_command_fn)(int argc, char **argv);
+
+typedef struct vkg_command {
+    const char *name;
+    vkg_command_fn run;
+    const char *summary;
+} vkg_command;
+
+int cmd_dump(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+
+#endif

@@ -1,0 +1,35 @@
+/* vkgraph: the command-line tool.  Dispatches to one function per command. */
+#include "commands.h"
+#include "vkgraph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const vkg_command commands[] = {
+    {"devices", cmd_devices, "list every Vulkan device with its limits and features"},
+    {"dump", cmd_dump, "print a graph or its compiled plan (text, DOT or JSON)"},
+    {"tokenize", cmd_tokenize, "text to GPT-2 token ids and back"},
+};
+static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
+
+static void usage(FILE *f) {
+    fprintf(f, "vkgraph %s: transformer models as op graphs on any Vulkan GPU or the CPU\n\n", VKG_VERSION_STRING);
+    fprintf(f, "usage: vkgraph COMMAND [OPTIONS]   (vkgraph COMMAND --help for its options)\n\ncommands:\n");
+    for (int i = 0; i < n_commands; i++) fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 1 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("vkgraph %s\n", VKG_VERSION_STRING);
+        return 0;
+    }
+    for (int i = 0; i < n_commands; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "vkgraph: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 1;
+}
