@@ -280,6 +280,13 @@ static void test_metadata_and_zero_sized(void **state) {
     assert_null(vkg_safetensors_metadata_get(st, "absent"));
     assert_null(vkg_safetensors_metadata_key(st, 2));
     assert_int_equal(vkg_safetensors_find(st, "z")->bytes, 0);
+    /* This header's length leaves the data unaligned; conversion reads bytes, little endian. */
+    const vkg_st_tensor *w = vkg_safetensors_find(st, "w");
+    assert_int_equal(((uintptr_t)w->data) % 4 != 0, 1);
+    float out[2];
+    assert_int_equal(vkg_st_tensor_to_f32(w, out, &err), VKG_OK);
+    assert_int_equal(f32_bits(out[0]), 0x03020100u);
+    assert_int_equal(f32_bits(out[1]), 0x07060504u);
     assert_null(vkg_safetensors_find(st, "__metadata__"));
     vkg_safetensors_close(st);
 }

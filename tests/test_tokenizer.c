@@ -561,7 +561,8 @@ static cli_result run_tokenize(const char *dir, const char *const *args) {
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600), e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
         execv(argv[0], argv);
         _exit(127);
@@ -593,7 +594,9 @@ static void expect_cli(const char *dir, const char *const *args, int status, con
 
 static void test_cli(void **state) {
     (void)state;
-    if (!getenv("VKG_BINARY")) skip();
+    const char *bin = getenv("VKG_BINARY");
+    if (!bin) skip();
+    if (access(bin, X_OK) != 0) fail_msg("VKG_BINARY=%s is not an executable: build the vkgraph target", bin);
     char tmp[1024], in_path[1200], bad_path[1200];
     make_temp_dir(tmp, sizeof tmp);
     write_text(tmp, "in.txt", "Hello world\n");

@@ -1,16 +1,17 @@
 /* `vkgraph tokenize`: text -> GPT-2 token ids (a JSON array), or ids -> the exact bytes. */
+#include "cli.h"
 #include "commands.h"
-#include "core/error.h"
 #include "io/tokenizer.h"
 #include "vkgraph.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#define CMD "tokenize"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -31,20 +32,9 @@ static void usage(FILE *f) {
             "\"<|endoftext|>\" in a text is encoded as plain characters, as GPT-2's reference encoder does.\n");
 }
 
-/* Prints "vkgraph tokenize: MESSAGE" to stderr and returns the exit status 1. */
-static int fail(const char *fmt, ...) VKG_PRINTF(1, 2);
-static int fail(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "vkgraph tokenize: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
-
 /* Reads a whole file (or standard input for "-") as raw bytes. */
 static char *read_input(const char *path, size_t *len) {
+    errno = 0;
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 1 << 16, used = 0;
@@ -57,10 +47,11 @@ static char *read_input(const char *path, size_t *len) {
         buf = bigger;
         cap *= 2;
     }
-    if (buf && ferror(f)) {
+    if (buf && ferror(f)) { /* keep fread's errno: EISDIR says more than EIO */
+        int why = errno ? errno : EIO;
         free(buf);
         buf = NULL;
-        errno = EIO;
+        errno = why;
     }
     if (f != stdin) fclose(f);
     *len = used;
@@ -72,7 +63,7 @@ static char *read_input(const char *path, size_t *len) {
 static int parse_ids(const char *spec, int32_t **ids, size_t *n) {
     size_t cap = strlen(spec) / 2 + 1, count = 0;
     int32_t *out = malloc(cap * sizeof *out);
-    if (!out) return fail("out of memory");
+    if (!out) return cli_fail(CMD, "out of memory");
     const char *p = spec;
     while (*p == ' ' || *p == '\t' || *p == '\n') p++;
     int bracket = *p == '[';
@@ -89,9 +80,10 @@ static int parse_ids(const char *spec, int32_t **ids, size_t *n) {
         char *end;
         errno = 0;
         long v = strtol(item, &end, 10);
-        if (item_len == 0 || *end != '\0' || errno != 0 || v < INT32_MIN || v > INT32_MAX || (size_t)(p - start) != item_len) {
+        if (item_len == 0 || (size_t)(p - start) != item_len || *end != '\0' || errno != 0 || v < INT32_MIN ||
+            v > INT32_MAX) {
             free(out);
-            return fail("bad token id \"%s\" in --decode: expected integers separated by commas", item);
+            return cli_fail(CMD, "bad token id \"%s\" in --decode: expected integers separated by commas", item);
         }
         out[count++] = (int32_t)v; /* each id takes at least 2 characters of spec but the last */
     }
@@ -99,7 +91,7 @@ static int parse_ids(const char *spec, int32_t **ids, size_t *n) {
     while (*p == ' ' || *p == '\t' || *p == '\n') p++;
     if (*p != '\0') {
         free(out);
-        return fail("unexpected \"%s\" after the ids in --decode", p);
+        return cli_fail(CMD, "unexpected \"%s\" after the ids in --decode", p);
     }
     *ids = out;
     *n = count;
@@ -119,21 +111,20 @@ int cmd_tokenize(int argc, char **argv) {
         else if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) slot = &prompt;
         else if (strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) slot = &file;
         else if (strcmp(a, "--decode") == 0) slot = &decode;
-        else return fail("unknown option '%s' (see vkgraph tokenize --help)", a);
-        if (i + 1 >= argc) return fail("%s needs a value (see vkgraph tokenize --help)", a);
-        if (*slot) return fail("%s given twice", a);
-        *slot = argv[++i];
+        else return cli_fail(CMD, "unknown option '%s' (see vkgraph tokenize --help)", a);
+        if (*slot) return cli_fail(CMD, "%s given twice", a);
+        if (!(*slot = cli_value(CMD, argc, argv, &i))) return 1;
     }
-    if (!dir) return fail("say where the tokenizer is: -m DIR or --tokenizer DIR");
+    if (!dir) return cli_fail(CMD, "say where the tokenizer is: -m DIR or --tokenizer DIR");
     if ((prompt != NULL) + (file != NULL) + (decode != NULL) != 1)
-        return fail("give exactly one of -p TEXT, -f FILE or --decode IDS");
+        return cli_fail(CMD, "give exactly one of -p TEXT, -f FILE or --decode IDS");
 
     /* -m may name a file of the model (its weights): the tokenizer sits beside it. */
     char *dir_owned = NULL;
     struct stat st;
     if (stat(dir, &st) == 0 && S_ISREG(st.st_mode)) {
         dir_owned = strdup(dir);
-        if (!dir_owned) return fail("out of memory");
+        if (!dir_owned) return cli_fail(CMD, "out of memory");
         char *slash = strrchr(dir_owned, '/');
         if (slash) *slash = '\0';
         else strcpy(dir_owned, ".");
@@ -143,7 +134,7 @@ int cmd_tokenize(int argc, char **argv) {
     vkg_tokenizer *tok = NULL;
     vkg_status status = vkg_tokenizer_load(dir, &tok, &err);
     free(dir_owned);
-    if (status != VKG_OK) return fail("%s", err.message);
+    if (status != VKG_OK) return cli_fail(CMD, "%s", err.message);
 
     int rc = 0;
     if (decode) {
@@ -152,24 +143,26 @@ int cmd_tokenize(int argc, char **argv) {
         char *text = NULL;
         size_t len = 0;
         rc = parse_ids(decode, &ids, &n);
-        if (rc == 0 && vkg_tokenizer_decode(tok, ids, n, &text, &len, &err) != VKG_OK) rc = fail("%s", err.message);
+        if (rc == 0 && vkg_tokenizer_decode(tok, ids, n, &text, &len, &err) != VKG_OK)
+            rc = cli_fail(CMD, "%s", err.message);
         if (rc == 0 && (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0))
-            rc = fail("cannot write the text: %s", strerror(errno));
+            rc = cli_fail(CMD, "cannot write the text: %s", strerror(errno));
         free(text);
         free(ids);
     } else {
         size_t len = prompt ? strlen(prompt) : 0;
         char *owned = NULL;
-        if (file && !(owned = read_input(file, &len))) rc = fail("cannot read %s: %s", file, strerror(errno));
+        if (file && !(owned = read_input(file, &len)))
+            rc = cli_fail(CMD, "cannot read %s: %s", file, strerror(errno));
         int32_t *ids = NULL;
         size_t n = 0;
         if (rc == 0 && vkg_tokenizer_encode(tok, owned ? owned : prompt, len, &ids, &n, &err) != VKG_OK)
-            rc = fail("%s", err.message);
+            rc = cli_fail(CMD, "%s", err.message);
         if (rc == 0) {
             putchar('[');
             for (size_t i = 0; i < n; i++) printf(i ? ", %d" : "%d", (int)ids[i]);
             printf("]\n");
-            if (fflush(stdout) != 0) rc = fail("cannot write the ids: %s", strerror(errno));
+            if (fflush(stdout) != 0) rc = cli_fail(CMD, "cannot write the ids: %s", strerror(errno));
         }
         free(ids);
         free(owned);

@@ -14,5 +14,12 @@ typedef struct vkg_command {
 int cmd_dump(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_conformance(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_lesson(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
+int cmd_attention(int argc, char **argv);
+int cmd_gpt2_random(int argc, char **argv);
 
 #endif

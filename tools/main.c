@@ -9,6 +9,13 @@ static const vkg_command commands[] = {
     {"devices", cmd_devices, "list every Vulkan device with its limits and features"},
     {"dump", cmd_dump, "print a graph or its compiled plan (text, DOT or JSON)"},
     {"tokenize", cmd_tokenize, "text to GPT-2 token ids and back"},
+    {"generate", cmd_generate, "continue a prompt with GPT-2 (greedy or sampled), streaming tokens"},
+    {"logits", cmd_logits, "GPT-2's next-token logits for a prompt, as a .npy file"},
+    {"attention", cmd_attention, "which earlier token each head attends to, as a table and a heatmap"},
+    {"gpt2-random", cmd_gpt2_random, "write a GPT-2-shaped model with random weights (for offline use)"},
+    {"conformance", cmd_conformance, "check a device against the CPU reference, op by op (pass/fail table)"},
+    {"bench", cmd_bench, "matmul GFLOP/s and block forward time, CPU and Vulkan side by side"},
+    {"lesson", cmd_lesson, "the attention-and-transformers lesson, step by step (1-7)"},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
 

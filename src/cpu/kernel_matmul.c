@@ -20,7 +20,7 @@
 
 #define TILE_M VKG_CPU_MATMUL_TILE_M
 #define TILE_N VKG_CPU_MATMUL_TILE_N
-enum { MR = 4, NR = 16, KC = 256 };
+enum { MR = 4, NR = 8, KC = 256 };
 
 /* Four floats in one SSE/NEON register: a GNU C vector type, so the micro-kernel's sums stay in
  * registers at -O2 instead of round-tripping through memory.  Lanes are independent IEEE

@@ -448,78 +448,55 @@ static vkg_json *parse_value(json_parser *ps, int depth);
 
 #define JSON_VALUE_KINDS "object, array, string, number, true, false or null"
 
-static vkg_json *parse_array(json_parser *ps, int depth) {
-    vkg_json *v = new_node(ps, VKG_JSON_ARRAY);
-    if (!v) return NULL;
-    size_t base = ps->nvals;
-    ps->p++; /* '[' */
-    skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == ']') {
-        ps->p++;
-        return finish_container(ps, v, base, ps->nkeys);
-    }
-    for (;;) {
-        vkg_json *item = parse_value(ps, depth + 1);
-        if (!item || !push_value(ps, item)) return NULL;
-        skip_ws(ps);
-        if (ps->p < ps->end && *ps->p == ',') {
-            ps->p++;
-            skip_ws(ps);
-            if (ps->p < ps->end && *ps->p == ']') return json_fail(ps, ps->p, "trailing comma before ']'");
-            continue;
-        }
-        if (ps->p < ps->end && *ps->p == ']') {
-            ps->p++;
-            return finish_container(ps, v, base, ps->nkeys);
-        }
-        char found[48];
-        describe_byte(ps, ps->p, found, sizeof found);
-        return json_fail(ps, ps->p, "expected ',' or ']' after an array element, found %s", found);
-    }
-}
-
-static vkg_json *parse_object(json_parser *ps, int depth) {
-    vkg_json *v = new_node(ps, VKG_JSON_OBJECT);
+/* An array or object: ps->p is at '[' or '{'.  Children go on the parser's stacks until the
+ * closing bracket, then move into the node in one piece. */
+static vkg_json *parse_container(json_parser *ps, int depth) {
+    const int is_object = *ps->p == '{';
+    const char close = is_object ? '}' : ']';
+    vkg_json *v = new_node(ps, is_object ? VKG_JSON_OBJECT : VKG_JSON_ARRAY);
     if (!v) return NULL;
     size_t base = ps->nvals, kbase = ps->nkeys;
     char found[48];
-    ps->p++; /* '{' */
+    ps->p++;
     skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == '}') {
+    if (ps->p < ps->end && *ps->p == close) {
         ps->p++;
         return finish_container(ps, v, base, kbase);
     }
     for (;;) {
-        if (ps->p >= ps->end || *ps->p != '"') {
-            describe_byte(ps, ps->p, found, sizeof found);
-            return json_fail(ps, ps->p, "expected a string key in object, found %s", found);
+        if (is_object) {
+            if (ps->p >= ps->end || *ps->p != '"') {
+                describe_byte(ps, ps->p, found, sizeof found);
+                return json_fail(ps, ps->p, "expected a string key in object, found %s", found);
+            }
+            json_key k;
+            k.offset = (size_t)(ps->p - ps->start);
+            if (!parse_string(ps, &k.s, &k.len) || !push_key(ps, k)) return NULL;
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':') {
+                describe_byte(ps, ps->p, found, sizeof found);
+                return json_fail(ps, ps->p, "expected ':' after object key \"%.*s\", found %s",
+                                 (int)(k.len > 100 ? 100 : k.len), k.s, found);
+            }
+            ps->p++;
+            skip_ws(ps);
         }
-        json_key k;
-        k.offset = (size_t)(ps->p - ps->start);
-        if (!parse_string(ps, &k.s, &k.len) || !push_key(ps, k)) return NULL;
-        skip_ws(ps);
-        if (ps->p >= ps->end || *ps->p != ':') {
-            describe_byte(ps, ps->p, found, sizeof found);
-            return json_fail(ps, ps->p, "expected ':' after object key \"%.*s\", found %s",
-                             (int)(k.len > 100 ? 100 : k.len), k.s, found);
-        }
-        ps->p++;
-        skip_ws(ps);
         vkg_json *item = parse_value(ps, depth + 1);
         if (!item || !push_value(ps, item)) return NULL;
         skip_ws(ps);
         if (ps->p < ps->end && *ps->p == ',') {
             ps->p++;
             skip_ws(ps);
-            if (ps->p < ps->end && *ps->p == '}') return json_fail(ps, ps->p, "trailing comma before '}'");
+            if (ps->p < ps->end && *ps->p == close) return json_fail(ps, ps->p, "trailing comma before '%c'", close);
             continue;
         }
-        if (ps->p < ps->end && *ps->p == '}') {
+        if (ps->p < ps->end && *ps->p == close) {
             ps->p++;
             return finish_container(ps, v, base, kbase);
         }
         describe_byte(ps, ps->p, found, sizeof found);
-        return json_fail(ps, ps->p, "expected ',' or '}' after an object member, found %s", found);
+        return json_fail(ps, ps->p, "expected ',' or '%c' after an %s, found %s", close,
+                         is_object ? "object member" : "array element", found);
     }
 }
 
@@ -532,7 +509,7 @@ static vkg_json *parse_value(json_parser *ps, int depth) {
         if (depth >= VKG_JSON_MAX_DEPTH)
             return json_fail(ps, ps->p, "arrays and objects nested deeper than %d levels",
                              VKG_JSON_MAX_DEPTH);
-        return *ps->p == '{' ? parse_object(ps, depth) : parse_array(ps, depth);
+        return parse_container(ps, depth);
     case '"': {
         vkg_json *v = new_node(ps, VKG_JSON_STRING);
         if (!v || !parse_string(ps, &v->u.str, &v->len)) return NULL;

@@ -238,8 +238,9 @@ static vkg_status load_vocab(vkg_tokenizer *t, const char *path, vkg_json **root
         const vkg_json *value = vkg_json_at(vocab, i);
         int shown = klen > 80 ? 80 : (int)klen;
         if (vkg_json_type_of(value) != VKG_JSON_NUMBER)
-            return vkg_error_set(err, VKG_ERR_FORMAT, "%s: entry %zu (token \"%.*s\"): the id is %s, expected a number",
-                                 path, i + 1, shown, key, vkg_json_type_name(vkg_json_type_of(value)));
+            return vkg_error_set(err, VKG_ERR_FORMAT,
+                                 "%s: entry %zu (token \"%.*s\"): the id is %s, expected a number", path, i + 1,
+                                 shown, key, vkg_json_type_name(vkg_json_type_of(value)));
         double d = vkg_json_number(value);
         if (!(d >= 0 && d < (double)n) || d != (double)(int32_t)d)
             return vkg_error_set(err, VKG_ERR_FORMAT,
@@ -543,14 +544,14 @@ vkg_status vkg_tokenizer_encode(const vkg_tokenizer *t, const char *text, size_t
     if (n) *n = 0;
     if (!t || !ids || !n || (!text && len > 0))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_tokenizer_encode: NULL argument");
+    if (len > (size_t)INT32_MAX) /* symbols are indexed with int32_t */
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "text of %zu bytes is too long to encode", len);
     const unsigned char *bytes = (const unsigned char *)text;
     size_t bad;
     char why[128];
     if (!utf8_validate(bytes, len, &bad, why, sizeof why))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "invalid UTF-8 at byte %zu: %s", bad, why);
     if (len == 0) return VKG_OK;
-    if (len > (size_t)INT32_MAX)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "text of %zu bytes is too long to encode", len);
 
     int32_t *out = malloc(len * sizeof *out); /* every token holds at least one byte */
     pcre2_match_data *match = pcre2_match_data_create_from_pattern(t->split, NULL);

@@ -15,9 +15,9 @@
  * Reference behaviour matched exactly (tests/data/tokenizer_cases.txt holds gpt-3-encoder's ids):
  *   - \s means JavaScript's \s (the reference runs the pattern as a /u JavaScript regex): tab,
  *     LF, VT, FF, CR, U+FEFF, U+2028, U+2029 and every Zs space (U+0020, U+00A0, U+3000...).
- *     Python's `regex` module, which OpenAI's encoder.py uses, has its own idea of \s (Unicode
- *     White_Space), which differs at least for U+FEFF and U+0085: texts holding those characters
- *     may split differently there.  Every other character splits the same way.
+ *     Python's `regex` module, which OpenAI's encoder.py uses, takes \s as Unicode White_Space;
+ *     the two differ only at U+0085 (a space for Python) and U+FEFF (a space for JavaScript), so
+ *     texts holding those two characters may split differently there.
  *   - "<|endoftext|>" inside a text is plain text (ids 27,91,437,1659,5239,91,29), never id 50256:
  *     the reference has no special-token handling in encode.  A caller that wants the
  *     end-of-text token appends vkg_tokenizer_eot() itself.

@@ -251,7 +251,7 @@ static int pick_queue_family(VkPhysicalDevice pd, uint32_t *timestamp_bits) {
 }
 
 /* Why a device cannot run vkgraph's shaders, or NULL when it can. */
-static const char *unusable_reason(VkPhysicalDevice pd) {
+const char *vkg_vk_unusable_reason(VkPhysicalDevice pd) {
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(pd, &props);
     if (props.apiVersion < VK_API_VERSION_1_2) return "it supports Vulkan < 1.2";
@@ -280,7 +280,7 @@ static vkg_status choose_device(vkg_vk_context *c, int index, vkg_error *err) {
     }
     vkg_status st = VKG_OK;
     if (index >= 0) {
-        const char *why = (uint32_t)index < n ? unusable_reason(pds[index]) : NULL;
+        const char *why = (uint32_t)index < n ? vkg_vk_unusable_reason(pds[index]) : NULL;
         if ((uint32_t)index >= n)
             st = vkg_error_set(err, VKG_ERR_NO_DEVICE, "vulkan:%d requested but there %s only %u device%s "
                                "(see vkgraph devices)", index, n == 1 ? "is" : "are", n, n == 1 ? "" : "s");
@@ -291,7 +291,7 @@ static vkg_status choose_device(vkg_vk_context *c, int index, vkg_error *err) {
     } else {
         int best = -1, best_rank = -1;
         for (uint32_t i = 0; i < n; i++) {
-            if (unusable_reason(pds[i])) continue;
+            if (vkg_vk_unusable_reason(pds[i])) continue;
             VkPhysicalDeviceProperties props;
             vkGetPhysicalDeviceProperties(pds[i], &props);
             int rank = vkg_vk_device_rank(props.deviceType);

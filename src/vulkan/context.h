@@ -74,6 +74,9 @@ const char *vkg_vk_result_name(VkResult r);
 /* Device facts used by both the chooser and `vkgraph devices`. */
 const char *vkg_vk_device_type_name(VkPhysicalDeviceType t);
 int vkg_vk_device_rank(VkPhysicalDeviceType t);   /* higher is preferred */
+/* Why vkgraph cannot use a device (Vulkan < 1.2, no subgroup arithmetic, no compute queue), or
+ * NULL when it can. */
+const char *vkg_vk_unusable_reason(VkPhysicalDevice pd);
 
 /* The device's default tuning, from its limits (subgroup size, invocations, device type). */
 void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t);

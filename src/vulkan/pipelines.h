@@ -1,4 +1,4 @@
-/* Compute pipelines: the embedded SPIR-V (compiled from shaders/*.comp at build time), one
+/* Compute pipelines: the embedded SPIR-V (compiled from shaders/NAME.comp at build time), one
  * pipeline per shader and set of specialization constants, made on first use and kept for the
  * device's lifetime, backed by a VkPipelineCache saved on disk (pipeline_cache.c). */
 #ifndef VKG_VK_PIPELINES_H

@@ -107,9 +107,10 @@ static void session_free(void *impl) {
     if (s->cmd_timed) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_timed);
     if (s->queries) vkDestroyQueryPool(c->device, s->queries, NULL);
     if (s->fence) vkDestroyFence(c->device, s->fence, NULL);
+    /* Sets before the views and buffers they name. */
+    if (s->pool) vkDestroyDescriptorPool(c->device, s->pool, NULL);
     for (int i = 0; i < s->n_views; i++) vkDestroyBufferView(c->device, s->views[i], NULL);
     free(s->views);
-    if (s->pool) vkDestroyDescriptorPool(c->device, s->pool, NULL);
     vkg_vk_staging_free(c, &s->staging);
     if (s->buffers) vkg_vk_memory_free(c, s->plan->n_regions + 1, s->buffers, &s->memory);
     free(s->buffers);
@@ -231,7 +232,8 @@ vkg_status vkg_vulkan_device_open(struct vkg_device *d, int index, vkg_error *er
     if (st != VKG_OK) return st;
     d->ops = &vulkan_ops;
     d->impl = c;
-    snprintf(d->name, sizeof d->name, "%s (vulkan:%d)", c->props.deviceName, c->device_index);
+    /* deviceName holds at most 255 characters: keep 200 so the suffix always fits. */
+    snprintf(d->name, sizeof d->name, "%.200s (vulkan:%d)", c->props.deviceName, c->device_index);
     const VkPhysicalDeviceLimits *l = &c->props.limits;
     uint64_t align = l->minStorageBufferOffsetAlignment;
     if (l->minTexelBufferOffsetAlignment > align) align = l->minTexelBufferOffsetAlignment;

@@ -1,0 +1,38 @@
+#version 450
+// out[r, :] = gamma * (in[r, :] - mean) / sqrt(var + eps) + beta, one workgroup per row, with the
+// biased variance computed in a second pass over (x - mean)^2 (no cancellation on large means).
+// See params/layernorm.h.
+#extension GL_GOOGLE_include_directive : require
+#include "params/layernorm.h"
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+#include "reduce.glsl"
+
+layout(std430, binding = 0) readonly buffer I { float x_in[]; };
+layout(std430, binding = 1) writeonly buffer O { float x_out[]; };
+layout(std430, binding = 2) readonly buffer G { float gamma[]; };
+layout(std430, binding = 3) readonly buffer Bt { float beta[]; };
+
+void main() {
+    uint r = vkg_group_index();
+    if (r >= p.rows) return;   // uniform over the workgroup
+    uint tid = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
+    uint row = p.in_offset + r * p.cols, out_row = p.out_offset + r * p.cols;
+
+    float s = 0.0;
+    for (uint j = tid; j < p.cols; j += step) s += x_in[row + j];
+    float mean = vkg_workgroup_sum(s) / float(p.cols);
+    float q = 0.0;
+    for (uint j = tid; j < p.cols; j += step) {
+        float d = x_in[row + j] - mean;
+        q += d * d;
+    }
+    float rstd = 1.0 / sqrt(vkg_workgroup_sum(q) / float(p.cols) + p.eps);
+    for (uint j = tid; j < p.cols; j += step) {
+        float v = (x_in[row + j] - mean) * rstd;
+        if ((p.flags & VKG_LAYERNORM_GAMMA) != 0u) v *= gamma[p.gamma_offset + j];
+        if ((p.flags & VKG_LAYERNORM_BETA) != 0u) v += beta[p.beta_offset + j];
+        x_out[out_row + j] = v;
+    }
+}

@@ -1,0 +1,60 @@
+#version 450
+// C = A @ B (+ epilogue) for devices where texel fetches are the fast way to read memory
+// (software rasterisers): no shared memory; each invocation keeps a TM x TN block of C in
+// registers and reads A and B through uniform texel buffers.  See params/matmul.h.
+//
+// Workgroup (WG_X, WG_Y) covers a (WG_Y*TM) x (WG_X*TN) tile of C; gl_WorkGroupID.z is the batch.
+#extension GL_GOOGLE_include_directive : require
+#include "params/matmul.h"
+#include "common.glsl"
+
+layout(local_size_x_id = 0, local_size_y_id = 1) in;
+layout(constant_id = 2) const uint TM = 8;
+layout(constant_id = 3) const uint TN = 8;
+
+layout(binding = 0) uniform samplerBuffer A;
+layout(binding = 1) uniform samplerBuffer B;
+layout(std430, binding = 2) writeonly buffer C { float c_data[]; };
+layout(std430, binding = 3) readonly buffer Bias { float bias_data[]; };
+layout(std430, binding = 4) readonly buffer R { float r_data[]; };
+#include "matmul_epilogue.glsl"
+
+void main() {
+    uint b0 = gl_WorkGroupID.z / p.batch1, b1 = gl_WorkGroupID.z % p.batch1;
+    uint m0 = (gl_WorkGroupID.y * gl_WorkGroupSize.y + gl_LocalInvocationID.y) * TM;
+    uint n0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * TN;
+    if (m0 >= p.M || n0 >= p.N) return;
+    uint a_base = p.a_offset + b0 * p.a_stride_b0 + b1 * p.a_stride_b1;
+    uint b_base = p.b_offset + b0 * p.b_stride_b0 + b1 * p.b_stride_b1;
+
+    // Rows and columns past the edge read the last valid one (never out of bounds) and are not
+    // stored.
+    uint a_at[TM];
+    uint b_at[TN];
+    for (uint i = 0; i < TM; i++) a_at[i] = a_base + min(m0 + i, p.M - 1) * p.a_stride_m;
+    for (uint j = 0; j < TN; j++) b_at[j] = b_base + min(n0 + j, p.N - 1) * p.b_stride_n;
+
+    float acc[TM * TN];
+    for (uint e = 0; e < TM * TN; e++) acc[e] = 0.0;
+    for (uint k = 0; k < p.K; k++) {
+        float av[TM];
+        float bv[TN];
+        for (uint i = 0; i < TM; i++) av[i] = texelFetch(A, int(a_at[i])).x;
+        for (uint j = 0; j < TN; j++) bv[j] = texelFetch(B, int(b_at[j])).x;
+        for (uint i = 0; i < TM; i++) {
+            a_at[i] += p.a_stride_k;
+            for (uint j = 0; j < TN; j++) acc[i * TN + j] = fma(av[i], bv[j], acc[i * TN + j]);
+        }
+        for (uint j = 0; j < TN; j++) b_at[j] += p.b_stride_k;
+    }
+
+    for (uint i = 0; i < TM; i++) {
+        uint m = m0 + i;
+        if (m >= p.M) break;
+        for (uint j = 0; j < TN; j++) {
+            uint n = n0 + j;
+            if (n >= p.N) break;
+            c_data[vkg_c_index(b0, b1, m, n)] = vkg_matmul_epilogue(acc[i * TN + j], b0, b1, m, n);
+        }
+    }
+}

@@ -1,0 +1,438 @@
+/* The conformance cases: every op, alone and in each fusion the compiler makes, over sweeps of
+ * shapes chosen to break tiled kernels: 1, small primes, sizes that divide no tile, and GPT-2's
+ * own sizes (768, 3072, the 768 x 50257 logits, attention rows of T = 1024).
+ *
+ * A builder reads its sweep point d[] (meaning given by the sweep's comment), builds the graph
+ * with the conf_* helpers and marks what to compare with conf_output. */
+#include "core/conformance.h"
+#include "core/conformance_cases.h"
+#include "models/block.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { Q = VKG_CONFORMANCE_QUICK, D = VKG_CONFORMANCE_DEFAULT, F = VKG_CONFORMANCE_FULL, END = -1 };
+
+#define EW VKG_CONFORMANCE_NMSE_ELEMENTWISE
+#define RED VKG_CONFORMANCE_NMSE_REDUCTION
+#define S(...) ((const int64_t[]){__VA_ARGS__})
+
+/* ---- sweeps ---------------------------------------------------------------------------------- */
+
+/* {R, C}: rows and columns of an element-wise op (C the contiguous axis). */
+static const conf_point sweep_rc[] = {
+    {Q, {1, 1}},    {Q, {3, 7}},     {Q, {13, 31}},    {Q, {17, 33}},   {D, {7, 65}},   {D, {31, 127}},
+    {D, {65, 257}}, {D, {64, 768}},  {D, {3, 3072}},   {F, {1024, 768}}, {F, {128, 3072}}, {F, {1, 50257}},
+    {END, {0}}};
+/* {H, Tq, Tk}: attention scores [H, Tq, Tk], queries after a cache of Tk - Tq tokens. */
+static const conf_point sweep_scores[] = {
+    {Q, {1, 1, 1}},   {Q, {2, 3, 3}},   {Q, {3, 7, 13}},    {D, {4, 17, 17}},    {D, {2, 33, 65}},
+    {D, {12, 64, 64}}, {D, {1, 127, 257}}, {D, {12, 1, 769}}, {F, {12, 1024, 1024}}, {END, {0}}};
+/* {M, N, K}: C [M, N] = A [M, K] B [K, N]. */
+static const conf_point sweep_mnk[] = {
+    {Q, {1, 1, 1}},       {Q, {3, 7, 13}},      {Q, {17, 33, 65}},     {Q, {2, 31, 17}},
+    {D, {31, 127, 257}},  {D, {65, 33, 127}},   {D, {127, 65, 257}},   {D, {128, 768, 768}},
+    {D, {768, 768, 768}}, {F, {128, 3072, 768}}, {F, {768, 3072, 768}}, {F, {1024, 768, 3072}},
+    {END, {0}}};
+/* {M, N, K} for the epilogue variants: GPT-2's layer shapes at a short sequence. */
+static const conf_point sweep_mnk_layer[] = {
+    {Q, {1, 1, 1}},      {Q, {3, 7, 13}},      {Q, {17, 33, 65}},     {D, {31, 127, 257}},
+    {D, {33, 65, 17}},   {D, {64, 3072, 768}}, {D, {64, 768, 3072}},  {F, {1024, 3072, 768}},
+    {END, {0}}};
+/* {M, N, K} for operands read through transposes and broadcast batches (batch 2 x 3). */
+static const conf_point sweep_mnk_small[] = {
+    {Q, {1, 1, 1}}, {Q, {3, 7, 13}}, {D, {17, 33, 65}}, {D, {64, 64, 64}}, {D, {31, 257, 127}},
+    {F, {257, 768, 768}}, {END, {0}}};
+/* {1, N, K}: matrix-vector, as each decoding step does; the last is GPT-2's logits. */
+static const conf_point sweep_mv[] = {
+    {Q, {1, 1, 1}},      {Q, {1, 7, 13}},      {Q, {1, 65, 33}},      {D, {1, 257, 127}},
+    {D, {1, 3072, 768}}, {D, {1, 768, 3072}},  {F, {1, 50257, 768}},  {END, {0}}};
+/* The same, without the logits: a [768, 50257] weight read by columns cannot be split into
+ * contiguous ranges a device can bind, and GPT-2 stores it as [50257, 768] anyway. */
+static const conf_point sweep_mv_kn[] = {
+    {Q, {1, 1, 1}},      {Q, {1, 7, 13}},      {Q, {1, 65, 33}},      {D, {1, 257, 127}},
+    {D, {1, 3072, 768}}, {D, {1, 768, 3072}},  {F, {1, 3072, 1024}},  {END, {0}}};
+/* {V, C, N}: table [V, C], N ids. */
+static const conf_point sweep_emb[] = {
+    {Q, {1, 1, 1}},       {Q, {7, 13, 5}},   {Q, {31, 33, 17}}, {D, {257, 65, 31}},
+    {D, {1024, 768, 64}}, {F, {50257, 768, 128}}, {END, {0}}};
+/* {H, T, Dh}: heads, tokens, head size. */
+static const conf_point sweep_attn[] = {
+    {Q, {1, 1, 4}},   {Q, {2, 7, 8}},    {Q, {3, 17, 16}},    {D, {4, 33, 16}},
+    {D, {12, 64, 64}}, {D, {2, 127, 32}}, {F, {12, 1024, 64}}, {END, {0}}};
+/* {B, T, C, H}: a transformer block (d_ff = 4 C). */
+static const conf_point sweep_block[] = {
+    {Q, {1, 1, 64, 4}}, {Q, {2, 10, 64, 4}}, {D, {2, 17, 64, 4}}, {D, {1, 64, 64, 4}},
+    {F, {4, 128, 64, 4}}, {END, {0}}};
+static const conf_point sweep_block_gpt2[] = {{D, {1, 16, 768, 12}}, {F, {1, 256, 768, 12}}, {END, {0}}};
+
+/* ---- element-wise ---------------------------------------------------------------------------- */
+
+static vkg_tensor in2(conf_build *b, int64_t r, int64_t c, conf_fill fill) { return conf_input(b, 2, S(r, c), fill); }
+
+/* x [R, C] op y, y of the given shape; both drawn in this order (never inside one call, whose
+ * arguments C evaluates in no fixed order). */
+static void binary(conf_build *b, const int64_t *d, int is_add, int ndim, const int64_t *y_shape, conf_fill fill) {
+    vkg_tensor x = in2(b, d[0], d[1], fill);
+    vkg_tensor y = conf_input(b, ndim, y_shape, fill);
+    conf_output(b, is_add ? vkg_add(b->g, x, y) : vkg_mul(b->g, x, y));
+}
+static void add_same(conf_build *b, const int64_t *d) { binary(b, d, 1, 2, S(d[0], d[1]), CONF_FILL_NORMAL); }
+static void add_row(conf_build *b, const int64_t *d) { binary(b, d, 1, 1, S(d[1]), CONF_FILL_NORMAL); }
+static void add_column(conf_build *b, const int64_t *d) { binary(b, d, 1, 2, S(d[0], 1), CONF_FILL_NORMAL); }
+static void add_4d(conf_build *b, const int64_t *d) {
+    vkg_tensor x = conf_input(b, 4, S(2, 1, d[0], d[1]), CONF_FILL_NORMAL);
+    conf_output(b, vkg_add(b->g, x, conf_input(b, 3, S(3, d[0], 1), CONF_FILL_NORMAL)));
+}
+static void add_transposed(conf_build *b, const int64_t *d) {
+    vkg_tensor xt = vkg_transpose(b->g, in2(b, d[1], d[0], CONF_FILL_NORMAL), 0, 1);
+    conf_output(b, vkg_add(b->g, xt, in2(b, d[0], d[1], CONF_FILL_NORMAL)));
+}
+static void add_special(conf_build *b, const int64_t *d) { binary(b, d, 1, 2, S(d[0], d[1]), CONF_FILL_SPECIAL); }
+static void mul_same(conf_build *b, const int64_t *d) { binary(b, d, 0, 2, S(d[0], d[1]), CONF_FILL_NORMAL); }
+static void mul_row(conf_build *b, const int64_t *d) { binary(b, d, 0, 1, S(d[1]), CONF_FILL_NORMAL); }
+static void mul_special(conf_build *b, const int64_t *d) { binary(b, d, 0, 2, S(d[0], d[1]), CONF_FILL_SPECIAL); }
+static void scale_plain(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_scale(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL), 0.3f));
+}
+static void scale_transposed(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_scale(b->g, vkg_transpose(b->g, in2(b, d[1], d[0], CONF_FILL_NORMAL), 0, 1), -1.7f));
+}
+static void relu_plain(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_relu(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL)));
+}
+static void relu_special(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_relu(b->g, in2(b, d[0], d[1], CONF_FILL_SPECIAL)));
+}
+static void gelu_plain(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_gelu(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL)));
+}
+static void gelu_wide(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_gelu(b->g, in2(b, d[0], d[1], CONF_FILL_WIDE)));
+}
+
+/* ---- masks and softmax: d = {H, Tq, Tk} ------------------------------------------------------ */
+
+static vkg_tensor scores(conf_build *b, const int64_t *d, conf_fill fill) {
+    return conf_input(b, 3, S(d[0], d[1], d[2]), fill);
+}
+static int32_t cached(const int64_t *d) { return (int32_t)(d[2] - d[1]); }
+
+static void mask_causal(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_mask_causal(b->g, scores(b, d, CONF_FILL_NORMAL), cached(d), VKG_NONE));
+}
+static void mask_causal_index(conf_build *b, const int64_t *d) {
+    vkg_tensor x = scores(b, d, CONF_FILL_NORMAL);
+    conf_output(b, vkg_mask_causal(b->g, x, -1, conf_index(b, cached(d) + 1)));
+}
+static void mask_bool(conf_build *b, const int64_t *d) {
+    vkg_tensor x = scores(b, d, CONF_FILL_NORMAL);
+    conf_output(b, vkg_mask(b->g, x, in2(b, d[1], d[2], CONF_FILL_KEEP), VKG_MASK_BOOL));
+}
+static void mask_additive(conf_build *b, const int64_t *d) {
+    vkg_tensor x = scores(b, d, CONF_FILL_NORMAL);
+    conf_output(b, vkg_mask(b->g, x, in2(b, d[1], d[2], CONF_FILL_ADDITIVE), VKG_MASK_ADDITIVE));
+}
+
+static void softmax_rows(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_softmax(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL)));
+}
+static void softmax_wide(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_softmax(b->g, in2(b, d[0], d[1], CONF_FILL_WIDE)));
+}
+static void softmax_scale_causal(conf_build *b, const int64_t *d) {
+    vkg_tensor x = vkg_scale(b->g, scores(b, d, CONF_FILL_WIDE), 0.125f);
+    conf_output(b, vkg_softmax(b->g, vkg_mask_causal(b->g, x, cached(d), VKG_NONE)));
+}
+static void softmax_causal_index(conf_build *b, const int64_t *d) {
+    vkg_tensor x = vkg_scale(b->g, scores(b, d, CONF_FILL_WIDE), 0.125f);
+    conf_output(b, vkg_softmax(b->g, vkg_mask_causal(b->g, x, 0, conf_index(b, cached(d)))));
+}
+static void softmax_scale_bool(conf_build *b, const int64_t *d) {
+    vkg_tensor x = vkg_scale(b->g, scores(b, d, CONF_FILL_WIDE), 0.125f);
+    conf_output(b, vkg_softmax(b->g, vkg_mask(b->g, x, in2(b, d[1], d[2], CONF_FILL_KEEP), VKG_MASK_BOOL)));
+}
+static void softmax_scale_additive(conf_build *b, const int64_t *d) {
+    vkg_tensor x = vkg_scale(b->g, scores(b, d, CONF_FILL_NORMAL), 0.5f);
+    vkg_tensor m = conf_input(b, 3, S(1, d[1], d[2]), CONF_FILL_ADDITIVE);
+    conf_output(b, vkg_softmax(b->g, vkg_mask(b->g, x, m, VKG_MASK_ADDITIVE)));
+}
+/* Rows 0 and 1 see nothing (j > i - 2 for every j): their weights must be zeros, not NaN. */
+static void softmax_blocked_causal(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_softmax(b->g, vkg_mask_causal(b->g, scores(b, d, CONF_FILL_NORMAL), -2, VKG_NONE)));
+}
+static void softmax_blocked_bool(conf_build *b, const int64_t *d) {
+    vkg_tensor x = scores(b, d, CONF_FILL_NORMAL);
+    conf_output(b, vkg_softmax(b->g, vkg_mask(b->g, x, in2(b, d[1], d[2], CONF_FILL_KEEP_NONE_ROW), VKG_MASK_BOOL)));
+}
+/* The masked scores are an output too, so nothing fuses: softmax reads -inf from memory. */
+static void softmax_unfused(conf_build *b, const int64_t *d) {
+    vkg_tensor m = vkg_mask_causal(b->g, vkg_scale(b->g, scores(b, d, CONF_FILL_NORMAL), 0.25f), cached(d), VKG_NONE);
+    conf_output(b, m);
+    conf_output(b, vkg_softmax(b->g, m));
+}
+
+/* ---- layernorm and embedding ----------------------------------------------------------------- */
+
+static void layernorm_affine(conf_build *b, const int64_t *d) {
+    vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_NORMAL);
+    vkg_tensor gamma = conf_constant(b, 1, S(d[1]), CONF_FILL_NORMAL), beta = conf_constant(b, 1, S(d[1]), CONF_FILL_NORMAL);
+    conf_output(b, vkg_layernorm(b->g, x, gamma, beta, 1e-5f));
+}
+static void layernorm_plain(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_layernorm(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL), VKG_NONE, VKG_NONE, 1e-5f));
+}
+static void layernorm_offset(conf_build *b, const int64_t *d) {
+    vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_OFFSET);
+    conf_output(b, vkg_layernorm(b->g, x, conf_constant(b, 1, S(d[1]), CONF_FILL_NORMAL), VKG_NONE, 1e-5f));
+}
+
+static void embedding_ids(conf_build *b, const int64_t *d) {
+    vkg_tensor table = conf_constant(b, 2, S(d[0], d[1]), CONF_FILL_NORMAL);
+    conf_output(b, vkg_embedding(b->g, table, conf_ids(b, 1, S(d[2]), d[0], 0)));
+}
+static void embedding_out_of_range(conf_build *b, const int64_t *d) {
+    vkg_tensor table = conf_constant(b, 2, S(d[0], d[1]), CONF_FILL_NORMAL);
+    conf_output(b, vkg_embedding(b->g, table, conf_ids(b, 2, S(2, d[2]), d[0], 1)));
+}
+
+/* ---- data movement --------------------------------------------------------------------------- */
+
+static void copy_transpose(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_copy(b->g, vkg_transpose(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL), 0, 1)));
+}
+static void copy_special(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_copy(b->g, in2(b, d[0], d[1], CONF_FILL_SPECIAL)));
+}
+/* A permuted view as an output: the compiler must materialise it. */
+static void view_permute(conf_build *b, const int64_t *d) {
+    vkg_tensor x = conf_input(b, 4, S(2, d[0], 3, d[1]), CONF_FILL_NORMAL);
+    conf_output(b, vkg_permute(b->g, x, (const int[]){2, 0, 3, 1}));
+}
+static void view_slice(conf_build *b, const int64_t *d) {
+    int64_t start = d[1] / 3;
+    vkg_tensor x = vkg_slice(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL), -1, start, d[1] - start);
+    conf_output(b, vkg_relu(b->g, x));
+}
+/* Heads split out of a [R, 3 * C] projection, as attention reads q, k and v. */
+static void view_heads(conf_build *b, const int64_t *d) {
+    vkg_tensor qkv = in2(b, d[0], 3 * d[1], CONF_FILL_NORMAL);
+    vkg_tensor k = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, d[1], d[1]), 3, S(d[0], d[1], 1));
+    conf_output(b, vkg_copy(b->g, vkg_permute(b->g, k, (const int[]){1, 0, 2})));
+}
+static void write_state(conf_build *b, const int64_t *d) {
+    vkg_tensor state = conf_state(b, 2, S(d[0] + 3, d[1]));
+    vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_NORMAL);
+    conf_output(b, vkg_copy(b->g, vkg_write_at(b->g, state, x, 0, 1, conf_index(b, 2))));
+}
+static void concat_rows(conf_build *b, const int64_t *d) {
+    vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_NORMAL);
+    conf_output(b, vkg_concat(b->g, x, in2(b, 3, d[1], CONF_FILL_NORMAL), 0));
+}
+static void concat_columns(conf_build *b, const int64_t *d) {
+    vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_NORMAL);
+    conf_output(b, vkg_concat(b->g, x, in2(b, d[0], 5, CONF_FILL_SPECIAL), -1));
+}
+static void concat_views(conf_build *b, const int64_t *d) {
+    vkg_tensor xt = vkg_transpose(b->g, in2(b, d[1], d[0], CONF_FILL_NORMAL), 0, 1);
+    conf_output(b, vkg_concat(b->g, xt, in2(b, d[0], d[1], CONF_FILL_NORMAL), 1));
+}
+
+/* ---- matmul: d = {M, N, K} ------------------------------------------------------------------- */
+
+static vkg_tensor weight(conf_build *b, int64_t k, int64_t n) { return conf_constant(b, 2, S(k, n), CONF_FILL_NORMAL); }
+static vkg_tensor bias(conf_build *b, int64_t n) { return conf_constant(b, 1, S(n), CONF_FILL_NORMAL); }
+
+static void mm_plain(conf_build *b, const int64_t *d) {
+    vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    conf_output(b, vkg_matmul(b->g, a, in2(b, d[2], d[1], CONF_FILL_NORMAL), VKG_NONE, 0));
+}
+static void mm_transpose_b(conf_build *b, const int64_t *d) {
+    vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    conf_output(b, vkg_matmul(b->g, a, weight(b, d[1], d[2]), VKG_NONE, VKG_TRANSPOSE_B));
+}
+static void mm_transpose_a(conf_build *b, const int64_t *d) {
+    vkg_tensor a = in2(b, d[2], d[0], CONF_FILL_NORMAL);
+    conf_output(b, vkg_matmul(b->g, a, in2(b, d[2], d[1], CONF_FILL_NORMAL), VKG_NONE, VKG_TRANSPOSE_A));
+}
+static void mm_transpose_ab(conf_build *b, const int64_t *d) {
+    vkg_tensor a = in2(b, d[2], d[0], CONF_FILL_NORMAL);
+    conf_output(b, vkg_matmul(b->g, a, in2(b, d[1], d[2], CONF_FILL_NORMAL), VKG_NONE, VKG_TRANSPOSE_A | VKG_TRANSPOSE_B));
+}
+static void mm_batched(conf_build *b, const int64_t *d) {
+    vkg_tensor a = conf_input(b, 4, S(2, 1, d[0], d[2]), CONF_FILL_NORMAL);
+    conf_output(b, vkg_matmul(b->g, a, conf_input(b, 3, S(3, d[2], d[1]), CONF_FILL_NORMAL), VKG_NONE, 0));
+}
+/* x [.., M, K] @ a weight [K, N] (or [N, K] with transpose_b) + bias [N]. */
+static vkg_tensor linear(conf_build *b, vkg_tensor x, const int64_t *d, int transpose_b) {
+    vkg_tensor w = transpose_b ? weight(b, d[1], d[2]) : weight(b, d[2], d[1]);
+    vkg_tensor bs = bias(b, d[1]);
+    return vkg_matmul(b->g, x, w, bs, transpose_b ? VKG_TRANSPOSE_B : 0);
+}
+static void mm_batched_weight(conf_build *b, const int64_t *d) {
+    conf_output(b, linear(b, conf_input(b, 3, S(3, d[0], d[2]), CONF_FILL_NORMAL), d, 1));
+}
+static void mm_bias(conf_build *b, const int64_t *d) {
+    conf_output(b, linear(b, in2(b, d[0], d[2], CONF_FILL_NORMAL), d, 0));
+}
+static void mm_add_bias(conf_build *b, const int64_t *d) {
+    vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    vkg_tensor mm = vkg_matmul(b->g, a, weight(b, d[2], d[1]), VKG_NONE, 0);
+    conf_output(b, vkg_add(b->g, mm, bias(b, d[1])));
+}
+static void mm_bias_gelu(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_gelu(b->g, linear(b, in2(b, d[0], d[2], CONF_FILL_NORMAL), d, 0)));
+}
+static void mm_bias_residual(conf_build *b, const int64_t *d) {
+    vkg_tensor r = in2(b, d[0], d[1], CONF_FILL_NORMAL);
+    vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    conf_output(b, vkg_add(b->g, r, linear(b, a, d, 1)));
+}
+static void mm_bias_gelu_residual(conf_build *b, const int64_t *d) {
+    vkg_tensor r = in2(b, d[0], d[1], CONF_FILL_NORMAL);
+    vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    conf_output(b, vkg_add(b->g, vkg_gelu(b->g, linear(b, a, d, 0)), r));
+}
+static void mv_weights_nk(conf_build *b, const int64_t *d) {
+    vkg_tensor x = in2(b, 1, d[2], CONF_FILL_NORMAL);
+    conf_output(b, vkg_matmul(b->g, x, weight(b, d[1], d[2]), VKG_NONE, VKG_TRANSPOSE_B));
+}
+static void mv_weights_kn(conf_build *b, const int64_t *d) {
+    conf_output(b, linear(b, in2(b, 1, d[2], CONF_FILL_NORMAL), d, 0));
+}
+
+/* ---- attention: d = {H, T, Dh} --------------------------------------------------------------- */
+
+static vkg_tensor attend(conf_build *b, vkg_tensor q, vkg_tensor k, vkg_tensor v, int64_t dh, vkg_tensor mask,
+                         int32_t causal_offset, vkg_tensor index) {
+    vkg_tensor s = vkg_scale(b->g, vkg_matmul(b->g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf((float)dh));
+    s = mask != VKG_NONE ? vkg_mask(b->g, s, mask, VKG_MASK_BOOL) : vkg_mask_causal(b->g, s, causal_offset, index);
+    return vkg_matmul(b->g, vkg_softmax(b->g, s), v, VKG_NONE, 0);
+}
+static vkg_tensor heads(conf_build *b, int64_t h, int64_t t, int64_t dh) {
+    return conf_input(b, 3, S(h, t, dh), CONF_FILL_NORMAL);
+}
+static void attn_causal(conf_build *b, const int64_t *d) {
+    vkg_tensor q = heads(b, d[0], d[1], d[2]), k = heads(b, d[0], d[1], d[2]), v = heads(b, d[0], d[1], d[2]);
+    conf_output(b, attend(b, q, k, v, d[2], VKG_NONE, 0, VKG_NONE));
+}
+static void attn_bool(conf_build *b, const int64_t *d) {
+    vkg_tensor q = heads(b, d[0], d[1], d[2]), k = heads(b, d[0], d[1], d[2]), v = heads(b, d[0], d[1], d[2]);
+    conf_output(b, attend(b, q, k, v, d[2], in2(b, d[1], d[1], CONF_FILL_KEEP), 0, VKG_NONE));
+}
+/* One new query against T cached keys, the offset given at run time, as decoding does. */
+static void attn_decode(conf_build *b, const int64_t *d) {
+    vkg_tensor q = heads(b, d[0], 1, d[2]), k = heads(b, d[0], d[1], d[2]), v = heads(b, d[0], d[1], d[2]);
+    conf_output(b, attend(b, q, k, v, d[2], VKG_NONE, 0, conf_index(b, (int32_t)d[1] - 1)));
+}
+/* q, k, v as strided views of one [T, 3 C] projection, heads split without copies. */
+static void attn_views(conf_build *b, const int64_t *d) {
+    int64_t h = d[0], t = d[1], dh = d[2], c = h * dh;
+    vkg_tensor qkv = in2(b, t, 3 * c, CONF_FILL_NORMAL), part[3];
+    for (int i = 0; i < 3; i++) {
+        vkg_tensor x = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, i * c, c), 3, S(t, h, dh));
+        part[i] = vkg_permute(b->g, x, (const int[]){1, 0, 2});
+    }
+    vkg_tensor o = attend(b, part[0], part[1], part[2], dh, VKG_NONE, 0, VKG_NONE);
+    conf_output(b, vkg_reshape(b->g, vkg_permute(b->g, o, (const int[]){1, 0, 2}), 2, S(t, c)));
+}
+
+/* ---- the transformer block: d = {B, T, C, H} ------------------------------------------------- */
+
+static void free_block_weights(void *w) {
+    vkg_block_weights_free(w);
+    free(w);
+}
+
+static void block(conf_build *b, const int64_t *d, int causal, int with_probs) {
+    vkg_block_config cfg = {.d_model = (int)d[2], .n_heads = (int)d[3], .d_ff = 4 * (int)d[2], .causal = causal};
+    vkg_block_weights *w = calloc(1, sizeof *w);
+    if (!w || vkg_block_weights_init(w, &cfg, vkg_rng_next(b->rng), NULL) != VKG_OK) {
+        free(w);
+        b->out_of_memory = 1;
+        return;
+    }
+    conf_defer(b, free_block_weights, w);
+    vkg_tensor probs = VKG_NONE;
+    vkg_tensor x = conf_input(b, 3, S(d[0], d[1], d[2]), CONF_FILL_NORMAL);
+    conf_output(b, vkg_block_build(b->g, x, &cfg, w, "block", with_probs ? &probs : NULL));
+    if (with_probs) conf_output(b, probs);
+    snprintf(b->shape, sizeof b->shape, "B=%lld T=%lld d_model=%d heads=%d d_ff=%d", (long long)d[0],
+             (long long)d[1], cfg.d_model, cfg.n_heads, cfg.d_ff);
+}
+static void block_lesson(conf_build *b, const int64_t *d) { block(b, d, 0, 1); }
+static void block_causal(conf_build *b, const int64_t *d) { block(b, d, 1, 0); }
+
+/* ---- the list -------------------------------------------------------------------------------- */
+
+static const conf_case_def cases[] = {
+    {"add", "same shape", EW, add_same, sweep_rc},
+    {"add", "broadcast row [C]", EW, add_row, sweep_rc},
+    {"add", "broadcast column [R, 1]", EW, add_column, sweep_rc},
+    {"add", "4-d broadcast both sides", EW, add_4d, sweep_rc},
+    {"add", "transposed operand", EW, add_transposed, sweep_rc},
+    {"add", "inf/nan inputs", EW, add_special, sweep_rc},
+    {"mul", "same shape", EW, mul_same, sweep_rc},
+    {"mul", "broadcast row [C]", EW, mul_row, sweep_rc},
+    {"mul", "inf/nan inputs", EW, mul_special, sweep_rc},
+    {"scale", "0.3 x", EW, scale_plain, sweep_rc},
+    {"scale", "transposed input", EW, scale_transposed, sweep_rc},
+    {"relu", "N(0, 1)", EW, relu_plain, sweep_rc},
+    {"relu", "inf/nan inputs", EW, relu_special, sweep_rc},
+    {"gelu", "N(0, 1)", EW, gelu_plain, sweep_rc},
+    {"gelu", "N(0, 25): the tails", EW, gelu_wide, sweep_rc},
+    {"mask", "causal, cached prefix", EW, mask_causal, sweep_scores},
+    {"mask", "causal, runtime offset", EW, mask_causal_index, sweep_scores},
+    {"mask", "boolean, broadcast heads", EW, mask_bool, sweep_scores},
+    {"mask", "additive with -inf", EW, mask_additive, sweep_scores},
+    {"softmax", "rows", EW, softmax_rows, sweep_rc},
+    {"softmax", "rows of N(0, 25)", EW, softmax_wide, sweep_rc},
+    {"softmax", "fused scale+causal", EW, softmax_scale_causal, sweep_scores},
+    {"softmax", "fused scale+causal, runtime", EW, softmax_causal_index, sweep_scores},
+    {"softmax", "fused scale+bool mask", EW, softmax_scale_bool, sweep_scores},
+    {"softmax", "fused scale+additive mask", EW, softmax_scale_additive, sweep_scores},
+    {"softmax", "fully masked rows (causal)", EW, softmax_blocked_causal, sweep_scores},
+    {"softmax", "fully masked rows (bool)", EW, softmax_blocked_bool, sweep_scores},
+    {"softmax", "unfused, -inf inputs", EW, softmax_unfused, sweep_scores},
+    {"layernorm", "gamma and beta", EW, layernorm_affine, sweep_rc},
+    {"layernorm", "no affine", EW, layernorm_plain, sweep_rc},
+    {"layernorm", "mean 20, gamma only", EW, layernorm_offset, sweep_rc},
+    {"embedding", "ids [N]", EW, embedding_ids, sweep_emb},
+    {"embedding", "ids [2, N], out of range", EW, embedding_out_of_range, sweep_emb},
+    {"copy", "transpose", EW, copy_transpose, sweep_rc},
+    {"copy", "inf/nan values", EW, copy_special, sweep_rc},
+    {"copy", "permuted view as output", EW, view_permute, sweep_rc},
+    {"copy", "slice of the last axis", EW, view_slice, sweep_rc},
+    {"copy", "heads split from [R, 3C]", EW, view_heads, sweep_rc},
+    {"copy", "write_at into a state", EW, write_state, sweep_rc},
+    {"concat", "rows (axis 0)", EW, concat_rows, sweep_rc},
+    {"concat", "columns, inf/nan part", EW, concat_columns, sweep_rc},
+    {"concat", "of transposed views", EW, concat_views, sweep_rc},
+    {"matmul", "plain", RED, mm_plain, sweep_mnk},
+    {"matmul", "transpose B (weights [N, K])", RED, mm_transpose_b, sweep_mnk},
+    {"matmul", "transpose A", RED, mm_transpose_a, sweep_mnk_small},
+    {"matmul", "transpose A and B", RED, mm_transpose_ab, sweep_mnk_small},
+    {"matmul", "batched, both broadcast", RED, mm_batched, sweep_mnk_small},
+    {"matmul", "batched over a 2-d weight", RED, mm_batched_weight, sweep_mnk_small},
+    {"matmul", "bias", RED, mm_bias, sweep_mnk_layer},
+    {"matmul", "add fused as bias", RED, mm_add_bias, sweep_mnk_layer},
+    {"matmul", "fused bias+gelu", RED, mm_bias_gelu, sweep_mnk_layer},
+    {"matmul", "fused bias+residual", RED, mm_bias_residual, sweep_mnk_layer},
+    {"matmul", "fused bias+gelu+residual", RED, mm_bias_gelu_residual, sweep_mnk_layer},
+    {"matmul", "matrix-vector, weights [N, K]", RED, mv_weights_nk, sweep_mv},
+    {"matmul", "matrix-vector, weights [K, N]", RED, mv_weights_kn, sweep_mv_kn},
+    {"attention", "causal", RED, attn_causal, sweep_attn},
+    {"attention", "boolean mask", RED, attn_bool, sweep_attn},
+    {"attention", "decode: 1 query, runtime offset", RED, attn_decode, sweep_attn},
+    {"attention", "q, k, v as views of [T, 3C]", RED, attn_views, sweep_attn},
+    {"block", "lesson block + attention probs", RED, block_lesson, sweep_block},
+    {"block", "causal", RED, block_causal, sweep_block},
+    {"block", "GPT-2 sized", RED, block_causal, sweep_block_gpt2},
+};
+
+int vkg_conformance_case_count(void) { return (int)(sizeof cases / sizeof cases[0]); }
+
+const conf_case_def *vkg_conformance_case_def(int i) {
+    return i >= 0 && i < vkg_conformance_case_count() ? &cases[i] : NULL;
+}

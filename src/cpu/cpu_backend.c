@@ -1,0 +1,277 @@
+/* The CPU executor: one host buffer per plan region, and a run that walks the plan's steps in
+ * order, calling the C kernel of each step's family on its bindings, spread over a thread pool.
+ * Constants are read straight from the caller's memory (never copied, never written). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "cpu/cpu_check.h"
+#include "cpu/kernels.h"
+#include "cpu/threadpool.h"
+
+enum {
+    REGION_ALIGN = 64,           /* bytes; a cache line, and enough for any vector load      */
+    MAX_THREADS = 1024,
+    PARALLEL_MIN_WORK = 1 << 15  /* below this many element operations a step runs inline:
+                                    waking the workers would cost more than it saves       */
+};
+
+typedef struct cpu_session {
+    const vkg_plan *plan;
+    vkg_threadpool *pool;
+    unsigned char **region_base;            /* one per region                               */
+    void *(*bind)[VKG_MAX_BINDINGS];        /* per step: each binding's first byte, or NULL */
+} cpu_session;
+
+/* ---- running one step ---------------------------------------------------------------------- */
+
+typedef struct step_job {
+    const vkg_step *step;
+    void *const *bind;
+} step_job;
+
+static void matmul_range(void *ctx, size_t begin, size_t end) {
+    const step_job *j = ctx;
+    vkg_cpu_matmul(&j->step->params.matmul, j->bind[0], j->bind[1], j->bind[2], j->bind[3],
+                   j->bind[4], begin, end);
+}
+static void binary_range(void *ctx, size_t begin, size_t end) {
+    const step_job *j = ctx;
+    vkg_cpu_binary(&j->step->params.binary, j->bind[0], j->bind[1], j->bind[2], begin, end);
+}
+static void unary_range(void *ctx, size_t begin, size_t end) {
+    const step_job *j = ctx;
+    vkg_cpu_unary(&j->step->params.unary, j->bind[0], j->bind[1], j->bind[2], begin, end);
+}
+static void softmax_range(void *ctx, size_t begin, size_t end) {
+    const step_job *j = ctx;
+    vkg_cpu_softmax(&j->step->params.softmax, j->bind[0], j->bind[1], j->bind[2], j->bind[3],
+                    begin, end);
+}
+static void layernorm_range(void *ctx, size_t begin, size_t end) {
+    const step_job *j = ctx;
+    vkg_cpu_layernorm(&j->step->params.layernorm, j->bind[0], j->bind[1], j->bind[2], j->bind[3],
+                      begin, end);
+}
+static void embedding_range(void *ctx, size_t begin, size_t end) {
+    const step_job *j = ctx;
+    vkg_cpu_embedding(&j->step->params.embedding, j->bind[0], j->bind[1], j->bind[2], begin, end);
+}
+
+/* The step's work units, the function that computes a range of them, and a rough count of
+ * element operations per unit (to decide whether threads are worth waking). */
+static void step_work(const vkg_step *s, size_t *units, double *unit_cost, vkg_parallel_fn *fn) {
+    const vkg_params *p = &s->params;
+    switch (s->kernel) {
+    case VKG_KERNEL_MATMUL:
+        *units = vkg_cpu_matmul_units(&p->matmul);
+        *unit_cost = 2.0 * VKG_CPU_MATMUL_TILE_M * VKG_CPU_MATMUL_TILE_N * p->matmul.K;
+        *fn = matmul_range;
+        break;
+    case VKG_KERNEL_BINARY:
+        *units = vkg_cpu_binary_units(&p->binary);
+        *unit_cost = 1.0;
+        *fn = binary_range;
+        break;
+    case VKG_KERNEL_UNARY:
+        *units = vkg_cpu_unary_units(&p->unary);
+        *unit_cost = 1.0;
+        *fn = unary_range;
+        break;
+    case VKG_KERNEL_SOFTMAX:
+        *units = p->softmax.rows;
+        *unit_cost = 8.0 * p->softmax.cols;
+        *fn = softmax_range;
+        break;
+    case VKG_KERNEL_LAYERNORM:
+        *units = p->layernorm.rows;
+        *unit_cost = 4.0 * p->layernorm.cols;
+        *fn = layernorm_range;
+        break;
+    case VKG_KERNEL_EMBEDDING:
+    default: /* the plan check rejected every other kernel id */
+        *units = p->embedding.n_ids;
+        *unit_cost = p->embedding.dim;
+        *fn = embedding_range;
+        break;
+    }
+}
+
+static void run_step(vkg_threadpool *pool, const vkg_step *s, void *const *bind) {
+    step_job job = {s, bind};
+    size_t units;
+    double unit_cost;
+    vkg_parallel_fn fn;
+    step_work(s, &units, &unit_cost, &fn);
+    if (units == 0) return;
+    if (units == 1 || (double)units * unit_cost < PARALLEL_MIN_WORK)
+        fn(&job, 0, units);
+    else
+        vkg_threadpool_for(pool, units, fn, &job);
+}
+
+/* ---- sessions ------------------------------------------------------------------------------ */
+
+static void cpu_session_free(void *session) {
+    cpu_session *s = session;
+    if (!s) return;
+    if (s->region_base)
+        for (int r = 0; r < s->plan->n_regions; r++)
+            if (s->plan->regions[r].kind != VKG_REGION_CONSTANT) free(s->region_base[r]);
+    free(s->region_base);
+    free(s->bind);
+    free(s);
+}
+
+static vkg_status cpu_session_new(void *device, const vkg_plan *p, void **out, vkg_error *err) {
+    *out = NULL;
+    vkg_status st = vkg_cpu_check_plan(p, err);
+    if (st != VKG_OK) return st;
+
+    cpu_session *s = calloc(1, sizeof *s);
+    if (!s) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a CPU session");
+    s->plan = p;
+    s->pool = device;
+    s->region_base = calloc((size_t)p->n_regions + 1, sizeof *s->region_base);
+    s->bind = calloc((size_t)p->n_steps + 1, sizeof *s->bind);
+    if (!s->region_base || !s->bind) {
+        cpu_session_free(s);
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a CPU session");
+    }
+
+    for (int r = 0; r < p->n_regions; r++) {
+        const vkg_region *region = &p->regions[r];
+        if (region->kind == VKG_REGION_CONSTANT) {
+            /* Borrowed; no step writes it (checked) and write() refuses it. */
+            s->region_base[r] = (unsigned char *)region->host;
+            continue;
+        }
+        uint64_t bytes = region->bytes ? region->bytes : 1;
+        bytes = (bytes + REGION_ALIGN - 1) / REGION_ALIGN * REGION_ALIGN;
+        s->region_base[r] = bytes <= SIZE_MAX ? aligned_alloc(REGION_ALIGN, (size_t)bytes) : NULL;
+        if (!s->region_base[r]) {
+            cpu_session_free(s);
+            return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY,
+                                 "out of memory: region %d needs %llu bytes", r,
+                                 (unsigned long long)region->bytes);
+        }
+        memset(s->region_base[r], 0, (size_t)bytes);
+    }
+
+    for (int i = 0; i < p->n_steps; i++)
+        for (int slot = 0; slot < VKG_MAX_BINDINGS; slot++) {
+            const vkg_binding *b = &p->steps[i].bind[slot];
+            unsigned char *base = b->region < 0 ? NULL : s->region_base[b->region];
+            s->bind[i][slot] = base ? base + b->offset : NULL; /* NULL: an empty constant */
+        }
+    *out = s;
+    return VKG_OK;
+}
+
+/* region, [offset, offset + bytes) inside it, or an error naming what was asked. */
+static vkg_status check_range(const cpu_session *s, int region, uint64_t offset, size_t bytes,
+                              const char *what, vkg_error *err) {
+    const vkg_plan *p = s->plan;
+    if (region < 0 || region >= p->n_regions)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s region %d: the plan has %d regions",
+                             what, region, p->n_regions);
+    uint64_t size = p->regions[region].bytes;
+    if (offset > size || bytes > size - offset)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "%s bytes [%llu, %llu) of region %d, which holds %llu bytes", what,
+                             (unsigned long long)offset, (unsigned long long)(offset + bytes), region,
+                             (unsigned long long)size);
+    return VKG_OK;
+}
+
+static vkg_status cpu_write(void *session, int region, uint64_t offset, const void *data,
+                            size_t bytes, vkg_error *err) {
+    cpu_session *s = session;
+    vkg_status st = check_range(s, region, offset, bytes, "cannot write", err);
+    if (st != VKG_OK) return st;
+    if (s->plan->regions[region].kind == VKG_REGION_CONSTANT)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "cannot write region %d: it is a constant (the caller's own memory)", region);
+    if (bytes == 0) return VKG_OK;
+    if (!data) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "cannot write region %d from NULL", region);
+    memcpy(s->region_base[region] + offset, data, bytes);
+    return VKG_OK;
+}
+
+static vkg_status cpu_read(void *session, int region, uint64_t offset, void *data, size_t bytes,
+                           vkg_error *err) {
+    cpu_session *s = session;
+    vkg_status st = check_range(s, region, offset, bytes, data ? "cannot read" : "cannot zero", err);
+    if (st != VKG_OK) return st;
+    if (bytes == 0) return VKG_OK;
+    if (data) {
+        memcpy(data, s->region_base[region] + offset, bytes);
+        return VKG_OK;
+    }
+    if (s->plan->regions[region].kind == VKG_REGION_CONSTANT)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "cannot zero region %d: it is a constant", region);
+    memset(s->region_base[region] + offset, 0, bytes);
+    return VKG_OK;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static vkg_status cpu_run(void *session, uint64_t *step_ns, vkg_error *err) {
+    cpu_session *s = session;
+    const vkg_plan *p = s->plan;
+    for (int i = 0; i < p->n_steps; i++) {
+        const vkg_step *step = &p->steps[i];
+        void *const *bind = s->bind[i];
+        if (step->kernel == VKG_KERNEL_UNARY && step->params.unary.dyn_index != VKG_NO_INDEX) {
+            int64_t index = vkg_cpu_dyn_index(bind[2], step->params.unary.dyn_index);
+            vkg_status st = vkg_cpu_check_runtime_index(p, i, index, err);
+            if (st != VKG_OK) return st;
+        }
+        uint64_t start = step_ns ? now_ns() : 0;
+        run_step(s->pool, step, bind);
+        if (step_ns) step_ns[i] = now_ns() - start;
+    }
+    return VKG_OK;
+}
+
+/* ---- the device ---------------------------------------------------------------------------- */
+
+static void cpu_device_free(void *device) { vkg_threadpool_free(device); }
+
+static const vkg_backend_ops cpu_ops = {
+    .name = "cpu",
+    .session_new = cpu_session_new,
+    .session_free = cpu_session_free,
+    .write = cpu_write,
+    .read = cpu_read,
+    .run = cpu_run,
+    .device_free = cpu_device_free,
+};
+
+vkg_status vkg_cpu_device_open(struct vkg_device *d, vkg_error *err) {
+    int threads = d->opts.cpu_threads;
+    if (threads < 0 || threads > MAX_THREADS)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "cpu_threads is %d: use 0 (one per core) to %d", threads, MAX_THREADS);
+    if (threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : (int)cores;
+    }
+    vkg_threadpool *pool = vkg_threadpool_new(threads);
+    if (!pool)
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "cannot start %d CPU worker threads", threads);
+    d->ops = &cpu_ops;
+    d->impl = pool;
+    snprintf(d->name, sizeof d->name, "CPU (%d thread%s)", threads, threads == 1 ? "" : "s");
+    d->alignment = 16;
+    d->max_binding_bytes = 0;
+    return VKG_OK;
+}

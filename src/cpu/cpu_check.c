@@ -1,0 +1,234 @@
+/* The plan checks behind cpu_check.h.  For each kernel, what its parameters make it touch: per
+ * binding slot, whether it forms a pointer from the binding at all and the number of elements
+ * (4 bytes each) from the binding's start that it may reach, computed as the largest index the
+ * kernel's loops can form.  Sums saturate, so absurd parameters fail the check instead of
+ * wrapping around into range. */
+#include "cpu/cpu_check.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "core/error.h"
+
+typedef struct slot_use {
+    int used;             /* the kernel forms a pointer from this binding */
+    int writes;
+    uint64_t elements;    /* elements it may reach from the binding's start; 0: none */
+} slot_use;
+
+static const char *const slot_names[VKG_KERNEL_COUNT][VKG_MAX_BINDINGS] = {
+    [VKG_KERNEL_MATMUL] = {"A", "B", "C", "bias", "residual"},
+    [VKG_KERNEL_BINARY] = {"a", "b", "out", "-", "-"},
+    [VKG_KERNEL_UNARY] = {"in", "out", "indices", "-", "-"},
+    [VKG_KERNEL_SOFTMAX] = {"in", "out", "mask", "indices", "-"},
+    [VKG_KERNEL_LAYERNORM] = {"in", "out", "gamma", "beta", "-"},
+    [VKG_KERNEL_EMBEDDING] = {"ids", "table", "out", "-", "-"},
+};
+
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+    return (a != 0 && b > UINT64_MAX / a) ? UINT64_MAX : a * b;
+}
+
+/* 1 + offset + sum_k (extent[k] - 1) * stride[k]: the elements an index over the box reaches;
+ * 0 when the box is empty. */
+static uint64_t reach(uint64_t offset, int n, const uint64_t *extent, const uint64_t *stride) {
+    uint64_t last = offset;
+    for (int k = 0; k < n; k++) {
+        if (extent[k] == 0) return 0;
+        last = sat_add(last, sat_mul(extent[k] - 1, stride[k]));
+    }
+    return sat_add(last, 1);
+}
+
+static uint64_t reach4(uint64_t offset, const uint32_t shape[4], const uint32_t strides[4]) {
+    uint64_t e[4] = {shape[0], shape[1], shape[2], shape[3]};
+    uint64_t s[4] = {strides[0], strides[1], strides[2], strides[3]};
+    return reach(offset, 4, e, s);
+}
+
+static uint64_t numel4(const uint32_t shape[4]) {
+    return sat_mul(sat_mul(shape[0], shape[1]), sat_mul(shape[2], shape[3]));
+}
+
+static void use(slot_use *u, uint64_t elements, int writes) {
+    u->used = 1;
+    u->elements = elements;
+    u->writes = writes;
+}
+
+/* Each *_uses fills u[] and returns 0, or writes what is wrong with the parameters to why and
+ * returns -1. */
+static int matmul_uses(const vkg_matmul_params *p, slot_use *u, char *why, size_t size) {
+    if (p->flags & ~(VKG_MATMUL_BIAS | VKG_MATMUL_GELU | VKG_MATMUL_RESIDUAL))
+        return snprintf(why, size, "unknown matmul flags 0x%x", p->flags), -1;
+    if (p->batch0 == 0 || p->batch1 == 0 || p->M == 0 || p->N == 0) return 0;
+    uint64_t a_ext[4] = {p->batch0, p->batch1, p->M, p->K};
+    uint64_t a_str[4] = {p->a_stride_b0, p->a_stride_b1, p->a_stride_m, p->a_stride_k};
+    uint64_t b_ext[4] = {p->batch0, p->batch1, p->K, p->N};
+    uint64_t b_str[4] = {p->b_stride_b0, p->b_stride_b1, p->b_stride_k, p->b_stride_n};
+    uint64_t c_ext[4] = {p->batch0, p->batch1, p->M, p->N};
+    uint64_t c_str[4] = {p->c_stride_b0, p->c_stride_b1, p->c_stride_m, 1};
+    uint64_t r_str[4] = {p->r_stride_b0, p->r_stride_b1, p->r_stride_m, 1};
+    use(&u[0], reach(p->a_offset, 4, a_ext, a_str), 0);
+    use(&u[1], reach(p->b_offset, 4, b_ext, b_str), 0);
+    use(&u[2], reach(p->c_offset, 4, c_ext, c_str), 1);
+    if (p->flags & VKG_MATMUL_BIAS) use(&u[3], sat_add(p->bias_offset, p->N), 0);
+    if (p->flags & VKG_MATMUL_RESIDUAL) use(&u[4], reach(p->r_offset, 4, c_ext, r_str), 0);
+    return 0;
+}
+
+static int binary_uses(const vkg_binary_params *p, slot_use *u, char *why, size_t size) {
+    if (p->op > VKG_BINARY_MASK) return snprintf(why, size, "unknown binary op %u", p->op), -1;
+    uint64_t n = numel4(p->shape);
+    if (n == 0) return 0;
+    use(&u[0], reach4(p->a_offset, p->shape, p->a_strides), 0);
+    use(&u[1], reach4(p->b_offset, p->shape, p->b_strides), 0);
+    use(&u[2], sat_add(p->out_offset, n), 1);
+    return 0;
+}
+
+static int unary_uses(const vkg_unary_params *p, slot_use *u, char *why, size_t size) {
+    if (p->op > VKG_UNARY_CAUSAL) return snprintf(why, size, "unknown unary op %u", p->op), -1;
+    if (numel4(p->shape) == 0) return 0;
+    use(&u[0], reach4(p->in_offset, p->shape, p->in_strides), 0);
+    /* With a runtime index the write moves; vkg_cpu_check_runtime_index checks each value. */
+    use(&u[1], reach4(p->out_offset, p->shape, p->out_strides), 1);
+    if (p->dyn_index != VKG_NO_INDEX) use(&u[2], (uint64_t)p->dyn_index + 1, 0);
+    return 0;
+}
+
+static int softmax_uses(const vkg_softmax_params *p, slot_use *u, char *why, size_t size) {
+    if (p->mask_kind > VKG_SOFTMAX_MASK_ADDITIVE)
+        return snprintf(why, size, "unknown softmax mask kind %u", p->mask_kind), -1;
+    if (p->rows == 0) return 0;
+    if (p->dim1 == 0 || p->dim2 == 0)
+        return snprintf(why, size, "softmax dim1 %u and dim2 %u must be at least 1", p->dim1, p->dim2), -1;
+    uint64_t rows_cols = (uint64_t)p->rows * p->cols;
+    use(&u[0], rows_cols ? sat_add(p->in_offset, rows_cols) : 0, 0);
+    use(&u[1], rows_cols ? sat_add(p->out_offset, rows_cols) : 0, 1);
+    if (p->mask_kind == VKG_SOFTMAX_MASK_BOOL || p->mask_kind == VKG_SOFTMAX_MASK_ADDITIVE) {
+        /* The largest (i0, i1, i2) each row index can give (a box around them all). */
+        uint64_t plane = (uint64_t)p->dim1 * p->dim2, last = p->rows - 1;
+        uint64_t ext[4] = {last / plane + 1, last >= plane ? p->dim1 : last / p->dim2 + 1,
+                           last >= p->dim2 ? p->dim2 : last + 1, p->cols};
+        uint64_t str[4] = {p->mask_strides[0], p->mask_strides[1], p->mask_strides[2],
+                           p->mask_strides[3]};
+        use(&u[2], reach(p->mask_offset, 4, ext, str), 0);
+    }
+    if (p->mask_kind == VKG_SOFTMAX_MASK_CAUSAL && p->dyn_index != VKG_NO_INDEX)
+        use(&u[3], (uint64_t)p->dyn_index + 1, 0);
+    return 0;
+}
+
+static int layernorm_uses(const vkg_layernorm_params *p, slot_use *u, char *why, size_t size) {
+    if (p->flags & ~(VKG_LAYERNORM_GAMMA | VKG_LAYERNORM_BETA))
+        return snprintf(why, size, "unknown layernorm flags 0x%x", p->flags), -1;
+    if (p->rows == 0) return 0;
+    uint64_t rows_cols = (uint64_t)p->rows * p->cols;
+    use(&u[0], rows_cols ? sat_add(p->in_offset, rows_cols) : 0, 0);
+    use(&u[1], rows_cols ? sat_add(p->out_offset, rows_cols) : 0, 1);
+    if (p->flags & VKG_LAYERNORM_GAMMA) use(&u[2], p->cols ? sat_add(p->gamma_offset, p->cols) : 0, 0);
+    if (p->flags & VKG_LAYERNORM_BETA) use(&u[3], p->cols ? sat_add(p->beta_offset, p->cols) : 0, 0);
+    return 0;
+}
+
+static int embedding_uses(const vkg_embedding_params *p, slot_use *u) {
+    if (p->n_ids == 0) return 0;
+    use(&u[0], sat_add(p->ids_offset, p->n_ids), 0);
+    if (p->row_count > 0) {
+        uint64_t table = (uint64_t)p->row_count * p->dim;
+        use(&u[1], table ? sat_add(p->table_offset, table) : 0, 0);
+    }
+    uint64_t out = (uint64_t)p->n_ids * p->dim;
+    use(&u[2], out ? sat_add(p->out_offset, out) : 0, 1);
+    return 0;
+}
+
+static int step_uses(const vkg_step *s, slot_use *u, char *why, size_t size) {
+    switch (s->kernel) {
+    case VKG_KERNEL_MATMUL: return matmul_uses(&s->params.matmul, u, why, size);
+    case VKG_KERNEL_BINARY: return binary_uses(&s->params.binary, u, why, size);
+    case VKG_KERNEL_UNARY: return unary_uses(&s->params.unary, u, why, size);
+    case VKG_KERNEL_SOFTMAX: return softmax_uses(&s->params.softmax, u, why, size);
+    case VKG_KERNEL_LAYERNORM: return layernorm_uses(&s->params.layernorm, u, why, size);
+    case VKG_KERNEL_EMBEDDING: return embedding_uses(&s->params.embedding, u);
+    default: return snprintf(why, size, "unknown kernel %d", (int)s->kernel), -1;
+    }
+}
+
+static vkg_status check_slot(const vkg_plan *p, int i, int slot, const slot_use *u, vkg_error *err) {
+    const vkg_step *s = &p->steps[i];
+    const vkg_binding *b = &s->bind[slot];
+    const char *name = slot_names[s->kernel][slot];
+    if (b->region == -1) {
+        if (!u->used) return VKG_OK;
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "step %d (%s): its parameters use binding %d (%s), but the slot is empty",
+                             i, s->label, slot, name);
+    }
+    if (b->region < 0 || b->region >= p->n_regions)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "step %d (%s): binding %d (%s) names region %d; the plan has %d regions",
+                             i, s->label, slot, name, (int)b->region, p->n_regions);
+    const vkg_region *r = &p->regions[b->region];
+    if (b->offset % 4 != 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "step %d (%s): binding %d (%s) starts at byte %" PRIu64
+                             ", not a multiple of 4", i, s->label, slot, name, b->offset);
+    if (b->offset > r->bytes || b->bytes > r->bytes - b->offset)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "step %d (%s): binding %d (%s) spans bytes [%" PRIu64 ", %" PRIu64
+                             ") of region %d, which holds %" PRIu64 " bytes",
+                             i, s->label, slot, name, b->offset, sat_add(b->offset, b->bytes),
+                             (int)b->region, r->bytes);
+    if (!u->used) return VKG_OK;
+    if (u->elements > b->bytes / 4)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "step %d (%s): its parameters reach %" PRIu64
+                             " elements of binding %d (%s), which holds %" PRIu64 " bytes (%" PRIu64
+                             " elements)", i, s->label, u->elements, slot, name, b->bytes, b->bytes / 4);
+    if ((u->writes || b->writes) && r->kind == VKG_REGION_CONSTANT)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "step %d (%s): binding %d (%s) would write to region %d, a constant",
+                             i, s->label, slot, name, (int)b->region);
+    return VKG_OK;
+}
+
+vkg_status vkg_cpu_check_plan(const vkg_plan *p, vkg_error *err) {
+    for (int r = 0; r < p->n_regions; r++)
+        if (p->regions[r].kind == VKG_REGION_CONSTANT && p->regions[r].bytes > 0 &&
+            (!p->regions[r].host || (uintptr_t)p->regions[r].host % 4 != 0))
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                                 "region %d is a constant of %" PRIu64
+                                 " bytes whose host data is %s", r, p->regions[r].bytes,
+                                 p->regions[r].host ? "not 4-byte aligned" : "missing");
+    for (int i = 0; i < p->n_steps; i++) {
+        slot_use u[VKG_MAX_BINDINGS] = {{0}};
+        char why[128];
+        if (step_uses(&p->steps[i], u, why, sizeof why) != 0)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "step %d (%s): %s", i,
+                                 p->steps[i].label, why);
+        for (int slot = 0; slot < VKG_MAX_BINDINGS; slot++) {
+            vkg_status st = check_slot(p, i, slot, &u[slot], err);
+            if (st != VKG_OK) return st;
+        }
+    }
+    return VKG_OK;
+}
+
+vkg_status vkg_cpu_check_runtime_index(const vkg_plan *p, int step, int64_t index, vkg_error *err) {
+    const vkg_step *s = &p->steps[step];
+    if (s->kernel != VKG_KERNEL_UNARY) return VKG_OK;
+    const vkg_unary_params *u = &s->params.unary;
+    if (u->dyn_index == VKG_NO_INDEX || u->out_dyn_stride == 0 || numel4(u->shape) == 0) return VKG_OK;
+    /* |index| < 2^31 and the stride < 2^32, so neither the product nor the sum overflows. */
+    int64_t first = (int64_t)u->out_offset + index * (int64_t)u->out_dyn_stride;
+    uint64_t bound = s->bind[1].bytes / 4;
+    if (first < 0 || reach4((uint64_t)first, u->shape, u->out_strides) > bound)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "step %d (%s): runtime index %" PRId64 " moves the write outside its "
+                             "output (%" PRIu64 " elements); the index is out of range for it",
+                             step, s->label, index, bound);
+    return VKG_OK;
+}

@@ -1,0 +1,164 @@
+/*
+ * GPT-2: weights from a Hugging Face model folder, the forward pass as a vkgraph graph, and the
+ * runs that use it (one forward pass; prompt + token-by-token decoding with a KV cache).
+ *
+ * Shapes: T tokens in one run, C = n_embd, H = n_head, D = C / H, V = vocab_size,
+ * P = n_positions, S = positions the KV cache holds (S <= P).
+ *
+ * Weights (vkg_gpt2_load).  dir/config.json gives the hyperparameters (gpt2_config.h) and
+ * dir/model.safetensors the tensors, named as Hugging Face names them, with or without the
+ * "transformer." prefix (GPT2LMHeadModel vs GPT2Model files):
+ *     wte.weight [V, C], wpe.weight [P, C], ln_f.{weight,bias} [C], lm_head.weight [V, C] (optional:
+ *     tied to wte when absent), per layer i: h.i.ln_1.{weight,bias} [C], h.i.attn.c_attn.weight
+ *     [C, 3C] + bias [3C], h.i.attn.c_proj.weight [C, C] + bias [C], h.i.ln_2.{weight,bias} [C],
+ *     h.i.mlp.c_fc.weight [C, 4C] + bias [4C], h.i.mlp.c_proj.weight [4C, C] + bias [C].
+ * Conv1D weights are stored [in, out], so each projection is x @ W + b.  Other tensors (the
+ * attn.bias / attn.masked_bias buffers of older checkpoints) are ignored.  The file is memory
+ * mapped; F32 tensors that are 4-byte aligned in it are used in place, the rest (F16, BF16,
+ * unaligned F32) are converted once into a single f32 allocation.  A missing or mis-shaped
+ * tensor is VKG_ERR_FORMAT naming it, the shape expected and the shape found.
+ *
+ * The graph (vkg_gpt2_build), pre-LayerNorm blocks as GPT-2 has them:
+ *     x = wte[ids] + wpe[positions]                                     [T, C]
+ *     per layer:  a = ln_1(x);  q, k, v = split(a @ c_attn + b)          views [H, T, D]
+ *                 p = softmax(causal(q k^T / sqrt(D)));  x += merge(p v) @ c_proj + b
+ *                 x += gelu(ln_2(x) @ c_fc + b) @ mlp.c_proj + b
+ *     logits = ln_f(x) @ head^T                                         [T, V] or [1, V]
+ * With a cache, each layer has states k_cache and v_cache [H, S, D] and the runtime index "pos"
+ * (tokens already cached): the run writes its T rows at pos..pos+T-1 (vkg_write_at) and attends
+ * over all S rows, the causal mask with dyn_offset pos giving unwritten rows weight exactly 0.
+ * Laid out [H, S, D], each head's keys are one contiguous block that the score matmul reads
+ * transposed through strides, and the new rows are a strided copy of the qkv projection.
+ */
+#ifndef VKG_MODELS_GPT2_H
+#define VKG_MODELS_GPT2_H
+
+#include "io/safetensors.h"
+#include "models/gpt2_config.h"
+#include "vkgraph.h"
+
+typedef struct vkg_gpt2_layer {
+    const float *ln_1_w, *ln_1_b;         /* [C]                 */
+    const float *attn_w, *attn_b;         /* [C, 3C], [3C]       */
+    const float *attn_proj_w, *attn_proj_b; /* [C, C], [C]       */
+    const float *ln_2_w, *ln_2_b;         /* [C]                 */
+    const float *fc_w, *fc_b;             /* [C, 4C], [4C]       */
+    const float *mlp_proj_w, *mlp_proj_b; /* [4C, C], [C]        */
+} vkg_gpt2_layer;
+
+typedef struct vkg_gpt2 {
+    vkg_gpt2_config config;
+    const float *wte, *wpe;              /* [V, C], [P, C]                                 */
+    const float *ln_f_w, *ln_f_b;        /* [C]                                           */
+    const float *lm_head;                /* [V, C]; == wte when the head is tied           */
+    vkg_gpt2_layer *layers;              /* n_layer                                       */
+    int tied_head;
+    int activation;                      /* vkg_gpt2_activation_kind of the config        */
+    int transformer_prefix;              /* names carried "transformer."                  */
+    vkg_st_dtype dtype;                  /* of wte in the file                            */
+    char note[256];                      /* what a user should know about this model (e.g. an
+                                            approximated activation); "" when nothing     */
+    /* Owned. */
+    vkg_safetensors *file;
+    float *converted;                    /* the one allocation of converted tensors       */
+    size_t converted_floats;
+} vkg_gpt2;
+
+/* Loads dir (config.json + model.safetensors).  Errors name the file, the tensor and the shapes. */
+vkg_status vkg_gpt2_load(const char *dir, vkg_gpt2 **out, vkg_error *err);
+void vkg_gpt2_free(vkg_gpt2 *m); /* NULL is fine */
+int64_t vkg_gpt2_parameter_count(const vkg_gpt2 *m); /* without a tied head's second count */
+
+/* ---- the graph -------------------------------------------------------------------------------- */
+
+#define VKG_GPT2_NO_ATTENTION (-1)
+#define VKG_GPT2_ALL_LAYERS (-2)
+
+typedef struct vkg_gpt2_build_options {
+    int tokens;            /* T, tokens per run, >= 1                                         */
+    int cache_len;         /* 0: no cache (positions 0..T-1, attention over the T tokens);
+                              else S, the KV cache's length (T <= S <= n_positions)           */
+    int all_logits;        /* logits for every position [T, V]; else the last one [1, V]     */
+    int attention_layer;   /* VKG_GPT2_NO_ATTENTION, a layer, or VKG_GPT2_ALL_LAYERS: those
+                              layers' probabilities become outputs "attention.L"             */
+    int attention_keys;    /* with a cache: 0 gives [H, T, S]; k > 0 gives keys [0, k) only,
+                              [H, T, k] (k = T: the square pattern of a prefill from pos 0)  */
+} vkg_gpt2_build_options;
+
+void vkg_gpt2_build_options_default(vkg_gpt2_build_options *o, int tokens);
+
+typedef struct vkg_gpt2_graph {
+    vkg_graph *graph;
+    int n_layer, tokens, cache_len;
+    vkg_tensor ids, positions;           /* i32 inputs [T]                                   */
+    vkg_tensor pos;                      /* the runtime index; VKG_NONE without a cache      */
+    vkg_tensor logits;                   /* output [T, V] or [1, V]                          */
+    vkg_tensor *attention;               /* n_layer entries; VKG_NONE where not requested    */
+    vkg_tensor *k_cache, *v_cache;       /* states [H, S, D], n_layer each; NULL without one */
+} vkg_gpt2_graph;
+
+/* Builds the graph over m's weights (borrowed: keep m alive while the graph, its plans and
+ * sessions live). */
+vkg_status vkg_gpt2_build(const vkg_gpt2 *m, const vkg_gpt2_build_options *o, vkg_gpt2_graph *out,
+                          vkg_error *err);
+void vkg_gpt2_graph_free(vkg_gpt2_graph *gg);
+
+/* ---- running ---------------------------------------------------------------------------------- */
+
+/* A graph compiled for a device and opened as a session. */
+typedef struct vkg_gpt2_runner {
+    const vkg_gpt2 *model;
+    vkg_gpt2_graph gg;
+    vkg_plan *plan;
+    vkg_session *session;
+    int32_t *position_buf;               /* [T] scratch for the positions input             */
+} vkg_gpt2_runner;
+
+vkg_status vkg_gpt2_runner_new(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt2_build_options *o,
+                               vkg_gpt2_runner *out, vkg_error *err);
+void vkg_gpt2_runner_free(vkg_gpt2_runner *r);
+/* Runs T ids (exactly the graph's T) at positions start..start+T-1.  With a cache, start is the
+ * number of tokens already cached (start + T <= S); without one it must be 0.  Ids outside the
+ * vocabulary and runs past the cache are VKG_ERR_INVALID_ARGUMENT naming the id / position. */
+vkg_status vkg_gpt2_runner_run(vkg_gpt2_runner *r, const int32_t *ids, int32_t start, vkg_error *err);
+/* After a run: logits (T*V or V floats, as built) and a layer's attention probabilities. */
+vkg_status vkg_gpt2_runner_logits(vkg_gpt2_runner *r, float *out, size_t floats, vkg_error *err);
+vkg_status vkg_gpt2_runner_attention(vkg_gpt2_runner *r, int layer, float *out, size_t floats, vkg_error *err);
+
+/* Checks ids against the vocabulary and the count against n_positions, with messages a user
+ * can act on ("token id 60000 at position 3 is outside the vocabulary [0, 50257)"). */
+vkg_status vkg_gpt2_check_ids(const vkg_gpt2 *m, const int32_t *ids, size_t n, vkg_error *err);
+
+/* One forward pass over n ids without a cache: the last position's logits [V] (or, all_logits,
+ * [n, V]) into logits, and when attention_out is non-NULL, layer attention_layer's
+ * probabilities [H, n, n] into it. */
+vkg_status vkg_gpt2_forward(const vkg_gpt2 *m, vkg_device *dev, const int32_t *ids, int n, int all_logits,
+                            float *logits, int attention_layer, float *attention_out, vkg_error *err);
+
+/* ---- generation ------------------------------------------------------------------------------ */
+
+/* Token-by-token decoding over a KV cache: one plan for one new token (T = 1) over a cache of
+ * cache_len positions, compiled once and run for every token with only the positions and the
+ * "pos" index changing.  The prompt goes through the same plan, a token per run, so that prompt
+ * and continuation share one session (and so one cache and one upload of the weights): the
+ * library has no way yet to hand a cache from a T-token prefill plan's session to another
+ * session. */
+typedef struct vkg_gpt2_generator {
+    const vkg_gpt2 *model;
+    vkg_gpt2_runner step;
+    int32_t length;                      /* tokens in the cache                             */
+    float *logits;                       /* [V]: the prediction after the last token fed    */
+} vkg_gpt2_generator;
+
+/* cache_len: the longest sequence (prompt + generated) the generator will hold, 1 to
+ * n_positions; 0 means n_positions. */
+vkg_status vkg_gpt2_generator_new(const vkg_gpt2 *m, vkg_device *dev, int cache_len, vkg_gpt2_generator *out,
+                                  vkg_error *err);
+void vkg_gpt2_generator_free(vkg_gpt2_generator *gen);
+/* Runs n ids after those already fed; gen->logits then predicts the next one.  Feeding past the
+ * cache is VKG_ERR_INVALID_ARGUMENT saying how long the cache is. */
+vkg_status vkg_gpt2_generator_feed(vkg_gpt2_generator *gen, const int32_t *ids, int n, vkg_error *err);
+/* Forgets every token fed (the cache is cleared). */
+vkg_status vkg_gpt2_generator_reset(vkg_gpt2_generator *gen, vkg_error *err);
+
+#endif

@@ -1,0 +1,183 @@
+/* GPT-2's forward pass as a graph (see gpt2.h for the shapes and the cache layout). */
+#include "models/gpt2.h"
+
+#include "core/error.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void vkg_gpt2_build_options_default(vkg_gpt2_build_options *o, int tokens) {
+    memset(o, 0, sizeof *o);
+    o->tokens = tokens;
+    o->attention_layer = VKG_GPT2_NO_ATTENTION;
+}
+
+/* What the builders share: the graph, the config and the names' layer prefix. */
+typedef struct builder {
+    vkg_graph *g;
+    const vkg_gpt2 *m;
+    const vkg_gpt2_build_options *o;
+    int64_t T, C, H, D, S;
+    char prefix[32];
+} builder;
+
+static vkg_tensor weight(builder *b, const char *name, const float *data, int64_t d0, int64_t d1) {
+    char full[96];
+    snprintf(full, sizeof full, "%s%s", b->prefix, name);
+    int64_t shape[2] = {d0, d1};
+    return vkg_constant(b->g, full, VKG_F32, d1 ? 2 : 1, shape, data);
+}
+
+/* Columns [part * C, part * C + C) of qkv [T, 3C] as heads [H, T, D]: a view, no copy. */
+static vkg_tensor head_view(builder *b, vkg_tensor qkv, int part) {
+    const int64_t split[3] = {b->T, b->H, b->D};
+    const int to_heads[3] = {1, 0, 2};
+    return vkg_permute(b->g, vkg_reshape(b->g, vkg_slice(b->g, qkv, 1, part * b->C, b->C), 3, split), to_heads);
+}
+
+static vkg_tensor activation(builder *b, vkg_tensor x) {
+    return b->m->activation == 3 ? vkg_relu(b->g, x) : vkg_gelu(b->g, x);
+}
+
+/* Causal self-attention of one layer: a [T, C] (after ln_1) -> merged heads [T, C], before
+ * c_proj.  *probs gets the softmax probabilities [H, T, T or S]. */
+static vkg_tensor attention(builder *b, int layer, vkg_tensor a, vkg_gpt2_graph *gg, vkg_tensor *probs) {
+    vkg_graph *g = b->g;
+    const vkg_gpt2_layer *L = &b->m->layers[layer];
+    vkg_tensor qkv = vkg_matmul(g, a, weight(b, "attn.c_attn.weight", L->attn_w, b->C, 3 * b->C),
+                                weight(b, "attn.c_attn.bias", L->attn_b, 3 * b->C, 0), 0);
+    vkg_tensor q = head_view(b, qkv, 0), k = head_view(b, qkv, 1), v = head_view(b, qkv, 2);
+    vkg_tensor offset = VKG_NONE;
+    if (b->S) {
+        /* The new rows go into the cache at pos; attention reads the whole cache. */
+        k = vkg_write_at(g, gg->k_cache[layer], k, 1, 0, gg->pos);
+        v = vkg_write_at(g, gg->v_cache[layer], v, 1, 0, gg->pos);
+        offset = gg->pos;
+    }
+    vkg_tensor scores = vkg_scale(g, vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf((float)b->D));
+    *probs = vkg_softmax(g, vkg_mask_causal(g, scores, 0, offset));
+    vkg_tensor heads = vkg_matmul(g, *probs, v, VKG_NONE, 0); /* [H, T, D] */
+    const int to_tokens[3] = {1, 0, 2};
+    const int64_t merged[2] = {b->T, b->C};
+    return vkg_reshape(g, vkg_permute(g, heads, to_tokens), 2, merged);
+}
+
+static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_gpt2_graph *gg) {
+    vkg_graph *g = b->g;
+    const vkg_gpt2_layer *L = &b->m->layers[layer];
+    const int64_t C = b->C;
+    const float eps = b->m->config.layer_norm_epsilon;
+    snprintf(b->prefix, sizeof b->prefix, "h.%d.", layer);
+
+    vkg_tensor a = vkg_layernorm(g, x, weight(b, "ln_1.weight", L->ln_1_w, C, 0), weight(b, "ln_1.bias", L->ln_1_b, C, 0), eps);
+    vkg_tensor probs = VKG_NONE;
+    vkg_tensor heads = attention(b, layer, a, gg, &probs);
+    vkg_tensor proj = vkg_matmul(g, heads, weight(b, "attn.c_proj.weight", L->attn_proj_w, C, C),
+                                 weight(b, "attn.c_proj.bias", L->attn_proj_b, C, 0), 0);
+    x = vkg_add(g, x, proj);
+
+    vkg_tensor m = vkg_layernorm(g, x, weight(b, "ln_2.weight", L->ln_2_w, C, 0), weight(b, "ln_2.bias", L->ln_2_b, C, 0), eps);
+    m = activation(b, vkg_matmul(g, m, weight(b, "mlp.c_fc.weight", L->fc_w, C, 4 * C),
+                                 weight(b, "mlp.c_fc.bias", L->fc_b, 4 * C, 0), 0));
+    m = vkg_matmul(g, m, weight(b, "mlp.c_proj.weight", L->mlp_proj_w, 4 * C, C),
+                   weight(b, "mlp.c_proj.bias", L->mlp_proj_b, C, 0), 0);
+    x = vkg_add(g, x, m);
+
+    int want = b->o->attention_layer == VKG_GPT2_ALL_LAYERS || b->o->attention_layer == layer;
+    if (want) {
+        char name[32];
+        snprintf(name, sizeof name, "attention.%d", layer);
+        vkg_tensor out = probs;
+        if (b->S && b->o->attention_keys > 0) out = vkg_slice(g, probs, 2, 0, b->o->attention_keys);
+        if (vkg_output(g, name, out) == VKG_OK) gg->attention[layer] = out;
+    }
+    return x;
+}
+
+static vkg_status check_options(const vkg_gpt2 *m, const vkg_gpt2_build_options *o, vkg_error *err) {
+    const int P = m->config.n_positions;
+    if (o->tokens < 1 || o->tokens > P)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: %d tokens per run; the model takes 1 to %d "
+                             "(n_positions)", o->tokens, P);
+    if (o->cache_len && (o->cache_len < o->tokens || o->cache_len > P))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: a KV cache of %d positions for runs of %d tokens; "
+                             "it must hold from %d to %d (n_positions)", o->cache_len, o->tokens, o->tokens, P);
+    if (o->attention_layer != VKG_GPT2_NO_ATTENTION && o->attention_layer != VKG_GPT2_ALL_LAYERS &&
+        (o->attention_layer < 0 || o->attention_layer >= m->config.n_layer))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: layer %d does not exist; the model has layers 0 to %d",
+                             o->attention_layer, m->config.n_layer - 1);
+    if (o->attention_keys < 0 || (o->attention_keys > 0 && (!o->cache_len || o->attention_keys > o->cache_len)))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: attention_keys %d needs a cache of at least as many "
+                             "positions", o->attention_keys);
+    return VKG_OK;
+}
+
+static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o, vkg_gpt2_graph *gg, vkg_error *err) {
+    const vkg_gpt2_config *c = &m->config;
+    builder b = {.m = m, .o = o, .T = o->tokens, .C = c->n_embd, .H = c->n_head, .D = c->n_embd / c->n_head,
+                 .S = o->cache_len};
+    b.g = gg->graph = vkg_graph_new();
+    gg->attention = malloc((size_t)c->n_layer * sizeof *gg->attention);
+    if (!b.g || !gg->attention) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory building GPT-2");
+    for (int i = 0; i < c->n_layer; i++) gg->attention[i] = VKG_NONE;
+    vkg_graph *g = b.g;
+
+    const int64_t tokens[1] = {b.T};
+    gg->ids = vkg_input(g, "ids", VKG_I32, 1, tokens);
+    gg->positions = vkg_input(g, "positions", VKG_I32, 1, tokens);
+    gg->pos = VKG_NONE;
+    if (b.S) {
+        gg->k_cache = malloc((size_t)c->n_layer * sizeof *gg->k_cache);
+        gg->v_cache = malloc((size_t)c->n_layer * sizeof *gg->v_cache);
+        if (!gg->k_cache || !gg->v_cache) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory building GPT-2");
+        gg->pos = vkg_index(g, "pos");
+        const int64_t cache_shape[3] = {b.H, b.S, b.D};
+        for (int i = 0; i < c->n_layer; i++) {
+            char name[48];
+            snprintf(name, sizeof name, "h.%d.k_cache", i);
+            gg->k_cache[i] = vkg_state(g, name, 3, cache_shape);
+            snprintf(name, sizeof name, "h.%d.v_cache", i);
+            gg->v_cache[i] = vkg_state(g, name, 3, cache_shape);
+        }
+    }
+
+    b.prefix[0] = '\0';
+    vkg_tensor wte = weight(&b, "wte.weight", m->wte, c->vocab_size, b.C);
+    vkg_tensor x = vkg_add(g, vkg_embedding(g, wte, gg->ids),
+                           vkg_embedding(g, weight(&b, "wpe.weight", m->wpe, c->n_positions, b.C), gg->positions));
+    for (int i = 0; i < c->n_layer; i++) x = block(&b, i, x, gg);
+
+    b.prefix[0] = '\0';
+    if (!o->all_logits && b.T > 1) x = vkg_slice(g, x, 0, b.T - 1, 1); /* the head only where it is read */
+    x = vkg_layernorm(g, x, weight(&b, "ln_f.weight", m->ln_f_w, b.C, 0), weight(&b, "ln_f.bias", m->ln_f_b, b.C, 0),
+                      c->layer_norm_epsilon);
+    vkg_tensor head = m->tied_head ? wte : weight(&b, "lm_head.weight", m->lm_head, c->vocab_size, b.C);
+    gg->logits = vkg_matmul(g, x, head, VKG_NONE, VKG_TRANSPOSE_B);
+    vkg_output(g, "logits", gg->logits);
+
+    if (vkg_graph_status(g) != VKG_OK)
+        return vkg_error_set(err, vkg_graph_status(g), "gpt2: building the graph failed: %s", vkg_graph_error(g));
+    return VKG_OK;
+}
+
+vkg_status vkg_gpt2_build(const vkg_gpt2 *m, const vkg_gpt2_build_options *o, vkg_gpt2_graph *out, vkg_error *err) {
+    memset(out, 0, sizeof *out);
+    vkg_status st = check_options(m, o, err);
+    if (st != VKG_OK) return st;
+    out->n_layer = m->config.n_layer;
+    out->tokens = o->tokens;
+    out->cache_len = o->cache_len;
+    st = build_into(m, o, out, err);
+    if (st != VKG_OK) vkg_gpt2_graph_free(out);
+    return st;
+}
+
+void vkg_gpt2_graph_free(vkg_gpt2_graph *gg) {
+    vkg_graph_free(gg->graph);
+    free(gg->attention);
+    free(gg->k_cache);
+    free(gg->v_cache);
+    memset(gg, 0, sizeof *gg);
+}

@@ -1,0 +1,85 @@
+/* Running GPT-2 graphs on a device: a compiled plan with its session, and one-shot forward passes. */
+#include "models/gpt2.h"
+
+#include "core/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+vkg_status vkg_gpt2_runner_new(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt2_build_options *o,
+                               vkg_gpt2_runner *out, vkg_error *err) {
+    memset(out, 0, sizeof *out);
+    out->model = m;
+    vkg_status st = vkg_gpt2_build(m, o, &out->gg, err);
+    if (st != VKG_OK) return st;
+    vkg_compile_options co;
+    vkg_compile_options_default(&co);
+    vkg_device_compile_options(dev, &co);
+    st = vkg_plan_compile(out->gg.graph, &co, &out->plan, err);
+    if (st == VKG_OK) st = vkg_session_new(dev, out->plan, &out->session, err);
+    if (st == VKG_OK && !(out->position_buf = malloc((size_t)o->tokens * sizeof *out->position_buf)))
+        st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st != VKG_OK) vkg_gpt2_runner_free(out);
+    return st;
+}
+
+void vkg_gpt2_runner_free(vkg_gpt2_runner *r) {
+    vkg_session_free(r->session);
+    vkg_plan_free(r->plan);
+    vkg_gpt2_graph_free(&r->gg);
+    free(r->position_buf);
+    memset(r, 0, sizeof *r);
+}
+
+vkg_status vkg_gpt2_runner_run(vkg_gpt2_runner *r, const int32_t *ids, int32_t start, vkg_error *err) {
+    const vkg_gpt2_graph *gg = &r->gg;
+    const int T = gg->tokens, limit = gg->cache_len ? gg->cache_len : T;
+    if (start < 0 || start + T > limit)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: tokens at positions %d..%d do not fit %s of %d "
+                             "positions", (int)start, (int)start + T - 1, gg->cache_len ? "the KV cache" : "this run",
+                             limit);
+    for (int i = 0; i < T; i++) {
+        if (ids[i] < 0 || ids[i] >= r->model->config.vocab_size)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "token id %d at position %d is outside the vocabulary "
+                                 "[0, %d)", (int)ids[i], (int)start + i, r->model->config.vocab_size);
+        r->position_buf[i] = start + i;
+    }
+    const size_t bytes = (size_t)T * sizeof(int32_t);
+    vkg_status st = vkg_session_set_input(r->session, gg->ids, ids, bytes, err);
+    if (st == VKG_OK) st = vkg_session_set_input(r->session, gg->positions, r->position_buf, bytes, err);
+    if (st == VKG_OK && gg->pos != VKG_NONE) st = vkg_session_set_index(r->session, gg->pos, start, err);
+    if (st == VKG_OK) st = vkg_session_run(r->session, err);
+    return st;
+}
+
+vkg_status vkg_gpt2_runner_logits(vkg_gpt2_runner *r, float *out, size_t floats, vkg_error *err) {
+    return vkg_session_get_output(r->session, r->gg.logits, out, floats * sizeof(float), err);
+}
+
+vkg_status vkg_gpt2_runner_attention(vkg_gpt2_runner *r, int layer, float *out, size_t floats, vkg_error *err) {
+    if (layer < 0 || layer >= r->gg.n_layer || r->gg.attention[layer] == VKG_NONE)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: layer %d's attention was not requested when the "
+                             "graph was built", layer);
+    return vkg_session_get_output(r->session, r->gg.attention[layer], out, floats * sizeof(float), err);
+}
+
+vkg_status vkg_gpt2_forward(const vkg_gpt2 *m, vkg_device *dev, const int32_t *ids, int n, int all_logits,
+                            float *logits, int attention_layer, float *attention_out, vkg_error *err) {
+    vkg_status st = vkg_gpt2_check_ids(m, ids, n > 0 ? (size_t)n : 0, err);
+    if (st != VKG_OK) return st;
+    vkg_gpt2_build_options o;
+    vkg_gpt2_build_options_default(&o, n);
+    o.all_logits = all_logits;
+    if (attention_out) o.attention_layer = attention_layer;
+    vkg_gpt2_runner r;
+    st = vkg_gpt2_runner_new(m, dev, &o, &r, err);
+    if (st != VKG_OK) return st;
+    const size_t V = (size_t)m->config.vocab_size, H = (size_t)m->config.n_head;
+    st = vkg_gpt2_runner_run(&r, ids, 0, err);
+    if (st == VKG_OK) st = vkg_gpt2_runner_logits(&r, logits, (all_logits ? (size_t)n : 1) * V, err);
+    if (st == VKG_OK && attention_out)
+        st = vkg_gpt2_runner_attention(&r, attention_layer, attention_out, H * (size_t)n * (size_t)n, err);
+    vkg_gpt2_runner_free(&r);
+    return st;
+}

@@ -1,0 +1,49 @@
+#include "support/cpu_reference.h"
+
+#include <math.h>
+
+double ref_gelu(double x) {
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+}
+
+void ref_matmul(const vkg_matmul_params *p, const float *A, const float *B, float *C,
+                const float *bias, const float *R) {
+    for (size_t b = 0; b < (size_t)p->batch0 * p->batch1; b++) {
+        size_t b0 = b / p->batch1, b1 = b % p->batch1;
+        for (size_t m = 0; m < p->M; m++)
+            for (size_t n = 0; n < p->N; n++) {
+                float acc = 0.0f;
+                for (size_t k = 0; k < p->K; k++)
+                    acc += A[p->a_offset + b0 * p->a_stride_b0 + b1 * p->a_stride_b1 + m * p->a_stride_m +
+                             k * p->a_stride_k] *
+                           B[p->b_offset + b0 * p->b_stride_b0 + b1 * p->b_stride_b1 + k * p->b_stride_k +
+                             n * p->b_stride_n];
+                if (p->flags & VKG_MATMUL_BIAS) acc += bias[p->bias_offset + n];
+                if (p->flags & VKG_MATMUL_GELU)
+                    acc = 0.5f * acc * (1.0f + tanhf(0.7978845608028654f * (acc + 0.044715f * acc * acc * acc)));
+                if (p->flags & VKG_MATMUL_RESIDUAL)
+                    acc += R[p->r_offset + b0 * p->r_stride_b0 + b1 * p->r_stride_b1 + m * p->r_stride_m + n];
+                C[p->c_offset + b0 * p->c_stride_b0 + b1 * p->c_stride_b1 + m * p->c_stride_m + n] = acc;
+            }
+    }
+}
+
+void ref_softmax_row(const float *x, const int *keep, size_t n, double *y) {
+    double max = -INFINITY, sum = 0.0;
+    for (size_t j = 0; j < n; j++)
+        if ((!keep || keep[j]) && x[j] > max) max = x[j];
+    for (size_t j = 0; j < n; j++) {
+        y[j] = (!keep || keep[j]) && max > -INFINITY ? exp((double)x[j] - max) : 0.0;
+        sum += y[j];
+    }
+    for (size_t j = 0; j < n; j++) y[j] = sum > 0 ? y[j] / sum : 0.0;
+}
+
+void ref_layernorm_row(const float *x, size_t n, double eps, double *y) {
+    double mean = 0.0, var = 0.0;
+    for (size_t j = 0; j < n; j++) mean += x[j];
+    mean /= (double)n;
+    for (size_t j = 0; j < n; j++) var += (x[j] - mean) * (x[j] - mean);
+    var /= (double)n;
+    for (size_t j = 0; j < n; j++) y[j] = (x[j] - mean) / sqrt(var + eps);
+}

@@ -1,0 +1,109 @@
+/* Vulkan test helpers: see vk_test.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/vk_test.h"
+#include "vkgraph.h"
+
+/* The Khronos validation layer of Debian 12 (1.3.239) leaks a few small objects of its
+ * synchronization validation for every command buffer, inside the layer itself.  LeakSanitizer
+ * is told to ignore leaks whose allocation stack runs through the layer; for it to recognise the
+ * layer at exit, the library is kept mapped after the loader closes it. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) { return "leak:libVkLayer_khronos_validation.so\n"; }
+
+static void keep_validation_layer_mapped(void) {
+    static int done;
+    if (done) return;
+    done = 1;
+    void *h = dlopen("libVkLayer_khronos_validation.so", RTLD_NOW | RTLD_NODELETE);
+    if (h) dlclose(h);
+}
+
+vkg_device *vk_test_open(void) {
+    keep_validation_layer_mapped();
+    vkg_device_options opts = {.validation = 1, .quiet = 1};
+    vkg_device *d = NULL;
+    vkg_error err = {0};
+    vkg_status st = vkg_device_open("vulkan", &opts, &d, &err);
+    if (st == VKG_ERR_NO_DEVICE) {
+        fprintf(stderr, "no Vulkan device (%s): skipping\n", err.message);
+        skip();
+    }
+    if (st != VKG_OK) fail_msg("opening the Vulkan device: %s", err.message);
+    assert_non_null(d);
+    assert_true(vk_test_context(d)->validation);
+    return d;
+}
+
+vkg_vk_context *vk_test_context(vkg_device *d) { return (vkg_vk_context *)d->impl; }
+
+void vk_test_close(vkg_device *d) {
+    /* Tear the Vulkan side down first, so that messages from vkDestroyDevice and vkDestroyInstance
+     * still land in d's counter. */
+    d->ops->device_free(d->impl);
+    d->impl = NULL;
+    uint64_t messages = vkg_device_validation_errors(d);
+    vkg_device_free(d);
+    assert_int_equal(messages, 0);
+}
+
+void vk_test_plan_init(vk_test_plan *tp) {
+    memset(tp, 0, sizeof *tp);
+    tp->plan.regions = tp->regions;
+    tp->plan.steps = tp->steps;
+    vkg_compile_options_default(&tp->plan.opts);
+}
+
+int vk_test_region(vk_test_plan *tp, vkg_region_kind kind, uint64_t bytes, const void *host) {
+    assert_true(tp->plan.n_regions < 16);
+    int r = tp->plan.n_regions++;
+    tp->regions[r] = (vkg_region){.kind = kind, .tensor = VKG_NONE, .bytes = bytes, .host = host};
+    return r;
+}
+
+vkg_step *vk_test_step(vk_test_plan *tp, vkg_kernel kernel) {
+    assert_true(tp->plan.n_steps < 16);
+    vkg_step *s = &tp->steps[tp->plan.n_steps++];
+    memset(s, 0, sizeof *s);
+    s->kernel = kernel;
+    s->node = VKG_NONE;
+    snprintf(s->label, sizeof s->label, "%s", vkg_kernel_name(kernel));
+    for (int b = 0; b < VKG_MAX_BINDINGS; b++) s->bind[b].region = -1;
+    s->barrier = 1;
+    return s;
+}
+
+void vk_test_bind(vk_test_plan *tp, vkg_step *s, int slot, int region, int writes) {
+    s->bind[slot] = (vkg_binding){.region = region, .offset = 0, .bytes = tp->regions[region].bytes, .writes = writes};
+}
+
+void vk_test_run(vkg_device *d, const vkg_plan *p, void **host, uint64_t *step_ns) {
+    void *session = NULL;
+    vkg_error err = {0};
+    if (d->ops->session_new(d->impl, p, &session, &err) != VKG_OK) fail_msg("session_new: %s", err.message);
+    for (int r = 0; r < p->n_regions; r++)
+        if (host[r] && p->regions[r].kind != VKG_REGION_CONSTANT &&
+            d->ops->write(session, r, 0, host[r], p->regions[r].bytes, &err) != VKG_OK)
+            fail_msg("write region %d: %s", r, err.message);
+    if (d->ops->run(session, step_ns, &err) != VKG_OK) fail_msg("run: %s", err.message);
+    for (int r = 0; r < p->n_regions; r++)
+        if (host[r] && p->regions[r].kind != VKG_REGION_CONSTANT &&
+            d->ops->read(session, r, 0, host[r], p->regions[r].bytes, &err) != VKG_OK)
+            fail_msg("read region %d: %s", r, err.message);
+    d->ops->session_free(session);
+}
+
+void vk_test_fill(float *x, size_t n, uint64_t seed, float scale) {
+    vkg_rng r;
+    vkg_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) x[i] = scale * (2.0f * vkg_rng_uniform(&r) - 1.0f);
+}

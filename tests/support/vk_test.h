@@ -1,0 +1,44 @@
+/* Helpers for the Vulkan tests: a device opened with the Khronos validation layer (every test
+ * asserts that it reported nothing, teardown included), and running a plan on any device through
+ * its backend operations, so hand-made plans (no graph compiler involved) can be compared
+ * between executors. */
+#ifndef VKG_TEST_VK_TEST_H
+#define VKG_TEST_VK_TEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/backend.h"
+#include "vulkan/context.h"
+
+/* The best Vulkan device with validation on, or a skipped test (cmocka skip()) on a machine
+ * without Vulkan.  Fails the test when the validation layer is not active. */
+vkg_device *vk_test_open(void);
+/* Frees the device and asserts that validation reported no error or warning, including the
+ * messages of its teardown (objects leaked, for example). */
+void vk_test_close(vkg_device *d);
+vkg_vk_context *vk_test_context(vkg_device *d);
+
+/* A hand-made plan: regions and steps added one by one (at most 16 regions and 16 steps). */
+typedef struct vk_test_plan {
+    vkg_plan plan;
+    vkg_region regions[16];
+    vkg_step steps[16];
+} vk_test_plan;
+
+void vk_test_plan_init(vk_test_plan *tp);
+/* Adds a region and returns its index; host is the data of a constant (borrowed), else NULL. */
+int vk_test_region(vk_test_plan *tp, vkg_region_kind kind, uint64_t bytes, const void *host);
+/* Adds a step; its bindings start unused (region -1) and barrier is set. */
+vkg_step *vk_test_step(vk_test_plan *tp, vkg_kernel kernel);
+/* Binds slot b of step s to a whole region. */
+void vk_test_bind(vk_test_plan *tp, vkg_step *s, int slot, int region, int writes);
+
+/* Runs tp on d once: host[r] (when non-NULL) is written to every non-constant region r first,
+ * and every non-constant region is read back into host[r] afterwards.  step_ns may be NULL. */
+void vk_test_run(vkg_device *d, const vkg_plan *p, void **host, uint64_t *step_ns);
+
+/* Deterministic test data. */
+void vk_test_fill(float *x, size_t n, uint64_t seed, float scale);
+
+#endif

@@ -1,0 +1,354 @@
+/* The Vulkan device layer: opening and describing devices, the device list, the on-disk pipeline
+ * cache (a damaged, truncated or foreign file is ignored and does no harm; VKG_PIPELINE_CACHE=0
+ * writes nothing), the run timeout (VKG_TIMEOUT_MS) failing cleanly and the session recovering,
+ * and the executor's own barrier check catching a plan that lacks a barrier. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu/kernels.h"
+#include "support/test_util.h"
+#include "support/vk_test.h"
+#include "vulkan/pipelines.h"
+#include "vulkan/vk_session.h"
+
+static void test_open_and_limits(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    assert_false(vkg_device_is_cpu(d));
+    assert_non_null(strstr(vkg_device_name(d), "(vulkan:"));
+    vkg_vk_context *c = vk_test_context(d);
+    assert_true(d->alignment >= 4 && (d->alignment & (d->alignment - 1)) == 0);
+    assert_true(d->alignment >= c->props.limits.minStorageBufferOffsetAlignment);
+    assert_true(d->max_binding_bytes > 0 && d->max_binding_bytes % d->alignment == 0);
+    assert_true(d->max_binding_bytes <= c->props.limits.maxStorageBufferRange);
+    assert_true(c->subgroup.subgroupSize >= 1);
+    assert_int_equal(vkg_vk_tuning_check(c, &c->tuning, NULL), VKG_OK);
+
+    vkg_compile_options opts;
+    vkg_compile_options_default(&opts);
+    vkg_device_compile_options(d, &opts);
+    assert_true(opts.max_binding_bytes <= d->max_binding_bytes);
+    assert_int_equal(opts.alignment % d->alignment, 0);
+
+    /* a tuning outside the device's limits is refused with a message, not handed to the driver */
+    vkg_vk_tuning bad = c->tuning;
+    bad.row_wg = c->props.limits.maxComputeWorkGroupInvocations + 1;
+    vkg_error err = {0};
+    assert_int_equal(vkg_vk_tuning_check(c, &bad, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "row_wg"));
+    vk_test_close(d);
+}
+
+static void test_bad_index(void **state) {
+    (void)state;
+    vkg_device_options opts = {.quiet = 1};
+    vkg_device *d = NULL;
+    vkg_error err = {0};
+    vkg_status st = vkg_device_open("vulkan:99", &opts, &d, &err);
+    if (st == VKG_OK) {   /* a machine with a hundred devices */
+        vkg_device_free(d);
+        skip();
+    }
+    assert_int_equal(st, VKG_ERR_NO_DEVICE);
+    assert_null(d);
+    assert_non_null(strstr(err.message, "vulkan:99"));
+}
+
+static void test_devices_print(void **state) {
+    (void)state;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    vkg_error err = {0};
+    vkg_status st = vkg_devices_print(f, &err);
+    if (st == VKG_ERR_NO_DEVICE) {
+        fclose(f);
+        skip();
+    }
+    assert_int_equal(st, VKG_OK);
+    long n = ftell(f);
+    assert_true(n > 0);
+    char *text = calloc((size_t)n + 1, 1);
+    assert_non_null(text);
+    rewind(f);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    const char *expect[] = {"vulkan:0", "(default)", "type", "driver", "Vulkan API version", "subgroup size",
+                            "max shared memory", "maxStorageBufferRange", "minStorageBufferOffsetAlignment",
+                            "maxComputeWorkGroupInvocations", "memory heap 0", "shaderFloat16", "16-bit storage",
+                            "cooperative matrix"};
+    for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
+        if (!strstr(text, expect[i])) fail_msg("'%s' missing from:\n%s", expect[i], text);
+    free(text);
+}
+
+/* --- the pipeline cache ------------------------------------------------------------------------ */
+
+static uint8_t *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    uint8_t *buf = malloc(size > 0 ? (size_t)size : 1);
+    assert_non_null(buf);
+    *n = fread(buf, 1, (size_t)size, f);
+    fclose(f);
+    return buf;
+}
+
+static void spill(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    fclose(f);
+}
+
+/* Opens a device (reading whatever cache file is there), runs a binary add through a fresh
+ * pipeline, checks the sums, and closes (writing the cache).  path, when non-NULL, receives the
+ * cache file's path. */
+static void use_device(char *path, size_t size) {
+    vkg_device *d = vk_test_open();
+    vkg_vk_context *c = vk_test_context(d);
+    if (path) assert_true(vkg_vk_cache_path(&c->props, path, size));
+    enum { N = 100 };
+    float a[N], b[N], out[N];
+    vk_test_fill(a, N, 1, 1.0f);
+    vk_test_fill(b, N, 2, 1.0f);
+    vk_test_plan tp;
+    vk_test_plan_init(&tp);
+    int ra = vk_test_region(&tp, VKG_REGION_INPUT, sizeof a, NULL);
+    int rb = vk_test_region(&tp, VKG_REGION_CONSTANT, sizeof b, b);
+    int ro = vk_test_region(&tp, VKG_REGION_OUTPUT, sizeof out, NULL);
+    vkg_step *s = vk_test_step(&tp, VKG_KERNEL_BINARY);
+    vkg_binary_params *p = &s->params.binary;
+    p->op = VKG_BINARY_ADD;
+    p->shape[0] = p->shape[1] = p->shape[2] = 1, p->shape[3] = N;
+    p->a_strides[3] = p->b_strides[3] = 1;
+    vk_test_bind(&tp, s, 0, ra, 0);
+    vk_test_bind(&tp, s, 1, rb, 0);
+    vk_test_bind(&tp, s, 2, ro, 1);
+    void *host[16] = {0};
+    host[ra] = a, host[ro] = out;
+    vk_test_run(d, &tp.plan, host, NULL);
+    for (int i = 0; i < N; i++) assert_true(out[i] == a[i] + b[i]);
+    vk_test_close(d);
+}
+
+static void test_pipeline_cache(void **state) {
+    (void)state;
+    char *dir = test_tmpdir("vkcache");
+    assert_non_null(dir);
+    assert_int_equal(setenv("XDG_CACHE_HOME", dir, 1), 0);
+    unsetenv("VKG_PIPELINE_CACHE");
+    char path[1024];
+    use_device(path, sizeof path);
+    assert_non_null(strstr(path, dir));
+
+    /* What was written is intact and ours. */
+    vkg_device *d = vk_test_open();
+    VkPhysicalDeviceProperties props = vk_test_context(d)->props;
+    vk_test_close(d);
+    size_t n = 0, payload_bytes = 0;
+    uint8_t *good = slurp(path, &n);
+    assert_non_null(good);
+    const uint8_t *payload = vkg_vk_cache_payload(&props, good, n, &payload_bytes);
+    assert_non_null(payload);
+    assert_true(payload_bytes >= 32);
+
+    /* Damaged files: each is rejected by the check, then the device works with it in place. */
+    uint8_t noise[4096];
+    vkg_rng r;
+    vkg_rng_seed(&r, 42);
+    for (size_t i = 0; i < sizeof noise; i++) noise[i] = (uint8_t)vkg_rng_next(&r);
+    uint8_t *foreign = malloc(payload_bytes);
+    assert_non_null(foreign);
+    memcpy(foreign, payload, payload_bytes);
+    foreign[16] ^= 0x5a;   /* pipelineCacheUUID */
+    uint8_t *huge_header = malloc(payload_bytes);
+    assert_non_null(huge_header);
+    memcpy(huge_header, payload, payload_bytes);
+    huge_header[0] = 0xff, huge_header[1] = 0xff;   /* headerSize beyond the data */
+    uint8_t *flipped = malloc(n);
+    assert_non_null(flipped);
+    memcpy(flipped, good, n);
+    flipped[n - 1] ^= 1;   /* a bit of the payload: the hash no longer matches */
+
+    for (int kind = 0; kind < 6; kind++) {
+        size_t len = 0;
+        switch (kind) {
+        case 0: spill(path, noise, sizeof noise), len = sizeof noise; break;
+        case 1: spill(path, good, n / 2), len = n / 2; break;
+        case 2: assert_int_equal(vkg_vk_cache_write_file(path, foreign, payload_bytes, NULL), VKG_OK); break;
+        case 3: assert_int_equal(vkg_vk_cache_write_file(path, huge_header, payload_bytes, NULL), VKG_OK); break;
+        case 4: spill(path, flipped, n), len = n; break;
+        case 5: spill(path, "", 0); break;
+        }
+        size_t got_n = 0, pb = 0;
+        uint8_t *now = slurp(path, &got_n);
+        assert_non_null(now);
+        if (len) assert_int_equal(got_n, len);
+        assert_null(vkg_vk_cache_payload(&props, now, got_n, &pb));
+        free(now);
+        use_device(NULL, 0);
+        /* ... and the device rewrote a good file on closing */
+        now = slurp(path, &got_n);
+        assert_non_null(now);
+        assert_non_null(vkg_vk_cache_payload(&props, now, got_n, &pb));
+        free(now);
+    }
+
+    /* Disabled: nothing written. */
+    assert_int_equal(remove(path), 0);
+    assert_int_equal(setenv("VKG_PIPELINE_CACHE", "0", 1), 0);
+    use_device(NULL, 0);
+    assert_int_equal(access(path, F_OK), -1);
+    unsetenv("VKG_PIPELINE_CACHE");
+
+    free(good), free(foreign), free(huge_header), free(flipped);
+    char dirs[1100];
+    snprintf(dirs, sizeof dirs, "%s/vkgraph", dir);
+    rmdir(dirs);
+    rmdir(dir);
+    free(dir);
+}
+
+/* --- timeout ----------------------------------------------------------------------------------- */
+
+static void test_timeout(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    enum { M = 256, N = 512, K = 2048 };
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
+    float *c = calloc((size_t)M * N, sizeof(float)), *want = calloc((size_t)M * N, sizeof(float));
+    assert_true(a && b && c && want);
+    vk_test_fill(a, (size_t)M * K, 1, 1.0f);
+    vk_test_fill(b, (size_t)K * N, 2, 1.0f);
+    vkg_matmul_params p = {.M = M, .N = N, .K = K, .batch0 = 1, .batch1 = 1, .a_stride_m = K, .a_stride_k = 1,
+                           .b_stride_k = N, .b_stride_n = 1, .c_stride_m = N};
+    vkg_cpu_matmul(&p, a, b, want, NULL, NULL, 0, vkg_cpu_matmul_units(&p));
+
+    vk_test_plan tp;
+    vk_test_plan_init(&tp);
+    int ra = vk_test_region(&tp, VKG_REGION_CONSTANT, sizeof(float) * M * K, a);
+    int rb = vk_test_region(&tp, VKG_REGION_CONSTANT, sizeof(float) * K * N, b);
+    int rc = vk_test_region(&tp, VKG_REGION_OUTPUT, sizeof(float) * M * N, NULL);
+    vkg_step *s = vk_test_step(&tp, VKG_KERNEL_MATMUL);
+    s->params.matmul = p;
+    vk_test_bind(&tp, s, 0, ra, 0);
+    vk_test_bind(&tp, s, 1, rb, 0);
+    vk_test_bind(&tp, s, 2, rc, 1);
+
+    void *session = NULL;
+    vkg_error err = {0};
+    assert_int_equal(d->ops->session_new(d->impl, &tp.plan, &session, &err), VKG_OK);
+    assert_int_equal(setenv("VKG_TIMEOUT_MS", "1", 1), 0);
+    vkg_status st = d->ops->run(session, NULL, &err);
+    unsetenv("VKG_TIMEOUT_MS");
+    if (st == VKG_OK) {
+        fprintf(stderr, "the device ran 0.5 GFLOP within 1 ms: timeout not exercised\n");
+    } else {
+        assert_int_equal(st, VKG_ERR_TIMEOUT);
+        assert_non_null(strstr(err.message, "VKG_TIMEOUT_MS"));
+    }
+    /* The session waits for the late run before touching memory, and runs again normally. */
+    assert_int_equal(d->ops->read(session, rc, 0, c, sizeof(float) * M * N, &err), VKG_OK);
+    assert_int_equal(d->ops->read(session, rc, 0, NULL, sizeof(float) * M * N, &err), VKG_OK);
+    assert_int_equal(d->ops->run(session, NULL, &err), VKG_OK);
+    assert_int_equal(d->ops->read(session, rc, 0, c, sizeof(float) * M * N, &err), VKG_OK);
+    assert_true(test_nmse(c, want, (size_t)M * N) < 1e-10);
+    d->ops->session_free(session);
+
+    /* A run that times out and is never waited for: freeing the session still waits for it. */
+    assert_int_equal(d->ops->session_new(d->impl, &tp.plan, &session, &err), VKG_OK);
+    assert_int_equal(setenv("VKG_TIMEOUT_MS", "1", 1), 0);
+    st = d->ops->run(session, NULL, &err);
+    unsetenv("VKG_TIMEOUT_MS");
+    assert_true(st == VKG_OK || st == VKG_ERR_TIMEOUT);
+    d->ops->session_free(session);
+    free(a), free(b), free(c), free(want);
+    vk_test_close(d);
+}
+
+/* --- barriers ---------------------------------------------------------------------------------- */
+
+/* x -> step 0: y = x + x -> step 1: z = y + x.  Step 1 reads what step 0 wrote. */
+static void two_step_plan(vk_test_plan *tp, int *rx, int *ry, int *rz, int barrier) {
+    enum { N = 64 };
+    vk_test_plan_init(tp);
+    *rx = vk_test_region(tp, VKG_REGION_INPUT, N * 4, NULL);
+    *ry = vk_test_region(tp, VKG_REGION_ARENA, N * 4, NULL);
+    *rz = vk_test_region(tp, VKG_REGION_OUTPUT, N * 4, NULL);
+    for (int i = 0; i < 2; i++) {
+        vkg_step *s = vk_test_step(tp, VKG_KERNEL_BINARY);
+        vkg_binary_params *p = &s->params.binary;
+        p->op = VKG_BINARY_ADD;
+        p->shape[0] = p->shape[1] = p->shape[2] = 1, p->shape[3] = N;
+        p->a_strides[3] = p->b_strides[3] = 1;
+        vk_test_bind(tp, s, 0, i == 0 ? *rx : *ry, 0);
+        vk_test_bind(tp, s, 1, *rx, 0);
+        vk_test_bind(tp, s, 2, i == 0 ? *ry : *rz, 1);
+        s->barrier = i == 0 || barrier;
+    }
+}
+
+static void test_barrier_check(void **state) {
+    (void)state;
+    vk_test_plan tp;
+    int rx, ry, rz;
+    two_step_plan(&tp, &rx, &ry, &rz, 1);
+    assert_int_equal(vkg_vk_step_hazard(&tp.plan, 1, 0), 1);   /* read after write */
+    assert_int_equal(vkg_vk_step_hazard(&tp.plan, 1, 1), 0);   /* after a barrier: none */
+    /* two readers of x, writing different regions: no hazard */
+    tp.steps[1].bind[0].region = rx;
+    assert_int_equal(vkg_vk_step_hazard(&tp.plan, 1, 0), 0);
+    /* write after read: step 1 overwrites x, which step 0 read */
+    tp.steps[1].bind[2].region = rx;
+    assert_int_equal(vkg_vk_step_hazard(&tp.plan, 1, 0), 1);
+    /* disjoint byte ranges of one region do not conflict */
+    tp.steps[1].bind[0] = (vkg_binding){.region = ry, .offset = 128, .bytes = 128};
+    tp.steps[1].bind[1] = (vkg_binding){.region = ry, .offset = 128, .bytes = 128};
+    tp.steps[1].bind[2] = (vkg_binding){.region = ry, .offset = 128, .bytes = 128, .writes = 1};
+    tp.steps[0].bind[2] = (vkg_binding){.region = ry, .offset = 0, .bytes = 128, .writes = 1};
+    assert_int_equal(vkg_vk_step_hazard(&tp.plan, 1, 0), 0);
+
+    /* A plan without the flag still runs correctly; the executor says so once. */
+    vkg_device *d = vk_test_open();
+    two_step_plan(&tp, &rx, &ry, &rz, 0);
+    float x[64], z[64];
+    vk_test_fill(x, 64, 9, 1.0f);
+    void *host[16] = {0};
+    host[rx] = x, host[rz] = z;
+    uint64_t before = vkg_device_validation_errors(d);
+    vk_test_run(d, &tp.plan, host, NULL);
+    assert_int_equal(vkg_device_validation_errors(d) - before, 1);
+    d->validation_errors = before;   /* the one expected message */
+    for (int i = 0; i < 64; i++) assert_true(z[i] == (x[i] + x[i]) + x[i]);
+
+    /* Profiling gives one duration per step. */
+    two_step_plan(&tp, &rx, &ry, &rz, 1);
+    uint64_t ns[2] = {0, 0};
+    vk_test_run(d, &tp.plan, host, ns);
+    if (vk_test_context(d)->timestamp_valid_bits) assert_true(ns[0] + ns[1] > 0);
+    for (int i = 0; i < 64; i++) assert_true(z[i] == (x[i] + x[i]) + x[i]);
+    vk_test_close(d);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_and_limits),
+        cmocka_unit_test(test_bad_index),
+        cmocka_unit_test(test_devices_print),
+        cmocka_unit_test(test_pipeline_cache),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_barrier_check),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

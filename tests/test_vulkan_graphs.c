@@ -1,0 +1,362 @@
+/* Whole graphs on the Vulkan executor, compiled for the device and compared with the independent
+ * reference interpreter (tests/support/ref_eval.c): an MLP block, causal attention over heads,
+ * embeddings with invalid ids, boolean and additive masks, a KV cache written at a runtime index
+ * over two runs, profiling, the staging path, and other shader tunings (tiled matmul, row
+ * workgroups of one and of many subgroups).  The validation layer must stay silent throughout. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/ref_eval.h"
+#include "support/vk_test.h"
+#include "vkgraph.h"
+
+#define MAX_IN 8
+
+/* One graph and what to feed it. */
+typedef struct gcase {
+    vkg_graph *g;
+    int n_in;
+    vkg_tensor in[MAX_IN];
+    void *data[MAX_IN];        /* owned */
+    size_t bytes[MAX_IN];
+    int n_idx;
+    vkg_tensor idx[MAX_IN];
+    int32_t idx_val[MAX_IN];
+    float *consts[16];         /* owned constant data */
+    int n_consts;
+    uint64_t seed;
+} gcase;
+
+static void gc_init(gcase *gc, uint64_t seed) {
+    memset(gc, 0, sizeof *gc);
+    gc->g = vkg_graph_new();
+    assert_non_null(gc->g);
+    gc->seed = seed;
+}
+
+static void gc_free(gcase *gc) {
+    for (int i = 0; i < gc->n_in; i++) free(gc->data[i]);
+    for (int i = 0; i < gc->n_consts; i++) free(gc->consts[i]);
+    vkg_graph_free(gc->g);
+}
+
+static vkg_tensor gc_input(gcase *gc, const char *name, int ndim, const int64_t *shape, float scale) {
+    vkg_tensor t = vkg_input(gc->g, name, VKG_F32, ndim, shape);
+    size_t n = (size_t)vkg_shape_numel(ndim, shape);
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    vk_test_fill(x, n, gc->seed++, scale);
+    gc->in[gc->n_in] = t, gc->data[gc->n_in] = x, gc->bytes[gc->n_in] = n * sizeof *x;
+    gc->n_in++;
+    return t;
+}
+
+static vkg_tensor gc_ids(gcase *gc, const char *name, int ndim, const int64_t *shape, const int32_t *ids) {
+    vkg_tensor t = vkg_input(gc->g, name, VKG_I32, ndim, shape);
+    size_t n = (size_t)vkg_shape_numel(ndim, shape);
+    int32_t *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    memcpy(x, ids, n * sizeof *x);
+    gc->in[gc->n_in] = t, gc->data[gc->n_in] = x, gc->bytes[gc->n_in] = n * sizeof *x;
+    gc->n_in++;
+    return t;
+}
+
+static vkg_tensor gc_const(gcase *gc, const char *name, int ndim, const int64_t *shape, float scale, float bias) {
+    size_t n = (size_t)vkg_shape_numel(ndim, shape);
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    vk_test_fill(x, n, gc->seed++, scale);
+    for (size_t i = 0; i < n; i++) x[i] += bias;
+    gc->consts[gc->n_consts++] = x;
+    return vkg_constant(gc->g, name, VKG_F32, ndim, shape, x);
+}
+
+static void gc_index(gcase *gc, vkg_tensor t, int32_t value) {
+    for (int i = 0; i < gc->n_idx; i++)
+        if (gc->idx[i] == t) {
+            gc->idx_val[i] = value;
+            return;
+        }
+    gc->idx[gc->n_idx] = t, gc->idx_val[gc->n_idx] = value;
+    gc->n_idx++;
+}
+
+/* Compiles gc for d, runs it `runs` times (state carried over, the indices the same each run
+ * unless index_step adds to them), and compares every output and state with the reference. */
+static void check_graph(vkg_device *d, gcase *gc, int runs, int32_t index_step, double rtol, double atol,
+                        uint64_t *step_ns_sum) {
+    assert_int_equal(vkg_graph_status(gc->g), VKG_OK);
+    vkg_compile_options opts;
+    vkg_compile_options_default(&opts);
+    vkg_device_compile_options(d, &opts);
+    vkg_plan *plan = NULL;
+    vkg_error err = {0};
+    if (vkg_plan_compile(gc->g, &opts, &plan, &err) != VKG_OK) fail_msg("compile: %s", err.message);
+    vkg_session *s = NULL;
+    if (vkg_session_new(d, plan, &s, &err) != VKG_OK) fail_msg("session: %s", err.message);
+    if (step_ns_sum) assert_int_equal(vkg_session_enable_profiling(s, 1, &err), VKG_OK);
+
+    const vkg_graph *g = gc->g;
+    float **prev_state = calloc((size_t)g->n_nodes, sizeof *prev_state);
+    assert_non_null(prev_state);
+    for (int run = 0; run < runs; run++) {
+        for (int i = 0; i < gc->n_in; i++)
+            if (vkg_session_set_input(s, gc->in[i], gc->data[i], gc->bytes[i], &err) != VKG_OK)
+                fail_msg("set_input: %s", err.message);
+        for (int i = 0; i < gc->n_idx; i++)
+            assert_int_equal(vkg_session_set_index(s, gc->idx[i], gc->idx_val[i] + run * index_step, &err), VKG_OK);
+        if (vkg_session_run(s, &err) != VKG_OK) fail_msg("run: %s", err.message);
+
+        ref_inputs in;
+        assert_int_equal(ref_inputs_init(&in, g), 0);
+        for (int i = 0; i < gc->n_in; i++) ref_inputs_set(&in, gc->in[i], gc->data[i]);
+        for (int i = 0; i < gc->n_idx; i++) ref_inputs_set_index(&in, gc->idx[i], gc->idx_val[i] + run * index_step);
+        for (int t = 0; t < g->n_nodes; t++)
+            if (prev_state[t]) ref_inputs_set(&in, t, prev_state[t]);
+        float **want = NULL;
+        assert_int_equal(ref_eval(g, &in, &want), 0);
+
+        for (int t = 0; t < g->n_nodes; t++) {
+            const vkg_node *n = &g->nodes[t];
+            if (!n->output_name && n->op != VKG_OP_STATE) continue;
+            size_t count = (size_t)vkg_tensor_numel(g, t);
+            float *got = malloc(count * sizeof *got + 4);
+            assert_non_null(got);
+            const float *ref;
+            if (n->op == VKG_OP_STATE) {
+                assert_int_equal(vkg_session_get_state(s, t, got, count * sizeof *got, &err), VKG_OK);
+                ref = ref_final_state(g, want, t);
+                free(prev_state[t]);
+                prev_state[t] = malloc(count * sizeof *got);
+                assert_non_null(prev_state[t]);
+                memcpy(prev_state[t], ref, count * sizeof *got);
+            } else {
+                if (vkg_session_get_output(s, vkg_find(g, n->output_name), got, count * sizeof *got, &err) != VKG_OK)
+                    fail_msg("get_output %s: %s", n->output_name, err.message);
+                ref = want[t];
+            }
+            int64_t bad = ref_compare(got, ref, (int64_t)count, rtol, atol);
+            if (bad >= 0)
+                fail_msg("run %d, %s '%s' element %lld: got %.9g, want %.9g", run,
+                         n->op == VKG_OP_STATE ? "state" : "output", n->output_name ? n->output_name : n->name,
+                         (long long)bad, got[bad], ref[bad]);
+            free(got);
+        }
+        ref_free(g, want);
+        ref_inputs_free(&in);
+    }
+    if (step_ns_sum) {
+        /* the profile holds one duration per step of the last run */
+        FILE *f = tmpfile();
+        assert_non_null(f);
+        assert_int_equal(vkg_session_profile_print(s, f), VKG_OK);
+        *step_ns_sum = (uint64_t)ftell(f);
+        fclose(f);
+    }
+    for (int t = 0; t < g->n_nodes; t++) free(prev_state[t]);
+    free(prev_state);
+    vkg_session_free(s);
+    vkg_plan_free(plan);
+}
+
+/* --- graphs ---------------------------------------------------------------------------------- */
+
+/* x [T, C] -> ln -> fc (+b, gelu) -> proj (+b) -> + x */
+static void build_mlp(gcase *gc, int64_t T, int64_t C) {
+    vkg_graph *g = gc->g;
+    vkg_tensor x = gc_input(gc, "x", 2, (int64_t[]){T, C}, 1.0f);
+    vkg_tensor gamma = gc_const(gc, "ln.g", 1, (int64_t[]){C}, 0.2f, 1.0f);
+    vkg_tensor beta = gc_const(gc, "ln.b", 1, (int64_t[]){C}, 0.2f, 0.0f);
+    vkg_tensor w1 = gc_const(gc, "fc.w", 2, (int64_t[]){C, 4 * C}, 0.3f, 0.0f);
+    vkg_tensor b1 = gc_const(gc, "fc.b", 1, (int64_t[]){4 * C}, 0.1f, 0.0f);
+    vkg_tensor w2 = gc_const(gc, "proj.w", 2, (int64_t[]){4 * C, C}, 0.2f, 0.0f);
+    vkg_tensor b2 = gc_const(gc, "proj.b", 1, (int64_t[]){C}, 0.1f, 0.0f);
+    vkg_tensor h = vkg_layernorm(g, x, gamma, beta, 1e-5f);
+    h = vkg_gelu(g, vkg_matmul(g, h, w1, b1, 0));
+    h = vkg_matmul(g, h, w2, b2, 0);
+    vkg_output(g, "y", vkg_add(g, h, x));
+}
+
+/* Causal self-attention over H heads: x [T, C] -> y [T, C]. */
+static void build_attention(gcase *gc, int64_t T, int64_t C, int64_t H) {
+    vkg_graph *g = gc->g;
+    int64_t hd = C / H;
+    vkg_tensor x = gc_input(gc, "x", 2, (int64_t[]){T, C}, 1.0f);
+    vkg_tensor wqkv = gc_const(gc, "attn.w", 2, (int64_t[]){C, 3 * C}, 0.3f, 0.0f);
+    vkg_tensor bqkv = gc_const(gc, "attn.b", 1, (int64_t[]){3 * C}, 0.1f, 0.0f);
+    vkg_tensor wo = gc_const(gc, "proj.w", 2, (int64_t[]){C, C}, 0.3f, 0.0f);
+    vkg_tensor qkv = vkg_matmul(g, x, wqkv, bqkv, 0);
+    vkg_tensor heads[3];
+    for (int i = 0; i < 3; i++) {
+        vkg_tensor part = vkg_slice(g, qkv, 1, i * C, C);
+        part = vkg_reshape(g, part, 3, (int64_t[]){T, H, hd});
+        heads[i] = vkg_permute(g, part, (int[]){1, 0, 2});   /* [H, T, hd] */
+    }
+    vkg_tensor att = vkg_matmul(g, heads[0], heads[1], VKG_NONE, VKG_TRANSPOSE_B);  /* [H, T, T] */
+    att = vkg_scale(g, att, 1.0f / sqrtf((float)hd));
+    att = vkg_mask_causal(g, att, 0, VKG_NONE);
+    att = vkg_softmax(g, att);
+    vkg_output(g, "att", att);
+    vkg_tensor y = vkg_matmul(g, att, heads[2], VKG_NONE, 0);                       /* [H, T, hd] */
+    y = vkg_reshape(g, vkg_permute(g, y, (int[]){1, 0, 2}), 2, (int64_t[]){T, C});
+    vkg_output(g, "y", vkg_matmul(g, y, wo, VKG_NONE, 0));
+}
+
+static void test_mlp(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    gcase gc;
+    gc_init(&gc, 1);
+    build_mlp(&gc, 5, 24);
+    check_graph(d, &gc, 1, 0, 1e-4, 1e-5, NULL);
+    gc_free(&gc);
+    /* a row count and width that are not multiples of any tile or workgroup */
+    gc_init(&gc, 2);
+    build_mlp(&gc, 37, 44);
+    check_graph(d, &gc, 1, 0, 1e-4, 1e-5, NULL);
+    gc_free(&gc);
+    vk_test_close(d);
+}
+
+static void test_attention(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    gcase gc;
+    gc_init(&gc, 3);
+    build_attention(&gc, 7, 32, 4);
+    check_graph(d, &gc, 1, 0, 1e-4, 1e-5, NULL);
+    gc_free(&gc);
+    gc_init(&gc, 4);
+    build_attention(&gc, 1, 16, 2);   /* one token: matrix-vector products */
+    check_graph(d, &gc, 1, 0, 1e-4, 1e-5, NULL);
+    gc_free(&gc);
+    vk_test_close(d);
+}
+
+static void test_embedding_and_masks(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    gcase gc;
+    gc_init(&gc, 5);
+    vkg_graph *g = gc.g;
+    int32_t ids[6] = {3, 0, 49, -1, 50, 7};   /* -1 and 50 are outside [0, 50): zero rows */
+    vkg_tensor table = gc_const(&gc, "wte", 2, (int64_t[]){50, 16}, 1.0f, 0.0f);
+    vkg_tensor id = gc_ids(&gc, "ids", 2, (int64_t[]){2, 3}, ids);
+    vkg_tensor pos = gc_const(&gc, "wpe", 2, (int64_t[]){3, 16}, 1.0f, 0.0f);
+    vkg_output(g, "emb", vkg_add(g, vkg_embedding(g, table, id), pos));
+
+    vkg_tensor scores = gc_input(&gc, "scores", 3, (int64_t[]){2, 5, 9}, 3.0f);
+    float keep[5 * 9];
+    for (int i = 0; i < 5 * 9; i++) keep[i] = (i * 7 % 3) != 0 ? 1.0f : 0.0f;
+    for (int j = 0; j < 9; j++) keep[2 * 9 + j] = 0.0f;   /* a fully blocked row: zeros */
+    gc.consts[gc.n_consts] = malloc(sizeof keep);
+    memcpy(gc.consts[gc.n_consts], keep, sizeof keep);
+    vkg_tensor mask = vkg_constant(g, "keep", VKG_F32, 2, (int64_t[]){5, 9}, gc.consts[gc.n_consts++]);
+    vkg_output(g, "bool", vkg_softmax(g, vkg_mask(g, vkg_scale(g, scores, 0.5f), mask, VKG_MASK_BOOL)));
+    vkg_tensor add = gc_const(&gc, "bias", 3, (int64_t[]){1, 1, 9}, 2.0f, 0.0f);
+    vkg_output(g, "additive", vkg_softmax(g, vkg_mask(g, vkg_scale(g, scores, 0.25f), add, VKG_MASK_ADDITIVE)));
+    vkg_output(g, "relu", vkg_relu(g, vkg_mul(g, scores, add)));
+    check_graph(d, &gc, 1, 0, 1e-5, 1e-6, NULL);
+    gc_free(&gc);
+    vk_test_close(d);
+}
+
+/* A KV cache: each run writes one new key row at position pos (a runtime index) and attends
+ * over positions 0..pos; over three runs the state fills up. */
+static void test_kv_cache(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    gcase gc;
+    gc_init(&gc, 6);
+    vkg_graph *g = gc.g;
+    const int64_t H = 2, Tmax = 6, hd = 8;
+    vkg_tensor cache = vkg_state(g, "k_cache", 3, (int64_t[]){H, Tmax, hd});
+    vkg_tensor pos = vkg_index(g, "pos");
+    vkg_tensor k = gc_input(&gc, "k", 3, (int64_t[]){H, 1, hd}, 1.0f);
+    vkg_tensor q = gc_input(&gc, "q", 3, (int64_t[]){H, 1, hd}, 1.0f);
+    vkg_tensor kc = vkg_write_at(g, cache, k, 1, 0, pos);
+    vkg_tensor att = vkg_matmul(g, q, kc, VKG_NONE, VKG_TRANSPOSE_B);   /* [H, 1, Tmax] */
+    att = vkg_softmax(g, vkg_mask_causal(g, att, 0, pos));
+    vkg_output(g, "att", att);
+    gc_index(&gc, pos, 0);
+    check_graph(d, &gc, 3, 1, 1e-5, 1e-6, NULL);
+    gc_free(&gc);
+    vk_test_close(d);
+}
+
+static void test_profile_and_staging(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    vk_test_context(d)->tuning.force_staging = 1;
+    gcase gc;
+    gc_init(&gc, 7);
+    build_mlp(&gc, 9, 16);
+    uint64_t printed = 0;
+    check_graph(d, &gc, 2, 0, 1e-4, 1e-5, &printed);
+    assert_true(printed > 0);
+    gc_free(&gc);
+
+    gc_init(&gc, 8);
+    vkg_graph *g = gc.g;
+    vkg_tensor cache = vkg_state(g, "cache", 2, (int64_t[]){4, 8});
+    vkg_tensor pos = vkg_index(g, "pos");
+    vkg_tensor x = gc_input(&gc, "x", 2, (int64_t[]){1, 8}, 1.0f);
+    vkg_tensor c2 = vkg_write_at(g, cache, x, 0, 0, pos);
+    vkg_output(g, "sum", vkg_scale(g, c2, 2.0f));
+    gc_index(&gc, pos, 0);
+    check_graph(d, &gc, 4, 1, 0, 0, NULL);
+    gc_free(&gc);
+    vk_test_close(d);
+}
+
+/* The same graphs through the other shaders: tiled matmul (storage buffers, shared memory),
+ * split-K matrix-vector, and row reductions over 1, 3 (one partial) and 32 subgroups. */
+static void test_other_tunings(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    vkg_vk_context *c = vk_test_context(d);
+    uint32_t sg = c->subgroup.subgroupSize;
+    const struct { int texel; uint32_t row_wg, wg_x, wg_y, tm, tn, bk, mv_wg, mv_cols; } t[] = {
+        {0, sg, 8, 8, 4, 4, 8, 64, 16},
+        {0, 2 * sg + sg / 2, 16, 4, 2, 4, 16, 32, 32},
+        {1, 32 * sg <= 1024 ? 32 * sg : 1024, 4, 8, 3, 5, 4, 8, 8},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        c->tuning.matmul_texel = t[i].texel;
+        c->tuning.row_wg = t[i].row_wg;
+        c->tuning.mm_wg_x = t[i].wg_x, c->tuning.mm_wg_y = t[i].wg_y;
+        c->tuning.mm_tm = t[i].tm, c->tuning.mm_tn = t[i].tn, c->tuning.mm_bk = t[i].bk;
+        c->tuning.mv_wg = t[i].mv_wg, c->tuning.mv_cols = t[i].mv_cols;
+        gcase gc;
+        gc_init(&gc, 10 + i);
+        build_attention(&gc, 11, 24, 3);
+        check_graph(d, &gc, 1, 0, 1e-4, 1e-5, NULL);
+        gc_free(&gc);
+        gc_init(&gc, 20 + i);
+        build_mlp(&gc, 1, 40);
+        check_graph(d, &gc, 1, 0, 1e-4, 1e-5, NULL);
+        gc_free(&gc);
+    }
+    vk_test_close(d);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mlp),
+        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_embedding_and_masks),
+        cmocka_unit_test(test_kv_cache),
+        cmocka_unit_test(test_profile_and_staging),
+        cmocka_unit_test(test_other_tunings),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

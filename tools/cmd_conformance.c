@@ -1,0 +1,106 @@
+/* vkgraph conformance: runs every op and fused kernel on a device and on the CPU reference, and
+ * prints a pass/fail table: the way to check a new GPU or driver. */
+#include "cli.h"
+#include "commands.h"
+#include "core/conformance.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: vkgraph conformance [--device D] [--quick|--full] [--op NAME] [--seed N] [--threads N]\n"
+            "                           [--verbose]\n\n"
+            "Runs every op and fused kernel over a sweep of shapes on the CPU executor (the reference)\n"
+            "and on device D (default: the best Vulkan device), and compares the outputs by normalized\n"
+            "mean squared error against a threshold per op, and by where infinities and NaNs appear.\n"
+            "Exits 1 when a case fails, or when the Vulkan validation layer reported anything\n"
+            "(run with VKG_VALIDATION=1 to enable it).\n\n"
+            "  --device D    vulkan, vulkan:N (see vkgraph devices) or cpu (checks the CPU against itself)\n"
+            "  --quick       small shapes only (seconds)\n"
+            "  --full        add GPT-2's largest shapes (768x3072 layers, 768x50257 logits, T = 1024)\n"
+            "  --op NAME     only this op:");
+    for (int i = 0; i < vkg_conformance_op_count(); i++) fprintf(f, " %s", vkg_conformance_op_name(i));
+    fprintf(f, "\n"
+               "  --seed N      seed of the random inputs\n"
+               "  --threads N   threads of the CPU reference (default: every core)\n"
+               "  --verbose     a line per case as it runs, then the table\n");
+}
+
+int cmd_conformance(int argc, char **argv) {
+    const char *spec = "vulkan";
+    long threads = 0, seed = -1;
+    int verbose = 0;
+    vkg_conformance_options o;
+    vkg_conformance_options_default(&o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--device")) {
+            if (!(spec = cli_value("conformance", argc, argv, &i))) return 1;
+        } else if (!strcmp(a, "--op")) {
+            if (!(o.op = cli_value("conformance", argc, argv, &i))) return 1;
+        } else if (!strcmp(a, "--quick")) {
+            o.level = VKG_CONFORMANCE_QUICK;
+        } else if (!strcmp(a, "--full")) {
+            o.level = VKG_CONFORMANCE_FULL;
+        } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+            verbose = 1;
+        } else if (!strcmp(a, "--threads") || !strcmp(a, "--seed")) {
+            const char *v = cli_value("conformance", argc, argv, &i);
+            int is_threads = !strcmp(a, "--threads");
+            if (!v || cli_int("conformance", a, v, 0, is_threads ? 1024 : 2147483647L, is_threads ? &threads : &seed))
+                return 1;
+        } else {
+            usage(stderr);
+            return cli_fail("conformance", "unknown option '%s'", a);
+        }
+    }
+    if (seed >= 0) o.seed = (uint64_t)seed;
+    if (o.op) {
+        int known = 0;
+        for (int i = 0; i < vkg_conformance_op_count(); i++) known |= !strcmp(o.op, vkg_conformance_op_name(i));
+        if (!known) {
+            usage(stderr);
+            return cli_fail("conformance", "unknown op '%s'", o.op);
+        }
+    }
+
+    vkg_device *ref = NULL, *dut = NULL;
+    vkg_device_options dopts = {.cpu_threads = (int)threads, .quiet = 1};
+    vkg_error err = {0};
+    if (vkg_device_open("cpu", &dopts, &ref, &err) != VKG_OK)
+        return cli_fail("conformance", "cannot open the CPU reference: %s", err.message);
+    if (cli_open_device("conformance", spec, (int)threads, &dut)) {
+        vkg_device_free(ref);
+        if (!strncmp(spec, "vulkan", 6))
+            fprintf(stderr, "vkgraph conformance: no Vulkan device to test; nothing was checked "
+                            "(--device cpu checks the CPU executor against itself)\n");
+        return 1;
+    }
+    if (verbose) {
+        printf("reference %s, device under test %s\n", vkg_device_name(ref), vkg_device_name(dut));
+        o.progress = stdout;
+    }
+
+    vkg_conformance_report r = {0};
+    int rc = 1;
+    if (vkg_conformance_run(ref, dut, &o, &r, &err) != VKG_OK) {
+        cli_fail("conformance", "%s", err.message);
+    } else {
+        if (verbose) printf("\n");
+        vkg_conformance_report_print(&r, stdout, 0);
+        uint64_t messages = vkg_device_validation_errors(dut) + vkg_device_validation_errors(ref);
+        if (messages)
+            printf("%" PRIu64 " Vulkan validation message%s reported (see stderr): FAIL\n", messages,
+                   messages == 1 ? "" : "s");
+        rc = r.failed || messages ? 1 : 0;
+    }
+    vkg_conformance_report_free(&r);
+    vkg_device_free(dut);
+    vkg_device_free(ref);
+    return rc;
+}

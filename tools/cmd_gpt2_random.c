@@ -1,0 +1,157 @@
+/* `vkgraph gpt2-random DIR`: a GPT-2-shaped model with random weights and GPT-2's tokenizer, for
+ * trying every GPT-2 command where the real weights cannot be downloaded. */
+#include "cli.h"
+#include "commands.h"
+#include "gpt2_cli.h"
+#include "models/gpt2_random.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD "gpt2-random"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: vkgraph gpt2-random DIR [--layers N] [--heads H] [--embd C] [--ctx P] [--seed S]\n"
+            "                               [--vocab V] [--dtype f32|f16|bf16] [--prefix] [--untied]\n"
+            "                               [--attn-buffers]\n"
+            "\n"
+            "Writes DIR/config.json and DIR/model.safetensors: a model laid out exactly like a Hugging Face\n"
+            "GPT-2 checkpoint, with GPT-2's vocabulary of 50257 tokens, but RANDOM weights: it runs every\n"
+            "GPT-2 command (generate, logits, attention) and its outputs mean nothing.  GPT-2's tokenizer\n"
+            "(encoder.json + vocab.bpe, from the source tree's data/gpt2-tokenizer) is copied beside it.\n"
+            "\n"
+            "  --layers N   transformer blocks (default 2; GPT-2 124M has 12)\n"
+            "  --heads H    attention heads per block (default 4; 124M: 12)\n"
+            "  --embd C     channels, a multiple of --heads (default 64; 124M: 768)\n"
+            "  --ctx P      positions, the longest sequence (default 64; 124M: 1024)\n"
+            "  --seed S     the random seed (default 1): the same options give the same files\n"
+            "  --vocab V    tokens (default 50257, GPT-2's; with another size no tokenizer is copied and\n"
+            "               prompts are given as --ids)\n"
+            "  --dtype D    f32 (default), f16 or bf16\n"
+            "  --prefix     name tensors \"transformer.*\" as GPT2LMHeadModel checkpoints do\n"
+            "  --untied     write a separate lm_head.weight instead of tying the head to wte\n"
+            "  --attn-buffers  write the h.N.attn.bias / masked_bias buffers older checkpoints carry\n");
+}
+
+/* Copies src to dst byte for byte.  0, or 1 after printing the error. */
+static int copy_file(const char *src, const char *dst) {
+    FILE *in = fopen(src, "rb");
+    if (!in) return cli_fail(CMD, "cannot read %s: %s", src, strerror(errno));
+    FILE *out = fopen(dst, "wb");
+    if (!out) {
+        fclose(in);
+        return cli_fail(CMD, "cannot write %s: %s", dst, strerror(errno));
+    }
+    char buf[1 << 16];
+    size_t n;
+    int bad = 0;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, out) != n) bad = 1;
+    bad |= ferror(in);
+    fclose(in);
+    if (fclose(out) != 0) bad = 1;
+    return bad ? cli_fail(CMD, "copying %s to %s failed", src, dst) : 0;
+}
+
+static int write_marker(const char *dir, const vkg_gpt2_random_options *o) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/RANDOM-WEIGHTS.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return cli_fail(CMD, "cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "The weights in this folder are RANDOM (vkgraph gpt2-random, seed %llu): the model has GPT-2's\n"
+               "shape and vocabulary but has learned nothing.  Its text and attention patterns mean nothing.\n",
+            (unsigned long long)o->seed);
+    return fclose(f) == 0 ? 0 : cli_fail(CMD, "cannot write %s", path);
+}
+
+int cmd_gpt2_random(int argc, char **argv) {
+    vkg_gpt2_random_options o;
+    vkg_gpt2_random_options_default(&o);
+    o.config.vocab_size = 50257;
+    o.config.bos_token_id = o.config.eos_token_id = 50256;
+    o.config.n_embd = 64;
+    o.config.n_positions = 64;
+    const char *dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        long v = 0;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--prefix") == 0 || strcmp(a, "--untied") == 0 || strcmp(a, "--attn-buffers") == 0) {
+            int *flag = a[2] == 'p' ? &o.prefix_transformer : a[2] == 'u' ? &o.untied_lm_head : &o.attn_bias_buffers;
+            *flag = 1;
+            continue;
+        }
+        if (a[0] != '-') {
+            if (dir) return cli_fail(CMD, "one folder please: '%s' and '%s' given", dir, a);
+            dir = a;
+            continue;
+        }
+        const char *val = cli_value(CMD, argc, argv, &i);
+        if (!val) return 1;
+        if (strcmp(a, "--layers") == 0) {
+            if (cli_int(CMD, a, val, 1, 256, &v)) return 1;
+            o.config.n_layer = (int)v;
+        } else if (strcmp(a, "--heads") == 0) {
+            if (cli_int(CMD, a, val, 1, 256, &v)) return 1;
+            o.config.n_head = (int)v;
+        } else if (strcmp(a, "--embd") == 0) {
+            if (cli_int(CMD, a, val, 1, 8192, &v)) return 1;
+            o.config.n_embd = (int)v;
+        } else if (strcmp(a, "--ctx") == 0) {
+            if (cli_int(CMD, a, val, 1, 8192, &v)) return 1;
+            o.config.n_positions = (int)v;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (cli_int(CMD, a, val, 0, LONG_MAX, &v)) return 1;
+            o.seed = (uint64_t)v;
+        } else if (strcmp(a, "--vocab") == 0) {
+            if (cli_int(CMD, a, val, 2, 1 << 24, &v)) return 1;
+            o.config.vocab_size = (int)v;
+            o.config.bos_token_id = o.config.eos_token_id = (int)v - 1;
+        } else if (strcmp(a, "--dtype") == 0) {
+            if (strcmp(val, "f32") == 0) o.dtype = VKG_ST_F32;
+            else if (strcmp(val, "f16") == 0) o.dtype = VKG_ST_F16;
+            else if (strcmp(val, "bf16") == 0) o.dtype = VKG_ST_BF16;
+            else return cli_fail(CMD, "--dtype: '%s'; use f32, f16 or bf16", val);
+        } else {
+            return cli_fail(CMD, "unknown option '%s' (see vkgraph gpt2-random --help)", a);
+        }
+    }
+    if (!dir) return cli_fail(CMD, "say where to write the model: vkgraph gpt2-random DIR");
+    if (o.config.n_embd % o.config.n_head)
+        return cli_fail(CMD, "--embd %d must be a multiple of --heads %d", o.config.n_embd, o.config.n_head);
+
+    vkg_error err = {0};
+    if (vkg_gpt2_write_random(dir, &o, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    if (write_marker(dir, &o)) return 1;
+    char tok[PATH_MAX];
+    if (o.config.vocab_size != 50257) {
+        printf("no tokenizer copied: the vocabulary has %d tokens, not GPT-2's 50257; give prompts as --ids\n",
+               o.config.vocab_size);
+    } else if (!gpt2_cli_project_tokenizer(tok, sizeof tok)) {
+        return cli_fail(CMD, "wrote the model, but GPT-2's tokenizer was not found to copy beside it: set "
+                        "VKG_GPT2_TOKENIZER to the source tree's data/gpt2-tokenizer, or give prompts as --ids");
+    } else {
+        static const char *const files[] = {"encoder.json", "vocab.bpe"};
+        for (int i = 0; i < 2; i++) {
+            char src[PATH_MAX + 16], dst[PATH_MAX + 16];
+            snprintf(src, sizeof src, "%s/%s", tok, files[i]);
+            snprintf(dst, sizeof dst, "%s/%s", dir, files[i]);
+            if (copy_file(src, dst)) return 1;
+        }
+    }
+    const vkg_gpt2_config *c = &o.config;
+    int64_t C = c->n_embd, params = (int64_t)c->vocab_size * C * (o.untied_lm_head ? 2 : 1) +
+                                    (int64_t)c->n_positions * C + 2 * C + (int64_t)c->n_layer * (12 * C * C + 13 * C);
+    printf("wrote a GPT-2-shaped model with RANDOM weights to %s: %d layers, %d heads, %d channels, %d positions, "
+           "%d tokens, %lld parameters (%s); its outputs mean nothing\n",
+           dir, c->n_layer, c->n_head, c->n_embd, c->n_positions, c->vocab_size, (long long)params,
+           vkg_st_dtype_name(o.dtype));
+    return 0;
+}

@@ -1,0 +1,84 @@
+/* `vkgraph logits`: one GPT-2 forward pass; the logits as a NumPy .npy file. */
+#include "cli.h"
+#include "commands.h"
+#include "gpt2_cli.h"
+#include "io/npy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD "logits"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: vkgraph logits -m DIR (-p TEXT | -f FILE | --ids IDS) -o OUT.npy [--all] [--device D]\n"
+            "\n"
+            "Runs GPT-2 over the prompt and writes the logits that predict the token after it, [V] float32\n"
+            "(--all: the prediction after every position, [T, V]), as a NumPy .npy file; prints the most\n"
+            "likely next token.\n"
+            "\n");
+    gpt2_cli_usage_common(f);
+    fprintf(f,
+            "  -o, --output FILE   the .npy file to write\n"
+            "  --all               logits for every position, [T, V]\n"
+            "  -h, --help          show this help\n");
+}
+
+int cmd_logits(int argc, char **argv) {
+    gpt2_cli c = {.cmd = CMD};
+    const char *out_path = NULL;
+    int all = 0;
+    for (int i = 1; i < argc; i++) {
+        int taken = gpt2_cli_option(&c, argc, argv, &i);
+        if (taken < 0) return 1;
+        if (taken) continue;
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (out_path) return cli_fail(CMD, "%s given twice", a);
+            if (!(out_path = cli_value(CMD, argc, argv, &i))) return 1;
+        } else if (strcmp(a, "--all") == 0) {
+            all = 1;
+        } else {
+            return cli_fail(CMD, "unknown option '%s' (see vkgraph logits --help)", a);
+        }
+    }
+    if (!out_path) return cli_fail(CMD, "say where to write the logits: -o OUT.npy");
+    int rc = gpt2_cli_load(&c, 0);
+    if (rc == 0) rc = gpt2_cli_open_device(&c);
+    const int T = (int)c.n_ids;
+    const int V = rc == 0 ? c.model->config.vocab_size : 0;
+    float *logits = NULL;
+    if (rc == 0 && !(logits = malloc((size_t)(all ? T : 1) * (size_t)V * sizeof *logits))) rc = cli_fail(CMD, "out of memory");
+    vkg_error err = {0};
+    double t0 = gpt2_cli_now();
+    if (rc == 0 && vkg_gpt2_forward(c.model, c.dev, c.ids, T, all, logits, VKG_GPT2_NO_ATTENTION, NULL, &err) != VKG_OK)
+        rc = cli_fail(CMD, "%s", err.message);
+    double t1 = gpt2_cli_now();
+    if (rc == 0) {
+        int64_t shape[2] = {T, V};
+        vkg_status st = all ? vkg_npy_write_f32(out_path, logits, 2, shape, &err)
+                            : vkg_npy_write_f32(out_path, logits, 1, &shape[1], &err);
+        if (st != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
+    }
+    if (rc == 0) {
+        const float *last = logits + (all ? (size_t)(T - 1) * (size_t)V : 0);
+        int32_t best = 0;
+        for (int v = 1; v < V; v++)
+            if (last[v] > last[best]) best = v;
+        char buf[32], shown[256];
+        size_t len;
+        const char *tok = gpt2_cli_token(&c, best, buf, sizeof buf, &len);
+        gpt2_cli_repr(tok, len, shown, sizeof shown);
+        if (all) printf("wrote %s: [%d, %d] float32\n", out_path, T, V);
+        else printf("wrote %s: [%d] float32\n", out_path, V);
+        printf("most likely next token: %d %s (logit %.4f)\n", (int)best, shown, (double)last[best]);
+        fprintf(stderr, "vkgraph %s: %d tokens on %s in %.3f s\n", CMD, T, vkg_device_name(c.dev), t1 - t0);
+    }
+    free(logits);
+    gpt2_cli_free(&c);
+    return rc;
+}

@@ -1,0 +1,308 @@
+#include "gpt2_cli.h"
+
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Written into a model folder by `vkgraph gpt2-random`, so every command can say so. */
+#define RANDOM_MARKER "RANDOM-WEIGHTS.txt"
+
+void gpt2_cli_usage_common(FILE *f) {
+    fprintf(f,
+            "  -m, --model DIR     a Hugging Face GPT-2 folder: config.json + model.safetensors (and the\n"
+            "                      tokenizer: vocab.json + merges.txt, or encoder.json + vocab.bpe)\n"
+            "  -p, --prompt TEXT   the prompt\n"
+            "  -f, --file FILE     the prompt's exact bytes from FILE (\"-\": standard input)\n"
+            "  --ids IDS           the prompt as token ids: 464,5044 or \"[464, 5044]\"\n"
+            "  --device D          cpu, vulkan, vulkan:N (default: the best Vulkan device, else the CPU)\n"
+            "  --threads N         CPU executor threads (default: every core)\n");
+}
+
+int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    const char **slot = NULL;
+    if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0) slot = &c->model_dir;
+    else if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) slot = &c->prompt;
+    else if (strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) slot = &c->file;
+    else if (strcmp(a, "--ids") == 0) slot = &c->ids_text;
+    else if (strcmp(a, "--device") == 0) slot = &c->device;
+    else if (strcmp(a, "--threads") == 0) {
+        const char *v = cli_value(c->cmd, argc, argv, i);
+        return v && cli_int(c->cmd, "--threads", v, 0, 1024, &c->threads) == 0 ? 1 : -1;
+    } else {
+        return 0;
+    }
+    if (*slot) {
+        cli_fail(c->cmd, "%s given twice", a);
+        return -1;
+    }
+    return (*slot = cli_value(c->cmd, argc, argv, i)) ? 1 : -1;
+}
+
+/* A whole file (or standard input for "-") as raw bytes; NULL with errno set on failure. */
+static char *read_bytes(const char *path, size_t *len) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, used = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        used += fread(buf + used, 1, cap - used, f);
+        if (used < cap) break;
+        char *bigger = realloc(buf, 2 * cap + 1);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            errno = ENOMEM;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    if (buf && ferror(f)) {
+        free(buf);
+        buf = NULL;
+        errno = EIO;
+    }
+    if (f != stdin) fclose(f);
+    if (buf) buf[used] = '\0';
+    *len = used;
+    return buf;
+}
+
+/* "464,5044", "464 5044" or "[464, 5044]" -> ids.  0, or 1 after printing the error. */
+static int parse_ids(gpt2_cli *c, const char *spec) {
+    size_t cap = strlen(spec) / 2 + 1, n = 0;
+    c->ids = malloc(cap * sizeof *c->ids);
+    if (!c->ids) return cli_fail(c->cmd, "out of memory");
+    const char *p = spec;
+    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+    int bracket = *p == '[';
+    if (bracket) p++;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == ',') p++;
+        if (*p == '\0' || (bracket && *p == ']')) break;
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < INT32_MIN || v > INT32_MAX ||
+            (*end && *end != ',' && *end != ' ' && *end != '\t' && *end != '\n' && *end != ']')) {
+            size_t shown = strcspn(p, ", \t\n]");
+            return cli_fail(c->cmd, "--ids: \"%.*s\" is not a token id (expected integers separated by commas)",
+                            (int)(shown ? shown : 1), p);
+        }
+        c->ids[n++] = (int32_t)v; /* each id takes at least 2 characters of spec but the last */
+        p = end;
+    }
+    if (bracket && *p == ']') p++;
+    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+    if (*p) return cli_fail(c->cmd, "--ids: unexpected \"%s\" after the ids", p);
+    if (n == 0) return cli_fail(c->cmd, "--ids: no token ids given");
+    c->n_ids = n;
+    return 0;
+}
+
+static int file_exists(const char *dir, const char *name) {
+    char path[PATH_MAX];
+    struct stat sb;
+    return snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path && stat(path, &sb) == 0 &&
+           S_ISREG(sb.st_mode);
+}
+
+static int has_tokenizer(const char *dir) {
+    return (file_exists(dir, "vocab.json") && file_exists(dir, "merges.txt")) ||
+           (file_exists(dir, "encoder.json") && file_exists(dir, "vocab.bpe"));
+}
+
+int gpt2_cli_project_tokenizer(char *out, size_t size) {
+    const char *env = getenv("VKG_GPT2_TOKENIZER");
+    if (env && *env) {
+        snprintf(out, size, "%s", env);
+        return has_tokenizer(out);
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return 0;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    static const char *const tries[] = {"../data/gpt2-tokenizer", "data/gpt2-tokenizer", "../../data/gpt2-tokenizer",
+                                        "../share/vkgraph/gpt2-tokenizer"};
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+        if (snprintf(out, size, "%s/%s", exe, tries[i]) >= (int)size) continue;
+        if (has_tokenizer(out)) return 1;
+    }
+    return 0;
+}
+
+static int load_tokenizer(gpt2_cli *c, int need) {
+    vkg_error err = {0};
+    const char *dir = c->model_dir;
+    char fallback[PATH_MAX];
+    if (!has_tokenizer(dir)) {
+        int gpt2_vocab = c->model->config.vocab_size == 50257;
+        if (gpt2_vocab && gpt2_cli_project_tokenizer(fallback, sizeof fallback)) {
+            fprintf(stderr, "vkgraph %s: %s has no tokenizer files; using GPT-2's tokenizer from %s\n", c->cmd,
+                    c->model_dir, fallback);
+            dir = fallback;
+        } else if (!need && !c->prompt && !c->file) {
+            return 0; /* ids in, ids out */
+        } else {
+            return cli_fail(c->cmd, "%s has no tokenizer (vocab.json + merges.txt, or encoder.json + vocab.bpe)%s",
+                            c->model_dir, gpt2_vocab ? " and GPT-2's own was not found (set VKG_GPT2_TOKENIZER to "
+                                                       "the source tree's data/gpt2-tokenizer)"
+                                                     : "; with its own vocabulary size GPT-2's tokenizer does not "
+                                                       "fit: give the prompt as --ids");
+        }
+    }
+    if (vkg_tokenizer_load(dir, &c->tok, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
+    return 0;
+}
+
+int gpt2_cli_load(gpt2_cli *c, int need_tokenizer) {
+    if (!c->model_dir) return cli_fail(c->cmd, "say which model: -m DIR (see vkgraph %s --help)", c->cmd);
+    if ((c->prompt != NULL) + (c->file != NULL) + (c->ids_text != NULL) != 1)
+        return cli_fail(c->cmd, "give the prompt as exactly one of -p TEXT, -f FILE or --ids IDS");
+    vkg_error err = {0};
+    if (vkg_gpt2_load(c->model_dir, &c->model, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
+    c->random_weights = file_exists(c->model_dir, RANDOM_MARKER);
+    if (c->random_weights)
+        fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph gpt2-random): its outputs "
+                "mean nothing\n", c->cmd, c->model_dir);
+    if (c->model->note[0]) fprintf(stderr, "vkgraph %s: note: %s\n", c->cmd, c->model->note);
+    if (load_tokenizer(c, need_tokenizer)) return 1;
+
+    if (c->ids_text) {
+        if (parse_ids(c, c->ids_text)) return 1;
+    } else {
+        size_t len = c->prompt ? strlen(c->prompt) : 0;
+        char *bytes = NULL;
+        if (c->file && !(bytes = read_bytes(c->file, &len)))
+            return cli_fail(c->cmd, "cannot read %s: %s", c->file, strerror(errno));
+        vkg_status st = vkg_tokenizer_encode(c->tok, bytes ? bytes : c->prompt, len, &c->ids, &c->n_ids, &err);
+        free(bytes);
+        if (st != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
+    }
+    if (vkg_gpt2_check_ids(c->model, c->ids, c->n_ids, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
+    return 0;
+}
+
+int gpt2_cli_open_device(gpt2_cli *c) { return cli_open_device(c->cmd, c->device, (int)c->threads, &c->dev); }
+
+void gpt2_cli_free(gpt2_cli *c) {
+    vkg_device_free(c->dev);
+    vkg_tokenizer_free(c->tok);
+    vkg_gpt2_free(c->model);
+    free(c->ids);
+    c->dev = NULL;
+    c->tok = NULL;
+    c->model = NULL;
+    c->ids = NULL;
+}
+
+const char *gpt2_cli_token(const gpt2_cli *c, int32_t id, char *buf, size_t size, size_t *len) {
+    const char *bytes = c->tok ? vkg_tokenizer_token_bytes(c->tok, id, len) : NULL;
+    if (bytes) return bytes;
+    int n = snprintf(buf, size, "[%d]", (int)id);
+    *len = n > 0 ? (size_t)n : 0;
+    return buf;
+}
+
+/* ---- Python's repr of a decoded token --------------------------------------------------------- */
+
+/* One code point from UTF-8, Python's "replace" way: a maximal invalid prefix is one U+FFFD. */
+static uint32_t next_code_point(const unsigned char *s, size_t len, size_t *used) {
+    unsigned char b = s[0];
+    int need = b < 0x80 ? 0 : (b >= 0xC2 && b <= 0xDF) ? 1 : (b >= 0xE0 && b <= 0xEF) ? 2 : (b >= 0xF0 && b <= 0xF4) ? 3 : -1;
+    if (need <= 0) {
+        *used = 1;
+        return need == 0 ? b : 0xFFFD;
+    }
+    uint32_t cp = b & (0x3F >> need);
+    size_t k = 1;
+    for (; k <= (size_t)need && k < len; k++) {
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (k == 1 && b == 0xE0) lo = 0xA0;
+        if (k == 1 && b == 0xED) hi = 0x9F;
+        if (k == 1 && b == 0xF0) lo = 0x90;
+        if (k == 1 && b == 0xF4) hi = 0x8F;
+        if (s[k] < lo || s[k] > hi) break;
+        cp = (cp << 6) | (s[k] & 0x3F);
+    }
+    *used = k;
+    return k == (size_t)need + 1 ? cp : 0xFFFD;
+}
+
+/* str.isprintable() for the characters a GPT-2 token can hold: not control, format, separator
+ * (other than the ASCII space), private-use or non-character code points. */
+static int printable(uint32_t cp) {
+    if (cp < 0x20 || (cp >= 0x7F && cp <= 0xA0) || cp == 0xAD) return 0;
+    if (cp == 0x61C || cp == 0x1680 || cp == 0x180E || (cp >= 0x2000 && cp <= 0x200F)) return 0;
+    if ((cp >= 0x2028 && cp <= 0x202F) || (cp >= 0x205F && cp <= 0x206F) || cp == 0x3000) return 0;
+    if ((cp >= 0xD800 && cp <= 0xF8FF) || cp == 0xFEFF || (cp >= 0xFFF9 && cp <= 0xFFFB)) return 0;
+    if ((cp & 0xFFFE) == 0xFFFE || (cp >= 0xE0000 && cp <= 0xE007F) || cp >= 0xF0000) return 0;
+    return 1;
+}
+
+static size_t put_utf8(uint32_t cp, char *out) {
+    if (cp < 0x80) { out[0] = (char)cp; return 1; }
+    if (cp < 0x800) { out[0] = (char)(0xC0 | cp >> 6); out[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | cp >> 12); out[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | cp >> 18); out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+int gpt2_cli_repr(const char *bytes, size_t len, char *out, size_t size) {
+    const unsigned char *s = (const unsigned char *)bytes;
+    int has_single = memchr(bytes, '\'', len) != NULL, has_double = memchr(bytes, '"', len) != NULL;
+    char quote = has_single && !has_double ? '"' : '\'';
+    size_t o = 0;
+    int chars = 0;
+    char piece[16];
+#define EMIT(text, n, count)                                                    \
+    do {                                                                        \
+        if (o + (n) + 2 <= size) { memcpy(out + o, text, n); o += (n); }        \
+        chars += (count);                                                       \
+    } while (0)
+    EMIT(&quote, 1, 1);
+    for (size_t i = 0; i < len;) {
+        size_t used;
+        uint32_t cp = next_code_point(s + i, len - i, &used);
+        i += used;
+        if (cp == '\\' || cp == (uint32_t)quote) {
+            piece[0] = '\\';
+            piece[1] = (char)cp;
+            EMIT(piece, 2, 2);
+        } else if (cp == '\n' || cp == '\t' || cp == '\r') {
+            piece[0] = '\\';
+            piece[1] = cp == '\n' ? 'n' : cp == '\t' ? 't' : 'r';
+            EMIT(piece, 2, 2);
+        } else if (!printable(cp)) {
+            int n = snprintf(piece, sizeof piece, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x",
+                             (unsigned)cp);
+            EMIT(piece, (size_t)n, n);
+        } else {
+            size_t n = put_utf8(cp, piece);
+            EMIT(piece, n, 1);
+        }
+    }
+    EMIT(&quote, 1, 1);
+#undef EMIT
+    if (size) out[o < size ? o : size - 1] = '\0';
+    return chars;
+}
+
+double gpt2_cli_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

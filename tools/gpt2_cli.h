@@ -1,0 +1,62 @@
+/* What the GPT-2 commands (generate, logits, attention) share: the options that name a model, a
+ * prompt and a device; loading the model and its tokenizer; turning the prompt into ids; and
+ * printing tokens. */
+#ifndef VKG_GPT2_CLI_H
+#define VKG_GPT2_CLI_H
+
+#include "io/tokenizer.h"
+#include "models/gpt2.h"
+#include "vkgraph.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct gpt2_cli {
+    const char *cmd;                     /* "generate", for messages                         */
+    const char *model_dir, *prompt, *file, *ids_text, *device;
+    long threads;                        /* CPU executor threads; 0 = every core             */
+    vkg_gpt2 *model;
+    vkg_tokenizer *tok;                  /* NULL when the model has none and ids were given   */
+    int32_t *ids;
+    size_t n_ids;
+    vkg_device *dev;
+    int random_weights;                  /* the folder says its weights are random (gpt2-random) */
+} gpt2_cli;
+
+/* The common options' help lines. */
+void gpt2_cli_usage_common(FILE *f);
+
+/* Takes argv[*i] when it is a common option (-m, -p, -f, --ids, --device, --threads), advancing
+ * *i past its value: returns 1 when taken, 0 when it is not a common option, -1 after printing
+ * an error. */
+int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i);
+
+/* After the options: checks that -m and exactly one prompt form were given, loads the model and
+ * its tokenizer (the model folder's files, or the project's GPT-2 tokenizer when the model has
+ * GPT-2's 50257 tokens, saying so on stderr), turns the prompt into ids and checks them against
+ * the model.  need_tokenizer: fail when there is no tokenizer even with --ids.  Returns 0, or 1
+ * after printing the error. */
+int gpt2_cli_load(gpt2_cli *c, int need_tokenizer);
+/* Opens --device (default: the best one).  0 or 1. */
+int gpt2_cli_open_device(gpt2_cli *c);
+void gpt2_cli_free(gpt2_cli *c);
+
+/* A token's raw bytes (not NUL-terminated) or, without a tokenizer, "[id]" in buf. */
+const char *gpt2_cli_token(const gpt2_cli *c, int32_t id, char *buf, size_t size, size_t *len);
+
+/* The token as Python's repr() shows a str: '...' or "..." when it holds a single quote and no
+ * double quote, escapes for backslash, the quote and unprintable characters, invalid UTF-8
+ * shown as U+FFFD as Hugging Face's decode gives it.  Returns the number of characters (code
+ * points), for padding. */
+int gpt2_cli_repr(const char *bytes, size_t len, char *out, size_t size);
+
+/* The project's GPT-2 tokenizer folder: $VKG_GPT2_TOKENIZER, else data/gpt2-tokenizer found from
+ * the executable's folder (a build folder in the source tree, or an installed share/vkgraph).
+ * 1 when found (out holds it), else 0. */
+int gpt2_cli_project_tokenizer(char *out, size_t size);
+
+/* Seconds from a monotonic clock. */
+double gpt2_cli_now(void);
+
+#endif
