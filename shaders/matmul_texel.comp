@@ -1,16 +1,17 @@
 #version 450
-// C = A @ B (+ epilogue) for devices where texel fetches are the fast way to read memory
-// (software rasterisers): no shared memory; each invocation keeps a TM x TN block of C in
-// registers and reads A and B through uniform texel buffers.  See params/matmul.h.
+// C = A @ B (+ epilogue) through uniform texel buffers of single floats, for operands whose
+// strides or offsets rule out the vec4 shaders (matmul_texel4*.comp): any strides at all.  No
+// shared memory; each invocation keeps a TM x TN block of C in registers.  See params/matmul.h.
 //
 // Workgroup (WG_X, WG_Y) covers a (WG_Y*TM) x (WG_X*TN) tile of C; gl_WorkGroupID.z is the batch.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "params/matmul.h"
 #include "common.glsl"
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
-layout(constant_id = 2) const uint TM = 8;
-layout(constant_id = 3) const uint TN = 8;
+layout(constant_id = 2) const uint TM = 4;
+layout(constant_id = 3) const uint TN = 4;
 
 layout(binding = 0) uniform samplerBuffer A;
 layout(binding = 1) uniform samplerBuffer B;
@@ -31,11 +32,11 @@ void main() {
     // stored.
     uint a_at[TM];
     uint b_at[TN];
-    for (uint i = 0; i < TM; i++) a_at[i] = a_base + min(m0 + i, p.M - 1) * p.a_stride_m;
-    for (uint j = 0; j < TN; j++) b_at[j] = b_base + min(n0 + j, p.N - 1) * p.b_stride_n;
+    [[unroll]] for (uint i = 0; i < TM; i++) a_at[i] = a_base + min(m0 + i, p.M - 1) * p.a_stride_m;
+    [[unroll]] for (uint j = 0; j < TN; j++) b_at[j] = b_base + min(n0 + j, p.N - 1) * p.b_stride_n;
 
     float acc[TM * TN];
-    for (uint e = 0; e < TM * TN; e++) acc[e] = 0.0;
+    [[unroll]] for (uint e = 0; e < TM * TN; e++) acc[e] = 0.0;
     for (uint k = 0; k < p.K; k++) {
         float av[TM];
         float bv[TN];
@@ -45,13 +46,13 @@ void main() {
             a_at[i] += p.a_stride_k;
             for (uint j = 0; j < TN; j++) acc[i * TN + j] = fma(av[i], bv[j], acc[i * TN + j]);
         }
-        for (uint j = 0; j < TN; j++) b_at[j] += p.b_stride_k;
+        [[unroll]] for (uint j = 0; j < TN; j++) b_at[j] += p.b_stride_k;
     }
 
-    for (uint i = 0; i < TM; i++) {
+    [[unroll]] for (uint i = 0; i < TM; i++) {
         uint m = m0 + i;
         if (m >= p.M) break;
-        for (uint j = 0; j < TN; j++) {
+        [[unroll]] for (uint j = 0; j < TN; j++) {
             uint n = n0 + j;
             if (n >= p.N) break;
             c_data[vkg_c_index(b0, b1, m, n)] = vkg_matmul_epilogue(acc[i * TN + j], b0, b1, m, n);

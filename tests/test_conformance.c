@@ -1,7 +1,7 @@
 /* The conformance suite: the comparison catches what it must (a perturbed output, a NaN where the
  * reference has a number, an infinity of the wrong sign), the CPU executor agrees with itself
  * bit for bit across thread counts, and the quick suite passes on the Vulkan device with the
- * validation layer on and silent. */
+ * validation layer on and silent, with lavapipe's own tuning and with a discrete GPU's. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include "core/conformance.h"
+#include "support/vk_test.h"
+#include "vulkan/pipelines.h"
 
 static void test_compare_identical_and_zero(void **state) {
     (void)state;
@@ -159,30 +161,46 @@ static void test_cpu_threads_agree_exactly(void **state) {
     vkg_device_free(one);
 }
 
-static void test_vulkan_quick_suite_passes(void **state) {
-    (void)state;
-    vkg_device *ref = open_cpu(0), *dut = NULL;
-    vkg_device_options vo = {.validation = 1, .quiet = 1};
-    vkg_error err = {0};
-    vkg_status st = vkg_device_open("vulkan", &vo, &dut, &err);
-    if (st == VKG_ERR_NO_DEVICE) {
-        fprintf(stderr, "no Vulkan device (%s): skipped\n", err.message);
-        vkg_device_free(ref);
-        skip();
-    }
-    if (st != VKG_OK) fail_msg("vulkan device: %s", err.message);
+/* The quick suite on the Vulkan device, validation on: every case passes and the layer says
+ * nothing, teardown included (vk_test_close). */
+static void run_vulkan_suite(vkg_device *dut) {
+    vkg_device *ref = open_cpu(0);
     vkg_conformance_options o;
     vkg_conformance_options_default(&o);
     o.level = VKG_CONFORMANCE_QUICK;
     vkg_conformance_report r = {0};
+    vkg_error err = {0};
     assert_int_equal(vkg_conformance_run(ref, dut, &o, &r, &err), VKG_OK);
     print_failures(&r);
     assert_true(r.n_cases > 100);
     assert_int_equal(r.failed, 0);
     assert_int_equal(vkg_device_validation_errors(dut), 0);
     vkg_conformance_report_free(&r);
-    vkg_device_free(dut);
     vkg_device_free(ref);
+}
+
+static void test_vulkan_quick_suite_passes(void **state) {
+    (void)state;
+    vkg_device *dut = vk_test_open();
+    run_vulkan_suite(dut);
+    vk_test_close(dut);
+}
+
+/* The same with the sizes a discrete GPU gets (wide workgroups, shared-memory tiled matmul, split-K
+ * matrix-vector), so those shaders are checked on a machine whose device is lavapipe. */
+static void test_vulkan_gpu_tuning_passes(void **state) {
+    (void)state;
+    vkg_device *dut = vk_test_open();
+    vkg_vk_context *c = vk_test_context(dut);
+    vkg_vk_tuning t = c->tuning;
+    t.elementwise_wg = 256, t.row_wg = 256, t.matmul_texel = 0;
+    t.mm_wg_x = 16, t.mm_wg_y = 16, t.mm_tm = 4, t.mm_tn = 4, t.mm_bk = 16;
+    t.mv_wg = 256, t.mv_cols = 32;
+    vkg_error err = {0};
+    if (vkg_vk_tuning_check(c, &t, &err) != VKG_OK) fail_msg("%s", err.message);
+    c->tuning = t;
+    run_vulkan_suite(dut);
+    vk_test_close(dut);
 }
 
 int main(void) {
@@ -194,6 +212,7 @@ int main(void) {
         cmocka_unit_test(test_perturbed_outputs_fail),
         cmocka_unit_test(test_cpu_threads_agree_exactly),
         cmocka_unit_test(test_vulkan_quick_suite_passes),
+        cmocka_unit_test(test_vulkan_gpu_tuning_passes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

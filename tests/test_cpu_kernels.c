@@ -18,26 +18,14 @@
 #include "vkgraph.h"
 
 static float *random_floats(vkg_rng *rng, size_t n, float scale) {
-    float *x = malloc((n ? n : 1) * sizeof *x);
+    float *x = ref_random_floats(rng, n, scale);
     assert_non_null(x);
-    for (size_t i = 0; i < n; i++) x[i] = scale * (2.0f * vkg_rng_uniform(rng) - 1.0f);
     return x;
 }
 
 #define assert_close(got, want, tol) assert_true(fabs((double)(got) - (double)(want)) <= (tol))
 
 /* ---- matmul -------------------------------------------------------------------------------- */
-
-/* Row-major A [M, K] @ B [K, N] -> C [M, N], one batch entry. */
-static vkg_matmul_params matmul_plain(uint32_t M, uint32_t N, uint32_t K) {
-    vkg_matmul_params p;
-    memset(&p, 0, sizeof p);
-    p.M = M, p.N = N, p.K = K, p.batch0 = 1, p.batch1 = 1;
-    p.a_stride_m = K, p.a_stride_k = 1;
-    p.b_stride_k = N, p.b_stride_n = 1;
-    p.c_stride_m = N, p.r_stride_m = N;
-    return p;
-}
 
 typedef struct matmul_job {
     const vkg_matmul_params *p;
@@ -65,7 +53,7 @@ static void test_matmul_by_hand(void **state) {
     /* [[1,2,3],[4,5,6]] @ [[1,0],[0,1],[1,1]] = [[4,5],[10,11]]; + bias [0.5, -1]. */
     const float A[] = {1, 2, 3, 4, 5, 6}, B[] = {1, 0, 0, 1, 1, 1}, bias[] = {0.5f, -1};
     float C[4];
-    vkg_matmul_params p = matmul_plain(2, 2, 3);
+    vkg_matmul_params p = ref_matmul_params(2, 2, 3);
     matmul_run(NULL, &p, A, B, C, bias, NULL);
     assert_true(C[0] == 4 && C[1] == 5 && C[2] == 10 && C[3] == 11);
     p.flags = VKG_MATMUL_BIAS;
@@ -75,7 +63,7 @@ static void test_matmul_by_hand(void **state) {
     /* [1] @ [1, -1] -> gelu -> [0.841192, -0.158808] -> + R [10, 20]. */
     const float one[] = {1}, row[] = {1, -1}, R[] = {10, 20};
     float y[2];
-    p = matmul_plain(1, 2, 1);
+    p = ref_matmul_params(1, 2, 1);
     p.flags = VKG_MATMUL_GELU | VKG_MATMUL_RESIDUAL;
     matmul_run(NULL, &p, one, row, y, NULL, R);
     assert_close(y[0], 10.841192, 1e-5);
@@ -96,7 +84,7 @@ static void test_matmul_shapes_and_transposes(void **state) {
             const uint32_t off = 3; /* every operand starts a few elements into its buffer */
             float *A = random_floats(&rng, off + (size_t)M * K, 1), *B = random_floats(&rng, off + (size_t)K * N, 1);
             float *C = calloc(off + (size_t)M * N, sizeof *C), *want = calloc(off + (size_t)M * N, sizeof *want);
-            vkg_matmul_params p = matmul_plain(M, N, K);
+            vkg_matmul_params p = ref_matmul_params(M, N, K);
             p.a_offset = p.b_offset = p.c_offset = off;
             if (layout & 1) p.a_stride_m = 1, p.a_stride_k = M;  /* A stored as [K, M] */
             if (layout & 2) p.b_stride_k = 1, p.b_stride_n = K;  /* B stored as [N, K] */
@@ -115,7 +103,7 @@ static void test_matmul_batch_broadcast(void **state) {
     vkg_rng_seed(&rng, 11);
     float *A = random_floats(&rng, B1 * M * K, 1), *B = random_floats(&rng, B0 * B1 * K * N, 1);
     float C[B0 * B1 * M * N], want[B0 * B1 * M * N], one[M * N];
-    vkg_matmul_params p = matmul_plain(M, N, K);
+    vkg_matmul_params p = ref_matmul_params(M, N, K);
     p.batch0 = B0, p.batch1 = B1;
     p.a_stride_b0 = 0, p.a_stride_b1 = M * K; /* A is shared by every b0 */
     p.b_stride_b0 = B1 * K * N, p.b_stride_b1 = K * N;
@@ -125,7 +113,7 @@ static void test_matmul_batch_broadcast(void **state) {
     assert_memory_equal(C, want, sizeof C);
 
     /* Batch entry (1, 2) is the plain product of A[2] and B[1, 2]. */
-    vkg_matmul_params single = matmul_plain(M, N, K);
+    vkg_matmul_params single = ref_matmul_params(M, N, K);
     matmul_run(NULL, &single, A + 2 * M * K, B + (1 * B1 + 2) * K * N, one, NULL, NULL);
     assert_memory_equal(one, C + (1 * B1 + 2) * M * N, sizeof one);
     free(A), free(B);
@@ -140,7 +128,7 @@ static void test_matmul_epilogues(void **state) {
     float *bias = random_floats(&rng, N + 5, 1), *R = random_floats(&rng, 2 + M * R_STRIDE, 1);
     for (uint32_t flags = 0; flags < 8; flags++) {
         float C[M * N], want[M * N];
-        vkg_matmul_params p = matmul_plain(M, N, K);
+        vkg_matmul_params p = ref_matmul_params(M, N, K);
         p.flags = flags, p.bias_offset = 5, p.r_offset = 2, p.r_stride_m = R_STRIDE;
         matmul_run(NULL, &p, A, B, C, bias, R);
         ref_matmul(&p, A, B, want, bias, R);
@@ -164,7 +152,7 @@ static void test_matmul_in_place_residual(void **state) {
     float *A = random_floats(&rng, M * K, 1), *B = random_floats(&rng, K * N, 1);
     float *C = random_floats(&rng, M * N, 1), old[M * N], want[M * N];
     memcpy(old, C, sizeof old);
-    vkg_matmul_params p = matmul_plain(M, N, K);
+    vkg_matmul_params p = ref_matmul_params(M, N, K);
     p.flags = VKG_MATMUL_RESIDUAL;
     ref_matmul(&p, A, B, want, NULL, old);
     matmul_run(NULL, &p, A, B, C, NULL, C);
@@ -182,7 +170,7 @@ static void test_matmul_threads_bit_identical(void **state) {
         float *A = random_floats(&rng, 2 * (size_t)M * K, 1), *B = random_floats(&rng, (size_t)K * N, 1);
         float *bias = random_floats(&rng, N, 1), *R = random_floats(&rng, 2 * (size_t)M * N, 1);
         float *C[4];
-        vkg_matmul_params p = matmul_plain(M, N, K);
+        vkg_matmul_params p = ref_matmul_params(M, N, K);
         p.batch1 = 2, p.a_stride_b1 = M * K, p.c_stride_b1 = M * N, p.r_stride_b1 = M * N;
         p.flags = VKG_MATMUL_BIAS | VKG_MATMUL_GELU | VKG_MATMUL_RESIDUAL;
         for (int threads = 0; threads <= 3; threads++) {
@@ -250,6 +238,9 @@ static void test_unary_ops(void **state) {
     u.op = VKG_UNARY_RELU;
     vkg_cpu_unary(&u, x, y, NULL, 0, 5);
     assert_true(y[0] == 1 && y[1] == 0 && y[2] == 0 && y[3] == 3 && y[4] == 0);
+    const float odd[] = {NAN, INFINITY, -INFINITY, -0.0f, 1e-30f}; /* relu(NaN) = 0, as maxNum */
+    vkg_cpu_unary(&u, odd, y, NULL, 0, 5);
+    assert_true(y[0] == 0 && y[1] == INFINITY && y[2] == 0 && y[3] == 0 && y[4] == 1e-30f);
 }
 
 /* Causal: -inf where i3 > i2 + causal_offset + index, over [1, 2, 4, 6] scores. */
@@ -489,7 +480,7 @@ static void tiny_plan_init(tiny_plan *t, const float *W) {
     mm->kernel = VKG_KERNEL_MATMUL;
     strcpy(mm->label, "matmul");
     bind(mm, 0, 1, 0, 128, 0), bind(mm, 1, 2, 0, 128, 0), bind(mm, 2, 0, 0, 64, 1);
-    mm->params.matmul = matmul_plain(4, 4, 8);
+    mm->params.matmul = ref_matmul_params(4, 4, 8);
     sm->kernel = VKG_KERNEL_SOFTMAX;
     strcpy(sm->label, "softmax+causal");
     bind(sm, 0, 0, 0, 64, 0), bind(sm, 1, 3, 0, 64, 1), bind(sm, 3, 4, 0, 4, 0);

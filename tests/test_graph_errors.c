@@ -509,6 +509,29 @@ static void test_compile_errors(void **state) {
     vkg_graph_free(g);
 }
 
+/* Reading a state through a handle that a write_at already replaced would see the newer
+ * contents (steps run in creation order): compile refuses it and names the fix. */
+static void test_stale_state_read(void **state) {
+    (void)state;
+    vkg_graph *g = vkg_graph_new();
+    vkg_tensor st = vkg_state(g, "kv", 2, (int64_t[]){2, 3});
+    vkg_tensor x = in2(g, "x", 1, 3);
+    vkg_tensor w1 = vkg_write_at(g, st, x, 0, 0, VKG_NONE);
+    vkg_tensor w2 = vkg_write_at(g, w1, x, 0, 1, VKG_NONE);
+    assert_int_equal(vkg_output(g, "latest", vkg_copy(g, w2)), VKG_OK);
+    vkg_plan *p = NULL;
+    vkg_error err;
+    assert_int_equal(vkg_plan_compile(g, NULL, &p, &err), VKG_OK);
+    vkg_plan_free(p);
+    p = NULL;
+    assert_int_equal(vkg_output(g, "stale", vkg_copy(g, w1)), VKG_OK);
+    assert_int_equal(vkg_plan_compile(g, NULL, &p, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_null(p);
+    assert_non_null(strstr(err.message, "'kv'"));
+    assert_non_null(strstr(err.message, "already replaced"));
+    vkg_graph_free(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_k_mismatch),
@@ -529,6 +552,7 @@ int main(void) {
         cmocka_unit_test(test_leaf_errors),
         cmocka_unit_test(test_first_error_kept),
         cmocka_unit_test(test_compile_errors),
+        cmocka_unit_test(test_stale_state_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

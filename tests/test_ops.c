@@ -90,6 +90,15 @@ static void runs_free(runs *r) {
         for (int k = 0; k < r->n_outs; k++) free(r->out[set][k]);
 }
 
+/* Marks outs[k] as the output "o<k>". */
+static void mark_outputs(vkg_graph *g, const vkg_tensor *outs, int n) {
+    for (int k = 0; k < n; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "o%d", k);
+        assert_int_equal(vkg_output(g, name, outs[k]), VKG_OK);
+    }
+}
+
 static void assert_close(const float *got, const float *want, int n, double tol) {
     for (int i = 0; i < n; i++) {
         if (!(fabs((double)got[i] - (double)want[i]) <= tol)) {
@@ -115,11 +124,7 @@ static void test_matmul_by_hand(void **state) {
         vkg_matmul(g, at, bt, VKG_NONE, VKG_TRANSPOSE_A | VKG_TRANSPOSE_B),
         vkg_matmul(g, a, bt, z, VKG_TRANSPOSE_B),
     };
-    for (int k = 0; k < 4; k++) {
-        char name[16];
-        snprintf(name, sizeof name, "c%d", k);
-        assert_int_equal(vkg_output(g, name, outs[k]), VKG_OK);
-    }
+    mark_outputs(g, outs, 4);
     feed feeds[2] = {{a, A, 0}, {at, At, 0}};
     runs r = run_sets(dev, g, feeds, 2, outs, 4);
     for (int set = 0; set < N_SETS; set++)
@@ -148,11 +153,7 @@ static void test_matmul_batch_broadcast(void **state) {
     int64_t shape[VKG_MAX_DIMS];
     assert_int_equal(vkg_tensor_shape(g, outs[0], shape), 4);
     assert_true(shape[0] == 2 && shape[1] == 3 && shape[2] == 2 && shape[3] == 2);
-    for (int k = 0; k < 3; k++) {
-        char name[16];
-        snprintf(name, sizeof name, "c%d", k);
-        assert_int_equal(vkg_output(g, name, outs[k]), VKG_OK);
-    }
+    mark_outputs(g, outs, 3);
     feed feeds[3] = {{a, a_data, 0}, {b, b_data, 0}, {x, x_data, 0}};
     runs r = run_sets(dev, g, feeds, 3, outs, 3);
     /* by hand: batch (1, 2) of the first product is a[1, 0] @ b[2] */
@@ -191,8 +192,7 @@ static void test_broadcasting(void **state) {
     vkg_tensor a = IN(g, "a", 2, 3), b = CONST(g, "b", v3, 3), c = CONST(g, "c", c21, 2, 1);
     vkg_tensor d = CONST(g, "d", v3, 1, 3), e = IN(g, "e", 4, 1, 3), f = CONST(g, "f", y23, 2, 3);
     vkg_tensor outs[4] = {vkg_add(g, a, b), vkg_add(g, c, d), vkg_add(g, e, f), vkg_mul(g, b, a)};
-    const char *names[4] = {"a_plus_b", "c_plus_d", "e_plus_f", "b_times_a"};
-    for (int k = 0; k < 4; k++) assert_int_equal(vkg_output(g, names[k], outs[k]), VKG_OK);
+    mark_outputs(g, outs, 4);
     int64_t shape[VKG_MAX_DIMS];
     assert_int_equal(vkg_tensor_shape(g, outs[2], shape), 3);
     assert_true(shape[0] == 4 && shape[1] == 2 && shape[2] == 3);
@@ -220,9 +220,7 @@ static void test_unary(void **state) {
     vkg_graph *g = vkg_graph_new();
     vkg_tensor in = IN(g, "x", 5);
     vkg_tensor outs[3] = {vkg_gelu(g, in), vkg_relu(g, in), vkg_scale(g, in, -2.5f)};
-    assert_int_equal(vkg_output(g, "gelu", outs[0]), VKG_OK);
-    assert_int_equal(vkg_output(g, "relu", outs[1]), VKG_OK);
-    assert_int_equal(vkg_output(g, "scale", outs[2]), VKG_OK);
+    mark_outputs(g, outs, 3);
     feed feeds[1] = {{in, x, 0}};
     runs r = run_sets(dev, g, feeds, 1, outs, 3);
     static const float gelu[5] = {0.841192f, -0.158808f, 0.0f, 1.954598f, -0.0036374f};
@@ -247,8 +245,7 @@ static void test_softmax_lesson(void **state) {
     vkg_tensor scores = vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B);
     vkg_tensor weights = vkg_softmax(g, vkg_scale(g, scores, 1.0f / sqrtf(2.0f)));
     vkg_tensor outs[2] = {weights, vkg_matmul(g, weights, v, VKG_NONE, 0)};
-    assert_int_equal(vkg_output(g, "weights", outs[0]), VKG_OK);
-    assert_int_equal(vkg_output(g, "out", outs[1]), VKG_OK);
+    mark_outputs(g, outs, 2);
     feed feeds[1] = {{q, Q, 0}};
     runs r = run_sets(dev, g, feeds, 1, outs, 2);
     for (int set = 0; set < N_SETS; set++) {
@@ -308,7 +305,7 @@ static void test_causal_runtime_index(void **state) {
     vkg_graph *g = vkg_graph_new();
     vkg_tensor in = IN(g, "scores", 2, 6), p = vkg_index(g, "pos");
     vkg_tensor outs[1] = {vkg_softmax(g, vkg_mask_causal(g, in, 1, p))};
-    assert_int_equal(vkg_output(g, "weights", outs[0]), VKG_OK);
+    mark_outputs(g, outs, 1);
     for (int32_t pos = 0; pos <= 4; pos += 2) {
         feed feeds[2] = {{in, x, 0}, {p, NULL, pos}};
         runs r = run_sets(dev, g, feeds, 2, outs, 1);
@@ -337,9 +334,7 @@ static void test_masks(void **state) {
         vkg_softmax(g, vkg_mask(g, vkg_scale(g, in, 0.0f), CONST(g, "add", add, 4), VKG_MASK_ADDITIVE)),
         vkg_softmax(g, vkg_mask_causal(g, in, -1, VKG_NONE)), /* row 0 sees nothing */
     };
-    assert_int_equal(vkg_output(g, "bool", outs[0]), VKG_OK);
-    assert_int_equal(vkg_output(g, "additive", outs[1]), VKG_OK);
-    assert_int_equal(vkg_output(g, "causal", outs[2]), VKG_OK);
+    mark_outputs(g, outs, 3);
     feed feeds[1] = {{in, x, 0}};
     runs r = run_sets(dev, g, feeds, 1, outs, 3);
     for (int set = 0; set < N_SETS; set++) {
@@ -375,9 +370,7 @@ static void test_layernorm(void **state) {
         vkg_layernorm(g, in, CONST(g, "gamma", gamma, 8), CONST(g, "beta", beta, 8), 1e-5f),
         vkg_layernorm(g, h, VKG_NONE, VKG_NONE, 0.0f),
     };
-    assert_int_equal(vkg_output(g, "plain", outs[0]), VKG_OK);
-    assert_int_equal(vkg_output(g, "affine", outs[1]), VKG_OK);
-    assert_int_equal(vkg_output(g, "hand", outs[2]), VKG_OK);
+    mark_outputs(g, outs, 3);
     feed feeds[2] = {{in, x, 0}, {h, hand, 0}};
     runs r = run_sets(dev, g, feeds, 2, outs, 3);
     static const float hand_want[4] = {-1.3416408f, -0.4472136f, 0.4472136f, 1.3416408f};
@@ -405,7 +398,7 @@ static void test_embedding(void **state) {
     vkg_graph *g = vkg_graph_new();
     vkg_tensor ids = vkg_input(g, "ids", VKG_I32, DIMS(5));
     vkg_tensor outs[1] = {vkg_embedding(g, CONST(g, "wte", table, 4, 3), ids)};
-    assert_int_equal(vkg_output(g, "rows", outs[0]), VKG_OK);
+    mark_outputs(g, outs, 1);
     feed feeds[1] = {{ids, id_data, 0}};
     runs r = run_sets(dev, g, feeds, 1, outs, 1);
     static const float want[15] = {20, 21, 22, 0, 0, 0, 0, 0, 0, 0, 1, 2, 30, 31, 32};
@@ -429,8 +422,7 @@ static void test_views(void **state) {
         vkg_slice(g, vkg_transpose(g, in, 0, 2), 0, 1, 2),                    /* [2, 3, 2] of [4, 3, 2] */
         vkg_add(g, vkg_concat(g, vkg_slice(g, in, 2, 0, 1), vkg_slice(g, in, 2, 3, 1), 2), vkg_copy(g, vkg_slice(g, in, 2, 1, 2))),
     };
-    const char *names[4] = {"reshaped", "permuted", "sliced", "joined"};
-    for (int k = 0; k < 4; k++) assert_int_equal(vkg_output(g, names[k], outs[k]), VKG_OK);
+    mark_outputs(g, outs, 4);
     feed feeds[1] = {{in, x, 0}};
     runs r = run_sets(dev, g, feeds, 1, outs, 4);
     for (int set = 0; set < N_SETS; set++) {
@@ -525,7 +517,7 @@ static void test_fusion_in_place_same(void **state) {
     vkg_tensor x1 = vkg_add(g, x, vkg_matmul(g, att, h, VKG_NONE, 0));
     vkg_tensor m = vkg_gelu(g, vkg_add(g, vkg_matmul(g, x1, CONST(g, "w1", w1, C, H), VKG_NONE, 0), CONST(g, "b1", b1, H)));
     vkg_tensor outs[1] = {vkg_add(g, vkg_matmul(g, m, CONST(g, "w2", w2, H, C), VKG_NONE, 0), x1)};
-    assert_int_equal(vkg_output(g, "y", outs[0]), VKG_OK);
+    mark_outputs(g, outs, 1);
     feed feeds[1] = {{x, xs, 0}};
     runs r = run_sets(dev, g, feeds, 1, outs, 1);
     ref_inputs in;
@@ -544,6 +536,30 @@ static void test_fusion_in_place_same(void **state) {
                     r.stats[set].arena_bytes >= r.stats[set].lower_bound_bytes);
     ref_free(g, ref);
     ref_inputs_free(&in);
+    runs_free(&r);
+    vkg_graph_free(g);
+}
+
+/* Two matmuls summed: each could take the add as its residual epilogue, only one may. */
+static void test_sum_of_matmuls(void **state) {
+    vkg_device *dev = *state;
+    static const float x[2 * 3] = {1, 2, 3, 4, 5, 6}, w1[3 * 2] = {1, 0, 0, 1, 1, 1}, w2[3 * 2] = {2, 0, 0, 2, 0, 0};
+    vkg_graph *g = vkg_graph_new();
+    vkg_tensor in = IN(g, "x", 2, 3);
+    vkg_tensor k1 = CONST(g, "w1", w1, 3, 2), k2 = CONST(g, "w2", w2, 3, 2);
+    /* x @ w1 = [[4, 5], [10, 11]], x @ w2 = [[2, 4], [8, 10]]; each product read once */
+    vkg_tensor outs[2] = {
+        vkg_add(g, vkg_matmul(g, in, k1, VKG_NONE, 0), vkg_matmul(g, in, k2, VKG_NONE, 0)),
+        vkg_add(g, vkg_gelu(g, vkg_matmul(g, in, k2, VKG_NONE, 0)), vkg_matmul(g, in, k1, VKG_NONE, 0)),
+    };
+    mark_outputs(g, outs, 2);
+    feed feeds[1] = {{in, x, 0}};
+    runs r = run_sets(dev, g, feeds, 1, outs, 2);
+    static const float want[4] = {6, 9, 18, 21};
+    for (int set = 0; set < N_SETS; set++) {
+        assert_close(r.out[set][0], want, 4, 1e-5);
+        assert_float_equal(r.out[set][1][0], 4.0 + 1.9545977, 1e-5);
+    }
     runs_free(&r);
     vkg_graph_free(g);
 }
@@ -580,6 +596,7 @@ int main(void) {
         cmocka_unit_test(test_views),
         cmocka_unit_test(test_state_write_at),
         cmocka_unit_test(test_fusion_in_place_same),
+        cmocka_unit_test(test_sum_of_matmuls),
     };
     return cmocka_run_group_tests(tests, open_cpu, close_cpu);
 }

@@ -7,7 +7,8 @@
  *   (c) lower_bound_bytes <= arena_bytes <= naive_bytes;
  *   (d) in place only where safe: an element-wise step (or a matmul writing over its residual)
  *       over an arena operand that is no output and that no later step reads;
- * and every binding lies inside its region at an aligned offset.
+ * and every binding lies inside its region at an aligned offset, and steps with no barrier
+ * between them never write bytes another of them touches.
  * Lifetimes are recomputed here from the graph (which stored tensors each step reads), not taken
  * from the planner, so a planner that misjudges a lifetime is caught by (a) and by (b). */
 #include <setjmp.h>
@@ -39,7 +40,7 @@ static const variant variants[] = {
     {"align16", 1, 1, 16, 0},
     {"default", 1, 1, 0, 0},
     {"unfused", 0, 0, 16, 0},
-    {"split", 1, 1, 16, 512}, /* tiny bindings: matmuls and tables split into blocks */
+    {"split", 1, 1, 16, 128}, /* tiny bindings: matmuls and tables split into blocks */
 };
 enum { N_VARIANTS = sizeof variants / sizeof variants[0] };
 
@@ -144,6 +145,26 @@ static void check_bindings(const vkg_plan *p, uint64_t seed, const char *vn) {
     }
 }
 
+static int bindings_conflict(const vkg_binding *x, const vkg_binding *y) {
+    return x->region >= 0 && x->region == y->region && (x->writes || y->writes) && x->offset < y->offset + y->bytes &&
+           y->offset < x->offset + x->bytes;
+}
+
+/* Steps between barriers may run concurrently on a GPU: none of them may write bytes another one
+ * reads or writes. */
+static void check_barriers(const vkg_plan *p, uint64_t seed, const char *vn) {
+    int since = 0; /* the first step of the current run without a barrier */
+    for (int s = 0; s < p->n_steps; s++) {
+        if (p->steps[s].barrier) since = s;
+        for (int e = since; e < s; e++)
+            for (int i = 0; i < VKG_MAX_BINDINGS; i++)
+                for (int j = 0; j < VKG_MAX_BINDINGS; j++)
+                    if (bindings_conflict(&p->steps[s].bind[i], &p->steps[e].bind[j]))
+                        report(p, seed, vn, "steps %d (%s) and %d (%s) touch the same bytes with no barrier between",
+                               e, p->steps[e].label, s, p->steps[s].label);
+    }
+}
+
 static int bytes_overlap(const vkg_placement *a, const vkg_placement *b) {
     return a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
 }
@@ -225,6 +246,7 @@ static void check_plan(const vkg_plan *p, uint64_t seed, const char *vn) {
     lifetimes lt;
     assert_int_equal(compute_lifetimes(p, &lt), 0);
     check_bindings(p, seed, vn);
+    check_barriers(p, seed, vn);
     check_overlaps(p, &lt, seed, vn);
     check_in_place(p, &lt, seed, vn);
     free_lifetimes(&lt);
@@ -242,8 +264,10 @@ static double max_abs(const float *x, int64_t n) {
 static void compare(const vkg_plan *p, const char *what, vkg_tensor t, const float *got, const float *want,
                     uint64_t seed, const char *vn) {
     int64_t n = vkg_tensor_numel(p->graph, t);
-    /* relative 1e-4, with an absolute floor scaled to the tensor for entries near zero */
-    int64_t bad = ref_compare(got, want, n, 1e-4, 1e-5 * fmax(1.0, max_abs(want, n)));
+    /* 1e-4 relative to the entry or to the tensor's scale, whichever is larger: entries near zero
+     * come out of cancellations (and layernorms of nearly equal values magnify float rounding),
+     * while a planner bug gives errors of the size of the values themselves */
+    int64_t bad = ref_compare(got, want, n, 1e-4, 1e-4 * fmax(1.0, max_abs(want, n)));
     if (bad >= 0)
         report(p, seed, vn, "%s '%s' element %lld: got %.9g, want %.9g", what, vkg_tensor_name(p->graph, t),
                (long long)bad, got[bad], want[bad]);
@@ -258,10 +282,8 @@ static void run_and_compare(vkg_device *dev, const random_graph *rg, const vkg_p
         return;
     }
     vkg_status st = VKG_OK;
-    for (int i = 0; i < rg->n_inputs && st == VKG_OK; i++) {
-        if (p->place[rg->inputs[i]].region < 0) continue; /* a dead input the plan dropped */
+    for (int i = 0; i < rg->n_inputs && st == VKG_OK; i++) /* dead inputs too: the API accepts them */
         st = vkg_session_set_input(s, rg->inputs[i], rg->input_data[i], rg->input_bytes[i], &err);
-    }
     for (int i = 0; i < rg->n_indices && st == VKG_OK; i++)
         st = vkg_session_set_index(s, rg->indices[i], rg->index_values[i], &err);
     if (st == VKG_OK) st = vkg_session_run(s, &err);
@@ -280,7 +302,7 @@ static void run_and_compare(vkg_device *dev, const random_graph *rg, const vkg_p
         if (st == VKG_OK)
             compare(p, is_state ? "state" : "output", t, got, is_state ? ref_final_state(p->graph, ref, t) : ref[t],
                     seed, vn);
-        else if (!(is_state && st == VKG_ERR_NOT_FOUND)) /* a state no live step writes has no region */
+        else
             report(p, seed, vn, "reading '%s': %s", vkg_tensor_name(p->graph, t), err.message);
         free(got);
     }

@@ -16,40 +16,50 @@
 #include "cpu/kernels.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
+#include "vulkan/vk_session.h"
 
 typedef struct mm_case {
     uint32_t M, N, K, batch0, batch1;
     int trans_a, trans_b;
-    int broadcast_b;      /* B shared by every batch entry (strides 0)      */
-    uint32_t flags;       /* VKG_MATMUL_*                                   */
-    int residual_in_c;    /* R is C itself: C holds the residual beforehand */
+    int broadcast_b;      /* B shared by every batch entry (strides 0)                     */
+    uint32_t flags;       /* VKG_MATMUL_*                                                  */
+    int residual_in_c;    /* R is C itself: C holds the residual beforehand                */
+    int padded;           /* leading dimensions and offsets rounded up to multiples of 4:
+                             the layouts the vec4 texel shaders take                       */
 } mm_case;
 
-enum { A_OFF = 3, B_OFF = 0, C_OFF = 5, BIAS_OFF = 2, R_OFF = 1 };
+enum { C_OFF = 5, BIAS_OFF = 2, R_OFF = 1 };
 
 /* The B region starts with a 256-byte pad, bound at byte offset 256, to exercise binding offsets. */
 #define B_BIND_OFFSET 256
 
+static uint32_t round4(uint32_t v, int padded) { return padded ? (v + 3) / 4 * 4 : v; }
+
 static void run_case(vkg_device *d, const mm_case *mc) {
     const uint32_t M = mc->M, N = mc->N, K = mc->K, nb = mc->batch0 * mc->batch1;
+    const int pad = mc->padded;
+    /* A [nb][M][lda] (or [nb][K][lda] transposed), B [nb][K][ldb] (or [nb][N][ldb] transposed) */
+    uint32_t lda = mc->trans_a ? round4(M, pad) : round4(K, pad), a_rows = mc->trans_a ? K : M;
+    uint32_t ldb = mc->trans_b ? round4(K, pad) : round4(N, pad), b_rows = mc->trans_b ? N : K;
+    uint32_t a_off = pad ? 4 : 3, b_off = pad ? 4 : 0;
     vkg_matmul_params p = {0};
     p.M = M, p.N = N, p.K = K, p.batch0 = mc->batch0, p.batch1 = mc->batch1;
-    p.a_offset = A_OFF;
-    p.a_stride_m = mc->trans_a ? 1 : K;
-    p.a_stride_k = mc->trans_a ? M : 1;
-    p.a_stride_b1 = M * K, p.a_stride_b0 = M * K * mc->batch1;
-    p.b_offset = B_OFF;
-    p.b_stride_k = mc->trans_b ? 1 : N;
-    p.b_stride_n = mc->trans_b ? K : 1;
-    p.b_stride_b1 = mc->broadcast_b ? 0 : K * N;
-    p.b_stride_b0 = mc->broadcast_b ? 0 : K * N * mc->batch1;
+    p.a_offset = a_off;
+    p.a_stride_m = mc->trans_a ? 1 : lda;
+    p.a_stride_k = mc->trans_a ? lda : 1;
+    p.a_stride_b1 = a_rows * lda, p.a_stride_b0 = a_rows * lda * mc->batch1;
+    p.b_offset = b_off;
+    p.b_stride_k = mc->trans_b ? 1 : ldb;
+    p.b_stride_n = mc->trans_b ? ldb : 1;
+    p.b_stride_b1 = mc->broadcast_b ? 0 : b_rows * ldb;
+    p.b_stride_b0 = mc->broadcast_b ? 0 : b_rows * ldb * mc->batch1;
     p.c_offset = C_OFF, p.c_stride_m = N, p.c_stride_b1 = M * N, p.c_stride_b0 = M * N * mc->batch1;
     p.bias_offset = BIAS_OFF;
     p.r_offset = mc->residual_in_c ? C_OFF : R_OFF;
     p.r_stride_m = N, p.r_stride_b1 = M * N, p.r_stride_b0 = M * N * mc->batch1;
     p.flags = mc->flags;
 
-    size_t na = A_OFF + (size_t)nb * M * K, nbm = B_OFF + (size_t)(mc->broadcast_b ? 1 : nb) * K * N;
+    size_t na = a_off + (size_t)nb * a_rows * lda, nbm = b_off + (size_t)(mc->broadcast_b ? 1 : nb) * b_rows * ldb;
     size_t nc = C_OFF + (size_t)nb * M * N, nbias = BIAS_OFF + N, nr = R_OFF + (size_t)nb * M * N;
     float *a = malloc(na * 4), *b = calloc(B_BIND_OFFSET / 4 + nbm, 4), *c = malloc(nc * 4), *want = malloc(nc * 4);
     float *bias = malloc(nbias * 4), *r = malloc(nr * 4);
@@ -61,7 +71,6 @@ static void run_case(vkg_device *d, const mm_case *mc) {
     vk_test_fill(c, nc, 5, 1.0f);   /* the residual when it lives in C; else overwritten */
     memcpy(want, c, nc * 4);
     vkg_cpu_matmul(&p, a, b + B_BIND_OFFSET / 4, want, bias, mc->residual_in_c ? want : r, 0, vkg_cpu_matmul_units(&p));
-
     vk_test_plan tp;
     vk_test_plan_init(&tp);
     int ra = vk_test_region(&tp, VKG_REGION_INPUT, na * 4, NULL);
@@ -78,29 +87,49 @@ static void run_case(vkg_device *d, const mm_case *mc) {
     if (mc->flags & VKG_MATMUL_BIAS) vk_test_bind(&tp, s, 3, rbias, 0);
     if (mc->flags & VKG_MATMUL_RESIDUAL) vk_test_bind(&tp, s, 4, mc->residual_in_c ? rc : rr, 0);
 
+    /* the texel path takes the vec4 shaders exactly for the padded layouts */
+    vkg_vk_context *ctx = vk_test_context(d);
+    vkg_vk_shader sh;
+    uint32_t spec[VKG_VK_MAX_SPEC], n_spec, groups[3];
+    assert_int_equal(vkg_vk_step_shader(ctx, s, &sh, spec, &n_spec, groups, NULL), VKG_OK);
+    if (ctx->tuning.matmul_texel)
+        assert_int_equal(sh, !pad ? VKG_SH_MATMUL_TEXEL : mc->trans_b ? VKG_SH_MATMUL_TEXEL4T : VKG_SH_MATMUL_TEXEL4);
+    else
+        assert_int_equal(sh, M == 1 ? VKG_SH_MATVEC : VKG_SH_MATMUL_TILED);
+
     void *host[16] = {0};
     host[ra] = a, host[rc] = c, host[rr] = r;
     vk_test_run(d, &tp.plan, host, NULL);
     double e = test_nmse(c, want, nc);
     if (!(e < 1e-10))
-        fail_msg("matmul %ux%ux%u batch %ux%u ta %d tb %d bcast %d flags %u alias %d: nmse %g (c[%d] %g want %g)", M, N,
-                 K, mc->batch0, mc->batch1, mc->trans_a, mc->trans_b, mc->broadcast_b, mc->flags, mc->residual_in_c, e,
-                 C_OFF, c[C_OFF], want[C_OFF]);
+        fail_msg("matmul %ux%ux%u batch %ux%u ta %d tb %d bcast %d flags %u alias %d padded %d: nmse %g "
+                 "(c[%d] %g want %g)", M, N, K, mc->batch0, mc->batch1, mc->trans_a, mc->trans_b, mc->broadcast_b,
+                 mc->flags, mc->residual_in_c, pad, e, C_OFF, c[C_OFF], want[C_OFF]);
     free(a), free(b), free(c), free(want), free(bias), free(r);
 }
 
 static const mm_case cases[] = {
-    {1, 1, 1, 1, 1, 0, 0, 0, 0, 0},
-    {7, 13, 5, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0},
-    {64, 64, 64, 1, 1, 0, 0, 0, 0, 0},
-    {65, 130, 33, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_GELU | VKG_MATMUL_RESIDUAL, 0},
-    {17, 9, 40, 2, 3, 1, 0, 1, VKG_MATMUL_GELU, 0},
-    {9, 17, 23, 3, 1, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1},
-    {31, 5, 70, 1, 2, 1, 1, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, 1},
-    /* M == 1: the matrix-vector path */
-    {1, 300, 77, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_GELU, 0},
-    {1, 37, 100, 2, 3, 0, 1, 0, 0, 0},
-    {1, 70, 9, 1, 1, 1, 0, 0, VKG_MATMUL_RESIDUAL, 1},
+    /* any layout: the float texel shader (texel path) or tiles (GPU path) */
+    {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0},
+    {7, 13, 5, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 0},
+    {64, 64, 64, 1, 1, 0, 0, 0, 0, 0, 0},
+    {65, 130, 33, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_GELU | VKG_MATMUL_RESIDUAL, 0, 0},
+    {17, 9, 40, 2, 3, 1, 0, 1, VKG_MATMUL_GELU, 0, 0},
+    {9, 17, 23, 3, 1, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 0},
+    {31, 5, 70, 1, 2, 1, 1, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, 1, 0},
+    /* vec4 layouts, with k, n and m tails */
+    {64, 64, 64, 1, 1, 0, 0, 0, 0, 0, 1},
+    {37, 50, 29, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_GELU, 0, 1},
+    {37, 50, 31, 2, 2, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 1},
+    {13, 19, 6, 3, 1, 0, 1, 1, VKG_MATMUL_BIAS, 0, 1},
+    {70, 9, 130, 1, 1, 0, 0, 1, VKG_MATMUL_RESIDUAL, 0, 1},
+    /* M == 1: matrix-vector */
+    {1, 300, 77, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_GELU, 0, 0},
+    {1, 37, 100, 2, 3, 0, 1, 0, 0, 0, 0},
+    {1, 70, 9, 1, 1, 1, 0, 0, VKG_MATMUL_RESIDUAL, 1, 0},
+    {1, 300, 77, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_GELU, 0, 1},
+    {1, 37, 101, 2, 3, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 1},
+    {1, 129, 3, 1, 1, 0, 0, 1, 0, 0, 1},
 };
 
 static void run_all_cases(vkg_device *d) {
@@ -115,19 +144,19 @@ static void test_default_tuning(void **state) {
 }
 
 static void set_tuning(vkg_vk_context *c, int texel, uint32_t wg_x, uint32_t wg_y, uint32_t tm, uint32_t tn,
-                       uint32_t bk, uint32_t mv_wg, uint32_t mv_cols) {
+                       uint32_t bk, uint32_t mv_wg, uint32_t mv_cols, uint32_t mv_tn) {
     c->tuning.matmul_texel = texel;
     c->tuning.mm_wg_x = wg_x, c->tuning.mm_wg_y = wg_y, c->tuning.mm_tm = tm, c->tuning.mm_tn = tn;
-    c->tuning.mm_bk = bk, c->tuning.mv_wg = mv_wg, c->tuning.mv_cols = mv_cols;
+    c->tuning.mm_bk = bk, c->tuning.mv_wg = mv_wg, c->tuning.mv_cols = mv_cols, c->tuning.mv_tn = mv_tn;
 }
 
 static void test_tiled(void **state) {
     (void)state;
     vkg_device *d = vk_test_open();
     vkg_vk_context *c = vk_test_context(d);
-    set_tuning(c, 0, 8, 8, 4, 4, 8, 64, 16);
+    set_tuning(c, 0, 8, 8, 4, 4, 8, 64, 16, 4);
     run_all_cases(d);
-    set_tuning(c, 0, 16, 4, 2, 3, 16, 32, 32);
+    set_tuning(c, 0, 16, 4, 2, 3, 16, 32, 32, 4);
     run_all_cases(d);
     vk_test_close(d);
 }
@@ -135,7 +164,9 @@ static void test_tiled(void **state) {
 static void test_texel_odd_blocks(void **state) {
     (void)state;
     vkg_device *d = vk_test_open();
-    set_tuning(vk_test_context(d), 1, 4, 8, 3, 5, 4, 8, 8);
+    set_tuning(vk_test_context(d), 1, 4, 8, 3, 4, 4, 8, 8, 4);
+    run_all_cases(d);
+    set_tuning(vk_test_context(d), 1, 2, 3, 5, 12, 4, 5, 5, 12);
     run_all_cases(d);
     vk_test_close(d);
 }

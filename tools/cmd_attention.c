@@ -156,10 +156,11 @@ static long check_choice(const gpt2_cli *c, const attn_options *o) {
 static int run(gpt2_cli *c, const attn_options *o, long it) {
     const vkg_gpt2_config *cfg = &c->model->config;
     const size_t T = c->n_ids, H = (size_t)cfg->n_head;
-    float *probs = malloc(H * T * T * sizeof *probs), *logits = malloc((size_t)cfg->vocab_size * sizeof *logits);
-    int rc = probs && logits ? 0 : cli_fail(CMD, "out of memory");
+    float *probs = malloc(H * T * T * sizeof *probs);
+    int rc = probs ? 0 : cli_fail(CMD, "out of memory");
     vkg_error err = {0};
-    if (rc == 0 && vkg_gpt2_forward(c->model, c->dev, c->ids, (int)T, 0, logits, (int)o->layer, probs, &err) != VKG_OK)
+    /* Without logits only layers 0..L run. */
+    if (rc == 0 && vkg_gpt2_forward(c->model, c->dev, c->ids, (int)T, 0, NULL, (int)o->layer, probs, &err) != VKG_OK)
         rc = cli_fail(CMD, "%s", err.message);
     if (rc == 0) {
         char buf[32], shown[256];
@@ -179,7 +180,6 @@ static int run(gpt2_cli *c, const attn_options *o, long it) {
     }
     if (rc == 0 && o->png) rc = write_png(c, o, probs);
     free(probs);
-    free(logits);
     return rc;
 }
 

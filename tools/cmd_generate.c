@@ -21,7 +21,8 @@ static void usage(FILE *f) {
             "\n"
             "Continues the prompt with GPT-2, printing each token as it is produced, until N tokens or the\n"
             "end-of-text token.  Timings (prompt and generated tokens per second) go to standard error.\n"
-            "Without sampling options the choice is greedy (always the most likely token).\n"
+            "Without sampling options the choice is greedy (always the most likely token).  An empty\n"
+            "prompt starts from the end-of-text token, as GPT-2's unconditional samples do.\n"
             "\n");
     gpt2_cli_usage_common(f);
     fprintf(f,
@@ -34,13 +35,14 @@ static void usage(FILE *f) {
             "                      clock, printed so the run can be repeated)\n"
             "  --ids-out           print the generated token ids instead of text\n"
             "  --no-prompt         do not print the prompt before the continuation\n"
+            "  --profile           print the time of every step of the last decode run\n"
             "  -h, --help          show this help\n");
 }
 
 typedef struct gen_options {
     long n;
     vkg_sampling_options sampling;
-    int sampling_given, temperature_given, seed_given, ids_out, no_prompt;
+    int sampling_given, temperature_given, seed_given, ids_out, no_prompt, profile;
 } gen_options;
 
 /* Parses this command's own options; 1 taken, 0 not ours, -1 error (printed). */
@@ -50,6 +52,7 @@ static int own_option(gen_options *g, int argc, char **argv, int *i) {
     long v;
     if (strcmp(a, "--ids-out") == 0) return g->ids_out = 1;
     if (strcmp(a, "--no-prompt") == 0) return g->no_prompt = 1;
+    if (strcmp(a, "--profile") == 0) return g->profile = 1;
     int known = strcmp(a, "-n") == 0 || strcmp(a, "--tokens") == 0 || strcmp(a, "--temperature") == 0 ||
                 strcmp(a, "--top-k") == 0 || strcmp(a, "--top-p") == 0 || strcmp(a, "--seed") == 0;
     if (!known) return 0;
@@ -115,9 +118,15 @@ static int run(gpt2_cli *c, gen_options *g) {
         vkg_sampler_free(&sampler);
         return cli_fail(CMD, "%s", err.message);
     }
+    if (g->profile && vkg_session_enable_profiling(gen.step.session, 1, &err) != VKG_OK) {
+        vkg_gpt2_generator_free(&gen);
+        vkg_sampler_free(&sampler);
+        return cli_fail(CMD, "%s", err.message);
+    }
     double t1 = gpt2_cli_now();
     if (!g->no_prompt)
-        for (size_t i = 0; i < c->n_ids && rc == 0; i++) rc = emit(c, g, c->ids[i]);
+        for (size_t i = 0; i < c->n_ids && rc == 0; i++)
+            if (c->ids[i] != cfg->eos_token_id || g->ids_out) rc = emit(c, g, c->ids[i]); /* a marker, not text */
     if (rc == 0 && vkg_gpt2_generator_feed(&gen, c->ids, (int)c->n_ids, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
     double t2 = gpt2_cli_now();
     long produced = 0;
@@ -154,6 +163,10 @@ static int run(gpt2_cli *c, gen_options *g) {
         else
             fprintf(stderr, "vkgraph %s: generated: %ld tokens\n", CMD, produced);
     }
+    if (rc == 0 && g->profile) {
+        fprintf(stderr, "vkgraph %s: the last decode run, step by step:\n", CMD);
+        vkg_session_profile_print(gen.step.session, stderr);
+    }
     vkg_gpt2_generator_free(&gen);
     vkg_sampler_free(&sampler);
     return rc;
@@ -175,7 +188,7 @@ int cmd_generate(int argc, char **argv) {
     }
     if (!g.sampling_given) g.sampling.temperature = 0.0f; /* greedy unless sampling was asked for */
     if (g.sampling_given && !g.seed_given) g.sampling.seed = (uint64_t)time(NULL);
-    int rc = gpt2_cli_load(&c, 0);
+    int rc = gpt2_cli_load(&c, 1);
     if (rc == 0) rc = gpt2_cli_open_device(&c);
     if (rc == 0) rc = run(&c, &g);
     gpt2_cli_free(&c);

@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "gpt2_cli.h"
 #include "io/npy.h"
+#include "models/sampling.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,9 +67,7 @@ int cmd_logits(int argc, char **argv) {
     }
     if (rc == 0) {
         const float *last = logits + (all ? (size_t)(T - 1) * (size_t)V : 0);
-        int32_t best = 0;
-        for (int v = 1; v < V; v++)
-            if (last[v] > last[best]) best = v;
+        int32_t best = vkg_argmax(last, V);
         char buf[32], shown[256];
         size_t len;
         const char *tok = gpt2_cli_token(&c, best, buf, sizeof buf, &len);

@@ -140,7 +140,7 @@ int gpt2_cli_project_tokenizer(char *out, size_t size) {
     return 0;
 }
 
-static int load_tokenizer(gpt2_cli *c, int need) {
+static int load_tokenizer(gpt2_cli *c) {
     vkg_error err = {0};
     const char *dir = c->model_dir;
     char fallback[PATH_MAX];
@@ -150,7 +150,7 @@ static int load_tokenizer(gpt2_cli *c, int need) {
             fprintf(stderr, "vkgraph %s: %s has no tokenizer files; using GPT-2's tokenizer from %s\n", c->cmd,
                     c->model_dir, fallback);
             dir = fallback;
-        } else if (!need && !c->prompt && !c->file) {
+        } else if (!c->prompt && !c->file) {
             return 0; /* ids in, ids out */
         } else {
             return cli_fail(c->cmd, "%s has no tokenizer (vocab.json + merges.txt, or encoder.json + vocab.bpe)%s",
@@ -164,7 +164,7 @@ static int load_tokenizer(gpt2_cli *c, int need) {
     return 0;
 }
 
-int gpt2_cli_load(gpt2_cli *c, int need_tokenizer) {
+int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
     if (!c->model_dir) return cli_fail(c->cmd, "say which model: -m DIR (see vkgraph %s --help)", c->cmd);
     if ((c->prompt != NULL) + (c->file != NULL) + (c->ids_text != NULL) != 1)
         return cli_fail(c->cmd, "give the prompt as exactly one of -p TEXT, -f FILE or --ids IDS");
@@ -175,7 +175,7 @@ int gpt2_cli_load(gpt2_cli *c, int need_tokenizer) {
         fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph gpt2-random): its outputs "
                 "mean nothing\n", c->cmd, c->model_dir);
     if (c->model->note[0]) fprintf(stderr, "vkgraph %s: note: %s\n", c->cmd, c->model->note);
-    if (load_tokenizer(c, need_tokenizer)) return 1;
+    if (load_tokenizer(c)) return 1;
 
     if (c->ids_text) {
         if (parse_ids(c, c->ids_text)) return 1;
@@ -187,6 +187,15 @@ int gpt2_cli_load(gpt2_cli *c, int need_tokenizer) {
         vkg_status st = vkg_tokenizer_encode(c->tok, bytes ? bytes : c->prompt, len, &c->ids, &c->n_ids, &err);
         free(bytes);
         if (st != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
+    }
+    if (c->n_ids == 0 && empty_is_eot) {
+        int32_t *eot = realloc(c->ids, sizeof *eot);
+        if (!eot) return cli_fail(c->cmd, "out of memory");
+        c->ids = eot;
+        c->ids[0] = c->model->config.eos_token_id;
+        c->n_ids = 1;
+        fprintf(stderr, "vkgraph %s: the prompt is empty: starting from the end-of-text token (%d)\n", c->cmd,
+                (int)c->ids[0]);
     }
     if (vkg_gpt2_check_ids(c->model, c->ids, c->n_ids, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
     return 0;

@@ -88,7 +88,7 @@ void vkg_cpu_unary(const vkg_unary_params *p, const float *in, float *out, const
             case VKG_UNARY_COPY: y = x; break;
             case VKG_UNARY_SCALE: y = p->alpha * x; break;
             case VKG_UNARY_GELU: y = vkg_cpu_gelu(x); break;
-            case VKG_UNARY_RELU: y = x < 0.0f ? 0.0f : x; break; /* NaN stays NaN */
+            case VKG_UNARY_RELU: y = x > 0.0f ? x : 0.0f; break; /* NaN -> 0, as maxNum(x, 0) */
             case VKG_UNARY_CAUSAL: y = (int64_t)i3 > last_visible ? -INFINITY : x; break;
             default: y = NAN; break; /* rejected when the plan is checked */
             }

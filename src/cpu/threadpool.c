@@ -1,29 +1,36 @@
-/* The pool: workers sleep on a condition variable until a new job (a new generation number)
- * is posted, run their chunk, and the last one to finish wakes the caller. */
+/* The pool: a job is posted by bumping a generation number; workers notice it, run their chunk,
+ * and count themselves out.  A model runs hundreds of short steps per token, so both sides first
+ * poll the atomics for a short while (a wake-up through a condition variable costs tens of
+ * microseconds) and only then sleep.  Each poll yields the core, so polling costs little when
+ * the machine has more runnable threads than cores. */
 #include "cpu/threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+enum { POLLS = 200 }; /* polls (each a sched_yield) before sleeping */
+
 struct vkg_threadpool {
-    int threads;                /* including the calling thread                 */
-    pthread_t *workers;         /* threads - 1 of them; worker i runs chunk i+1  */
-    pthread_mutex_t run_lock;   /* one parallel-for at a time                   */
-    pthread_mutex_t lock;       /* guards everything below                      */
-    pthread_cond_t wake;        /* a job was posted, or shutdown                */
-    pthread_cond_t done;        /* the last worker finished its chunk           */
-    uint64_t generation;        /* bumped for every job                         */
-    int pending;                /* workers still running the current job        */
-    int shutdown;
-    size_t n;                   /* the current job                              */
+    int threads;                     /* including the calling thread                       */
+    pthread_t *workers;              /* threads - 1 of them; worker i runs chunk i + 1      */
+    pthread_mutex_t run_lock;        /* one parallel-for at a time                         */
+    pthread_mutex_t lock;            /* pairs with the condition variables                 */
+    pthread_cond_t wake;             /* a job was posted, or shutdown                      */
+    pthread_cond_t done;             /* the last worker finished its chunk                 */
+    atomic_uint_fast64_t generation; /* bumped (after the job fields are set) per job      */
+    atomic_int pending;              /* workers still running the current job              */
+    atomic_int shutdown;
+    size_t n;                        /* the current job; written before generation moves   */
     vkg_parallel_fn fn;
     void *ctx;
 };
 
 typedef struct worker_arg {
     vkg_threadpool *pool;
-    int index;                  /* chunk number this worker runs */
+    int index;                       /* chunk number this worker runs */
 } worker_arg;
 
 static void run_chunk(size_t n, int chunk, int chunks, vkg_parallel_fn fn, void *ctx) {
@@ -32,34 +39,43 @@ static void run_chunk(size_t n, int chunk, int chunks, vkg_parallel_fn fn, void 
     if (begin < end) fn(ctx, begin, end);
 }
 
+/* Waits until the generation differs from seen or the pool shuts down; returns the generation. */
+static uint64_t wait_for_job(vkg_threadpool *pool, uint64_t seen) {
+    for (int i = 0; i < POLLS; i++) {
+        uint64_t g = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        if (g != seen || atomic_load(&pool->shutdown)) return g;
+        sched_yield();
+    }
+    pthread_mutex_lock(&pool->lock);
+    while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->shutdown))
+        pthread_cond_wait(&pool->wake, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+    return atomic_load(&pool->generation);
+}
+
 static void *worker_main(void *arg) {
     worker_arg self = *(worker_arg *)arg;
     free(arg);
     vkg_threadpool *pool = self.pool;
     uint64_t seen = 0;
-    pthread_mutex_lock(&pool->lock);
     for (;;) {
-        while (pool->generation == seen && !pool->shutdown) pthread_cond_wait(&pool->wake, &pool->lock);
-        if (pool->shutdown) break;
-        seen = pool->generation;
-        size_t n = pool->n;
-        vkg_parallel_fn fn = pool->fn;
-        void *ctx = pool->ctx;
-        pthread_mutex_unlock(&pool->lock);
-
-        run_chunk(n, self.index, pool->threads, fn, ctx);
-
-        pthread_mutex_lock(&pool->lock);
-        if (--pool->pending == 0) pthread_cond_signal(&pool->done);
+        seen = wait_for_job(pool, seen);
+        if (atomic_load(&pool->shutdown)) break;
+        run_chunk(pool->n, self.index, pool->threads, pool->fn, pool->ctx);
+        if (atomic_fetch_sub(&pool->pending, 1) == 1) {
+            /* Taking the lock orders this signal after the caller's check-then-wait. */
+            pthread_mutex_lock(&pool->lock);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->lock);
+        }
     }
-    pthread_mutex_unlock(&pool->lock);
     return NULL;
 }
 
 /* Stops and joins the first `started` workers. */
 static void stop_workers(vkg_threadpool *pool, int started) {
     pthread_mutex_lock(&pool->lock);
-    pool->shutdown = 1;
+    atomic_store(&pool->shutdown, 1);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
     for (int i = 0; i < started; i++) pthread_join(pool->workers[i], NULL);
@@ -84,6 +100,9 @@ vkg_threadpool *vkg_threadpool_new(int threads) {
             return NULL;
         }
     }
+    atomic_init(&pool->generation, 0);
+    atomic_init(&pool->pending, 0);
+    atomic_init(&pool->shutdown, 0);
     pthread_mutex_init(&pool->run_lock, NULL);
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
@@ -123,19 +142,23 @@ void vkg_threadpool_for(vkg_threadpool *pool, size_t n, vkg_parallel_fn fn, void
         return;
     }
     pthread_mutex_lock(&pool->run_lock);
-    pthread_mutex_lock(&pool->lock);
     pool->n = n;
     pool->fn = fn;
     pool->ctx = ctx;
-    pool->pending = pool->threads - 1;
-    pool->generation++;
+    atomic_store(&pool->pending, pool->threads - 1);
+    /* Under the lock, so a worker between its check and its wait cannot miss the wake-up. */
+    pthread_mutex_lock(&pool->lock);
+    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
 
     run_chunk(n, 0, pool->threads, fn, ctx);
 
-    pthread_mutex_lock(&pool->lock);
-    while (pool->pending > 0) pthread_cond_wait(&pool->done, &pool->lock);
-    pthread_mutex_unlock(&pool->lock);
+    for (int i = 0; i < POLLS && atomic_load(&pool->pending) > 0; i++) sched_yield();
+    if (atomic_load(&pool->pending) > 0) {
+        pthread_mutex_lock(&pool->lock);
+        while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done, &pool->lock);
+        pthread_mutex_unlock(&pool->lock);
+    }
     pthread_mutex_unlock(&pool->run_lock);
 }

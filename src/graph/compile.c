@@ -87,6 +87,8 @@ static void fuse_matmul(vkg_compiler *c, vkg_tensor mm) {
         vkg_tensor next = sole_consumer(c, last);
         if (next == VKG_NONE) break;
         const vkg_node *nn = &g->nodes[next];
+        /* next already ends an earlier matmul's group (matmul + matmul): it stays there */
+        if (c->fused_input[next] != VKG_NONE || c->role[next] != VKG_FUSE_NONE) break;
         vkg_tensor other = VKG_NONE;
         if (nn->op == VKG_OP_ADD) other = nn->src[0] == last ? nn->src[1] : nn->src[0];
         if (nn->op == VKG_OP_ADD && nn->src[0] == nn->src[1]) break;
@@ -119,6 +121,25 @@ vkg_status vkg_compile_fuse(vkg_compiler *c) {
         if (!c->keep[i]) continue;
         if (c->g->nodes[i].op == VKG_OP_SOFTMAX) fuse_softmax(c, i);
         else if (c->g->nodes[i].op == VKG_OP_MATMUL && c->role[i] == VKG_FUSE_NONE) fuse_matmul(c, i);
+    }
+    return VKG_OK;
+}
+
+/* Steps run in creation order, so reading a state through a handle that a later write_at has
+ * already replaced would see the newer contents.  Refuse it: read through the latest handle. */
+static vkg_status check_state_reads(const vkg_compiler *c) {
+    const vkg_graph *g = c->g;
+    for (int w = 0; w < c->n; w++) {
+        if (g->nodes[w].op != VKG_OP_WRITE_AT) continue;
+        vkg_tensor old = g->nodes[w].src[0], leaf = old;
+        while (g->nodes[leaf].op == VKG_OP_WRITE_AT) leaf = g->nodes[leaf].src[0];
+        for (int r = w + 1; r < c->n; r++)
+            for (int s = 0; s < VKG_MAX_SRC; s++)
+                if (c->keep[r] && g->nodes[r].src[s] == old)
+                    return vkg_error_set(c->err, VKG_ERR_INVALID_ARGUMENT,
+                                         "%s (node %d) reads state '%s' through a handle that write_at (node %d) "
+                                         "already replaced: use the handle write_at returned",
+                                         vkg_op_name(g->nodes[r].op), r, vkg_tensor_name(g, leaf), w);
     }
     return VKG_OK;
 }
@@ -205,6 +226,9 @@ vkg_status vkg_plan_compile(const vkg_graph *g, const vkg_compile_options *opts,
            : vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling a graph");
     if (st == VKG_OK) {
         mark_live(&c);
+        st = check_state_reads(&c);
+    }
+    if (st == VKG_OK) {
         st = vkg_compile_fuse(&c);
     }
     if (st == VKG_OK) st = vkg_compile_lower(&c);

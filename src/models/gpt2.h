@@ -79,6 +79,8 @@ typedef struct vkg_gpt2_build_options {
     int cache_len;         /* 0: no cache (positions 0..T-1, attention over the T tokens);
                               else S, the KV cache's length (T <= S <= n_positions)           */
     int all_logits;        /* logits for every position [T, V]; else the last one [1, V]     */
+    int no_logits;         /* no logits output: only the attention asked for is computed
+                              (the layers after it and the head drop out of the plan)         */
     int attention_layer;   /* VKG_GPT2_NO_ATTENTION, a layer, or VKG_GPT2_ALL_LAYERS: those
                               layers' probabilities become outputs "attention.L"             */
     int attention_keys;    /* with a cache: 0 gives [H, T, S]; k > 0 gives keys [0, k) only,
@@ -92,7 +94,7 @@ typedef struct vkg_gpt2_graph {
     int n_layer, tokens, cache_len;
     vkg_tensor ids, positions;           /* i32 inputs [T]                                   */
     vkg_tensor pos;                      /* the runtime index; VKG_NONE without a cache      */
-    vkg_tensor logits;                   /* output [T, V] or [1, V]                          */
+    vkg_tensor logits;                   /* output [T, V] or [1, V]; VKG_NONE with no_logits */
     vkg_tensor *attention;               /* n_layer entries; VKG_NONE where not requested    */
     vkg_tensor *k_cache, *v_cache;       /* states [H, S, D], n_layer each; NULL without one */
 } vkg_gpt2_graph;
@@ -131,7 +133,8 @@ vkg_status vkg_gpt2_check_ids(const vkg_gpt2 *m, const int32_t *ids, size_t n, v
 
 /* One forward pass over n ids without a cache: the last position's logits [V] (or, all_logits,
  * [n, V]) into logits, and when attention_out is non-NULL, layer attention_layer's
- * probabilities [H, n, n] into it. */
+ * probabilities [H, n, n] into it.  logits may be NULL when attention_out is not: then only the
+ * layers up to attention_layer run. */
 vkg_status vkg_gpt2_forward(const vkg_gpt2 *m, vkg_device *dev, const int32_t *ids, int n, int all_logits,
                             float *logits, int attention_layer, float *attention_out, vkg_error *err);
 

@@ -108,6 +108,9 @@ static vkg_status check_options(const vkg_gpt2 *m, const vkg_gpt2_build_options 
         (o->attention_layer < 0 || o->attention_layer >= m->config.n_layer))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: layer %d does not exist; the model has layers 0 to %d",
                              o->attention_layer, m->config.n_layer - 1);
+    if (o->no_logits && o->attention_layer == VKG_GPT2_NO_ATTENTION && !o->cache_len)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: neither logits nor attention asked for: the graph "
+                             "would compute nothing");
     if (o->attention_keys < 0 || (o->attention_keys > 0 && (!o->cache_len || o->attention_keys > o->cache_len)))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: attention_keys %d needs a cache of at least as many "
                              "positions", o->attention_keys);
@@ -150,13 +153,15 @@ static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o,
     for (int i = 0; i < c->n_layer; i++) x = block(&b, i, x, gg);
 
     b.prefix[0] = '\0';
+    gg->logits = VKG_NONE;
+    if (o->no_logits) goto done;
     if (!o->all_logits && b.T > 1) x = vkg_slice(g, x, 0, b.T - 1, 1); /* the head only where it is read */
     x = vkg_layernorm(g, x, weight(&b, "ln_f.weight", m->ln_f_w, b.C, 0), weight(&b, "ln_f.bias", m->ln_f_b, b.C, 0),
                       c->layer_norm_epsilon);
     vkg_tensor head = m->tied_head ? wte : weight(&b, "lm_head.weight", m->lm_head, c->vocab_size, b.C);
     gg->logits = vkg_matmul(g, x, head, VKG_NONE, VKG_TRANSPOSE_B);
     vkg_output(g, "logits", gg->logits);
-
+done:
     if (vkg_graph_status(g) != VKG_OK)
         return vkg_error_set(err, vkg_graph_status(g), "gpt2: building the graph failed: %s", vkg_graph_error(g));
     return VKG_OK;

@@ -54,6 +54,8 @@ vkg_status vkg_gpt2_runner_run(vkg_gpt2_runner *r, const int32_t *ids, int32_t s
 }
 
 vkg_status vkg_gpt2_runner_logits(vkg_gpt2_runner *r, float *out, size_t floats, vkg_error *err) {
+    if (r->gg.logits == VKG_NONE)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: the graph was built without logits (no_logits)");
     return vkg_session_get_output(r->session, r->gg.logits, out, floats * sizeof(float), err);
 }
 
@@ -71,13 +73,14 @@ vkg_status vkg_gpt2_forward(const vkg_gpt2 *m, vkg_device *dev, const int32_t *i
     vkg_gpt2_build_options o;
     vkg_gpt2_build_options_default(&o, n);
     o.all_logits = all_logits;
+    o.no_logits = logits == NULL;
     if (attention_out) o.attention_layer = attention_layer;
     vkg_gpt2_runner r;
     st = vkg_gpt2_runner_new(m, dev, &o, &r, err);
     if (st != VKG_OK) return st;
     const size_t V = (size_t)m->config.vocab_size, H = (size_t)m->config.n_head;
     st = vkg_gpt2_runner_run(&r, ids, 0, err);
-    if (st == VKG_OK) st = vkg_gpt2_runner_logits(&r, logits, (all_logits ? (size_t)n : 1) * V, err);
+    if (st == VKG_OK && logits) st = vkg_gpt2_runner_logits(&r, logits, (all_logits ? (size_t)n : 1) * V, err);
     if (st == VKG_OK && attention_out)
         st = vkg_gpt2_runner_attention(&r, attention_layer, attention_out, H * (size_t)n * (size_t)n, err);
     vkg_gpt2_runner_free(&r);

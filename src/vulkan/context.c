@@ -151,14 +151,17 @@ vkg_status vkg_vk_instance_create(int validation, uint64_t *counter, VkInstance 
         } else {
             layers[n_layers++] = VALIDATION_LAYER;
             extensions[n_ext++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
-            if (instance_extension_present(VALIDATION_LAYER, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME)) {
+            const char *sync = getenv("VKG_SYNC_VALIDATION");
+            if ((!sync || strcmp(sync, "0") != 0) &&
+                instance_extension_present(VALIDATION_LAYER, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME)) {
                 extensions[n_ext++] = VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME;
                 with_features = 1;
             }
         }
     }
 
-    /* Synchronization validation checks the barriers between steps as well as API usage. */
+    /* Synchronization validation checks the barriers between steps as well as API usage
+     * (VKG_SYNC_VALIDATION=0 leaves it off). */
     VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
     VkValidationFeaturesEXT features = {
         .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,

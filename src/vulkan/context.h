@@ -19,11 +19,15 @@ typedef struct vkg_vk_tuning {
     uint32_t elementwise_wg;   /* invocations per workgroup: binary, unary, embedding           */
     uint32_t row_wg;           /* invocations per row: softmax, layernorm (any multiple of 1)    */
     int matmul_texel;          /* 1: matmul reads A and B through uniform texel buffers          */
-    uint32_t mm_wg_x, mm_wg_y; /* matmul workgroup (columns, rows of threads)                    */
-    uint32_t mm_tm, mm_tn;     /* outputs per thread: rows, columns (register block)             */
+    uint32_t mm_wg_x, mm_wg_y; /* matmul workgroup (columns, rows of invocations)                */
+    uint32_t mm_tm, mm_tn;     /* outputs per invocation: rows, columns (register block); the
+                                  vec4 texel shaders need mm_tn % 4 == 0, the float texel shader
+                                  (odd strides) uses 4 x 4                                      */
     uint32_t mm_bk;            /* tiled matmul: depth of one shared-memory slice                 */
-    uint32_t mv_wg;            /* matrix-vector: invocations per workgroup                       */
-    uint32_t mv_cols;          /* matrix-vector: columns per workgroup                           */
+    uint32_t mv_wg;            /* M == 1: invocations per workgroup                              */
+    uint32_t mv_cols;          /* M == 1, tiled path: columns per workgroup (split-K by
+                                  mv_wg / mv_cols)                                              */
+    uint32_t mv_tn;            /* M == 1, texel path: columns per invocation (multiple of 4)     */
     int force_staging;         /* sessions reach device-local buffers through staging copies
                                   even where the memory is host-visible (tests cover that path) */
 } vkg_vk_tuning;

@@ -20,40 +20,34 @@ static const struct {
     const char *file;
     uint32_t bindings;
     uint32_t texel_mask;
+    int texel_vec4;
     uint32_t push_bytes;
 } shader_info[VKG_SH_COUNT] = {
-    [VKG_SH_MATMUL_TEXEL] = {"matmul_texel", 5, 0x3, sizeof(vkg_matmul_params)},
-    [VKG_SH_MATMUL_TILED] = {"matmul_tiled", 5, 0x0, sizeof(vkg_matmul_params)},
-    [VKG_SH_MATVEC_TEXEL] = {"matvec_texel", 5, 0x3, sizeof(vkg_matmul_params)},
-    [VKG_SH_MATVEC] = {"matvec", 5, 0x0, sizeof(vkg_matmul_params)},
-    [VKG_SH_BINARY] = {"binary", 3, 0x0, sizeof(vkg_binary_params)},
-    [VKG_SH_UNARY] = {"unary", 3, 0x0, sizeof(vkg_unary_params)},
-    [VKG_SH_SOFTMAX] = {"softmax", 4, 0x0, sizeof(vkg_softmax_params)},
-    [VKG_SH_LAYERNORM] = {"layernorm", 4, 0x0, sizeof(vkg_layernorm_params)},
-    [VKG_SH_EMBEDDING] = {"embedding", 3, 0x0, sizeof(vkg_embedding_params)},
+    [VKG_SH_MATMUL_TEXEL] = {"matmul_texel", 5, 0x3, 0, sizeof(vkg_matmul_params)},
+    [VKG_SH_MATMUL_TEXEL4] = {"matmul_texel4", 5, 0x3, 1, sizeof(vkg_matmul_params)},
+    [VKG_SH_MATMUL_TEXEL4T] = {"matmul_texel4t", 5, 0x3, 1, sizeof(vkg_matmul_params)},
+    [VKG_SH_MATMUL_TILED] = {"matmul_tiled", 5, 0x0, 0, sizeof(vkg_matmul_params)},
+    [VKG_SH_MATVEC] = {"matvec", 5, 0x0, 0, sizeof(vkg_matmul_params)},
+    [VKG_SH_BINARY] = {"binary", 3, 0x0, 0, sizeof(vkg_binary_params)},
+    [VKG_SH_UNARY] = {"unary", 3, 0x0, 0, sizeof(vkg_unary_params)},
+    [VKG_SH_SOFTMAX] = {"softmax", 4, 0x0, 0, sizeof(vkg_softmax_params)},
+    [VKG_SH_LAYERNORM] = {"layernorm", 4, 0x0, 0, sizeof(vkg_layernorm_params)},
+    [VKG_SH_EMBEDDING] = {"embedding", 3, 0x0, 0, sizeof(vkg_embedding_params)},
 };
 
 const char *vkg_vk_shader_file(vkg_vk_shader s) { return shader_info[s].file; }
 uint32_t vkg_vk_shader_bindings(vkg_vk_shader s) { return shader_info[s].bindings; }
 uint32_t vkg_vk_shader_texel_mask(vkg_vk_shader s) { return shader_info[s].texel_mask; }
+int vkg_vk_shader_texel_vec4(vkg_vk_shader s) { return shader_info[s].texel_vec4; }
 uint32_t vkg_vk_shader_push_bytes(vkg_vk_shader s) { return shader_info[s].push_bytes; }
 
-/* The specialization constants of shader s under tuning t, in constant_id order. */
-static uint32_t spec_values(const vkg_vk_tuning *t, vkg_vk_shader s, uint32_t v[VKG_VK_MAX_SPEC]) {
-    switch (s) {
-    case VKG_SH_MATMUL_TEXEL:
-    case VKG_SH_MATMUL_TILED:
-        v[0] = t->mm_wg_x, v[1] = t->mm_wg_y, v[2] = t->mm_tm, v[3] = t->mm_tn, v[4] = t->mm_bk;
-        return s == VKG_SH_MATMUL_TILED ? 5 : 4;
-    case VKG_SH_MATVEC_TEXEL:
-    case VKG_SH_MATVEC: v[0] = t->mv_wg, v[1] = t->mv_cols; return 2;
-    case VKG_SH_SOFTMAX:
-    case VKG_SH_LAYERNORM: v[0] = t->row_wg; return 1;
-    default: v[0] = t->elementwise_wg; return 1;
-    }
-}
-
 static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static int texel_format_ok(const vkg_vk_context *c, VkFormat f) {
+    VkFormatProperties fp;
+    vkGetPhysicalDeviceFormatProperties(c->phys, f, &fp);
+    return (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+}
 
 void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
     const VkPhysicalDeviceLimits *l = &c->props.limits;
@@ -61,25 +55,23 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
                          ? l->maxComputeWorkGroupSize[0] : l->maxComputeWorkGroupInvocations;
     uint32_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
     int cpu = c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-
-    VkFormatProperties fp;
-    vkGetPhysicalDeviceFormatProperties(c->phys, VK_FORMAT_R32_SFLOAT, &fp);
-    int texel_ok = (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+    int texel_ok = texel_format_ok(c, VK_FORMAT_R32_SFLOAT) && texel_format_ok(c, VK_FORMAT_R32G32B32A32_SFLOAT);
 
     memset(t, 0, sizeof *t);
     /* A software rasteriser runs a workgroup as SIMD loops on one thread and spreads workgroups
-     * over its threads: small workgroups, many of them.  Storage-buffer loads are slow there and
-     * texel fetches fast, so matmul reads through texel buffers with large register blocks.  A
-     * GPU gets wide workgroups, shared-memory tiles and coalesced storage-buffer loads. */
+     * over its threads: small workgroups, many of them.  Its storage-buffer and shared-memory
+     * loads are slow and texel fetches fast, so matmul reads vec4 texels into large register
+     * blocks.  A GPU gets wide workgroups, shared-memory tiles and coalesced storage-buffer
+     * loads. */
     t->elementwise_wg = clamp_u32(cpu ? 64 : 256, 1, max_x);
     t->row_wg = clamp_u32(cpu ? 4 * sg : 256, 1, max_x);
     t->matmul_texel = cpu && texel_ok;
     if (cpu) {
-        t->mm_wg_x = 8, t->mm_wg_y = 8, t->mm_tm = 8, t->mm_tn = 8, t->mm_bk = 8;
-        t->mv_wg = 64, t->mv_cols = 64;
+        t->mm_wg_x = 8, t->mm_wg_y = 4, t->mm_tm = 8, t->mm_tn = 8, t->mm_bk = 8;
+        t->mv_wg = 16, t->mv_cols = 16, t->mv_tn = 8;
     } else {
         t->mm_wg_x = 16, t->mm_wg_y = 16, t->mm_tm = 4, t->mm_tn = 4, t->mm_bk = 16;
-        t->mv_wg = 256, t->mv_cols = 32;
+        t->mv_wg = 256, t->mv_cols = 32, t->mv_tn = 4;
     }
     const char *mm = getenv("VKG_MATMUL");
     if (mm && strcmp(mm, "texel") == 0 && texel_ok) t->matmul_texel = 1;
@@ -99,9 +91,10 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
 vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, vkg_error *err) {
     const VkPhysicalDeviceLimits *l = &c->props.limits;
     uint32_t inv = l->maxComputeWorkGroupInvocations, shared = l->maxComputeSharedMemorySize;
+    uint32_t max_x = l->maxComputeWorkGroupSize[0] < inv ? l->maxComputeWorkGroupSize[0] : inv;
     const struct { const char *name; uint32_t value, max; } checks[] = {
-        {"elementwise_wg", t->elementwise_wg, l->maxComputeWorkGroupSize[0] < inv ? l->maxComputeWorkGroupSize[0] : inv},
-        {"row_wg", t->row_wg, l->maxComputeWorkGroupSize[0] < inv ? l->maxComputeWorkGroupSize[0] : inv},
+        {"elementwise_wg", t->elementwise_wg, max_x},
+        {"row_wg", t->row_wg, max_x},
         {"row_wg shared bytes", t->row_wg * 4, shared},
         {"mm_wg_x", t->mm_wg_x, l->maxComputeWorkGroupSize[0]},
         {"mm_wg_y", t->mm_wg_y, l->maxComputeWorkGroupSize[1]},
@@ -110,9 +103,10 @@ vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, 
         {"mm_tn", t->mm_tn, 16},
         {"mm_bk", t->mm_bk, 64},
         {"tiled matmul shared bytes", (t->mm_wg_y * t->mm_tm + t->mm_wg_x * t->mm_tn) * t->mm_bk * 4, shared},
-        {"mv_wg", t->mv_wg, l->maxComputeWorkGroupSize[0] < inv ? l->maxComputeWorkGroupSize[0] : inv},
+        {"mv_wg", t->mv_wg, max_x},
         {"mv_cols", t->mv_cols, t->mv_wg},
         {"mv_wg shared bytes", t->mv_wg * 4, shared},
+        {"mv_tn", t->mv_tn, 16},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
         if (checks[i].value == 0 || checks[i].value > checks[i].max)
@@ -121,6 +115,10 @@ vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, 
     if (t->mv_wg % t->mv_cols != 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "Vulkan tuning: mv_wg (%u) must be a multiple of mv_cols (%u)", t->mv_wg, t->mv_cols);
+    if (t->matmul_texel && (t->mm_tn % 4 != 0 || t->mv_tn % 4 != 0))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "Vulkan tuning: mm_tn (%u) and mv_tn (%u) must be multiples of 4 for the vec4 texel "
+                             "matmul", t->mm_tn, t->mv_tn);
     return VKG_OK;
 }
 
@@ -254,11 +252,12 @@ static vkg_status make_pipeline(vkg_vk_context *c, vkg_vk_pipeline *p, vkg_error
     return VKG_OK;
 }
 
-vkg_status vkg_vk_pipeline_get(vkg_vk_context *c, vkg_vk_shader s, const vkg_vk_pipeline **out,
-                               vkg_error *err) {
+vkg_status vkg_vk_pipeline_get(vkg_vk_context *c, vkg_vk_shader s, const uint32_t *spec_in, uint32_t n_spec,
+                               const vkg_vk_pipeline **out, vkg_error *err) {
     vkg_vk_pipelines *ps = c->pipelines;
     uint32_t spec[VKG_VK_MAX_SPEC] = {0};
-    uint32_t n_spec = spec_values(&c->tuning, s, spec);
+    if (n_spec > VKG_VK_MAX_SPEC) n_spec = VKG_VK_MAX_SPEC;
+    memcpy(spec, spec_in, n_spec * sizeof *spec);
     for (int i = 0; i < ps->n; i++) {
         const vkg_vk_pipeline *p = ps->list[i];
         if (p->shader == s && p->n_spec == n_spec && memcmp(p->spec, spec, sizeof spec) == 0) {

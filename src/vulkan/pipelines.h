@@ -16,10 +16,11 @@ extern const vkg_spirv vkg_spirv_table[];
 
 /* The shaders, one per way of running a kernel family. */
 typedef enum vkg_vk_shader {
-    VKG_SH_MATMUL_TEXEL = 0,   /* register-blocked, A and B through texel buffers (CPU-like)  */
-    VKG_SH_MATMUL_TILED,       /* shared-memory tiles + register blocks, storage buffers (GPU) */
-    VKG_SH_MATVEC_TEXEL,       /* M == 1, texel buffers                                       */
-    VKG_SH_MATVEC,             /* M == 1, storage buffers, split-K reduction in shared memory  */
+    VKG_SH_MATMUL_TEXEL = 0,   /* register blocks, texel buffers of floats, any strides          */
+    VKG_SH_MATMUL_TEXEL4,      /* register blocks, vec4 texel fetches, A along k, B along n       */
+    VKG_SH_MATMUL_TEXEL4T,     /* register blocks, vec4 texel fetches, A and B along k            */
+    VKG_SH_MATMUL_TILED,       /* shared-memory tiles + register blocks, storage buffers (GPUs)  */
+    VKG_SH_MATVEC,             /* M == 1, storage buffers, split-K reduction in shared memory    */
     VKG_SH_BINARY,
     VKG_SH_UNARY,
     VKG_SH_SOFTMAX,
@@ -43,16 +44,18 @@ const char *vkg_vk_shader_file(vkg_vk_shader s);
 uint32_t vkg_vk_shader_bindings(vkg_vk_shader s);
 /* Bit i set: binding i is a uniform texel buffer (else a storage buffer). */
 uint32_t vkg_vk_shader_texel_mask(vkg_vk_shader s);
+/* 1: its texel buffers are viewed as vec4 (R32G32B32A32_SFLOAT), else as floats (R32_SFLOAT). */
+int vkg_vk_shader_texel_vec4(vkg_vk_shader s);
 uint32_t vkg_vk_shader_push_bytes(vkg_vk_shader s);
 
 vkg_status vkg_vk_pipelines_new(vkg_vk_context *c, vkg_vk_pipelines **out, vkg_error *err);
 /* Saves the pipeline cache (when enabled and changed) and destroys every pipeline. */
 void vkg_vk_pipelines_free(vkg_vk_context *c, vkg_vk_pipelines *ps);
 
-/* The pipeline for shader s specialised with the context's current tuning; made on first use.
- * The returned pointer stays valid until the context is freed. */
-vkg_status vkg_vk_pipeline_get(vkg_vk_context *c, vkg_vk_shader s, const vkg_vk_pipeline **out,
-                               vkg_error *err);
+/* The pipeline for shader s with specialization constants spec[0..n_spec-1] (constant_id 0, 1,
+ * ...); made on first use.  The returned pointer stays valid until the context is freed. */
+vkg_status vkg_vk_pipeline_get(vkg_vk_context *c, vkg_vk_shader s, const uint32_t *spec, uint32_t n_spec,
+                               const vkg_vk_pipeline **out, vkg_error *err);
 int vkg_vk_pipeline_count(const vkg_vk_pipelines *ps);
 
 /* Checks a tuning against the device's limits; a message says which value is out of range. */

@@ -41,29 +41,69 @@ static void linear_groups(const vkg_vk_context *c, uint64_t n, uint32_t g[3]) {
     g[2] = 1;
 }
 
-static int texel_fits(const vkg_vk_context *c, const vkg_binding *b) {
+/* Whether binding b can be read through a texel view of texels of `texel_bytes`. */
+static int texel_fits(const vkg_vk_context *c, const vkg_binding *b, uint64_t texel_bytes) {
     const VkPhysicalDeviceLimits *l = &c->props.limits;
-    return b->region >= 0 && b->bytes / 4 <= l->maxTexelBufferElements &&
-           b->offset % l->minTexelBufferOffsetAlignment == 0;
+    return b->region >= 0 && (b->bytes + texel_bytes - 1) / texel_bytes <= l->maxTexelBufferElements &&
+           b->offset % l->minTexelBufferOffsetAlignment == 0 && b->offset % texel_bytes == 0;
 }
 
-static vkg_status choose_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t g[3],
-                                vkg_error *err) {
+static int mult4(uint32_t v) { return v % 4 == 0; }
+
+/* A operand readable as vec4s along k: unit k stride, every other step and offset whole vec4s. */
+static int a_along_k4(const vkg_matmul_params *m) {
+    return m->a_stride_k == 1 && (m->M == 1 || mult4(m->a_stride_m)) && mult4(m->a_offset) &&
+           (m->batch0 == 1 || mult4(m->a_stride_b0)) && (m->batch1 == 1 || mult4(m->a_stride_b1));
+}
+
+/* B readable as vec4s along n (along_k 0) or along k (along_k 1). */
+static int b_vec4(const vkg_matmul_params *m, int along_k) {
+    uint32_t unit = along_k ? m->b_stride_k : m->b_stride_n, other = along_k ? m->b_stride_n : m->b_stride_k;
+    uint32_t other_len = along_k ? m->N : m->K;
+    return unit == 1 && (other_len == 1 || mult4(other)) && mult4(m->b_offset) &&
+           (m->batch0 == 1 || mult4(m->b_stride_b0)) && (m->batch1 == 1 || mult4(m->b_stride_b1));
+}
+
+/* The matmul shader for a step, its specialization constants and its workgroup count.
+ *   texel path (software rasterisers): vec4 texel shaders where the layout allows (register
+ *     blocks mm_tm x mm_tn, or 1 x mv_tn for M == 1), else the float texel shader;
+ *   GPU path: shared-memory tiles, or the split-K matrix-vector shader for M == 1. */
+static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                          uint32_t *n_spec, uint32_t g[3]) {
     const vkg_vk_tuning *t = &c->tuning;
+    const vkg_matmul_params *m = &st->params.matmul;
+    uint32_t wx = t->mm_wg_x, wy = t->mm_wg_y, tm = t->mm_tm, tn = t->mm_tn;
+    if (t->matmul_texel && texel_fits(c, &st->bind[0], 16) && texel_fits(c, &st->bind[1], 16) && a_along_k4(m) &&
+        (b_vec4(m, 0) || b_vec4(m, 1))) {
+        *sh = b_vec4(m, 0) ? VKG_SH_MATMUL_TEXEL4 : VKG_SH_MATMUL_TEXEL4T;
+        if (m->M == 1) wx = t->mv_wg, wy = 1, tm = 1, tn = t->mv_tn;
+    } else if (t->matmul_texel && texel_fits(c, &st->bind[0], 4) && texel_fits(c, &st->bind[1], 4)) {
+        *sh = VKG_SH_MATMUL_TEXEL;
+        tm = tm < 4 ? tm : 4, tn = tn < 4 ? tn : 4;
+        if (m->M == 1) wx = t->mv_wg, wy = 1, tm = 1;
+    } else if (m->M == 1) {
+        *sh = VKG_SH_MATVEC;
+        spec[0] = t->mv_wg, spec[1] = t->mv_cols, *n_spec = 2;
+        g[0] = div_up(m->N, t->mv_cols), g[1] = 1, g[2] = m->batch0 * m->batch1;
+        return;
+    } else {
+        *sh = VKG_SH_MATMUL_TILED;
+    }
+    spec[0] = wx, spec[1] = wy, spec[2] = tm, spec[3] = tn, spec[4] = t->mm_bk;
+    *n_spec = *sh == VKG_SH_MATMUL_TILED ? 5 : 4;
+    g[0] = div_up(m->N, (uint64_t)wx * tn), g[1] = div_up(m->M, (uint64_t)wy * tm), g[2] = m->batch0 * m->batch1;
+}
+
+vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                              uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
+    const vkg_vk_tuning *t = &c->tuning;
+    spec[0] = t->elementwise_wg;
+    *n_spec = 1;
     switch (st->kernel) {
     case VKG_KERNEL_MATMUL: {
         const vkg_matmul_params *m = &st->params.matmul;
-        int texel = t->matmul_texel && texel_fits(c, &st->bind[0]) && texel_fits(c, &st->bind[1]);
+        choose_matmul(c, st, sh, spec, n_spec, g);
         uint64_t batch = (uint64_t)m->batch0 * m->batch1;
-        if (m->M == 1) {
-            *sh = texel ? VKG_SH_MATVEC_TEXEL : VKG_SH_MATVEC;
-            g[0] = div_up(m->N, t->mv_cols), g[1] = 1;
-        } else {
-            *sh = texel ? VKG_SH_MATMUL_TEXEL : VKG_SH_MATMUL_TILED;
-            g[0] = div_up(m->N, (uint64_t)t->mm_wg_x * t->mm_tn);
-            g[1] = div_up(m->M, (uint64_t)t->mm_wg_y * t->mm_tm);
-        }
-        g[2] = (uint32_t)batch;
         const uint32_t *max = c->props.limits.maxComputeWorkGroupCount;
         if (batch > max[2] || g[0] > max[0] || g[1] > max[1])
             return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
@@ -87,10 +127,12 @@ static vkg_status choose_shader(const vkg_vk_context *c, const vkg_step *st, vkg
     }
     case VKG_KERNEL_SOFTMAX:
         *sh = VKG_SH_SOFTMAX;
+        spec[0] = t->row_wg;
         linear_groups(c, st->params.softmax.rows, g);
         return VKG_OK;
     case VKG_KERNEL_LAYERNORM:
         *sh = VKG_SH_LAYERNORM;
+        spec[0] = t->row_wg;
         linear_groups(c, st->params.layernorm.rows, g);
         return VKG_OK;
     case VKG_KERNEL_EMBEDDING: {
@@ -114,8 +156,9 @@ static vkg_status check_bindings(const vkg_vk_session *s, int i, vkg_vk_shader s
         const vkg_binding *bd = &st->bind[b];
         if (bd->region < 0) continue;
         int texel = (vkg_vk_shader_texel_mask(sh) >> b) & 1;
+        uint64_t texel_bytes = vkg_vk_shader_texel_vec4(sh) ? 16 : 4;
         uint64_t align = texel ? l->minTexelBufferOffsetAlignment : l->minStorageBufferOffsetAlignment;
-        uint64_t max = texel ? (uint64_t)l->maxTexelBufferElements * 4 : l->maxStorageBufferRange;
+        uint64_t max = texel ? (uint64_t)l->maxTexelBufferElements * texel_bytes : l->maxStorageBufferRange;
         const char *problem = NULL;
         if (bd->region >= p->n_regions) problem = "names a region the plan does not have";
         else if (bd->offset > p->regions[bd->region].bytes || bd->bytes > p->regions[bd->region].bytes - bd->offset)
@@ -141,9 +184,10 @@ vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
     for (int i = 0; i < p->n_steps; i++) {
         vkg_vk_step *vs = &s->steps[i];
         vkg_vk_shader sh;
-        vkg_status st = choose_shader(s->c, &p->steps[i], &sh, vs->groups, err);
+        uint32_t spec[VKG_VK_MAX_SPEC], n_spec;
+        vkg_status st = vkg_vk_step_shader(s->c, &p->steps[i], &sh, spec, &n_spec, vs->groups, err);
         if (st == VKG_OK) st = check_bindings(s, i, sh, err);
-        if (st == VKG_OK) st = vkg_vk_pipeline_get(s->c, sh, &vs->pipeline, err);
+        if (st == VKG_OK) st = vkg_vk_pipeline_get(s->c, sh, spec, n_spec, &vs->pipeline, err);
         if (st != VKG_OK) return st;
         int hazard = vkg_vk_step_hazard(p, i, last_barrier);
         if (hazard && !p->steps[i].barrier) {
@@ -221,12 +265,17 @@ vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err) {
                 .descriptorCount = 1,
             };
             if ((mask >> b) & 1) {
+                /* Whole texels, rounded up: buffers are sized in 256-byte steps, so a view may
+                 * reach into that slack (the shaders never use what lies past the binding). */
+                VkDeviceSize texel = vkg_vk_shader_texel_vec4(sh) ? 16 : 4;
+                range = (range + texel - 1) / texel * texel;
+                if (offset + range > buf->size) range = (buf->size - offset) / texel * texel;
                 VkBufferViewCreateInfo vci = {
                     .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
                     .buffer = buf->buffer,
-                    .format = VK_FORMAT_R32_SFLOAT,
+                    .format = texel == 16 ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R32_SFLOAT,
                     .offset = offset,
-                    .range = range >= 4 ? range / 4 * 4 : 4,
+                    .range = range,
                 };
                 r = vkCreateBufferView(c->device, &vci, NULL, &s->views[s->n_views]);
                 if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkCreateBufferView");

@@ -34,6 +34,10 @@ typedef struct vkg_vk_session {
 } vkg_vk_session;
 
 /* record.c */
+/* The shader that runs plan step st on this device, its specialization constants (at most
+ * VKG_VK_MAX_SPEC) and its workgroup count. */
+vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                              uint32_t *n_spec, uint32_t groups[3], vkg_error *err);
 /* Chooses each step's shader and workgroup count, gets its pipeline, checks its bindings
  * against the device's limits, and decides where barriers go. */
 vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err);

@@ -1,6 +1,25 @@
 #include "support/cpu_reference.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+float *ref_random_floats(vkg_rng *rng, size_t n, float scale) {
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    if (!x) return NULL;
+    for (size_t i = 0; i < n; i++) x[i] = scale * (2.0f * vkg_rng_uniform(rng) - 1.0f);
+    return x;
+}
+
+vkg_matmul_params ref_matmul_params(uint32_t M, uint32_t N, uint32_t K) {
+    vkg_matmul_params p;
+    memset(&p, 0, sizeof p);
+    p.M = M, p.N = N, p.K = K, p.batch0 = 1, p.batch1 = 1;
+    p.a_stride_m = K, p.a_stride_k = 1;
+    p.b_stride_k = N, p.b_stride_n = 1;
+    p.c_stride_m = N, p.r_stride_m = N;
+    return p;
+}
 
 double ref_gelu(double x) {
     return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));

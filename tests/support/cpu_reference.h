@@ -8,6 +8,14 @@
 #include <stddef.h>
 
 #include "params/matmul.h"
+#include "vkgraph.h"
+
+/* n floats uniform in [-scale, scale) (malloc'd; NULL when out of memory). */
+float *ref_random_floats(vkg_rng *rng, size_t n, float scale);
+
+/* The parameters of a plain row-major A [M, K] @ B [K, N] -> C [M, N], one batch entry, no
+ * epilogue (R, when a flag adds it, row-major [M, N] too). */
+vkg_matmul_params ref_matmul_params(uint32_t M, uint32_t N, uint32_t K);
 
 /* C as vkg_matmul_params defines it, epilogue included (R may be C). */
 void ref_matmul(const vkg_matmul_params *p, const float *A, const float *B, float *C,

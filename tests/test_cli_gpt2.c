@@ -1,0 +1,217 @@
+/* The GPT-2 commands as a user runs them: vkgraph gpt2-random, logits, generate and attention on
+ * small models, their outputs checked against the golden files and against the library. */
+#include "gpt2_cli_run.h"
+
+#include "io/npy.h"
+#include "models/gpt2.h"
+#include "models/sampling.h"
+
+/* ---- logits ------------------------------------------------------------------------------------ */
+
+static void test_logits(void **state) {
+    (void)state;
+    need_binary();
+    result r = VKG("logits", "-m", tiny, "--ids", ids_csv, "-o", in_tmp("all.npy"), "--all", "--device", "cpu");
+    expect_ok(&r, "logits --all");
+    assert_non_null(strstr(r.out, "wrote"));
+    assert_non_null(strstr(r.out, "[12, 512] float32"));
+    result_free(&r);
+    float *got = NULL, *want = NULL;
+    int nd = 0;
+    int64_t shape[VKG_NPY_MAX_DIMS];
+    vkg_error err = {0};
+    char golden[1200];
+    snprintf(golden, sizeof golden, "%s/logits.npy", tiny);
+    assert_int_equal(vkg_npy_read_f32(golden, &want, &nd, shape, &err), VKG_OK);
+    assert_int_equal(vkg_npy_read_f32(in_tmp("all.npy"), &got, &nd, shape, &err), VKG_OK);
+    assert_int_equal(nd, 2);
+    assert_int_equal(shape[0], 12);
+    assert_int_equal(shape[1], 512);
+    assert_true(test_max_abs_diff(got, want, 12 * 512) < 1e-4);
+    free(got);
+
+    r = VKG("logits", "-m", tiny, "--ids", ids_csv, "-o", in_tmp("last.npy"), "--device", "cpu");
+    expect_ok(&r, "logits");
+    result_free(&r);
+    assert_int_equal(vkg_npy_read_f32(in_tmp("last.npy"), &got, &nd, shape, &err), VKG_OK);
+    assert_int_equal(nd, 1);
+    assert_int_equal(shape[0], 512);
+    assert_true(test_max_abs_diff(got, want + 11 * 512, 512) < 1e-4);
+    free(got);
+    free(want);
+}
+
+/* ---- generate ---------------------------------------------------------------------------------- */
+
+/* The greedy continuation computed in-process, without a cache. */
+static void greedy_ids(int32_t *seq, int np, int n) {
+    vkg_gpt2 *m = NULL;
+    vkg_device *cpu = NULL;
+    vkg_error err = {0};
+    vkg_device_options o = {.cpu_threads = 1, .quiet = 1};
+    assert_int_equal(vkg_gpt2_load(tiny, &m, &err), VKG_OK);
+    assert_int_equal(vkg_device_open("cpu", &o, &cpu, &err), VKG_OK);
+    float logits[512];
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(vkg_gpt2_forward(m, cpu, seq, np + i, 0, logits, VKG_GPT2_NO_ATTENTION, NULL, &err), VKG_OK);
+        seq[np + i] = vkg_argmax(logits, 512);
+    }
+    vkg_device_free(cpu);
+    vkg_gpt2_free(m);
+}
+
+static void test_generate(void **state) {
+    (void)state;
+    need_binary();
+    result r = VKG("generate", "-m", tiny, "--ids", "17,301,5", "-n", "8", "--device", "cpu");
+    expect_ok(&r, "generate");
+    int32_t seq[16] = {17, 301, 5};
+    greedy_ids(seq, 3, 8);
+    char want[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < 11; i++) used += (size_t)snprintf(want + used, sizeof want - used, "%d ", (int)seq[i]);
+    snprintf(want + used, sizeof want - used, "\n");
+    assert_string_equal(r.out, want);
+    assert_non_null(strstr(r.err, "prompt: 3 tokens in"));
+    assert_non_null(strstr(r.err, "generated: 8 tokens in"));
+    assert_non_null(strstr(r.err, "tokens/s"));
+    result_free(&r);
+
+    /* Sampling: the same seed, the same text; another seed, other text. */
+    result a = VKG("generate", "-m", tiny, "--ids", "17,301,5", "-n", "12", "--temperature", "1.5", "--top-k", "100",
+                   "--seed", "7", "--device", "cpu", "--no-prompt");
+    result b = VKG("generate", "-m", tiny, "--ids", "17,301,5", "-n", "12", "--temperature", "1.5", "--top-k", "100",
+                   "--seed", "7", "--device", "cpu", "--no-prompt");
+    result c = VKG("generate", "-m", tiny, "--ids", "17,301,5", "-n", "12", "--temperature", "1.5", "--top-k", "100",
+                   "--seed", "8", "--device", "cpu", "--no-prompt");
+    expect_ok(&a, "generate --seed 7");
+    expect_ok(&c, "generate --seed 8");
+    assert_string_equal(a.out, b.out);
+    assert_string_not_equal(a.out, c.out);
+    assert_non_null(strstr(a.err, "seed 7"));
+    result_free(&a);
+    result_free(&b);
+    result_free(&c);
+
+    /* Past the context: generation stops there and says so. */
+    r = VKG("generate", "-m", tiny, "--ids", ids_csv, "-n", "100", "--device", "cpu");
+    expect_ok(&r, "generate past the context");
+    assert_non_null(strstr(r.err, "stopped at the end of the model's context"));
+    result_free(&r);
+}
+
+/* A random model with GPT-2's vocabulary: text in, text out, and the tokenizer found beside it or,
+ * when absent, the project's own (said on stderr). */
+static void test_random_model_text(void **state) {
+    (void)state;
+    need_binary();
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s", in_tmp("random"));
+    result r = VKG("gpt2-random", dir, "--layers", "2", "--heads", "4", "--embd", "32", "--ctx", "32", "--seed", "3");
+    expect_ok(&r, "gpt2-random");
+    assert_non_null(strstr(r.out, "RANDOM weights"));
+    result_free(&r);
+    r = VKG("generate", "-m", dir, "-p", "Hello there", "-n", "4", "--device", "cpu");
+    expect_ok(&r, "generate -p");
+    assert_memory_equal(r.out, "Hello there", 11);
+    assert_non_null(strstr(r.err, "RANDOM weights"));
+    result_free(&r);
+
+    /* -f takes the exact bytes: the same ids as -p with the same text. */
+    FILE *f = fopen(in_tmp("prompt.txt"), "wb");
+    assert_non_null(f);
+    fputs("Hello there", f);
+    fclose(f);
+    result p = VKG("generate", "-m", dir, "-f", in_tmp("prompt.txt"), "-n", "4", "--device", "cpu", "--ids-out");
+    result q = VKG("generate", "-m", dir, "--ids", "15496,612", "-n", "4", "--device", "cpu", "--ids-out");
+    expect_ok(&p, "generate -f");
+    expect_ok(&q, "generate --ids");
+    assert_string_equal(p.out, q.out);
+    assert_memory_equal(p.out, "15496 612 ", 10);
+    result_free(&p);
+    result_free(&q);
+
+    expect_fail(VKG("generate", "-m", dir, "-f", "/nonexistent/prompt.txt"), "generate", "/nonexistent/prompt.txt");
+
+    char cmd[2600];
+    snprintf(cmd, sizeof cmd, "rm '%s/encoder.json' '%s/vocab.bpe'", dir, dir);
+    assert_int_equal(system(cmd), 0);
+    r = VKG("logits", "-m", dir, "-p", "Hello", "-o", in_tmp("r.npy"), "--device", "cpu");
+    expect_ok(&r, "logits with the project's tokenizer");
+    assert_non_null(strstr(r.err, "using GPT-2's tokenizer from"));
+    result_free(&r);
+}
+
+/* ---- attention --------------------------------------------------------------------------------- */
+
+static void test_attention(void **state) {
+    (void)state;
+    need_binary();
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s", in_tmp("random_attn"));
+    result r = VKG("gpt2-random", dir, "--layers", "2", "--heads", "4", "--embd", "32", "--ctx", "32", "--seed", "5");
+    expect_ok(&r, "gpt2-random");
+    result_free(&r);
+    const char *sentence = "The animal didn't cross the street because it was too tired";
+    r = VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--token", " it", "--head", "2", "--png",
+            in_tmp("a.png"), "--npy", in_tmp("a.npy"), "--device", "cpu");
+    expect_ok(&r, "attention");
+    float *probs = NULL;
+    int nd = 0;
+    int64_t shape[VKG_NPY_MAX_DIMS];
+    vkg_error err = {0};
+    assert_int_equal(vkg_npy_read_f32(in_tmp("a.npy"), &probs, &nd, shape, &err), VKG_OK);
+    assert_int_equal(nd, 3);
+    assert_int_equal(shape[0], 4);
+    assert_int_equal(shape[1], 12);
+    assert_int_equal(shape[2], 12);
+    /* The lesson's table, recomputed from the probabilities: " it" is token 8. */
+    static const char *const tokens[12] = {"'The'", "' animal'", "' didn'", "\"'t\"", "' cross'", "' the'",
+                                           "' street'", "' because'", "' it'", "' was'", "' too'", "' tired'"};
+    char want[1024];
+    size_t used = (size_t)snprintf(want, sizeof want, "2 layers; 4 heads per layer\n");
+    for (int h = 0; h < 4; h++) {
+        const float *row = probs + ((size_t)h * 12 + 8) * 12;
+        int best = 1;
+        for (int j = 2; j <= 8; j++)
+            if (row[j] > row[best]) best = j;
+        used += (size_t)snprintf(want + used, sizeof want - used, "head %2d: ' it' attends most to %-12s (%.2f)\n", h,
+                                 tokens[best], (double)row[best]);
+    }
+    assert_string_equal(r.out, want);
+    result_free(&r);
+    free(probs);
+    size_t len = 0;
+    char *png = slurp(in_tmp("a.png"), &len);
+    assert_true(len > 1000);
+    assert_memory_equal(png, "\x89PNG\r\n\x1a\n", 8);
+    free(png);
+
+    /* --position and the default (the last token). */
+    r = VKG("attention", "-m", dir, "-p", sentence, "--layer", "0", "--position", "3", "--device", "cpu");
+    expect_ok(&r, "attention --position");
+    assert_non_null(strstr(r.out, "head  0: \"'t\" attends most to "));
+    result_free(&r);
+    r = VKG("attention", "-m", dir, "-p", sentence, "--layer", "0", "--device", "cpu");
+    expect_ok(&r, "attention, last token");
+    assert_non_null(strstr(r.out, "head  3: ' tired' attends most to "));
+    result_free(&r);
+
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--device", "cpu"), "attention", "--layer");
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "2"), "attention", "layers 0 to 1");
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--head", "4"), "attention", "heads 0 to 3");
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--token", " zebra"), "attention",
+                "no token of the prompt decodes to \" zebra\"");
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--position", "12"), "attention",
+                "positions 0 to 11");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_logits),
+        cmocka_unit_test(test_generate),
+        cmocka_unit_test(test_random_model_text),
+        cmocka_unit_test(test_attention),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,285 @@
+/* Tests of the lesson's step 7 (src/models/lesson_gpt2.c) and of `vkgraph lesson` itself.  Step 7
+ * runs on a GPT-2-shaped model with random weights and GPT-2's real tokenizer, on the CPU and,
+ * when a Vulkan device opens, on Vulkan with the validation layer on; what it finds is checked
+ * against the model's own forward pass, and its printed table against the values. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backend.h"
+#include "io/tokenizer.h"
+#include "models/gpt2.h"
+#include "models/gpt2_random.h"
+#include "models/lesson.h"
+#include "support/test_util.h"
+#include "vkgraph.h"
+
+#define TOL 1e-4
+
+typedef struct capture {
+    char *text;
+    size_t len;
+    FILE *f;
+} capture;
+
+static FILE *capture_begin(capture *c) {
+    c->text = NULL;
+    c->f = open_memstream(&c->text, &c->len);
+    assert_non_null(c->f);
+    return c->f;
+}
+
+static const char *capture_end(capture *c) {
+    fclose(c->f);
+    return c->text;
+}
+
+static const char *line_with(const char *text, const char *prefix) {
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, prefix, strlen(prefix)) == 0) return p;
+    fail_msg("no line starting with '%s' in:\n%s", prefix, text);
+    return NULL;
+}
+
+static int open_cpu(void **state) {
+    vkg_device_options opts = {.quiet = 1};
+    vkg_error err = {0};
+    vkg_device *d = NULL;
+    if (vkg_device_open("cpu", &opts, &d, &err) != VKG_OK) {
+        fprintf(stderr, "opening the CPU device: %s\n", err.message);
+        return -1;
+    }
+    *state = d;
+    return 0;
+}
+
+static int open_vulkan(void **state) {
+    vkg_device_options opts = {.validation = 1, .quiet = 1};
+    vkg_error err = {0};
+    vkg_device *d = NULL;
+    if (vkg_device_open("vulkan", &opts, &d, &err) != VKG_OK) {
+        fprintf(stderr, "no Vulkan device (%s): the Vulkan tests are skipped\n", err.message);
+        d = NULL;
+    }
+    *state = d;
+    return 0;
+}
+
+/* Vulkan: the device is torn down first so that teardown messages are counted too. */
+static int close_device(void **state) {
+    vkg_device *d = *state;
+    if (!d) return 0;
+    uint64_t messages = 0;
+    if (!vkg_device_is_cpu(d)) {
+        d->ops->device_free(d->impl);
+        d->impl = NULL;
+        messages = vkg_device_validation_errors(d);
+    }
+    vkg_device_free(d);
+    if (messages) fprintf(stderr, "validation reported %llu messages\n", (unsigned long long)messages);
+    return messages ? -1 : 0;
+}
+
+static vkg_device *device(void **state) {
+    if (!*state) skip();
+    return *state;
+}
+
+static void check_ok(vkg_status st, const vkg_error *err) {
+    if (st != VKG_OK) fail_msg("%s: %s", vkg_status_name(st), err->message);
+}
+
+static void check_validation(vkg_device *d) {
+    if (!vkg_device_is_cpu(d)) assert_int_equal(vkg_device_validation_errors(d), 0);
+}
+
+static void test_py_repr(void **state) {
+    (void)state;
+    char buf[64];
+    assert_int_equal(vkg_lesson_py_repr(buf, sizeof buf, " it"), 5);
+    assert_string_equal(buf, "' it'");
+    assert_int_equal(vkg_lesson_py_repr(buf, sizeof buf, "'t"), 4);
+    assert_string_equal(buf, "\"'t\"");
+    vkg_lesson_py_repr(buf, sizeof buf, "a'\"b\\\n");
+    assert_string_equal(buf, "'a\\'\"b\\\\\\n'");
+    assert_int_equal(vkg_lesson_py_repr(buf, sizeof buf, "\xC3\xA9\xFF"), 4);   /* é, then a lone byte */
+    assert_string_equal(buf, "'\xC3\xA9\xEF\xBF\xBD'");
+}
+
+/* A GPT-2-shaped model with random weights and GPT-2's vocabulary (so the real tokenizer fits),
+ * written once per test run. */
+static const char *random_gpt2_dir(void) {
+    static char dir[512];
+    if (dir[0]) return dir;
+    char *tmp = test_tmpdir("lesson");
+    assert_non_null(tmp);
+    snprintf(dir, sizeof dir, "%s/model", tmp);
+    free(tmp);
+    vkg_gpt2_random_options o;
+    vkg_gpt2_random_options_default(&o);
+    o.config.n_layer = 6;
+    o.config.n_head = 4;
+    o.config.n_embd = 16;
+    o.config.vocab_size = 50257;
+    o.config.bos_token_id = o.config.eos_token_id = 50256;
+    vkg_error err = {0};
+    check_ok(vkg_gpt2_write_random(dir, &o, &err), &err);
+    return dir;
+}
+
+static const char *tokenizer_dir(void) {
+    static char dir[1024];
+    const char *data = getenv("VKG_TEST_DATA");
+    snprintf(dir, sizeof dir, "%s/../../data/gpt2-tokenizer", data ? data : "data");
+    return dir;
+}
+
+static void test_gpt2(void **state) {
+    vkg_device *d = device(state);
+    const char *model_dir = random_gpt2_dir();
+    vkg_lesson_gpt2 r;
+    vkg_error err = {0};
+    check_ok(vkg_lesson_gpt2_run(d, model_dir, tokenizer_dir(), &r, &err), &err);
+    assert_int_equal(r.n_layer, 6);
+    assert_int_equal(r.n_head, 4);
+    assert_int_equal(r.layer, 4);
+    assert_int_equal(r.head, 3);
+    const char *const want[12] = {"The", " animal", " didn", "'t", " cross", " the", " street", " because", " it",
+                                  " was", " too", " tired"};
+    assert_int_equal(r.tired.n_tokens, 12);
+    for (int i = 0; i < 12; i++) assert_string_equal(r.tired.tokens[i], want[i]);
+    assert_string_equal(r.wide.tokens[11], " wide");
+    assert_int_equal(r.tired.it, 8);
+    assert_int_equal(r.wide.it, 8);
+
+    /* the layer's attention again, through the model's own one-shot forward pass */
+    vkg_gpt2 *m = NULL;
+    vkg_tokenizer *tok = NULL;
+    check_ok(vkg_gpt2_load(model_dir, &m, &err), &err);
+    check_ok(vkg_tokenizer_load(tokenizer_dir(), &tok, &err), &err);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    check_ok(vkg_tokenizer_encode(tok, VKG_LESSON_SENTENCE_TIRED, strlen(VKG_LESSON_SENTENCE_TIRED), &ids, &n, &err), &err);
+    float *logits = malloc((size_t)m->config.vocab_size * sizeof *logits), probs[4 * 12 * 12];
+    assert_non_null(logits);
+    check_ok(vkg_gpt2_forward(m, d, ids, (int)n, 0, logits, 4, probs, &err), &err);
+    for (int i = 0; i < 144; i++) assert_true(fabs(r.tired.heat[i] - probs[3 * 144 + i]) < TOL);
+    for (int h = 0; h < 4; h++) {
+        const float *row = probs + (h * 12 + 8) * 12;
+        float top = 0;
+        for (int j = 1; j <= 8; j++) top = fmaxf(top, row[j]);
+        int best = r.tired.best[4 * 4 + h];
+        assert_true(best >= 1 && best <= 8);
+        /* another plan (one layer's attention, not all) may round differently */
+        assert_true(fabs(r.tired.best_weight[4 * 4 + h] - row[best]) < TOL);
+        assert_true(row[best] >= top - TOL);
+    }
+    /* Exercise 6's list is exactly the heads whose choice moves from " animal" to " street" */
+    int layers[24], heads[24], moves = vkg_lesson_gpt2_moves(&r, layers, heads, 24), count = 0;
+    for (int k = 0; k < 24; k++)
+        if (r.tired.best[k] == 1 && r.wide.best[k] == 6) {
+            assert_int_equal(layers[count], k / 4);
+            assert_int_equal(heads[count], k % 4);
+            count++;
+        }
+    assert_int_equal(moves, count);
+
+    capture c;
+    vkg_lesson_print_gpt2(capture_begin(&c), &r);
+    const char *text = capture_end(&c);
+    assert_non_null(strstr(text, "6 layers; 4 heads per layer\n"));
+    for (int h = 0; h < 4; h++) {
+        char prefix[64], repr[64], line[256];
+        int k = 4 * 4 + h, chars = vkg_lesson_py_repr(repr, sizeof repr, r.tired.tokens[r.tired.best[k]]);
+        snprintf(prefix, sizeof prefix, "head %2d: ' it' attends most to ", h);
+        snprintf(line, sizeof line, "%s%s%*s (%.2f)\n", prefix, repr, 12 - chars, "", (double)r.tired.best_weight[k]);
+        assert_true(strncmp(line_with(text, prefix), line, strlen(line)) == 0);
+    }
+    assert_non_null(strstr(text, moves ? " -> ' street' (" : "  none\n"));
+
+    /* the heatmap is a PNG */
+    char png[600];
+    snprintf(png, sizeof png, "%s/heat.png", model_dir);
+    check_ok(vkg_lesson_gpt2_heatmap(&r, png, &err), &err);
+    FILE *f = fopen(png, "rb");
+    unsigned char sig[8] = {0};
+    assert_non_null(f);
+    assert_int_equal(fread(sig, 1, 8, f), 8);
+    fclose(f);
+    assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
+    remove(png);
+
+    free(c.text);
+    free(logits);
+    free(ids);
+    vkg_tokenizer_free(tok);
+    vkg_gpt2_free(m);
+    vkg_lesson_gpt2_free(&r);
+    check_validation(d);
+}
+
+static void test_gpt2_errors(void **state) {
+    vkg_device *d = device(state);
+    vkg_lesson_gpt2 r;
+    vkg_error err = {0};
+    assert_int_not_equal(vkg_lesson_gpt2_run(d, "/nonexistent-model", NULL, &r, &err), VKG_OK);
+    assert_true(strlen(err.message) > 0);
+    /* the model folder holds no tokenizer: the message says how to name one */
+    assert_int_equal(vkg_lesson_gpt2_run(d, random_gpt2_dir(), NULL, &r, &err), VKG_ERR_IO);
+    assert_non_null(strstr(err.message, "--tokenizer"));
+}
+
+/* ---- the command ---------------------------------------------------------------------------- */
+
+/* `vkgraph lesson` without -m runs steps 1-6 and says what step 7 needs. */
+static void test_command(void **state) {
+    (void)state;
+    const char *bin = getenv("VKG_BINARY");
+    if (!bin) skip();
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s lesson --device cpu 2>&1", bin);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *out = calloc(1, 1 << 16);
+    assert_non_null(out);
+    fread(out, 1, (1 << 16) - 1, p);
+    assert_int_equal(pclose(p), 0);
+    assert_non_null(strstr(out, "Step 1. "));
+    assert_non_null(strstr(out, "weights: [[0.434 0.214 0.351]]  output: [[6.1 3.9]]\n"));
+    assert_non_null(strstr(out, "Step 6. "));
+    assert_non_null(strstr(out, "parameters per block: 49984\n"));
+    assert_non_null(strstr(out, "step 7 needs a GPT-2 folder: vkgraph lesson -m DIR 7"));
+    free(out);
+
+    snprintf(cmd, sizeof cmd, "%s lesson --device cpu 7 2>&1", bin);
+    p = popen(cmd, "r");
+    char line[512] = {0};
+    assert_non_null(fgets(line, sizeof line, p));
+    assert_int_not_equal(pclose(p), 0);
+    assert_non_null(strstr(line, "-m DIR"));
+    snprintf(cmd, sizeof cmd, "%s lesson 9 2>&1", bin);
+    p = popen(cmd, "r");
+    assert_non_null(fgets(line, sizeof line, p));
+    assert_int_not_equal(pclose(p), 0);
+    assert_non_null(strstr(line, "from 1 to 7"));
+}
+
+int main(void) {
+    const struct CMUnitTest host_tests[] = {
+        cmocka_unit_test(test_py_repr),
+        cmocka_unit_test(test_command),
+    };
+    const struct CMUnitTest cpu_tests[] = {cmocka_unit_test(test_gpt2), cmocka_unit_test(test_gpt2_errors)};
+    const struct CMUnitTest vulkan_tests[] = {cmocka_unit_test(test_gpt2)};
+    int failed = cmocka_run_group_tests_name("lesson step 7: repr and command", host_tests, NULL, NULL);
+    failed += cmocka_run_group_tests_name("lesson step 7 on the CPU", cpu_tests, open_cpu, close_device);
+    failed += cmocka_run_group_tests_name("lesson step 7 on Vulkan", vulkan_tests, open_vulkan, close_device);
+    return failed;
+}

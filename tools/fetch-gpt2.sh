@@ -1,0 +1,168 @@
+#!/bin/sh
+# fetch-gpt2.sh DIR [MODEL]: downloads a GPT-2 checkpoint from the Hugging Face hub into DIR:
+# config.json, vocab.json, merges.txt and model.safetensors (MODEL defaults to gpt2; also
+# gpt2-medium, gpt2-large, gpt2-xl, distilgpt2, or any owner/name of a GPT-2-architecture model).
+#
+# Every file is checked against what the hub's API lists for it
+# (https://huggingface.co/api/models/MODEL/tree/main): its size, and its hash: the sha256 the
+# hub gives for files kept in Git LFS (lfs.oid), or, for small files kept in git itself, the git
+# blob id (oid), the sha1 of "blob SIZE\0" followed by the content.  No checksum is written here.
+# Downloads go to FILE.part and resume where they stopped (curl -C -); a file is renamed into
+# place only once it checks out, and a file already there that checks out is not fetched again.
+#
+# Exit status: 0 done; 1 an error (a file that does not check out, a model the hub does not have);
+# 2 the hub cannot be reached (said within seconds), so a caller can fall back to something else.
+#
+# For tests, VKG_HF_API_URL replaces the listing's URL and VKG_HF_BASE_URL the files' base URL
+# (file:// URLs work).
+set -u
+
+say() { printf 'fetch-gpt2: %s\n' "$*" >&2; }
+
+usage="usage: tools/fetch-gpt2.sh DIR [MODEL]   (MODEL: gpt2 (default), gpt2-medium, gpt2-large, gpt2-xl, distilgpt2, ...)"
+if [ $# -ge 1 ] && { [ "$1" = "-h" ] || [ "$1" = "--help" ]; }; then
+    echo "$usage"
+    exit 0
+fi
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+    echo "$usage" >&2
+    exit 1
+fi
+dir=$1
+model=${2:-gpt2}
+api=${VKG_HF_API_URL:-https://huggingface.co/api/models/$model/tree/main}
+base=${VKG_HF_BASE_URL:-https://huggingface.co/$model/resolve/main}
+files="config.json vocab.json merges.txt model.safetensors"
+
+for tool in curl awk sha256sum sha1sum; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        say "needs $tool, which is not installed"
+        exit 1
+    fi
+done
+
+# curl's exit codes that mean "no connection": resolving, connecting, TLS, timeouts, resets.
+unreachable() {
+    case $1 in 5|6|7|28|35|52|55|56|60) return 0 ;; *) return 1 ;; esac
+}
+
+# The listing's entry for path $2 in the JSON array $1, as "SIZE OID LFS_OID LFS_SIZE" ("-" where
+# absent).  Objects are split by brace depth outside strings; the nested "lfs" object is read
+# separately so that its oid and size are not taken for the file's own.
+entry_of() {
+    printf '%s' "$1" | awk -v want="$2" '
+        function str(o, k,   m) {
+            if (!match(o, "\"" k "\"[ \t\r\n]*:[ \t\r\n]*\"[^\"]*\"")) return "-"
+            m = substr(o, RSTART, RLENGTH); sub(/^"[^"]*"[ \t\r\n]*:[ \t\r\n]*"/, "", m); sub(/"$/, "", m)
+            return m
+        }
+        function num(o, k,   m) {
+            if (!match(o, "\"" k "\"[ \t\r\n]*:[ \t\r\n]*[0-9]+")) return "-"
+            m = substr(o, RSTART, RLENGTH); sub(/^"[^"]*"[ \t\r\n]*:[ \t\r\n]*/, "", m)
+            return m
+        }
+        function entry(o,   lfs) {
+            lfs = ""
+            if (match(o, /"lfs"[ \t\r\n]*:[ \t\r\n]*[{][^}]*[}]/)) {
+                lfs = substr(o, RSTART, RLENGTH)
+                o = substr(o, 1, RSTART - 1) substr(o, RSTART + RLENGTH)
+            }
+            if (str(o, "path") != want) return
+            print num(o, "size"), str(o, "oid"), (lfs == "" ? "-" : str(lfs, "oid")), (lfs == "" ? "-" : num(lfs, "size"))
+            found = 1
+        }
+        { text = text $0 "\n" }
+        END {
+            n = length(text); depth = 0; instr = 0; esc = 0
+            for (i = 1; i <= n; i++) {
+                c = substr(text, i, 1)
+                if (instr) { if (esc) esc = 0; else if (c == "\\") esc = 1; else if (c == "\"") instr = 0; continue }
+                if (c == "\"") instr = 1
+                else if (c == "{") { if (++depth == 1) start = i }
+                else if (c == "}") { if (depth-- == 1) entry(substr(text, start, i - start + 1)) }
+            }
+            exit found ? 0 : 1
+        }'
+}
+
+# check FILE SIZE KIND HASH: 0 when FILE has SIZE bytes and the hash (KIND sha256 or git-sha1).
+check() {
+    actual=$(wc -c <"$1" | tr -d ' ')
+    if [ "$actual" != "$2" ]; then
+        why="$actual bytes, but the hub lists $2"
+        return 1
+    fi
+    if [ "$3" = sha256 ]; then
+        got=$(sha256sum <"$1" | cut -d' ' -f1)
+    else
+        got=$( { printf 'blob %s\0' "$2"; cat "$1"; } | sha1sum | cut -d' ' -f1)
+    fi
+    if [ "$got" != "$4" ]; then
+        why="$3 $got, but the hub lists $4"
+        return 1
+    fi
+    return 0
+}
+
+# -sS: nothing on stderr unless it fails, so on failure $listing holds curl's message.
+listing=$(curl -sS -f -L --connect-timeout 5 --max-time 20 "$api" 2>&1)
+rc=$?
+if [ $rc -ne 0 ]; then
+    curl_msg=$(printf '%s' "$listing" | tail -n 1)
+    if [ $rc -eq 22 ]; then
+        say "the hub has no model '$model' (or refuses to list it): $curl_msg"
+        exit 1
+    fi
+    say "cannot reach the Hugging Face hub ($api): ${curl_msg:-curl exit status $rc}"
+    exit 2
+fi
+
+mkdir -p "$dir" || exit 1
+for f in $files; do
+    if ! info=$(entry_of "$listing" "$f"); then
+        say "the hub's listing of '$model' has no $f"
+        exit 1
+    fi
+    set -- $info
+    size=$1 kind=git-sha1 hash=$2
+    if [ "$3" != "-" ]; then
+        kind=sha256 hash=$3
+        [ "$4" != "-" ] && size=$4
+    fi
+    if [ "$size" = "-" ] || [ "$hash" = "-" ]; then
+        say "the hub's listing gives no size or hash for $f; refusing to use it unchecked"
+        exit 1
+    fi
+    target=$dir/$f
+    if [ -f "$target" ] && check "$target" "$size" "$kind" "$hash"; then
+        say "$f: already there and checks out ($size bytes, $kind)"
+        continue
+    fi
+    part=$target.part
+    # A part as long as the file (or longer) cannot be resumed: check it or start over.
+    if [ -f "$part" ] && [ "$(wc -c <"$part" | tr -d ' ')" -ge "$size" ]; then
+        check "$part" "$size" "$kind" "$hash" || rm -f "$part"
+    fi
+    if [ ! -f "$part" ] || [ "$(wc -c <"$part" | tr -d ' ')" -lt "$size" ]; then
+        say "$f: downloading $size bytes from $base/$f"
+        curl -f -L -C - --connect-timeout 10 --retry 3 --progress-bar -o "$part" "$base/$f"
+        rc=$?
+        if [ $rc -ne 0 ]; then
+            if unreachable $rc; then
+                say "$f: the download stopped (curl exit status $rc); run again to resume from $part"
+                exit 2
+            fi
+            say "$f: the download failed (curl exit status $rc)"
+            exit 1
+        fi
+    fi
+    if ! check "$part" "$size" "$kind" "$hash"; then
+        mv -f "$part" "$target.bad"
+        say "$f does not match the hub's listing: $why; kept as $target.bad"
+        exit 1
+    fi
+    mv -f "$part" "$target" || exit 1
+    say "$f: checks out ($size bytes, $kind $hash)"
+done
+say "GPT-2 '$model' is in $dir"
+exit 0
