@@ -154,14 +154,14 @@ static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o,
 
     b.prefix[0] = '\0';
     gg->logits = VKG_NONE;
-    if (o->no_logits) goto done;
-    if (!o->all_logits && b.T > 1) x = vkg_slice(g, x, 0, b.T - 1, 1); /* the head only where it is read */
-    x = vkg_layernorm(g, x, weight(&b, "ln_f.weight", m->ln_f_w, b.C, 0), weight(&b, "ln_f.bias", m->ln_f_b, b.C, 0),
-                      c->layer_norm_epsilon);
-    vkg_tensor head = m->tied_head ? wte : weight(&b, "lm_head.weight", m->lm_head, c->vocab_size, b.C);
-    gg->logits = vkg_matmul(g, x, head, VKG_NONE, VKG_TRANSPOSE_B);
-    vkg_output(g, "logits", gg->logits);
-done:
+    if (!o->no_logits) {
+        if (!o->all_logits && b.T > 1) x = vkg_slice(g, x, 0, b.T - 1, 1); /* the head only where it is read */
+        x = vkg_layernorm(g, x, weight(&b, "ln_f.weight", m->ln_f_w, b.C, 0),
+                          weight(&b, "ln_f.bias", m->ln_f_b, b.C, 0), c->layer_norm_epsilon);
+        vkg_tensor head = m->tied_head ? wte : weight(&b, "lm_head.weight", m->lm_head, c->vocab_size, b.C);
+        gg->logits = vkg_matmul(g, x, head, VKG_NONE, VKG_TRANSPOSE_B);
+        vkg_output(g, "logits", gg->logits);
+    }
     if (vkg_graph_status(g) != VKG_OK)
         return vkg_error_set(err, vkg_graph_status(g), "gpt2: building the graph failed: %s", vkg_graph_error(g));
     return VKG_OK;
