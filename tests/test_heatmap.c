@@ -17,13 +17,6 @@
 
 #include "io/heatmap.h"
 
-/* fontconfig (under cairo's text calls) keeps process-wide caches it never frees; only a
- * process-wide teardown the library must not call would release them. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) {
-    return "leak:libfontconfig.so\n";
-}
-
 typedef struct fixture {
     char dir[64];
     char path[128];

@@ -49,12 +49,6 @@ static const char *line_with(const char *text, const char *prefix) {
     return NULL;
 }
 
-/* Leaks that are not ours, left out of LeakSanitizer's report: the Khronos validation layer of
- * Debian 12 leaks small objects inside itself per command buffer (the layer is kept mapped so
- * that its frames can be recognised at exit), and fontconfig (under cairo's text, for the heatmap) keeps process-wide caches. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:libVkLayer_khronos_validation.so\nleak:libfontconfig.so\n"; }
-
 static int open_cpu(void **state) {
     vkg_device_options opts = {.quiet = 1};
     vkg_error err = {0};

@@ -325,17 +325,17 @@ static void test_other_tunings(void **state) {
     vkg_device *d = vk_test_open();
     vkg_vk_context *c = vk_test_context(d);
     uint32_t sg = c->subgroup.subgroupSize;
-    const struct { int texel; uint32_t row_wg, wg_x, wg_y, tm, tn, bk, mv_wg, mv_cols; } t[] = {
-        {0, sg, 8, 8, 4, 4, 8, 64, 16},
-        {0, 2 * sg + sg / 2, 16, 4, 2, 4, 16, 32, 32},
-        {1, 32 * sg <= 1024 ? 32 * sg : 1024, 4, 8, 3, 5, 4, 8, 8},
+    const struct { int texel; uint32_t row_wg, wg_x, wg_y, tm, tn, bk, mv_wg, mv_cols, mv_tn; } t[] = {
+        {0, sg, 8, 8, 4, 4, 8, 64, 16, 4},
+        {0, 2 * sg + sg / 2, 16, 4, 2, 4, 16, 32, 32, 4},
+        {1, 32 * sg <= 1024 ? 32 * sg : 1024, 4, 8, 3, 12, 4, 8, 8, 4},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         c->tuning.matmul_texel = t[i].texel;
         c->tuning.row_wg = t[i].row_wg;
         c->tuning.mm_wg_x = t[i].wg_x, c->tuning.mm_wg_y = t[i].wg_y;
         c->tuning.mm_tm = t[i].tm, c->tuning.mm_tn = t[i].tn, c->tuning.mm_bk = t[i].bk;
-        c->tuning.mv_wg = t[i].mv_wg, c->tuning.mv_cols = t[i].mv_cols;
+        c->tuning.mv_wg = t[i].mv_wg, c->tuning.mv_cols = t[i].mv_cols, c->tuning.mv_tn = t[i].mv_tn;
         gcase gc;
         gc_init(&gc, 10 + i);
         build_attention(&gc, 11, 24, 3);

@@ -67,7 +67,7 @@ static vkg_status find_region(const vkg_session *s, vkg_tensor t, vkg_region_kin
 
 vkg_status vkg_session_set_input(vkg_session *s, vkg_tensor input, const void *data, size_t bytes,
                                  vkg_error *err) {
-    int r;
+    int r = -1;
     vkg_status st = find_region(s, input, VKG_REGION_INPUT, "input", bytes, 1, &r, err);
     if (st != VKG_OK) return st;
     return s->device->ops->write(s->impl, r, 0, data, bytes, err);
@@ -88,7 +88,7 @@ vkg_status vkg_session_run(vkg_session *s, vkg_error *err) {
 
 vkg_status vkg_session_get_output(vkg_session *s, vkg_tensor output, void *data, size_t bytes,
                                   vkg_error *err) {
-    int r;
+    int r = -1;
     vkg_status st = find_region(s, output, VKG_REGION_OUTPUT, "output", bytes, 1, &r, err);
     if (st != VKG_OK) return st;
     return s->device->ops->read(s->impl, r, 0, data, bytes, err);
@@ -96,7 +96,7 @@ vkg_status vkg_session_get_output(vkg_session *s, vkg_tensor output, void *data,
 
 vkg_status vkg_session_get_state(vkg_session *s, vkg_tensor state, void *data, size_t bytes,
                                  vkg_error *err) {
-    int r;
+    int r = -1;
     vkg_status st = find_region(s, state, VKG_REGION_STATE, "state", bytes, 1, &r, err);
     if (st != VKG_OK) return st;
     return s->device->ops->read(s->impl, r, 0, data, bytes, err);

@@ -289,8 +289,8 @@ static const char *base_name(const char *path) {
 /* Reads the merges, one "LEFT RIGHT" a line in rank order, after an optional '#' header line. */
 static vkg_status load_merges(vkg_tokenizer *t, const vkg_json *vocab, const char *vocab_path,
                               const char *path, vkg_error *err) {
-    char *text;
-    size_t len;
+    char *text = NULL;
+    size_t len = 0;
     vkg_status st = read_whole_file(path, &text, &len, err);
     if (st != VKG_OK) return st;
     size_t lines = 1;

@@ -3,9 +3,9 @@
  * Each step builds its op graphs, runs them on the device it is given and fills a plain struct
  * with the numbers the lesson prints; a matching print function writes them in the lesson's
  * format (numpy-style arrays, the same sentences).  `vkgraph lesson` calls compute then print,
- * and tests/test_lesson.c asserts every field on each executor, so what the command prints is
- * what the tests check.  The examples/ programs are the same steps written against vkgraph.h
- * alone, for reading.
+ * and tests/test_lesson.c (steps 1-6) and tests/test_lesson_gpt2.c (step 7) assert every field
+ * on each executor, so what the command prints is what the tests check.  The examples/ programs
+ * are the same steps written against vkgraph.h alone, for reading.
  *
  * Random data comes from vkg_rng with fixed seeds: the digits of steps 2, 3 and 6 differ from
  * the lesson's (PyTorch draws other numbers), the properties the lesson shows do not.
@@ -82,7 +82,9 @@ vkg_status vkg_lesson_step_lookup(vkg_device *dev, vkg_lesson_lookup *out, vkg_e
 void vkg_lesson_print_lookup(FILE *f, const vkg_lesson_lookup *r);
 
 /* Step 2: why divide by sqrt(d_k).  q . k of 10,000 random pairs for each d_k, computed on the
- * device, and the softmax of 10 scores with std 8 before and after dividing by 8. */
+ * device, and the softmax of 10 scores with std 8 before and after dividing by 8.  The draws:
+ * vkg_rng seed 0, standard normal q then k ([10000, d_k] each) for d_k = 4, 64, 512 in turn,
+ * then the 10 scores (normal times 8). */
 enum { VKG_LESSON_PAIRS = 10000, VKG_LESSON_N_DK = 3, VKG_LESSON_N_SCORES = 10 };
 typedef struct vkg_lesson_scaling {
     int d_k[VKG_LESSON_N_DK];                   /* 4, 64, 512                                */
@@ -144,7 +146,7 @@ typedef struct vkg_lesson_positions {
     int rot_pos[VKG_LESSON_N_ROT];              /* 0, 10, 40                                 */
     float rotated[VKG_LESSON_N_ROT][2];         /* R @ PE[pos, :2], on the device            */
     int rotation_ok[VKG_LESSON_N_ROT];          /* allclose to PE[pos + k, :2] (atol 1e-5)   */
-    int dot_pos[VKG_LESSON_N_DOTS];             /* 0, 5, 10, 20, 40                          */
+    int dot_pos[VKG_LESSON_N_DOTS];             /* 0, 10, 20, 30, 40                         */
     float dots[VKG_LESSON_N_DOTS];              /* PE(pos) . PE(pos + k), on the device      */
     float dot_expected;                         /* the formula: sum_i cos(k omega_i)         */
     int dots_equal;                             /* all within 1e-4 of each other             */
@@ -162,7 +164,8 @@ typedef struct vkg_lesson_block {
     int output_finite;                          /* the block really ran: every value finite  */
     int64_t params;                             /* 49,984 for 64 / 4 / 256                   */
     int64_t params_large;                       /* 7,087,872 for 768 / 12 / 3072             */
-    float causal_weights[25];                   /* [5, 5], zero above the diagonal           */
+    float causal_weights[25];                   /* [5, 5], zero above the diagonal; Q, K, V
+                                                   [5, 8] drawn in turn from seed 1           */
     float values[VKG_LESSON_AVG_KEYS * 2];      /* V [5, 2] of Exercise 1                    */
     float values_mean[2];                       /* their plain average                       */
     float lead[VKG_LESSON_N_PEAKS];             /* how far key 0's score is above the rest   */

@@ -15,7 +15,7 @@ static int all_close(const float *a, const float *b, size_t n, double rtol, doub
     return 1;
 }
 
-/* Plain C attention in double for one query row set: q [Tq, d], k [Tk, d], v [Tk, dv]. */
+/* Plain C attention in double: q [Tq, d], k [Tk, d], v [Tk, dv], Tk <= 16 (step 1 has 3 keys). */
 static void host_attention(const float *q, const float *k, const float *v, int Tq, int Tk, int d, int dv,
                            float *out) {
     for (int i = 0; i < Tq; i++) {

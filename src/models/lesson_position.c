@@ -61,7 +61,7 @@ done:
 
 vkg_status vkg_lesson_step_positions(vkg_device *dev, vkg_lesson_positions *out, vkg_error *err) {
     enum { P = VKG_LESSON_PE_POSITIONS, D = VKG_LESSON_PE_DIM, NR = VKG_LESSON_N_ROT, ND = VKG_LESSON_N_DOTS };
-    static const int32_t rot_ids[NR] = {0, 10, 40}, dot_ids[ND] = {0, 5, 10, 20, 40};
+    static const int32_t rot_ids[NR] = {0, 10, 40}, dot_ids[ND] = {0, 10, 20, 30, 40};
     const int k = 3;
     const double w0 = 1.0;                       /* the first frequency: omega_0 = 1 */
     memset(out, 0, sizeof *out);

@@ -218,7 +218,7 @@ static vkg_status make_layouts(vkg_vk_context *c, vkg_vk_pipeline *p, vkg_error 
 }
 
 static vkg_status make_pipeline(vkg_vk_context *c, vkg_vk_pipeline *p, vkg_error *err) {
-    VkShaderModule module;
+    VkShaderModule module = VK_NULL_HANDLE;
     vkg_status st = get_module(c, p->shader, &module, err);
     if (st == VKG_OK) st = make_layouts(c, p, err);
     if (st != VKG_OK) return st;
