@@ -93,14 +93,7 @@ void main() {
 #define ACC(i, j) acc[(i) * CV + (j) / 4][(j) % 4]
 #endif
 
-    [[unroll]] for (uint i = 0; i < TM; i++) {
-        uint m = m0 + i;
-        if (m >= p.M) break;
-        [[unroll]] for (uint j = 0; j < TN; j++) {
-            uint n = n0 + j;
-            if (n < p.N) c_data[vkg_c_index(b0, b1, m, n)] = vkg_matmul_epilogue(ACC(i, j), b0, b1, m, n);
-        }
-    }
+    vkg_matmul_store_block(ACC_ROWS);
 }
 
 #endif

@@ -8,12 +8,12 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cpu/kernels.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
 #include "vulkan/pipelines.h"
@@ -114,10 +114,11 @@ static void spill(const char *path, const void *data, size_t n) {
 /* Opens a device (reading whatever cache file is there), runs a binary add through a fresh
  * pipeline, checks the sums, and closes (writing the cache).  path, when non-NULL, receives the
  * cache file's path. */
-static void use_device(char *path, size_t size) {
+static void use_device(char *path, size_t size, VkPhysicalDeviceProperties *props) {
     vkg_device *d = vk_test_open();
     vkg_vk_context *c = vk_test_context(d);
     if (path) assert_true(vkg_vk_cache_path(&c->props, path, size));
+    if (props) *props = c->props;
     enum { N = 100 };
     float a[N], b[N], out[N];
     vk_test_fill(a, N, 1, 1.0f);
@@ -149,13 +150,11 @@ static void test_pipeline_cache(void **state) {
     assert_int_equal(setenv("XDG_CACHE_HOME", dir, 1), 0);
     unsetenv("VKG_PIPELINE_CACHE");
     char path[1024];
-    use_device(path, sizeof path);
+    VkPhysicalDeviceProperties props;
+    use_device(path, sizeof path, &props);
     assert_non_null(strstr(path, dir));
 
     /* What was written is intact and ours. */
-    vkg_device *d = vk_test_open();
-    VkPhysicalDeviceProperties props = vk_test_context(d)->props;
-    vk_test_close(d);
     size_t n = 0, payload_bytes = 0;
     uint8_t *good = slurp(path, &n);
     assert_non_null(good);
@@ -197,8 +196,10 @@ static void test_pipeline_cache(void **state) {
         if (len) assert_int_equal(got_n, len);
         assert_null(vkg_vk_cache_payload(&props, now, got_n, &pb));
         free(now);
-        use_device(NULL, 0);
-        /* ... and the device rewrote a good file on closing */
+        /* Opening a device over random bytes and over another device's cache (the two a driver
+         * would be most likely to trip on): it works, and writes a good file on closing. */
+        if (kind != 0 && kind != 2) continue;
+        use_device(NULL, 0, NULL);
         now = slurp(path, &got_n);
         assert_non_null(now);
         assert_non_null(vkg_vk_cache_payload(&props, now, got_n, &pb));
@@ -208,7 +209,7 @@ static void test_pipeline_cache(void **state) {
     /* Disabled: nothing written. */
     assert_int_equal(remove(path), 0);
     assert_int_equal(setenv("VKG_PIPELINE_CACHE", "0", 1), 0);
-    use_device(NULL, 0);
+    use_device(NULL, 0, NULL);
     assert_int_equal(access(path, F_OK), -1);
     unsetenv("VKG_PIPELINE_CACHE");
 
@@ -225,15 +226,15 @@ static void test_pipeline_cache(void **state) {
 static void test_timeout(void **state) {
     (void)state;
     vkg_device *d = vk_test_open();
-    enum { M = 256, N = 512, K = 2048 };
+    /* about 0.13 GFLOP: milliseconds even on a fast GPU, far more on a software one */
+    enum { M = 128, N = 256, K = 2048 };
     float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
-    float *c = calloc((size_t)M * N, sizeof(float)), *want = calloc((size_t)M * N, sizeof(float));
-    assert_true(a && b && c && want);
+    float *c = calloc((size_t)M * N, sizeof(float));
+    assert_true(a && b && c);
     vk_test_fill(a, (size_t)M * K, 1, 1.0f);
     vk_test_fill(b, (size_t)K * N, 2, 1.0f);
     vkg_matmul_params p = {.M = M, .N = N, .K = K, .batch0 = 1, .batch1 = 1, .a_stride_m = K, .a_stride_k = 1,
                            .b_stride_k = N, .b_stride_n = 1, .c_stride_m = N};
-    vkg_cpu_matmul(&p, a, b, want, NULL, NULL, 0, vkg_cpu_matmul_units(&p));
 
     vk_test_plan tp;
     vk_test_plan_init(&tp);
@@ -263,7 +264,12 @@ static void test_timeout(void **state) {
     assert_int_equal(d->ops->read(session, rc, 0, NULL, sizeof(float) * M * N, &err), VKG_OK);
     assert_int_equal(d->ops->run(session, NULL, &err), VKG_OK);
     assert_int_equal(d->ops->read(session, rc, 0, c, sizeof(float) * M * N, &err), VKG_OK);
-    assert_true(test_nmse(c, want, (size_t)M * N) < 1e-10);
+    for (int e = 0; e < 64; e++) {   /* spot checks in double */
+        int m = (e * 37) % M, n = (e * 101) % N;
+        double want = 0;
+        for (int k = 0; k < K; k++) want += (double)a[m * K + k] * b[k * N + n];
+        assert_true(fabs(c[m * N + n] - want) <= 1e-4 * (1 + fabs(want)));
+    }
     d->ops->session_free(session);
 
     /* A run that times out and is never waited for: freeing the session still waits for it. */
@@ -273,7 +279,7 @@ static void test_timeout(void **state) {
     unsetenv("VKG_TIMEOUT_MS");
     assert_true(st == VKG_OK || st == VKG_ERR_TIMEOUT);
     d->ops->session_free(session);
-    free(a), free(b), free(c), free(want);
+    free(a), free(b), free(c);
     vk_test_close(d);
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/random_graph.h"
 #include "support/ref_eval.h"
 #include "support/vk_test.h"
 #include "vkgraph.h"
@@ -349,6 +350,82 @@ static void test_other_tunings(void **state) {
     vk_test_close(d);
 }
 
+/* Random graphs (tests/support/random_graph.c: every op, views, splits, states, dead nodes),
+ * compiled for the device with and without fusion and in-place reuse, and with small bindings
+ * (operands split over several steps), against the reference interpreter. */
+static double max_abs(const float *x, int64_t n) {
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(x[i]) && fabs(x[i]) > m) m = fabs(x[i]);
+    return m;
+}
+
+static int run_random(vkg_device *d, const random_graph *rg, const vkg_compile_options *opts, float **ref,
+                      uint64_t seed, int variant) {
+    vkg_plan *plan = NULL;
+    vkg_error err = {0};
+    vkg_status st = vkg_plan_compile(rg->g, opts, &plan, &err);
+    if (st == VKG_ERR_UNSUPPORTED) return 0;   /* e.g. a split the compiler cannot make */
+    if (st != VKG_OK) fail_msg("seed %llu variant %d: compile: %s", (unsigned long long)seed, variant, err.message);
+    vkg_session *s = NULL;
+    if (vkg_session_new(d, plan, &s, &err) != VKG_OK)
+        fail_msg("seed %llu variant %d: session: %s", (unsigned long long)seed, variant, err.message);
+    for (int i = 0; i < rg->n_inputs; i++)
+        assert_int_equal(vkg_session_set_input(s, rg->inputs[i], rg->input_data[i], rg->input_bytes[i], &err), VKG_OK);
+    for (int i = 0; i < rg->n_indices; i++)
+        assert_int_equal(vkg_session_set_index(s, rg->indices[i], rg->index_values[i], &err), VKG_OK);
+    if (vkg_session_run(s, &err) != VKG_OK)
+        fail_msg("seed %llu variant %d: run: %s", (unsigned long long)seed, variant, err.message);
+    for (int i = 0; i < rg->n_outputs + rg->n_states; i++) {
+        int is_state = i >= rg->n_outputs;
+        vkg_tensor t = is_state ? rg->states[i - rg->n_outputs] : rg->outputs[i];
+        int64_t n = vkg_tensor_numel(rg->g, t);
+        float *got = malloc((size_t)n * sizeof *got);
+        assert_non_null(got);
+        st = is_state ? vkg_session_get_state(s, t, got, (size_t)n * 4, &err)
+                      : vkg_session_get_output(s, t, got, (size_t)n * 4, &err);
+        assert_int_equal(st, VKG_OK);
+        const float *want = is_state ? ref_final_state(rg->g, ref, t) : ref[t];
+        int64_t bad = ref_compare(got, want, n, 1e-4, 1e-4 * fmax(1.0, max_abs(want, n)));
+        if (bad >= 0)
+            fail_msg("seed %llu variant %d: %s '%s' element %lld: got %.9g, want %.9g", (unsigned long long)seed,
+                     variant, is_state ? "state" : "output", vkg_tensor_name(rg->g, t), (long long)bad, got[bad],
+                     want[bad]);
+        free(got);
+    }
+    vkg_session_free(s);
+    vkg_plan_free(plan);
+    return 1;
+}
+
+static void test_random_graphs(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    int runs = 0;
+    for (uint64_t seed = 1; seed <= 24; seed++) {
+        random_graph rg;
+        assert_int_equal(random_graph_build(&rg, seed, 6 + (int)(seed % 30)), 0);
+        ref_inputs in;
+        assert_int_equal(ref_inputs_init(&in, rg.g), 0);
+        random_graph_ref_inputs(&rg, &in);
+        float **ref = NULL;
+        assert_int_equal(ref_eval(rg.g, &in, &ref), 0);
+        ref_inputs_free(&in);
+        for (int v = 0; v < 3; v++) {
+            vkg_compile_options opts;
+            vkg_compile_options_default(&opts);
+            vkg_device_compile_options(d, &opts);
+            if (v == 1) opts.fuse = 0, opts.in_place = 0;
+            if (v == 2) opts.max_binding_bytes = 16 * opts.alignment;
+            runs += run_random(d, &rg, &opts, ref, seed, v);
+        }
+        ref_free(rg.g, ref);
+        random_graph_free(&rg);
+    }
+    assert_true(runs >= 48);
+    vk_test_close(d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp),
@@ -357,6 +434,7 @@ int main(void) {
         cmocka_unit_test(test_kv_cache),
         cmocka_unit_test(test_profile_and_staging),
         cmocka_unit_test(test_other_tunings),
+        cmocka_unit_test(test_random_graphs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

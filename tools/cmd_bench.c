@@ -185,6 +185,7 @@ int cmd_bench(int argc, char **argv) {
     printf("# vkgraph");
     for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
     printf("\n# time per vkg_session_run: median of %ld runs after one warm-up run\n", repeat);
+    printf("# GFLOP: 2 x the multiply-adds of the plan's matmul steps (the rest is not counted)\n");
     printf("# cpu:    %s\n# device: %s\n", vkg_device_name(cpu), gpu ? vkg_device_name(gpu) : "(none)");
     printf("%-36s %9s %10s %10s %10s %10s\n", "", "", "cpu", "cpu", "device", "device");
     printf("%-36s %9s %10s %10s %10s %10s\n", "benchmark", "GFLOP", "ms", "GFLOP/s", "ms", "GFLOP/s");

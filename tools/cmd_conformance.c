@@ -16,8 +16,11 @@ static void usage(FILE *f) {
             "and on device D (default: the best Vulkan device), and compares the outputs by normalized\n"
             "mean squared error against a threshold per op, and by where infinities and NaNs appear.\n"
             "Exits 1 when a case fails, or when the Vulkan validation layer reported anything\n"
-            "(run with VKG_VALIDATION=1 to enable it).\n\n"
-            "  --device D    vulkan, vulkan:N (see vkgraph devices) or cpu (checks the CPU against itself)\n"
+            "(run with VKG_VALIDATION=1 to enable it).  A device's first run compiles every pipeline\n"
+            "(seconds each on a software rasteriser; the driver caches them on disk for later runs).\n"
+            "VKG_MATMUL=tiled or texel chooses the Vulkan matmul shaders, to check both.\n\n"
+            "  --device D    vulkan, vulkan:N (see vkgraph devices), or cpu: the CPU executor with\n"
+            "                --threads threads against itself on one thread\n"
             "  --quick       small shapes only (seconds)\n"
             "  --full        add GPT-2's largest shapes (768x3072 layers, 768x50257 logits, T = 1024)\n"
             "  --op NAME     only this op:");
@@ -70,7 +73,9 @@ int cmd_conformance(int argc, char **argv) {
     }
 
     vkg_device *ref = NULL, *dut = NULL;
-    vkg_device_options dopts = {.cpu_threads = (int)threads, .quiet = 1};
+    /* Checking the CPU against itself: one thread is the reference, so the split of the work
+     * over threads is what is tested. */
+    vkg_device_options dopts = {.cpu_threads = strcmp(spec, "cpu") ? (int)threads : 1, .quiet = 1};
     vkg_error err = {0};
     if (vkg_device_open("cpu", &dopts, &ref, &err) != VKG_OK)
         return cli_fail("conformance", "cannot open the CPU reference: %s", err.message);

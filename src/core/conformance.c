@@ -138,6 +138,7 @@ static vkg_status run_case(vkg_device *ref, vkg_device *dut, const conf_build *b
         vkg_conformance_diff d;
         vkg_conformance_compare(dut_out[i], ref_out[i], n, &d);
         if (!(d.nmse <= c->nmse)) c->nmse = d.nmse;   /* the worst output; NaN never hides */
+        if (c->first_mismatch < 0) c->first_mismatch = d.first_mismatch;
         c->nonfinite_mismatches += d.nonfinite_mismatches;
     }
     free_outputs(ref_out, b->n_out);
@@ -168,6 +169,7 @@ static vkg_status run_point(vkg_device *ref, vkg_device *dut, const vkg_conforma
     snprintf(c->op, sizeof c->op, "%s", def->op);
     snprintf(c->variant, sizeof c->variant, "%s", def->variant);
     c->threshold = def->threshold;
+    c->first_mismatch = -1;
 
     /* Each case draws from its own stream, so a filtered run sees the same inputs as a full one. */
     vkg_rng rng;
@@ -250,7 +252,9 @@ void vkg_conformance_case_print(const vkg_conformance_case *c, FILE *f) {
         return;
     }
     fprintf(f, "nmse %9.2e (max %.0e)", c->nmse, c->threshold);
-    if (c->nonfinite_mismatches) fprintf(f, ", %lld inf/nan mismatches", (long long)c->nonfinite_mismatches);
+    if (c->nonfinite_mismatches)
+        fprintf(f, ", %lld inf/nan mismatches (first at element %lld)", (long long)c->nonfinite_mismatches,
+                (long long)c->first_mismatch);
     fprintf(f, "  [%.1f / %.1f ms]\n", c->ref_ms, c->dut_ms);
 }
 

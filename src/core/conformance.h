@@ -66,6 +66,7 @@ typedef struct vkg_conformance_case {
     double nmse;            /* worst over the case's outputs                                 */
     double threshold;
     int64_t nonfinite_mismatches;
+    int64_t first_mismatch;  /* element index (in its output) of the first inf/nan mismatch, -1 */
     int passed;
     double ref_ms, dut_ms;  /* one vkg_session_run on each device (first run: cold caches)   */
     char error[768];        /* why the case could not run (counts as a failure); "" otherwise */
