@@ -189,6 +189,7 @@ typedef struct vkg_device_options {
     int validation;       /* enable the Khronos validation layer; validation messages are
                              counted (vkg_device_validation_errors) and printed to stderr   */
     int quiet;            /* no notes on stderr (e.g. "falling back to the CPU")           */
+    int profile;          /* every session records per-step times (vkg_device_profile_*)  */
 } vkg_device_options;
 
 /* spec: "cpu", "vulkan" (best Vulkan device), "vulkan:N" (N-th in vkgraph devices order), or
@@ -221,11 +222,14 @@ vkg_status vkg_session_get_state(vkg_session *s, vkg_tensor state, void *data, s
                                  vkg_error *err);
 vkg_status vkg_session_reset_state(vkg_session *s, vkg_error *err);
 
-/* Profiling: when enabled, each run records a time per step (Vulkan timestamp queries; wall clock
- * on the CPU).  Print as a table, or write a Chrome trace (chrome://tracing, Perfetto). */
+/* Profiling.  A session with profiling on records the duration of every step of every run
+ * (Vulkan timestamp queries on a GPU, the wall clock on the CPU) in its device's profile, which
+ * prints as a table (step, op, shape, microseconds, share of the total) and writes as a Chrome
+ * trace JSON file (chrome://tracing, Perfetto).  Turn it on for one session, or for every
+ * session of a device with vkg_device_options.profile. */
 vkg_status vkg_session_enable_profiling(vkg_session *s, int enable, vkg_error *err);
-vkg_status vkg_session_profile_print(const vkg_session *s, FILE *f);
-vkg_status vkg_session_profile_write_trace(const vkg_session *s, const char *path, vkg_error *err);
+vkg_status vkg_device_profile_print(const vkg_device *d, FILE *f);
+vkg_status vkg_device_profile_write_trace(const vkg_device *d, const char *path, vkg_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Random numbers: a small seeded generator (xoshiro256**), the same sequence on every machine,

@@ -19,6 +19,7 @@ layout(std430, binding = 2) writeonly buffer C { float c_data[]; };
 layout(std430, binding = 3) readonly buffer Bias { float bias_data[]; };
 layout(std430, binding = 4) readonly buffer R { float r_data[]; };
 #include "matmul_epilogue.glsl"
+#include "matmul_block.glsl"
 
 void main() {
     uint b0 = gl_WorkGroupID.z / p.batch1, b1 = gl_WorkGroupID.z % p.batch1;
@@ -49,13 +50,7 @@ void main() {
         [[unroll]] for (uint j = 0; j < TN; j++) b_at[j] += p.b_stride_k;
     }
 
-    [[unroll]] for (uint i = 0; i < TM; i++) {
-        uint m = m0 + i;
-        if (m >= p.M) break;
-        [[unroll]] for (uint j = 0; j < TN; j++) {
-            uint n = n0 + j;
-            if (n >= p.N) break;
-            c_data[vkg_c_index(b0, b1, m, n)] = vkg_matmul_epilogue(acc[i * TN + j], b0, b1, m, n);
-        }
-    }
+    uint base = vkg_block_base();
+    [[unroll]] for (uint e = 0; e < TM * TN; e++) vkg_block[base + e] = acc[e];
+    vkg_block_store(b0, b1, m0, n0);
 }

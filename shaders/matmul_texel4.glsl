@@ -30,6 +30,7 @@ layout(std430, binding = 2) writeonly buffer C { float c_data[]; };
 layout(std430, binding = 3) readonly buffer Bias { float bias_data[]; };
 layout(std430, binding = 4) readonly buffer R { float r_data[]; };
 #include "matmul_epilogue.glsl"
+#include "matmul_block.glsl"
 
 void main() {
     uint b0 = gl_WorkGroupID.z / p.batch1, b1 = gl_WorkGroupID.z % p.batch1;
@@ -93,7 +94,10 @@ void main() {
 #define ACC(i, j) acc[(i) * CV + (j) / 4][(j) % 4]
 #endif
 
-    vkg_matmul_store_block(ACC_ROWS);
+    uint base = vkg_block_base();
+    [[unroll]] for (uint i = 0; i < TM; i++)
+        [[unroll]] for (uint j = 0; j < TN; j++) vkg_block[base + i * TN + j] = ACC(i, j);
+    vkg_block_store(b0, b1, m0, n0);
 }
 
 #endif

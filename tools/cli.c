@@ -43,8 +43,42 @@ int cli_float(const char *cmd, const char *opt, const char *text, double *out) {
     return 0;
 }
 
+/* What --profile and --trace asked for: options of the whole command line, set once in main. */
+static struct {
+    int on;
+    const char *trace;
+} profile_request;
+
+int cli_take_common_options(int *argc, char **argv) {
+    int out = 0;
+    for (int i = 0; i < *argc; i++) {
+        if (strcmp(argv[i], "--profile") == 0) {
+            profile_request.on = 1;
+        } else if (strcmp(argv[i], "--trace") == 0) {
+            if (i + 1 >= *argc) return cli_fail(argv[0], "--trace needs a file name");
+            profile_request.on = 1;
+            profile_request.trace = argv[++i];
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    *argc = out;
+    return 0;
+}
+
+void cli_close_device(const char *cmd, vkg_device *dev) {
+    if (dev && profile_request.on) {
+        const char *path = profile_request.trace ? profile_request.trace : "vkgraph-trace.json";
+        vkg_error err = {0};
+        vkg_device_profile_print(dev, stderr);
+        if (vkg_device_profile_write_trace(dev, path, &err) != VKG_OK) cli_fail(cmd, "%s", err.message);
+        else fprintf(stderr, "vkgraph %s: Chrome trace written to %s (open in chrome://tracing or Perfetto)\n", cmd, path);
+    }
+    vkg_device_free(dev);
+}
+
 int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device **dev) {
-    vkg_device_options o = {.cpu_threads = threads};
+    vkg_device_options o = {.cpu_threads = threads, .profile = profile_request.on};
     const char *v = getenv("VKG_VALIDATION");
     o.validation = v && strcmp(v, "1") == 0;
     vkg_error err = {0};

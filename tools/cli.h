@@ -15,6 +15,12 @@ const char *cli_value(const char *cmd, int argc, char **argv, int *i);
 /* Parses an integer in [lo, hi]; 0 on success, 1 with a message otherwise. */
 int cli_int(const char *cmd, const char *opt, const char *text, long lo, long hi, long *out);
 int cli_float(const char *cmd, const char *opt, const char *text, double *out);
-/* Opens the device named by --device (NULL: the best one), printing errors. */
+/* Opens the device named by --device (NULL: the best one), printing errors.  With --profile,
+ * every session on it records the time of each step. */
 int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device **dev);
+/* Frees a device opened by cli_open_device; with --profile, first prints its profile to stderr
+ * and writes the Chrome trace (--trace FILE, default vkgraph-trace.json). */
+void cli_close_device(const char *cmd, vkg_device *dev);
+/* Takes the options every command accepts (--profile, --trace FILE) out of argv; 1 on error. */
+int cli_take_common_options(int *argc, char **argv);
 #endif

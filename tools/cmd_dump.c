@@ -72,7 +72,7 @@ int cmd_dump(int argc, char **argv) {
         else rc = vkg_plan_dump(p, stdout, fmt) != VKG_OK;
     }
     vkg_plan_free(p);
-    vkg_device_free(dev);
+    cli_close_device("dump", dev);
     vkg_graph_free(g);
     vkg_block_weights_free(&w);
     return rc;

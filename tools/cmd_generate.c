@@ -35,14 +35,13 @@ static void usage(FILE *f) {
             "                      clock, printed so the run can be repeated)\n"
             "  --ids-out           print the generated token ids instead of text\n"
             "  --no-prompt         do not print the prompt before the continuation\n"
-            "  --profile           print the time of every step of the last decode run\n"
             "  -h, --help          show this help\n");
 }
 
 typedef struct gen_options {
     long n;
     vkg_sampling_options sampling;
-    int sampling_given, temperature_given, seed_given, ids_out, no_prompt, profile;
+    int sampling_given, temperature_given, seed_given, ids_out, no_prompt;
 } gen_options;
 
 /* Parses this command's own options; 1 taken, 0 not ours, -1 error (printed). */
@@ -52,7 +51,6 @@ static int own_option(gen_options *g, int argc, char **argv, int *i) {
     long v;
     if (strcmp(a, "--ids-out") == 0) return g->ids_out = 1;
     if (strcmp(a, "--no-prompt") == 0) return g->no_prompt = 1;
-    if (strcmp(a, "--profile") == 0) return g->profile = 1;
     int known = strcmp(a, "-n") == 0 || strcmp(a, "--tokens") == 0 || strcmp(a, "--temperature") == 0 ||
                 strcmp(a, "--top-k") == 0 || strcmp(a, "--top-p") == 0 || strcmp(a, "--seed") == 0;
     if (!known) return 0;
@@ -118,11 +116,6 @@ static int run(gpt2_cli *c, gen_options *g) {
         vkg_sampler_free(&sampler);
         return cli_fail(CMD, "%s", err.message);
     }
-    if (g->profile && vkg_session_enable_profiling(gen.step.session, 1, &err) != VKG_OK) {
-        vkg_gpt2_generator_free(&gen);
-        vkg_sampler_free(&sampler);
-        return cli_fail(CMD, "%s", err.message);
-    }
     double t1 = gpt2_cli_now();
     if (!g->no_prompt)
         for (size_t i = 0; i < c->n_ids && rc == 0; i++)
@@ -162,10 +155,6 @@ static int run(gpt2_cli *c, gen_options *g) {
                     (double)steps / (t3 - t2));
         else
             fprintf(stderr, "vkgraph %s: generated: %ld tokens\n", CMD, produced);
-    }
-    if (rc == 0 && g->profile) {
-        fprintf(stderr, "vkgraph %s: the last decode run, step by step:\n", CMD);
-        vkg_session_profile_print(gen.step.session, stderr);
     }
     vkg_gpt2_generator_free(&gen);
     vkg_sampler_free(&sampler);

@@ -112,6 +112,6 @@ int cmd_lesson(int argc, char **argv) {
         }
         fflush(stdout);
     }
-    vkg_device_free(dev);
+    cli_close_device(CMD, dev);
     return rc;
 }

@@ -204,7 +204,7 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
 int gpt2_cli_open_device(gpt2_cli *c) { return cli_open_device(c->cmd, c->device, (int)c->threads, &c->dev); }
 
 void gpt2_cli_free(gpt2_cli *c) {
-    vkg_device_free(c->dev);
+    cli_close_device(c->cmd, c->dev);
     vkg_tokenizer_free(c->tok);
     vkg_gpt2_free(c->model);
     free(c->ids);

@@ -1,4 +1,5 @@
 /* vkgraph: the command-line tool.  Dispatches to one function per command. */
+#include "cli.h"
 #include "commands.h"
 #include "vkgraph.h"
 
@@ -23,6 +24,12 @@ static void usage(FILE *f) {
     fprintf(f, "vkgraph %s: transformer models as op graphs on any Vulkan GPU or the CPU\n\n", VKG_VERSION_STRING);
     fprintf(f, "usage: vkgraph COMMAND [OPTIONS]   (vkgraph COMMAND --help for its options)\n\ncommands:\n");
     for (int i = 0; i < n_commands; i++) fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\noptions of every command:\n"
+               "  --device D       cpu, vulkan or vulkan:N (default: the best Vulkan device, else the CPU)\n"
+               "  --profile        print the time of every step of every run, per session, and write a\n"
+               "                   Chrome trace (chrome://tracing, Perfetto) to vkgraph-trace.json\n"
+               "  --trace FILE     the same, with the trace written to FILE\n"
+               "environment: VKG_VALIDATION=1 runs Vulkan with the Khronos validation layer\n");
 }
 
 int main(int argc, char **argv) {
@@ -35,7 +42,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (int i = 0; i < n_commands; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            int n = argc - 1;
+            if (cli_take_common_options(&n, argv + 1)) return 1;
+            return commands[i].run(n, argv + 1);
+        }
     fprintf(stderr, "vkgraph: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 1;

@@ -4,6 +4,7 @@
 #ifndef VKG_BACKEND_H
 #define VKG_BACKEND_H
 
+#include "core/profile.h"
 #include "graph/plan.h"
 
 typedef struct vkg_backend_ops {
@@ -30,6 +31,7 @@ struct vkg_device {
     uint32_t alignment;           /* storage-buffer offset alignment the plan must respect   */
     uint64_t max_binding_bytes;   /* largest range one binding may span                     */
     uint64_t validation_errors;   /* counted by the Vulkan debug messenger                  */
+    vkg_profile profile;          /* step times of every profiled run                       */
 };
 
 /* Backends' constructors; each fills d->ops, d->impl, d->name and the limits. */

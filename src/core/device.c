@@ -52,6 +52,7 @@ vkg_status vkg_device_open(const char *spec, const vkg_device_options *opts, vkg
 void vkg_device_free(vkg_device *d) {
     if (!d) return;
     if (d->ops && d->ops->device_free) d->ops->device_free(d->impl);
+    vkg_profile_free(&d->profile);
     free(d);
 }
 

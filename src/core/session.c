@@ -4,6 +4,7 @@
 #include "core/error.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +12,8 @@ struct vkg_session {
     vkg_device *device;
     const vkg_plan *plan;
     void *impl;
-    int profiling;
-    uint64_t *step_ns;     /* last run's per-step durations, when profiling */
+    int profile_id;        /* 0: not profiling; else this session's number in the device profile */
+    uint64_t *step_ns;     /* per-step durations of the run in progress, when profiling          */
 };
 
 vkg_status vkg_session_new(vkg_device *d, const vkg_plan *p, vkg_session **out, vkg_error *err) {
@@ -35,6 +36,11 @@ vkg_status vkg_session_new(vkg_device *d, const vkg_plan *p, vkg_session **out, 
         return st;
     }
     *out = s;
+    if (d->opts.profile && (st = vkg_session_enable_profiling(s, 1, err)) != VKG_OK) {
+        vkg_session_free(s);
+        *out = NULL;
+        return st;
+    }
     return VKG_OK;
 }
 
@@ -83,7 +89,11 @@ vkg_status vkg_session_set_index(vkg_session *s, vkg_tensor index, int32_t value
 }
 
 vkg_status vkg_session_run(vkg_session *s, vkg_error *err) {
-    return s->device->ops->run(s->impl, s->profiling ? s->step_ns : NULL, err);
+    if (!s->profile_id) return s->device->ops->run(s->impl, NULL, err);
+    double start = vkg_profile_now_us();
+    vkg_status st = s->device->ops->run(s->impl, s->step_ns, err);
+    if (st == VKG_OK) vkg_profile_add_run(&s->device->profile, s->profile_id, s->plan, start, s->step_ns);
+    return st;
 }
 
 vkg_status vkg_session_get_output(vkg_session *s, vkg_tensor output, void *data, size_t bytes,
@@ -113,56 +123,14 @@ vkg_status vkg_session_reset_state(vkg_session *s, vkg_error *err) {
 }
 
 vkg_status vkg_session_enable_profiling(vkg_session *s, int enable, vkg_error *err) {
-    if (enable && !s->step_ns) {
+    if (!enable) {
+        s->profile_id = 0;
+        return VKG_OK;
+    }
+    if (!s->step_ns) {
         s->step_ns = calloc((size_t)s->plan->n_steps + 1, sizeof *s->step_ns);
         if (!s->step_ns) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the profile");
     }
-    s->profiling = enable;
-    return VKG_OK;
-}
-
-static void step_shape(const vkg_plan *p, const vkg_step *st, char *buf, size_t size) {
-    const vkg_node *n = vkg_graph_node(p->graph, st->node);
-    vkg_shape_str(n->ndim, n->shape, buf, size);
-}
-
-vkg_status vkg_session_profile_print(const vkg_session *s, FILE *f) {
-    if (!s->step_ns) return VKG_ERR_INVALID_ARGUMENT;
-    const vkg_plan *p = s->plan;
-    uint64_t total = 0;
-    for (int i = 0; i < p->n_steps; i++) total += s->step_ns[i];
-    fprintf(f, "%5s  %-22s %-20s %10s %7s\n", "step", "op", "shape", "us", "share");
-    for (int i = 0; i < p->n_steps; i++) {
-        char shape[64];
-        step_shape(p, &p->steps[i], shape, sizeof shape);
-        fprintf(f, "%5d  %-22s %-20s %10.1f %6.1f%%\n", i, p->steps[i].label, shape,
-                s->step_ns[i] / 1000.0, total ? 100.0 * (double)s->step_ns[i] / (double)total : 0.0);
-    }
-    fprintf(f, "%5s  %-22s %-20s %10.1f %6.1f%%\n", "", "total", "", total / 1000.0, 100.0);
-    return VKG_OK;
-}
-
-vkg_status vkg_session_profile_write_trace(const vkg_session *s, const char *path, vkg_error *err) {
-    if (!s->step_ns)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "profiling was not enabled for this session");
-    FILE *f = fopen(path, "w");
-    if (!f) return vkg_error_set(err, VKG_ERR_IO, "cannot write the trace to %s", path);
-    const vkg_plan *p = s->plan;
-    /* Chrome trace event format: complete events ("ph":"X"), times in microseconds. */
-    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"vkgraph %s\"}}",
-            s->device->name);
-    double t = 0;
-    for (int i = 0; i < p->n_steps; i++) {
-        char shape[64];
-        step_shape(p, &p->steps[i], shape, sizeof shape);
-        double dur = s->step_ns[i] / 1000.0;
-        fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":%.3f,"
-                   "\"dur\":%.3f,\"args\":{\"step\":%d,\"shape\":\"%s\"}}",
-                p->steps[i].label, vkg_kernel_name(p->steps[i].kernel), t, dur, i, shape);
-        t += dur;
-    }
-    fprintf(f, "\n]}\n");
-    if (fclose(f) != 0) return vkg_error_set(err, VKG_ERR_IO, "cannot write the trace to %s", path);
+    if (!s->profile_id) s->profile_id = ++s->device->profile.sessions;
     return VKG_OK;
 }

@@ -68,7 +68,7 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
     t->matmul_texel = cpu && texel_ok;
     if (cpu) {
         t->mm_wg_x = 8, t->mm_wg_y = 4, t->mm_tm = 8, t->mm_tn = 8, t->mm_bk = 8;
-        t->mv_wg = 16, t->mv_cols = 16, t->mv_tn = 8;
+        t->mv_wg = 16, t->mv_cols = 16, t->mv_tn = 16;
     } else {
         t->mm_wg_x = 16, t->mm_wg_y = 16, t->mm_tm = 4, t->mm_tn = 4, t->mm_bk = 16;
         t->mv_wg = 256, t->mv_cols = 32, t->mv_tn = 4;
@@ -107,6 +107,8 @@ vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, 
         {"mv_cols", t->mv_cols, t->mv_wg},
         {"mv_wg shared bytes", t->mv_wg * 4, shared},
         {"mv_tn", t->mv_tn, 16},
+        {"texel matmul shared bytes", t->mm_wg_x * t->mm_wg_y * t->mm_tm * t->mm_tn * 4, shared},
+        {"texel matrix-vector shared bytes", t->mv_wg * t->mv_tn * 4, shared},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
         if (checks[i].value == 0 || checks[i].value > checks[i].max)
