@@ -177,10 +177,8 @@ int cmd_bench(int argc, char **argv) {
     }
     vkg_device *cpu = NULL, *gpu = NULL;
     if (cli_open_device("bench", "cpu", (int)threads, &cpu)) return 1;
-    vkg_device_options gopts = {.cpu_threads = (int)threads, .quiet = 1};
-    vkg_error err = {0};
-    if (strcmp(spec, "cpu") != 0 && vkg_device_open(spec, &gopts, &gpu, &err) != VKG_OK)
-        fprintf(stderr, "vkgraph bench: %s: %s; timing the CPU only\n", spec, err.message);
+    if (strcmp(spec, "cpu") != 0 && cli_open_device("bench", spec, (int)threads, &gpu))
+        fprintf(stderr, "vkgraph bench: no device %s; timing the CPU only\n", spec);
 
     printf("# vkgraph");
     for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
@@ -212,7 +210,7 @@ int cmd_bench(int argc, char **argv) {
             bench_case_free(&b);
         }
     }
-    vkg_device_free(gpu);
-    vkg_device_free(cpu);
+    cli_close_device("bench", gpu);
+    cli_close_device("bench", cpu);
     return rc;
 }

@@ -105,7 +105,7 @@ int cmd_conformance(int argc, char **argv) {
         rc = r.failed || messages ? 1 : 0;
     }
     vkg_conformance_report_free(&r);
-    vkg_device_free(dut);
-    vkg_device_free(ref);
+    cli_close_device("conformance", dut);
+    cli_close_device("conformance", ref);
     return rc;
 }
