@@ -209,6 +209,13 @@ vkg_status vkg_devices_print(FILE *f, vkg_error *err);
 typedef struct vkg_session vkg_session;
 
 vkg_status vkg_session_new(vkg_device *d, const vkg_plan *p, vkg_session **out, vkg_error *err);
+/* A session for another plan of the same model (e.g. a T-token prefill beside a 1-token decode
+ * plan): constants and states with the same name and size in both plans (constants also with
+ * the same host data) are shared with `with`, not allocated or uploaded again, so the two
+ * sessions use one copy of the weights and one KV cache.  `with` must be on the same device and
+ * outlive the new session. */
+vkg_status vkg_session_new_shared(vkg_device *d, const vkg_plan *p, vkg_session *with, vkg_session **out,
+                                  vkg_error *err);
 void vkg_session_free(vkg_session *s);
 /* bytes must equal the tensor's size. */
 vkg_status vkg_session_set_input(vkg_session *s, vkg_tensor input, const void *data, size_t bytes,

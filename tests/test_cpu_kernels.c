@@ -511,7 +511,7 @@ static void test_executor_runs_a_plan(void **state) {
 
     vkg_error err;
     void *s = NULL;
-    assert_int_equal(d.ops->session_new(d.impl, &t.plan, &s, &err), VKG_OK);
+    assert_int_equal(d.ops->session_new(d.impl, &t.plan, NULL, NULL, &s, &err), VKG_OK);
     const int32_t index = -1; /* query i sees keys j <= i - 1: row 0 is all zeros */
     assert_int_equal(d.ops->write(s, 1, 0, x, 128, &err), VKG_OK);
     assert_int_equal(d.ops->write(s, 4, 0, &index, 4, &err), VKG_OK);
@@ -544,7 +544,7 @@ static void expect_rejected(const vkg_plan *p, const char *fragment) {
     open_cpu(&d, 2);
     vkg_error err = {VKG_OK, ""};
     void *s = NULL;
-    assert_int_equal(d.ops->session_new(d.impl, p, &s, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(d.ops->session_new(d.impl, p, NULL, NULL, &s, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_null(s);
     assert_non_null(strstr(err.message, fragment));
     d.ops->device_free(d.impl);
@@ -587,7 +587,7 @@ static void test_executor_rejects_bad_plans(void **state) {
     open_cpu(&d, 1);
     vkg_error err;
     void *s = NULL;
-    assert_int_equal(d.ops->session_new(d.impl, &p, &s, &err), VKG_OK);
+    assert_int_equal(d.ops->session_new(d.impl, &p, NULL, NULL, &s, &err), VKG_OK);
     static const int32_t rows[] = {3, 4, -1};
     static const vkg_status expect[] = {VKG_OK, VKG_ERR_INVALID_ARGUMENT, VKG_ERR_INVALID_ARGUMENT};
     for (int i = 0; i < 3; i++) {

@@ -249,7 +249,7 @@ static void test_timeout(void **state) {
 
     void *session = NULL;
     vkg_error err = {0};
-    assert_int_equal(d->ops->session_new(d->impl, &tp.plan, &session, &err), VKG_OK);
+    assert_int_equal(d->ops->session_new(d->impl, &tp.plan, NULL, NULL, &session, &err), VKG_OK);
     assert_int_equal(setenv("VKG_TIMEOUT_MS", "1", 1), 0);
     vkg_status st = d->ops->run(session, NULL, &err);
     unsetenv("VKG_TIMEOUT_MS");
@@ -273,7 +273,7 @@ static void test_timeout(void **state) {
     d->ops->session_free(session);
 
     /* A run that times out and is never waited for: freeing the session still waits for it. */
-    assert_int_equal(d->ops->session_new(d->impl, &tp.plan, &session, &err), VKG_OK);
+    assert_int_equal(d->ops->session_new(d->impl, &tp.plan, NULL, NULL, &session, &err), VKG_OK);
     assert_int_equal(setenv("VKG_TIMEOUT_MS", "1", 1), 0);
     st = d->ops->run(session, NULL, &err);
     unsetenv("VKG_TIMEOUT_MS");

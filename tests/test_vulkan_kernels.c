@@ -334,17 +334,15 @@ static void run_all(vkg_device *vk, vkg_device *cpu) {
 }
 
 static void test_default_tuning(void **state) {
-    (void)state;
-    vkg_device *vk = vk_test_open(), *cpu = open_cpu();
+    vkg_device *vk = vk_test_device(state), *cpu = open_cpu();
     run_all(vk, cpu);
     vkg_device_free(cpu);
-    vk_test_close(vk);
 }
 
 static void test_row_workgroups(void **state) {
-    (void)state;
-    vkg_device *vk = vk_test_open(), *cpu = open_cpu();
+    vkg_device *vk = vk_test_device(state), *cpu = open_cpu();
     vkg_vk_context *c = vk_test_context(vk);
+    vkg_vk_tuning saved = c->tuning;
     uint32_t sg = c->subgroup.subgroupSize;
     uint32_t max = c->props.limits.maxComputeWorkGroupInvocations;
     const uint32_t sizes[] = {sg, sg > 2 ? 3 * sg - 2 : 5, 256 <= max ? 256 : max, 1};
@@ -354,8 +352,8 @@ static void test_row_workgroups(void **state) {
         row_cases(vk, cpu);
         binary_cases(vk, cpu);
     }
+    c->tuning = saved;
     vkg_device_free(cpu);
-    vk_test_close(vk);
 }
 
 int main(void) {
@@ -363,5 +361,5 @@ int main(void) {
         cmocka_unit_test(test_default_tuning),
         cmocka_unit_test(test_row_workgroups),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown);
 }

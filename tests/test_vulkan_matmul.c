@@ -137,10 +137,8 @@ static void run_all_cases(vkg_device *d) {
 }
 
 static void test_default_tuning(void **state) {
-    (void)state;
-    vkg_device *d = vk_test_open();
+    vkg_device *d = vk_test_device(state);
     run_all_cases(d);
-    vk_test_close(d);
 }
 
 static void set_tuning(vkg_vk_context *c, int texel, uint32_t wg_x, uint32_t wg_y, uint32_t tm, uint32_t tn,
@@ -151,24 +149,20 @@ static void set_tuning(vkg_vk_context *c, int texel, uint32_t wg_x, uint32_t wg_
 }
 
 static void test_tiled(void **state) {
-    (void)state;
-    vkg_device *d = vk_test_open();
+    vkg_device *d = vk_test_device(state);
     vkg_vk_context *c = vk_test_context(d);
-    set_tuning(c, 0, 8, 8, 4, 4, 8, 64, 16, 4);
+    vkg_vk_tuning saved = c->tuning;
+    set_tuning(c, 0, 16, 4, 2, 3, 8, 64, 16, 4);
     run_all_cases(d);
-    set_tuning(c, 0, 16, 4, 2, 3, 16, 32, 32, 4);
-    run_all_cases(d);
-    vk_test_close(d);
+    c->tuning = saved;
 }
 
 static void test_texel_odd_blocks(void **state) {
-    (void)state;
-    vkg_device *d = vk_test_open();
-    set_tuning(vk_test_context(d), 1, 4, 8, 3, 4, 4, 8, 8, 4);
-    run_all_cases(d);
+    vkg_device *d = vk_test_device(state);
+    vkg_vk_tuning saved = vk_test_context(d)->tuning;
     set_tuning(vk_test_context(d), 1, 2, 3, 5, 12, 4, 5, 5, 12);
     run_all_cases(d);
-    vk_test_close(d);
+    vk_test_context(d)->tuning = saved;
 }
 
 int main(void) {
@@ -177,5 +171,5 @@ int main(void) {
         cmocka_unit_test(test_tiled),
         cmocka_unit_test(test_texel_odd_blocks),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown);
 }

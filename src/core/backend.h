@@ -10,8 +10,11 @@
 typedef struct vkg_backend_ops {
     const char *name;                 /* "cpu", "vulkan"                                    */
     /* Prepares everything a run needs: memory for every region (constants uploaded once),
-     * pipelines, recorded commands. */
-    vkg_status (*session_new)(void *device, const vkg_plan *p, void **session, vkg_error *err);
+     * pipelines, recorded commands.  When share is non-NULL (another session of this backend),
+     * region r with share_map[r] >= 0 uses the memory of share's region share_map[r] instead of
+     * its own (it is neither allocated, initialised nor freed here). */
+    vkg_status (*session_new)(void *device, const vkg_plan *p, void *share, const int *share_map, void **session,
+                              vkg_error *err);
     void (*session_free)(void *session);
     vkg_status (*write)(void *session, int region, uint64_t offset, const void *data, size_t bytes,
                         vkg_error *err);

@@ -16,8 +16,35 @@ struct vkg_session {
     uint64_t *step_ns;     /* per-step durations of the run in progress, when profiling          */
 };
 
+/* For each region of p: the region of `with`'s plan holding the same constant or state (same
+ * kind, name and size; constants also the same host data), or -1. */
+static int *match_regions(const vkg_plan *p, const vkg_plan *q) {
+    int *map = malloc((size_t)(p->n_regions ? p->n_regions : 1) * sizeof *map);
+    if (!map) return NULL;
+    for (int r = 0; r < p->n_regions; r++) {
+        const vkg_region *a = &p->regions[r];
+        map[r] = -1;
+        if (a->kind != VKG_REGION_CONSTANT && a->kind != VKG_REGION_STATE) continue;
+        for (int k = 0; k < q->n_regions && map[r] < 0; k++) {
+            const vkg_region *b = &q->regions[k];
+            if (b->kind == a->kind && b->bytes == a->bytes && b->host == a->host &&
+                strcmp(vkg_tensor_name(p->graph, a->tensor), vkg_tensor_name(q->graph, b->tensor)) == 0)
+                map[r] = k;
+        }
+    }
+    return map;
+}
+
 vkg_status vkg_session_new(vkg_device *d, const vkg_plan *p, vkg_session **out, vkg_error *err) {
+    return vkg_session_new_shared(d, p, NULL, out, err);
+}
+
+vkg_status vkg_session_new_shared(vkg_device *d, const vkg_plan *p, vkg_session *with, vkg_session **out,
+                                  vkg_error *err) {
     *out = NULL;
+    if (with && with->device != d)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "a session can share memory only with a session on the "
+                             "same device (%s, not %s)", d->name, with->device->name);
     if (p->opts.alignment % (d->alignment ? d->alignment : 1) != 0 ||
         (d->max_binding_bytes && p->opts.max_binding_bytes > d->max_binding_bytes))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
@@ -30,7 +57,13 @@ vkg_status vkg_session_new(vkg_device *d, const vkg_plan *p, vkg_session **out, 
     if (!s) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a session");
     s->device = d;
     s->plan = p;
-    vkg_status st = d->ops->session_new(d->impl, p, &s->impl, err);
+    int *map = NULL;
+    if (with && !(map = match_regions(p, with->plan))) {
+        free(s);
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a session");
+    }
+    vkg_status st = d->ops->session_new(d->impl, p, with ? with->impl : NULL, map, &s->impl, err);
+    free(map);
     if (st != VKG_OK) {
         free(s);
         return st;

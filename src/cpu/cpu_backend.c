@@ -24,6 +24,7 @@ typedef struct cpu_session {
     const vkg_plan *plan;
     vkg_threadpool *pool;
     unsigned char **region_base;            /* one per region                               */
+    char *borrowed;                         /* per region: memory of another session        */
     void *(*bind)[VKG_MAX_BINDINGS];        /* per step: each binding's first byte, or NULL */
 } cpu_session;
 
@@ -121,13 +122,16 @@ static void cpu_session_free(void *session) {
     if (!s) return;
     if (s->region_base)
         for (int r = 0; r < s->plan->n_regions; r++)
-            if (s->plan->regions[r].kind != VKG_REGION_CONSTANT) free(s->region_base[r]);
+            if (s->plan->regions[r].kind != VKG_REGION_CONSTANT && !(s->borrowed && s->borrowed[r]))
+                free(s->region_base[r]);
     free(s->region_base);
+    free(s->borrowed);
     free(s->bind);
     free(s);
 }
 
-static vkg_status cpu_session_new(void *device, const vkg_plan *p, void **out, vkg_error *err) {
+static vkg_status cpu_session_new(void *device, const vkg_plan *p, void *share, const int *share_map, void **out,
+                                  vkg_error *err) {
     *out = NULL;
     vkg_status st = vkg_cpu_check_plan(p, err);
     if (st != VKG_OK) return st;
@@ -138,7 +142,8 @@ static vkg_status cpu_session_new(void *device, const vkg_plan *p, void **out, v
     s->pool = device;
     s->region_base = calloc((size_t)p->n_regions + 1, sizeof *s->region_base);
     s->bind = calloc((size_t)p->n_steps + 1, sizeof *s->bind);
-    if (!s->region_base || !s->bind) {
+    s->borrowed = calloc((size_t)p->n_regions + 1, 1);
+    if (!s->region_base || !s->bind || !s->borrowed) {
         cpu_session_free(s);
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a CPU session");
     }
@@ -148,6 +153,11 @@ static vkg_status cpu_session_new(void *device, const vkg_plan *p, void **out, v
         if (region->kind == VKG_REGION_CONSTANT) {
             /* Borrowed; no step writes it (checked) and write() refuses it. */
             s->region_base[r] = (unsigned char *)region->host;
+            continue;
+        }
+        if (share && share_map[r] >= 0) {
+            s->region_base[r] = ((const cpu_session *)share)->region_base[share_map[r]];
+            s->borrowed[r] = 1;
             continue;
         }
         uint64_t bytes = region->bytes ? region->bytes : 1;

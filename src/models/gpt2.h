@@ -118,6 +118,10 @@ typedef struct vkg_gpt2_runner {
 
 vkg_status vkg_gpt2_runner_new(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt2_build_options *o,
                                vkg_gpt2_runner *out, vkg_error *err);
+/* The same, sharing the weights and the KV cache with another runner's session `with` (which
+ * must outlive this one): a prefill beside a decode runner. */
+vkg_status vkg_gpt2_runner_new_shared(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt2_build_options *o,
+                                      vkg_session *with, vkg_gpt2_runner *out, vkg_error *err);
 void vkg_gpt2_runner_free(vkg_gpt2_runner *r);
 /* Runs T ids (exactly the graph's T) at positions start..start+T-1.  With a cache, start is the
  * number of tokens already cached (start + T <= S); without one it must be 0.  Ids outside the
@@ -140,14 +144,13 @@ vkg_status vkg_gpt2_forward(const vkg_gpt2 *m, vkg_device *dev, const int32_t *i
 
 /* ---- generation ------------------------------------------------------------------------------ */
 
-/* Token-by-token decoding over a KV cache: one plan for one new token (T = 1) over a cache of
- * cache_len positions, compiled once and run for every token with only the positions and the
- * "pos" index changing.  The prompt goes through the same plan, a token per run, so that prompt
- * and continuation share one session (and so one cache and one upload of the weights): the
- * library has no way yet to hand a cache from a T-token prefill plan's session to another
- * session. */
+/* Decoding over a KV cache.  One plan for one new token (T = 1) over a cache of cache_len
+ * positions is compiled once and run for every token with only the positions and the "pos"
+ * index changing.  Several tokens fed at once (a prompt) go through one T-token prefill plan
+ * whose session shares the weights and the cache with the decode session. */
 typedef struct vkg_gpt2_generator {
     const vkg_gpt2 *model;
+    vkg_device *device;
     vkg_gpt2_runner step;
     int32_t length;                      /* tokens in the cache                             */
     float *logits;                       /* [V]: the prediction after the last token fed    */

@@ -1,4 +1,5 @@
-/* Decoding with a KV cache: one compiled T = 1 plan reused for every token (see gpt2.h). */
+/* Decoding with a KV cache: one compiled T = 1 plan reused for every token, and a T-token
+ * prefill plan sharing its cache for prompts (see gpt2.h). */
 #include "models/gpt2.h"
 
 #include "core/error.h"
@@ -10,6 +11,7 @@ vkg_status vkg_gpt2_generator_new(const vkg_gpt2 *m, vkg_device *dev, int cache_
                                   vkg_error *err) {
     memset(out, 0, sizeof *out);
     out->model = m;
+    out->device = dev;
     const int P = m->config.n_positions;
     if (cache_len < 0 || cache_len > P)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: a cache of %d tokens; the model's context holds 1 "
@@ -37,12 +39,24 @@ vkg_status vkg_gpt2_generator_feed(vkg_gpt2_generator *gen, const int32_t *ids, 
                              "cache (%d positions%s)", n, (int)gen->length, S,
                              S == gen->model->config.n_positions ? ", the model's whole context" : "");
     vkg_status st = vkg_gpt2_check_ids(gen->model, ids, (size_t)n, err);
-    for (int i = 0; i < n && st == VKG_OK; i++) {
-        st = vkg_gpt2_runner_run(&gen->step, &ids[i], gen->length, err);
-        if (st == VKG_OK) gen->length++;
+    if (st != VKG_OK || n == 0) return st;
+    const size_t V = (size_t)gen->model->config.vocab_size;
+    if (n == 1) {
+        st = vkg_gpt2_runner_run(&gen->step, ids, gen->length, err);
+        if (st == VKG_OK) st = vkg_gpt2_runner_logits(&gen->step, gen->logits, V, err);
+    } else {
+        /* One pass over all n tokens, writing the shared cache at gen->length.. */
+        vkg_gpt2_build_options o;
+        vkg_gpt2_build_options_default(&o, n);
+        o.cache_len = S;
+        vkg_gpt2_runner prefill;
+        st = vkg_gpt2_runner_new_shared(gen->model, gen->device, &o, gen->step.session, &prefill, err);
+        if (st != VKG_OK) return st;
+        st = vkg_gpt2_runner_run(&prefill, ids, gen->length, err);
+        if (st == VKG_OK) st = vkg_gpt2_runner_logits(&prefill, gen->logits, V, err);
+        vkg_gpt2_runner_free(&prefill);
     }
-    if (st == VKG_OK)
-        st = vkg_gpt2_runner_logits(&gen->step, gen->logits, (size_t)gen->model->config.vocab_size, err);
+    if (st == VKG_OK) gen->length += n;
     return st;
 }
 

@@ -9,6 +9,11 @@
 
 vkg_status vkg_gpt2_runner_new(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt2_build_options *o,
                                vkg_gpt2_runner *out, vkg_error *err) {
+    return vkg_gpt2_runner_new_shared(m, dev, o, NULL, out, err);
+}
+
+vkg_status vkg_gpt2_runner_new_shared(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt2_build_options *o,
+                                      vkg_session *with, vkg_gpt2_runner *out, vkg_error *err) {
     memset(out, 0, sizeof *out);
     out->model = m;
     vkg_status st = vkg_gpt2_build(m, o, &out->gg, err);
@@ -17,7 +22,7 @@ vkg_status vkg_gpt2_runner_new(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt
     vkg_compile_options_default(&co);
     vkg_device_compile_options(dev, &co);
     st = vkg_plan_compile(out->gg.graph, &co, &out->plan, err);
-    if (st == VKG_OK) st = vkg_session_new(dev, out->plan, &out->session, err);
+    if (st == VKG_OK) st = vkg_session_new_shared(dev, out->plan, with, &out->session, err);
     if (st == VKG_OK && !(out->position_buf = malloc((size_t)o->tokens * sizeof *out->position_buf)))
         st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     if (st != VKG_OK) vkg_gpt2_runner_free(out);

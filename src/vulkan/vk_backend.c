@@ -27,27 +27,34 @@ static vkg_status settle(vkg_vk_session *s, vkg_error *err) {
     return r == VK_SUCCESS ? VKG_OK : vkg_vk_fail(err, r, "vkResetFences");
 }
 
-static vkg_status create_buffers(vkg_vk_session *s, vkg_error *err) {
+static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share, const int *share_map,
+                                 vkg_error *err) {
     const vkg_plan *p = s->plan;
     int n = p->n_regions + 1;   /* + the dummy buffer bound to unused slots */
     vkg_vk_buffer_request *req = calloc((size_t)n, sizeof *req);
     s->buffers = calloc((size_t)n, sizeof *s->buffers);
-    if (!req || !s->buffers) {
+    s->own = calloc((size_t)n, sizeof *s->own);
+    s->borrowed = calloc((size_t)n, 1);
+    if (!req || !s->buffers || !s->own || !s->borrowed) {
         free(req);
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %d regions", p->n_regions);
     }
     for (int r = 0; r < p->n_regions; r++) {
         vkg_region_kind k = p->regions[r].kind;
-        req[r].bytes = p->regions[r].bytes;
+        s->borrowed[r] = share && share_map[r] >= 0;
+        req[r].bytes = s->borrowed[r] ? 16 : p->regions[r].bytes; /* a placeholder for a shared region */
         req[r].host = k == VKG_REGION_INPUT || k == VKG_REGION_OUTPUT || k == VKG_REGION_INDICES;
     }
     req[n - 1].bytes = 256;
-    vkg_status st = vkg_vk_memory_create(s->c, n, req, s->force_staging, s->buffers, &s->memory, err);
+    vkg_status st = vkg_vk_memory_create(s->c, n, req, s->force_staging, s->own, &s->memory, err);
     free(req);
     if (st != VKG_OK) return st;
-    /* Constants once; everything else starts at zero (states must, the rest for determinism). */
+    for (int r = 0; r < n; r++) s->buffers[r] = s->borrowed[r] ? share->buffers[share_map[r]] : s->own[r];
+    /* Constants once; everything else starts at zero (states must, the rest for determinism).
+     * A shared region keeps what its owner holds. */
     for (int r = 0; r < p->n_regions && st == VKG_OK; r++) {
         const vkg_region *rg = &p->regions[r];
+        if (s->borrowed[r]) continue;
         if (rg->kind == VKG_REGION_CONSTANT && rg->host)
             st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[r], 0, rg->host, rg->bytes, err);
         else
@@ -78,7 +85,8 @@ static vkg_status create_commands(vkg_vk_session *s, vkg_error *err) {
     return vkg_vk_record(s, s->cmd, VK_NULL_HANDLE, err);
 }
 
-static vkg_status session_new(void *device, const vkg_plan *p, void **out, vkg_error *err) {
+static vkg_status session_new(void *device, const vkg_plan *p, void *share, const int *share_map, void **out,
+                              vkg_error *err) {
     *out = NULL;
     vkg_vk_session *s = calloc(1, sizeof *s);
     if (!s) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a Vulkan session");
@@ -86,7 +94,7 @@ static vkg_status session_new(void *device, const vkg_plan *p, void **out, vkg_e
     s->plan = p;
     s->force_staging = s->c->tuning.force_staging;
     vkg_status st = vkg_vk_steps_prepare(s, err);
-    if (st == VKG_OK) st = create_buffers(s, err);
+    if (st == VKG_OK) st = create_buffers(s, share, share_map, err);
     if (st == VKG_OK) st = vkg_vk_descriptors_create(s, err);
     if (st == VKG_OK) st = create_commands(s, err);
     if (st != VKG_OK) {
@@ -112,8 +120,10 @@ static void session_free(void *impl) {
     for (int i = 0; i < s->n_views; i++) vkDestroyBufferView(c->device, s->views[i], NULL);
     free(s->views);
     vkg_vk_staging_free(c, &s->staging);
-    if (s->buffers) vkg_vk_memory_free(c, s->plan->n_regions + 1, s->buffers, &s->memory);
+    if (s->own) vkg_vk_memory_free(c, s->plan->n_regions + 1, s->own, &s->memory);
+    free(s->own);
     free(s->buffers);
+    free(s->borrowed);
     free(s->steps);
     free(s);
 }

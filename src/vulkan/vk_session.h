@@ -18,6 +18,9 @@ typedef struct vkg_vk_session {
     const vkg_plan *plan;
     int force_staging;           /* device-local buffers reached through staging only       */
     vkg_vk_buffer *buffers;      /* one per region, then the dummy bound to unused slots    */
+    vkg_vk_buffer *own;          /* the buffers this session created (a shared region's own
+                                    entry is a small placeholder)                           */
+    char *borrowed;              /* per region: the buffer belongs to another session       */
     vkg_vk_memory memory;
     vkg_vk_staging staging;
     vkg_vk_step *steps;

@@ -56,6 +56,44 @@ void vk_test_close(vkg_device *d) {
     assert_int_equal(messages, 0);
 }
 
+int vk_test_group_setup(void **state) {
+    keep_validation_layer_mapped();
+    vkg_device_options opts = {.validation = 1, .quiet = 1};
+    vkg_device *d = NULL;
+    vkg_error err = {0};
+    vkg_status st = vkg_device_open("vulkan", &opts, &d, &err);
+    if (st == VKG_ERR_NO_DEVICE) {
+        fprintf(stderr, "no Vulkan device (%s): the tests of this group skip\n", err.message);
+        *state = NULL;
+        return 0;
+    }
+    if (st != VKG_OK || !vk_test_context(d)->validation) {
+        fprintf(stderr, "opening the Vulkan device with validation: %s\n", st ? err.message : "layer inactive");
+        vkg_device_free(d);
+        return -1;
+    }
+    *state = d;
+    return 0;
+}
+
+int vk_test_group_teardown(void **state) {
+    vkg_device *d = *state;
+    if (!d) return 0;
+    d->ops->device_free(d->impl);
+    d->impl = NULL;
+    uint64_t messages = vkg_device_validation_errors(d);
+    vkg_device_free(d);
+    if (messages) fprintf(stderr, "%llu validation messages\n", (unsigned long long)messages);
+    return messages ? -1 : 0;
+}
+
+vkg_device *vk_test_device(void **state) {
+    vkg_device *d = *state;
+    if (!d) skip();
+    assert_int_equal(vkg_device_validation_errors(d), 0);
+    return d;
+}
+
 void vk_test_plan_init(vk_test_plan *tp) {
     memset(tp, 0, sizeof *tp);
     tp->plan.regions = tp->regions;
@@ -89,7 +127,7 @@ void vk_test_bind(vk_test_plan *tp, vkg_step *s, int slot, int region, int write
 void vk_test_run(vkg_device *d, const vkg_plan *p, void **host, uint64_t *step_ns) {
     void *session = NULL;
     vkg_error err = {0};
-    if (d->ops->session_new(d->impl, p, &session, &err) != VKG_OK) fail_msg("session_new: %s", err.message);
+    if (d->ops->session_new(d->impl, p, NULL, NULL, &session, &err) != VKG_OK) fail_msg("session_new: %s", err.message);
     for (int r = 0; r < p->n_regions; r++)
         if (host[r] && p->regions[r].kind != VKG_REGION_CONSTANT &&
             d->ops->write(session, r, 0, host[r], p->regions[r].bytes, &err) != VKG_OK)

@@ -19,6 +19,15 @@ vkg_device *vk_test_open(void);
 void vk_test_close(vkg_device *d);
 vkg_vk_context *vk_test_context(vkg_device *d);
 
+/* One validated device for a whole CMocka group (pipelines compile once per device, and a cold
+ * llvmpipe compile takes a second or more): the setup puts it (or NULL on a machine without
+ * Vulkan) in *state, vk_test_device() gives it to a test (skipping the test when NULL) after
+ * checking that nothing was reported so far, and the teardown closes it as vk_test_close does.
+ * A test that changes the device's tuning restores it before returning. */
+int vk_test_group_setup(void **state);
+int vk_test_group_teardown(void **state);
+vkg_device *vk_test_device(void **state);
+
 /* A hand-made plan: regions and steps added one by one (at most 16 regions and 16 steps). */
 typedef struct vk_test_plan {
     vkg_plan plan;
