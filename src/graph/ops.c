@@ -164,21 +164,23 @@ vkg_tensor vkg_mask_causal(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tenso
 }
 
 vkg_tensor vkg_mask(vkg_graph *g, vkg_tensor x, vkg_tensor mask, vkg_mask_kind kind) {
-    if (g->status != VKG_OK) return VKG_NONE;
+    if (!vkg_graph_check(g, "mask", "x", x) || !vkg_graph_check(g, "mask", "mask", mask)) return VKG_NONE;
     if (kind != VKG_MASK_BOOL && kind != VKG_MASK_ADDITIVE) {
         vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "mask: unknown mask kind %d", (int)kind);
         return VKG_NONE;
     }
-    vkg_tensor t = binary_node(g, VKG_OP_MASK, x, mask);
-    if (t == VKG_NONE) return t;
-    vkg_node *n = &g->nodes[t];
-    if (n->ndim != g->nodes[x].ndim || memcmp(n->shape, g->nodes[x].shape, sizeof(int64_t) * (size_t)n->ndim)) {
+    /* The mask broadcasts to the scores; it must not widen them. */
+    int ndim;
+    int64_t shape[VKG_MAX_DIMS];
+    const vkg_node *nx = &g->nodes[x];
+    if (broadcast(nx, &g->nodes[mask], &ndim, shape) &&
+        (ndim != nx->ndim || memcmp(shape, nx->shape, sizeof(int64_t) * (size_t)ndim) != 0)) {
         vkg_graph_fail(g, VKG_ERR_SHAPE, "mask: mask %s ('%s') must broadcast to the scores %s, not widen them",
                        shape_of(g, mask).s, vkg_tensor_name(g, mask), shape_of(g, x).s);
-        g->n_nodes--;
         return VKG_NONE;
     }
-    n->attr.mask.kind = kind;
+    vkg_tensor t = binary_node(g, VKG_OP_MASK, x, mask);
+    if (t != VKG_NONE) g->nodes[t].attr.mask.kind = kind;
     return t;
 }
 
