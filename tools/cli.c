@@ -85,3 +85,71 @@ int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device *
     if (vkg_device_open(spec, &o, dev, &err) != VKG_OK) return cli_fail(cmd, "%s", err.message);
     return 0;
 }
+
+char *cli_read_file(const char *path, size_t *len) {
+    errno = 0;
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, used = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        used += fread(buf + used, 1, cap - used, f);
+        if (used < cap) break;
+        char *bigger = realloc(buf, 2 * cap + 1);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            errno = ENOMEM;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    if (buf && ferror(f)) { /* keep fread's errno: EISDIR says more than EIO */
+        int why = errno ? errno : EIO;
+        free(buf);
+        buf = NULL;
+        errno = why;
+    }
+    if (f != stdin) fclose(f);
+    if (buf) buf[used] = '\0';
+    *len = used;
+    return buf;
+}
+
+static int id_separator(char ch) { return ch == ',' || ch == ' ' || ch == '\t' || ch == '\n'; }
+
+int cli_parse_ids(const char *cmd, const char *opt, const char *spec, int32_t **ids, size_t *n) {
+    size_t cap = strlen(spec) / 2 + 1, count = 0; /* each id takes 2 characters but the last */
+    int32_t *out = malloc(cap * sizeof *out);
+    if (!out) return cli_fail(cmd, "out of memory");
+    const char *p = spec;
+    while (*p && id_separator(*p) && *p != ',') p++;
+    int bracket = *p == '[';
+    if (bracket) p++;
+    for (;;) {
+        while (id_separator(*p)) p++;
+        if (*p == '\0' || (bracket && *p == ']')) break;
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < INT32_MIN || v > INT32_MAX || (*end && !id_separator(*end) && *end != ']')) {
+            size_t shown = strcspn(p, ", \t\n]");
+            free(out);
+            return cli_fail(cmd, "%s: \"%.*s\" is not a token id (expected integers separated by commas)", opt,
+                            (int)(shown ? shown : 1), p);
+        }
+        out[count++] = (int32_t)v;
+        p = end;
+    }
+    if (bracket && *p == ']') p++;
+    while (id_separator(*p) && *p != ',') p++;
+    if (*p || count == 0) {
+        free(out);
+        return *p ? cli_fail(cmd, "%s: unexpected \"%s\" after the ids", opt, p)
+                  : cli_fail(cmd, "%s: no token ids given", opt);
+    }
+    *ids = out;
+    *n = count;
+    return 0;
+}

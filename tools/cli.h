@@ -4,6 +4,9 @@
 
 #include "vkgraph.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* Prints "vkgraph CMD: message" to stderr and returns 1 (the exit status for user errors). */
 int cli_fail(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -15,6 +18,11 @@ const char *cli_value(const char *cmd, int argc, char **argv, int *i);
 /* Parses an integer in [lo, hi]; 0 on success, 1 with a message otherwise. */
 int cli_int(const char *cmd, const char *opt, const char *text, long lo, long hi, long *out);
 int cli_float(const char *cmd, const char *opt, const char *text, double *out);
+/* A whole file (or standard input for "-") as raw bytes, NUL-terminated; NULL with errno set. */
+char *cli_read_file(const char *path, size_t *len);
+/* Parses "464,5044", "464 5044" or "[464, 5044]" given to option opt; 0 and *ids (caller frees)
+ * and *n, or 1 after printing what is wrong (an empty list is an error). */
+int cli_parse_ids(const char *cmd, const char *opt, const char *spec, int32_t **ids, size_t *n);
 /* Opens the device named by --device (NULL: the best one), printing errors.  With --profile,
  * every session on it records the time of each step. */
 int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device **dev);

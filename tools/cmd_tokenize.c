@@ -32,72 +32,6 @@ static void usage(FILE *f) {
             "\"<|endoftext|>\" in a text is encoded as plain characters, as GPT-2's reference encoder does.\n");
 }
 
-/* Reads a whole file (or standard input for "-") as raw bytes. */
-static char *read_input(const char *path, size_t *len) {
-    errno = 0;
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, used = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        used += fread(buf + used, 1, cap - used, f);
-        if (used < cap) break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) { free(buf); buf = NULL; errno = ENOMEM; break; }
-        buf = bigger;
-        cap *= 2;
-    }
-    if (buf && ferror(f)) { /* keep fread's errno: EISDIR says more than EIO */
-        int why = errno ? errno : EIO;
-        free(buf);
-        buf = NULL;
-        errno = why;
-    }
-    if (f != stdin) fclose(f);
-    *len = used;
-    return buf;
-}
-
-/* Parses "464,5044", "464 5044" or "[464, 5044]".  Returns 0 and fills ids and n, or 1 after
- * printing what is wrong. */
-static int parse_ids(const char *spec, int32_t **ids, size_t *n) {
-    size_t cap = strlen(spec) / 2 + 1, count = 0;
-    int32_t *out = malloc(cap * sizeof *out);
-    if (!out) return cli_fail(CMD, "out of memory");
-    const char *p = spec;
-    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
-    int bracket = *p == '[';
-    if (bracket) p++;
-    for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == ',') p++;
-        if (*p == '\0' || (bracket && *p == ']')) break;
-        const char *start = p;
-        while (*p && *p != ',' && *p != ' ' && *p != '\t' && *p != '\n' && *p != ']') p++;
-        char item[32];
-        size_t item_len = (size_t)(p - start) < sizeof item - 1 ? (size_t)(p - start) : sizeof item - 1;
-        memcpy(item, start, item_len);
-        item[item_len] = '\0';
-        char *end;
-        errno = 0;
-        long v = strtol(item, &end, 10);
-        if (item_len == 0 || (size_t)(p - start) != item_len || *end != '\0' || errno != 0 || v < INT32_MIN ||
-            v > INT32_MAX) {
-            free(out);
-            return cli_fail(CMD, "bad token id \"%s\" in --decode: expected integers separated by commas", item);
-        }
-        out[count++] = (int32_t)v; /* each id takes at least 2 characters of spec but the last */
-    }
-    if (bracket && *p == ']') p++;
-    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
-    if (*p != '\0') {
-        free(out);
-        return cli_fail(CMD, "unexpected \"%s\" after the ids in --decode", p);
-    }
-    *ids = out;
-    *n = count;
-    return 0;
-}
-
 int cmd_tokenize(int argc, char **argv) {
     const char *dir = NULL, *prompt = NULL, *file = NULL, *decode = NULL;
     for (int i = 1; i < argc; i++) {
@@ -142,7 +76,7 @@ int cmd_tokenize(int argc, char **argv) {
         size_t n = 0;
         char *text = NULL;
         size_t len = 0;
-        rc = parse_ids(decode, &ids, &n);
+        rc = cli_parse_ids(CMD, "--decode", decode, &ids, &n);
         if (rc == 0 && vkg_tokenizer_decode(tok, ids, n, &text, &len, &err) != VKG_OK)
             rc = cli_fail(CMD, "%s", err.message);
         if (rc == 0 && (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0))
@@ -152,7 +86,7 @@ int cmd_tokenize(int argc, char **argv) {
     } else {
         size_t len = prompt ? strlen(prompt) : 0;
         char *owned = NULL;
-        if (file && !(owned = read_input(file, &len)))
+        if (file && !(owned = cli_read_file(file, &len)))
             rc = cli_fail(CMD, "cannot read %s: %s", file, strerror(errno));
         int32_t *ids = NULL;
         size_t n = 0;

@@ -45,68 +45,6 @@ int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i) {
     return (*slot = cli_value(c->cmd, argc, argv, i)) ? 1 : -1;
 }
 
-/* A whole file (or standard input for "-") as raw bytes; NULL with errno set on failure. */
-static char *read_bytes(const char *path, size_t *len) {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, used = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        used += fread(buf + used, 1, cap - used, f);
-        if (used < cap) break;
-        char *bigger = realloc(buf, 2 * cap + 1);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            errno = ENOMEM;
-            break;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    if (buf && ferror(f)) {
-        free(buf);
-        buf = NULL;
-        errno = EIO;
-    }
-    if (f != stdin) fclose(f);
-    if (buf) buf[used] = '\0';
-    *len = used;
-    return buf;
-}
-
-/* "464,5044", "464 5044" or "[464, 5044]" -> ids.  0, or 1 after printing the error. */
-static int parse_ids(gpt2_cli *c, const char *spec) {
-    size_t cap = strlen(spec) / 2 + 1, n = 0;
-    c->ids = malloc(cap * sizeof *c->ids);
-    if (!c->ids) return cli_fail(c->cmd, "out of memory");
-    const char *p = spec;
-    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
-    int bracket = *p == '[';
-    if (bracket) p++;
-    for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == ',') p++;
-        if (*p == '\0' || (bracket && *p == ']')) break;
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < INT32_MIN || v > INT32_MAX ||
-            (*end && *end != ',' && *end != ' ' && *end != '\t' && *end != '\n' && *end != ']')) {
-            size_t shown = strcspn(p, ", \t\n]");
-            return cli_fail(c->cmd, "--ids: \"%.*s\" is not a token id (expected integers separated by commas)",
-                            (int)(shown ? shown : 1), p);
-        }
-        c->ids[n++] = (int32_t)v; /* each id takes at least 2 characters of spec but the last */
-        p = end;
-    }
-    if (bracket && *p == ']') p++;
-    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
-    if (*p) return cli_fail(c->cmd, "--ids: unexpected \"%s\" after the ids", p);
-    if (n == 0) return cli_fail(c->cmd, "--ids: no token ids given");
-    c->n_ids = n;
-    return 0;
-}
-
 static int file_exists(const char *dir, const char *name) {
     char path[PATH_MAX];
     struct stat sb;
@@ -178,11 +116,11 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
     if (load_tokenizer(c)) return 1;
 
     if (c->ids_text) {
-        if (parse_ids(c, c->ids_text)) return 1;
+        if (cli_parse_ids(c->cmd, "--ids", c->ids_text, &c->ids, &c->n_ids)) return 1;
     } else {
         size_t len = c->prompt ? strlen(c->prompt) : 0;
         char *bytes = NULL;
-        if (c->file && !(bytes = read_bytes(c->file, &len)))
+        if (c->file && !(bytes = cli_read_file(c->file, &len)))
             return cli_fail(c->cmd, "cannot read %s: %s", c->file, strerror(errno));
         vkg_status st = vkg_tokenizer_encode(c->tok, bytes ? bytes : c->prompt, len, &c->ids, &c->n_ids, &err);
         free(bytes);
