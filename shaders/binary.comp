@@ -1,5 +1,6 @@
 #version 450
-// out[i0, i1, i2, i3] = a[..] op b[..], one invocation per output element.  Operands are read
+// out[i0, i1, i2, i3] = a[..] op b[..], each invocation taking every (invocations in the
+// dispatch)-th output element.  Operands are read
 // through strides (0 broadcasts); out is contiguous.  See params/binary.h.
 #extension GL_GOOGLE_include_directive : require
 #include "params/binary.h"
@@ -14,21 +15,23 @@ layout(std430, binding = 1) readonly buffer B { uint b_bits[]; };
 layout(std430, binding = 2) writeonly buffer O { float o[]; };
 
 void main() {
-    uint i = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
     uint total = p.shape[0] * p.shape[1] * p.shape[2] * p.shape[3];
-    if (i >= total) return;
-    uint i3 = i % p.shape[3];
-    uint r = i / p.shape[3];
-    uint i2 = r % p.shape[2];
-    r /= p.shape[2];
-    uint i1 = r % p.shape[1];
-    uint i0 = r / p.shape[1];
-    float x = a[p.a_offset + i0 * p.a_strides[0] + i1 * p.a_strides[1] + i2 * p.a_strides[2] + i3 * p.a_strides[3]];
-    uint yb = b_bits[p.b_offset + i0 * p.b_strides[0] + i1 * p.b_strides[1] + i2 * p.b_strides[2] + i3 * p.b_strides[3]];
-    float y = uintBitsToFloat(yb);
-    float v;
-    if (p.op == VKG_BINARY_ADD) v = x + y;
-    else if (p.op == VKG_BINARY_MUL) v = x * y;
-    else v = (yb & 0x7fffffffu) != 0u ? x : vkg_neg_inf();
-    o[p.out_offset + i] = v;
+    uint stride = vkg_group_count() * gl_WorkGroupSize.x;
+    for (uint i = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; i < total; i += stride) {
+        uint i3 = i % p.shape[3];
+        uint r = i / p.shape[3];
+        uint i2 = r % p.shape[2];
+        r /= p.shape[2];
+        uint i1 = r % p.shape[1];
+        uint i0 = r / p.shape[1];
+        float x = a[p.a_offset + i0 * p.a_strides[0] + i1 * p.a_strides[1] + i2 * p.a_strides[2] + i3 * p.a_strides[3]];
+        uint yb = b_bits[p.b_offset + i0 * p.b_strides[0] + i1 * p.b_strides[1] + i2 * p.b_strides[2] +
+                         i3 * p.b_strides[3]];
+        float y = uintBitsToFloat(yb);
+        float v;
+        if (p.op == VKG_BINARY_ADD) v = x + y;
+        else if (p.op == VKG_BINARY_MUL) v = x * y;
+        else v = (yb & 0x7fffffffu) != 0u ? x : vkg_neg_inf();
+        o[p.out_offset + i] = v;
+    }
 }

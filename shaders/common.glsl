@@ -8,6 +8,12 @@ uint vkg_group_index() {
     return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
 }
 
+// Workgroups in the dispatch.  Element-wise and row shaders loop with this stride, so the host may
+// dispatch fewer workgroups than there is work (llvmpipe pays ~20 us per workgroup).
+uint vkg_group_count() {
+    return gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+}
+
 float vkg_neg_inf() {
     return uintBitsToFloat(0xff800000u);
 }

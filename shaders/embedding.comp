@@ -12,13 +12,14 @@ layout(std430, binding = 1) readonly buffer Table { float table[]; };
 layout(std430, binding = 2) writeonly buffer O { float o[]; };
 
 void main() {
-    uint e = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-    if (e >= p.n_ids * p.dim) return;
-    uint i = e / p.dim, j = e % p.dim;
-    int id = ids[p.ids_offset + i];
-    uint out_at = p.out_offset + i * p.dim + j;
-    if (id >= 0 && uint(id) >= p.row_begin && uint(id) - p.row_begin < p.row_count)
-        o[out_at] = table[p.table_offset + (uint(id) - p.row_begin) * p.dim + j];
-    else if (p.zero_invalid != 0u && (id < 0 || uint(id) >= p.vocab))
-        o[out_at] = 0.0;
+    uint stride = vkg_group_count() * gl_WorkGroupSize.x;
+    for (uint e = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; e < p.n_ids * p.dim; e += stride) {
+        uint i = e / p.dim, j = e % p.dim;
+        int id = ids[p.ids_offset + i];
+        uint out_at = p.out_offset + i * p.dim + j;
+        if (id >= 0 && uint(id) >= p.row_begin && uint(id) - p.row_begin < p.row_count)
+            o[out_at] = table[p.table_offset + (uint(id) - p.row_begin) * p.dim + j];
+        else if (p.zero_invalid != 0u && (id < 0 || uint(id) >= p.vocab))
+            o[out_at] = 0.0;
+    }
 }

@@ -1,6 +1,7 @@
 #version 450
-// out[r, :] = gamma * (in[r, :] - mean) / sqrt(var + eps) + beta, one workgroup per row, with the
-// biased variance computed in a second pass over (x - mean)^2 (no cancellation on large means).
+// out[r, :] = gamma * (in[r, :] - mean) / sqrt(var + eps) + beta, one workgroup per row at a
+// time, with the biased variance computed in a second pass over (x - mean)^2 (no cancellation on
+// large means).
 // In place is safe: each invocation reads its own elements before writing them, and every read
 // of the first two passes happens before the barriers of the reductions.
 // See params/layernorm.h.
@@ -17,27 +18,27 @@ layout(std430, binding = 2) readonly buffer G { float gamma[]; };
 layout(std430, binding = 3) readonly buffer Bt { float beta[]; };
 
 void main() {
-    uint r = vkg_group_index();
-    if (r >= p.rows) return;   // uniform over the workgroup
     uint tid = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
-    uint row = p.in_offset + r * p.cols, out_row = p.out_offset + r * p.cols;
-
-    // Sums of x - x0 (x0 the row's first element) rather than of x: a row with a large mean then
-    // keeps the precision of its deviations (x - x0 is exact when x and x0 are close).
-    float x0 = x_in[row];
-    float s = 0.0;
-    for (uint j = tid; j < p.cols; j += step) s += x_in[row + j] - x0;
-    float mean = vkg_workgroup_sum(s) / float(p.cols);   // of x - x0
-    float q = 0.0;
-    for (uint j = tid; j < p.cols; j += step) {
-        float d = (x_in[row + j] - x0) - mean;
-        q += d * d;
-    }
-    float rstd = 1.0 / sqrt(vkg_workgroup_sum(q) / float(p.cols) + p.eps);
-    for (uint j = tid; j < p.cols; j += step) {
-        float v = ((x_in[row + j] - x0) - mean) * rstd;
-        if ((p.flags & VKG_LAYERNORM_GAMMA) != 0u) v *= gamma[p.gamma_offset + j];
-        if ((p.flags & VKG_LAYERNORM_BETA) != 0u) v += beta[p.beta_offset + j];
-        x_out[out_row + j] = v;
+    // Rows r, r + groups, ...: the bounds are uniform over the workgroup, so barriers stay legal.
+    for (uint r = vkg_group_index(); r < p.rows; r += vkg_group_count()) {
+        uint row = p.in_offset + r * p.cols, out_row = p.out_offset + r * p.cols;
+        // Sums of x - x0 (x0 the row's first element) rather than of x: a row with a large mean
+        // keeps the precision of its deviations (x - x0 is exact when x and x0 are close).
+        float x0 = x_in[row];
+        float s = 0.0;
+        for (uint j = tid; j < p.cols; j += step) s += x_in[row + j] - x0;
+        float mean = vkg_workgroup_sum(s) / float(p.cols);   // of x - x0
+        float q = 0.0;
+        for (uint j = tid; j < p.cols; j += step) {
+            float d = (x_in[row + j] - x0) - mean;
+            q += d * d;
+        }
+        float rstd = 1.0 / sqrt(vkg_workgroup_sum(q) / float(p.cols) + p.eps);
+        for (uint j = tid; j < p.cols; j += step) {
+            float v = ((x_in[row + j] - x0) - mean) * rstd;
+            if ((p.flags & VKG_LAYERNORM_GAMMA) != 0u) v *= gamma[p.gamma_offset + j];
+            if ((p.flags & VKG_LAYERNORM_BETA) != 0u) v += beta[p.beta_offset + j];
+            x_out[out_row + j] = v;
+        }
     }
 }

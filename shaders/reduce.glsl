@@ -1,5 +1,7 @@
 // Workgroup-wide sum and max for row kernels (one workgroup per row).  Include after the
-// layout(local_size_x_id = 0) declaration.
+// layout(local_size_x_id = 0) declaration.  A workgroup of one subgroup needs no shared memory
+// and no barrier (the test is uniform, so the barriers of the other path stay legal); on llvmpipe
+// barriers are costly, so its row workgroups are one subgroup wide.
 //
 // Each subgroup reduces with subgroup arithmetic, its first active invocation leaves the result in
 // shared memory, and every invocation then combines the per-subgroup results in the same order,
@@ -22,6 +24,7 @@ uint vkg_subgroups() {
 
 float vkg_workgroup_sum(float v) {
     float s = subgroupAdd(v);
+    if (gl_WorkGroupSize.x <= gl_SubgroupSize) return s;   // one subgroup: no barrier needed
     if (subgroupElect()) vkg_partial[gl_SubgroupID] = s;
     barrier();
     float total = 0.0;
@@ -32,6 +35,7 @@ float vkg_workgroup_sum(float v) {
 
 float vkg_workgroup_max(float v) {
     float m = subgroupMax(v);
+    if (gl_WorkGroupSize.x <= gl_SubgroupSize) return m;
     if (subgroupElect()) vkg_partial[gl_SubgroupID] = m;
     barrier();
     float total = vkg_partial[0];

@@ -1,5 +1,5 @@
 #version 450
-// Row softmax with the attention prologue fused in, one workgroup per row:
+// Row softmax with the attention prologue fused in, one workgroup per row at a time:
 //   out[r, j] = softmax_j(scale * in[r, j], masked)
 // Rows r = (i0, i1, i2) of a contiguous [d0, dim1, dim2, cols] tensor.  A blocked entry gets
 // weight exactly 0; a row with every entry blocked gives zeros.  See params/softmax.h.
@@ -32,31 +32,32 @@ float score(uint j) {
 }
 
 void main() {
-    uint r = vkg_group_index();
-    if (r >= p.rows) return;   // uniform over the workgroup: barriers stay legal
-    uint i2 = r % p.dim2, i1 = (r / p.dim2) % p.dim1, i0 = r / (p.dim1 * p.dim2);
-    g_in = p.in_offset + r * p.cols;
-    g_mask = p.mask_offset + i0 * p.mask_strides[0] + i1 * p.mask_strides[1] + i2 * p.mask_strides[2];
-    int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index] : 0;
-    g_limit = int(i2) + p.causal_offset + dyn;
     uint tid = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
-    uint out_row = p.out_offset + r * p.cols;
+    int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index] : 0;
+    // Rows r, r + groups, ...: the bounds are uniform over the workgroup, so barriers stay legal.
+    for (uint r = vkg_group_index(); r < p.rows; r += vkg_group_count()) {
+        uint i2 = r % p.dim2, i1 = (r / p.dim2) % p.dim1, i0 = r / (p.dim1 * p.dim2);
+        g_in = p.in_offset + r * p.cols;
+        g_mask = p.mask_offset + i0 * p.mask_strides[0] + i1 * p.mask_strides[1] + i2 * p.mask_strides[2];
+        g_limit = int(i2) + p.causal_offset + dyn;
+        uint out_row = p.out_offset + r * p.cols;
 
-    float m = vkg_neg_inf();
-    for (uint j = tid; j < p.cols; j += step) m = max(m, score(j));
-    m = vkg_workgroup_max(m);
-    if (m == vkg_neg_inf()) {   // every entry blocked
-        for (uint j = tid; j < p.cols; j += step) x_out[out_row + j] = 0.0;
-        return;
-    }
-    float sum = 0.0;
-    for (uint j = tid; j < p.cols; j += step) {
-        float s = score(j);
-        sum += s == vkg_neg_inf() ? 0.0 : exp(s - m);
-    }
-    float inv = 1.0 / vkg_workgroup_sum(sum);
-    for (uint j = tid; j < p.cols; j += step) {
-        float s = score(j);
-        x_out[out_row + j] = s == vkg_neg_inf() ? 0.0 : exp(s - m) * inv;
+        float m = vkg_neg_inf();
+        for (uint j = tid; j < p.cols; j += step) m = max(m, score(j));
+        m = vkg_workgroup_max(m);
+        if (m == vkg_neg_inf()) {   // every entry blocked
+            for (uint j = tid; j < p.cols; j += step) x_out[out_row + j] = 0.0;
+            continue;
+        }
+        float sum = 0.0;
+        for (uint j = tid; j < p.cols; j += step) {
+            float s = score(j);
+            sum += s == vkg_neg_inf() ? 0.0 : exp(s - m);
+        }
+        float inv = 1.0 / vkg_workgroup_sum(sum);
+        for (uint j = tid; j < p.cols; j += step) {
+            float s = score(j);
+            x_out[out_row + j] = s == vkg_neg_inf() ? 0.0 : exp(s - m) * inv;
+        }
     }
 }

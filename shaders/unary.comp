@@ -12,26 +12,27 @@ layout(std430, binding = 1) writeonly buffer O { float x_out[]; };
 layout(std430, binding = 2) readonly buffer X { int indices[]; };
 
 void main() {
-    uint i = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
     uint total = p.shape[0] * p.shape[1] * p.shape[2] * p.shape[3];
-    if (i >= total) return;
-    uint i3 = i % p.shape[3];
-    uint r = i / p.shape[3];
-    uint i2 = r % p.shape[2];
-    r /= p.shape[2];
-    uint i1 = r % p.shape[1];
-    uint i0 = r / p.shape[1];
+    uint stride = vkg_group_count() * gl_WorkGroupSize.x;
     int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index] : 0;
-    float x = x_in[p.in_offset + i0 * p.in_strides[0] + i1 * p.in_strides[1] + i2 * p.in_strides[2] +
-                   i3 * p.in_strides[3]];
-    float v;
-    if (p.op == VKG_UNARY_COPY) v = x;
-    else if (p.op == VKG_UNARY_SCALE) v = p.alpha * x;
-    else if (p.op == VKG_UNARY_GELU) v = vkg_gelu(x);
-    else if (p.op == VKG_UNARY_RELU) v = max(x, 0.0);
-    else v = int(i3) > int(i2) + p.causal_offset + dyn ? vkg_neg_inf() : x;
     // uint arithmetic wraps, so a negative dyn * stride still lands on the right element.
-    uint o = p.out_offset + uint(dyn) * p.out_dyn_stride + i0 * p.out_strides[0] + i1 * p.out_strides[1] +
-             i2 * p.out_strides[2] + i3 * p.out_strides[3];
-    x_out[o] = v;
+    uint out_base = p.out_offset + uint(dyn) * p.out_dyn_stride;
+    for (uint i = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; i < total; i += stride) {
+        uint i3 = i % p.shape[3];
+        uint r = i / p.shape[3];
+        uint i2 = r % p.shape[2];
+        r /= p.shape[2];
+        uint i1 = r % p.shape[1];
+        uint i0 = r / p.shape[1];
+        float x = x_in[p.in_offset + i0 * p.in_strides[0] + i1 * p.in_strides[1] + i2 * p.in_strides[2] +
+                       i3 * p.in_strides[3]];
+        float v;
+        if (p.op == VKG_UNARY_COPY) v = x;
+        else if (p.op == VKG_UNARY_SCALE) v = p.alpha * x;
+        else if (p.op == VKG_UNARY_GELU) v = vkg_gelu(x);
+        else if (p.op == VKG_UNARY_RELU) v = max(x, 0.0);
+        else v = int(i3) > int(i2) + p.causal_offset + dyn ? vkg_neg_inf() : x;
+        x_out[out_base + i0 * p.out_strides[0] + i1 * p.out_strides[1] + i2 * p.out_strides[2] +
+              i3 * p.out_strides[3]] = v;
+    }
 }

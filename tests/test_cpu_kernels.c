@@ -185,6 +185,84 @@ static void test_matmul_threads_bit_identical(void **state) {
     }
 }
 
+/* One product of the few-rows sweep below: batch1 = 2 entries (A and B per entry), an offset
+ * on every operand, B stored [K, N] or (transposed) [N, K], A [M, K] or [K, M], and the given
+ * epilogue; run whole, and over pools of 1, 2 and 3 threads, each bit-identical to ref_matmul. */
+static void few_rows_case(vkg_rng *rng, vkg_threadpool *const pools[3], uint32_t M, uint32_t N,
+                          uint32_t K, int b_transposed, int a_transposed, uint32_t flags) {
+    const uint32_t off = 5, B1 = 2;
+    size_t a_n = off + (size_t)B1 * M * K, b_n = off + (size_t)B1 * K * N, c_n = off + (size_t)B1 * M * N;
+    float *A = random_floats(rng, a_n, 1), *B = random_floats(rng, b_n, 1);
+    float *bias = random_floats(rng, off + N, 1), *R = random_floats(rng, c_n, 1);
+    float *C = calloc(c_n, sizeof *C), *want = calloc(c_n, sizeof *want);
+    assert_non_null(C), assert_non_null(want);
+    vkg_matmul_params p = ref_matmul_params(M, N, K);
+    p.batch1 = B1, p.flags = flags;
+    p.a_offset = p.b_offset = p.c_offset = p.r_offset = p.bias_offset = off;
+    p.a_stride_b1 = M * K, p.b_stride_b1 = K * N, p.c_stride_b1 = p.r_stride_b1 = M * N;
+    if (a_transposed) p.a_stride_m = 1, p.a_stride_k = M;
+    if (b_transposed) p.b_stride_k = 1, p.b_stride_n = K;
+    ref_matmul(&p, A, B, want, bias, R);
+    for (int t = -1; t < 3; t++) {
+        memset(C, 0, c_n * sizeof *C);
+        matmul_run(t < 0 ? NULL : pools[t], &p, A, B, C, bias, R);
+        assert_memory_equal(C, want, c_n * sizeof *C);
+    }
+    free(A), free(B), free(bias), free(R), free(C), free(want);
+}
+
+/* The few-rows paths (decoding: M = 1 and a handful) against the naive reference, bit for bit:
+ * every column remainder (N mod 4, mod 8, mod a tile), k remainders and the prefetch boundary,
+ * both B layouts, every epilogue, the row-pass boundaries (M = 4, 5, 8, 16) and the first M
+ * that takes the tiled path (17). */
+static void test_matmul_few_rows_exact(void **state) {
+    (void)state;
+    static const uint32_t Ms[] = {1, 2, 3, 4, 5, 8, 17}, Ns[] = {1, 7, 8, 9, 13, 33, 1000},
+                          Ks[] = {1, 5, 64, 77, 300};
+    vkg_threadpool *pools[3];
+    for (int t = 0; t < 3; t++) assert_non_null(pools[t] = vkg_threadpool_new(t + 1));
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 21);
+    unsigned combo = 0;
+    for (size_t m = 0; m < sizeof Ms / sizeof Ms[0]; m++)
+        for (size_t n = 0; n < sizeof Ns / sizeof Ns[0]; n++)
+            for (size_t k = 0; k < sizeof Ks / sizeof Ks[0]; k++)
+                for (int bt = 0; bt < 2; bt++, combo++)
+                    few_rows_case(&rng, pools, Ms[m], Ns[n], Ks[k], bt, combo % 3 == 0, combo % 8);
+    /* Wider than one block of the contiguous-columns path (2048 columns at 4 rows). */
+    few_rows_case(&rng, pools, 5, 4500, 9, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL);
+    few_rows_case(&rng, pools, 1, 8200, 6, 0, 1, VKG_MATMUL_GELU);
+    few_rows_case(&rng, pools, 16, 33, 77, 1, 1, VKG_MATMUL_BIAS | VKG_MATMUL_GELU);
+    for (int t = 0; t < 3; t++) vkg_threadpool_free(pools[t]);
+}
+
+/* With one row, the parallel units still cover the columns; and any cut of the unit range
+ * gives the same bits as one call (runs that start and end mid-batch, single units). */
+static void test_matmul_few_rows_any_split(void **state) {
+    (void)state;
+    enum { M = 3, N = 1000, K = 70, B1 = 2 };
+    vkg_matmul_params one_row = ref_matmul_params(1, 50257, 768);
+    assert_int_equal(vkg_cpu_matmul_units(&one_row), (50257 + VKG_CPU_MATMUL_TILE_N - 1) / VKG_CPU_MATMUL_TILE_N);
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 23);
+    float *A = random_floats(&rng, B1 * M * K, 1), *B = random_floats(&rng, K * N, 1);
+    float *whole = calloc(B1 * M * N, sizeof(float)), *cut = calloc(B1 * M * N, sizeof(float));
+    for (int bt = 0; bt < 2; bt++) {
+        vkg_matmul_params p = ref_matmul_params(M, N, K);
+        p.batch1 = B1, p.a_stride_b1 = M * K, p.c_stride_b1 = M * N; /* B shared by both entries */
+        if (bt) p.b_stride_k = 1, p.b_stride_n = K;
+        size_t units = vkg_cpu_matmul_units(&p);
+        vkg_cpu_matmul(&p, A, B, whole, NULL, NULL, 0, units);
+        for (size_t step = 1; step <= 7; step += 3) {
+            memset(cut, 0, B1 * M * N * sizeof(float));
+            for (size_t u = 0; u < units; u += step)
+                vkg_cpu_matmul(&p, A, B, cut, NULL, NULL, u, u + step < units ? u + step : units);
+            assert_memory_equal(cut, whole, B1 * M * N * sizeof(float));
+        }
+    }
+    free(A), free(B), free(whole), free(cut);
+}
+
 /* ---- binary and unary ---------------------------------------------------------------------- */
 
 static void test_binary_broadcast(void **state) {
@@ -607,6 +685,8 @@ int main(void) {
         cmocka_unit_test(test_matmul_epilogues),
         cmocka_unit_test(test_matmul_in_place_residual),
         cmocka_unit_test(test_matmul_threads_bit_identical),
+        cmocka_unit_test(test_matmul_few_rows_exact),
+        cmocka_unit_test(test_matmul_few_rows_any_split),
         cmocka_unit_test(test_binary_broadcast),
         cmocka_unit_test(test_unary_ops),
         cmocka_unit_test(test_unary_causal_and_dyn_index),

@@ -347,6 +347,34 @@ static void test_barrier_check(void **state) {
     vk_test_close(d);
 }
 
+/* A region larger than the device's largest allocation is refused with a message that says so;
+ * nothing is allocated and the device stays usable. */
+static void test_region_too_large(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    uint64_t max = vk_test_context(d)->max_allocation;
+    vk_test_plan tp;
+    vk_test_plan_init(&tp);
+    int big = vk_test_region(&tp, VKG_REGION_ARENA, max + 4096, NULL);
+    vkg_step *s = vk_test_step(&tp, VKG_KERNEL_UNARY);
+    s->params.unary.dyn_index = VKG_NO_INDEX;
+    for (int i = 0; i < 4; i++) s->params.unary.shape[i] = 1;
+    vk_test_bind(&tp, s, 0, big, 0);
+    vk_test_bind(&tp, s, 1, big, 1);
+    s->bind[0].bytes = s->bind[1].bytes = 4;
+    void *session = NULL;
+    vkg_error err = {0};
+    assert_int_equal(d->ops->session_new(d->impl, &tp.plan, NULL, NULL, &session, &err), VKG_ERR_UNSUPPORTED);
+    assert_null(session);
+    assert_non_null(strstr(err.message, "MiB"));
+    /* still usable */
+    s->bind[0].region = s->bind[1].region = vk_test_region(&tp, VKG_REGION_ARENA, 64, NULL);
+    tp.regions[big].bytes = 64;
+    void *host[16] = {0};
+    vk_test_run(d, &tp.plan, host, NULL);
+    vk_test_close(d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_and_limits),
@@ -355,6 +383,7 @@ int main(void) {
         cmocka_unit_test(test_pipeline_cache),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_barrier_check),
+        cmocka_unit_test(test_region_too_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * strided copy into a state at a runtime index, gelu at large |x|, softmax with every mask kind
  * (fully blocked rows give zeros), in place, layernorm of rows with a large mean, an embedding
  * split over two row ranges with invalid ids.  Row shaders run with workgroups of one subgroup,
- * of a partial last subgroup and of many subgroups. */
+ * of a partial last subgroup and of many subgroups, and with one workgroup per row or element
+ * block as well as a few workgroups looping over all of them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -349,6 +350,9 @@ static void test_row_workgroups(void **state) {
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         c->tuning.row_wg = sizes[i];
         c->tuning.elementwise_wg = sizes[i] + 3;
+        /* one workgroup per row or element block (GPU-like), or a few looping over many */
+        c->tuning.max_groups = i % 2 ? 3 : 0;
+        c->tuning.min_group_work = i % 2 ? 1 : 0;
         row_cases(vk, cpu);
         binary_cases(vk, cpu);
     }

@@ -10,17 +10,19 @@
  * never partial sums of one element.
  *
  * Two families of paths:
- *   - few rows (M <= SMALL_M, decoding one token or a few): the work is reading B, so B is
- *     streamed once in the order it lies in memory, and a thread's consecutive units are merged
- *     into one run of columns.  B with contiguous columns (b_stride_n == 1) is walked row by row
+ *   - few rows (M <= FEW_ROWS, decoding one token or a few): the work is reading B, so B is
+ *     read from memory once, in long runs, with software prefetch, and a thread's consecutive
+ *     units are merged into one run of columns; rows of A go a few at a time over a block of B
+ *     while it is in cache.  B with contiguous columns (b_stride_n == 1) is walked row by row
  *     over wide column blocks; B with contiguous k (b_stride_k == 1: B is the transpose of a
  *     row-major [N, K] matrix, e.g. GPT-2's tied output head) is read as 4 columns x 4 k blocks
  *     transposed in registers, so each lane is one column's running sum;
  *   - otherwise the output is cut into tiles of TILE_M x TILE_N (the parallel units); k is
  *     walked in chunks of KC; for each chunk the tile's columns are taken in strips of NR: a
  *     strip of B is read in place when its columns are contiguous, else gathered ("packed") into
- *     a small contiguous buffer; a micro-kernel adds one chunk of k to a block of MR rows x NR
- *     columns held in vector registers, so every B value loaded serves MR rows. */
+ *     a small contiguous buffer (by 4 x 4 register transposes when k is contiguous); a
+ *     micro-kernel adds one chunk of k to a block of MR rows x NR columns held in vector
+ *     registers, so every B value loaded serves MR rows. */
 #include "cpu/kernels.h"
 
 #include <string.h>
@@ -29,9 +31,17 @@
 #define TILE_N VKG_CPU_MATMUL_TILE_N
 enum {
     MR = 4, NR = 8, KC = 256,
-    SMALL_M = 4,     /* up to this many rows, the streaming paths; must be <= TILE_M      */
-    STREAM_W = 1024  /* columns per block of the streaming path with contiguous columns:
-                        4 KiB of each row of B read in one go, SMALL_M x 4 KiB of sums    */
+    FEW_ROWS = 16,       /* up to this many rows, the streaming paths (measured as fast as
+                            the tiles or faster up to 32 rows); must be <= TILE_M         */
+    PASS_ROWS = 4,       /* rows of A per pass over a block of B on those paths          */
+    STREAM_SUMS = 8192,  /* floats of running sums (32 KiB) of the path with contiguous
+                            columns: the wider a block, the longer each run read from a
+                            row of B (measured on one core: 4 KiB runs ~18 GB/s, 32 KiB
+                            ~32 GB/s)                                                     */
+    KGROUPS = 2,         /* groups of 4 columns at a time on the path with contiguous k:
+                            measured faster than 1, 3, 4 or 8                             */
+    PREFETCH_K = 64      /* on that path, how far ahead (in k) each column is prefetched:
+                            the hardware does not follow 8 interleaved streams well       */
 };
 
 /* Four floats in one SSE/NEON register: a GNU C vector type, so the sums stay in registers at
@@ -105,92 +115,127 @@ static void store_block(const vkg_matmul_params *p, const batch_view *v, const f
 
 /* ---- few rows, contiguous columns: B streamed row by row ------------------------------------ */
 
-/* acc[i * STREAM_W + j] = sum over k of a[i * a_sm + k * a_sk] * b[k * b_sk + j], j < cols, for
- * ROWS rows (a compile-time constant at each call).  Four rows of B at a time: each sum is
- * loaded once, gets its four products in k order, and is stored once. */
+/* acc[i * W + j] = sum over k of a[i * a_sm + k * a_sk] * b[k * b_sk + j], j < W, for ROWS rows
+ * (a compile-time constant at each call).  Four rows of B at a time: each sum is loaded once,
+ * gets its four products in k order, and is stored once; the next four rows are prefetched
+ * meanwhile, a cache line per row every 16 columns. */
 static inline __attribute__((always_inline)) void
 stream_rows(int ROWS, const float *a, size_t a_sm, size_t a_sk, const float *b, size_t b_sk,
-            size_t K, size_t cols, float *acc) {
-    for (int i = 0; i < ROWS; i++) memset(acc + i * STREAM_W, 0, cols * sizeof(float));
+            size_t K, size_t W, float *acc) {
+    memset(acc, 0, (size_t)ROWS * W * sizeof(float));
     size_t k = 0;
     for (; k + 4 <= K; k += 4) {
-        float ak[SMALL_M][4];
+        /* Broadcast once here, not once per use in the loop below (SSE has no broadcast load). */
+        float ak[PASS_ROWS][4];
+        f32x4 akv[PASS_ROWS][4];
+#pragma GCC unroll 4
         for (int i = 0; i < ROWS; i++)
-            for (int q = 0; q < 4; q++) ak[i][q] = a[i * a_sm + (k + q) * a_sk];
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                ak[i][q] = a[i * a_sm + (k + q) * a_sk];
+                akv[i][q] = (f32x4){ak[i][q], ak[i][q], ak[i][q], ak[i][q]};
+            }
         const float *b0 = b + k * b_sk, *b1 = b0 + b_sk, *b2 = b1 + b_sk, *b3 = b2 + b_sk;
+        int prefetch = k + 8 <= K;
         size_t j = 0;
-        for (; j + 4 <= cols; j += 4) {
+        for (; j + 4 <= W; j += 4) {
+            if (prefetch && j % 16 == 0) {
+                __builtin_prefetch(b0 + 4 * b_sk + j);
+                __builtin_prefetch(b1 + 4 * b_sk + j);
+                __builtin_prefetch(b2 + 4 * b_sk + j);
+                __builtin_prefetch(b3 + 4 * b_sk + j);
+            }
             f32x4 r0, r1, r2, r3;
             memcpy(&r0, b0 + j, sizeof r0), memcpy(&r1, b1 + j, sizeof r1);
             memcpy(&r2, b2 + j, sizeof r2), memcpy(&r3, b3 + j, sizeof r3);
 #pragma GCC unroll 4
             for (int i = 0; i < ROWS; i++) {
                 f32x4 s;
-                memcpy(&s, acc + i * STREAM_W + j, sizeof s);
-                s += ak[i][0] * r0;
-                s += ak[i][1] * r1;
-                s += ak[i][2] * r2;
-                s += ak[i][3] * r3;
-                memcpy(acc + i * STREAM_W + j, &s, sizeof s);
+                memcpy(&s, acc + i * W + j, sizeof s);
+                s += akv[i][0] * r0;
+                s += akv[i][1] * r1;
+                s += akv[i][2] * r2;
+                s += akv[i][3] * r3;
+                memcpy(acc + i * W + j, &s, sizeof s);
             }
         }
-        for (; j < cols; j++)
+        for (; j < W; j++)
             for (int i = 0; i < ROWS; i++) {
-                float s = acc[i * STREAM_W + j];
+                float s = acc[i * W + j];
                 s += ak[i][0] * b0[j];
                 s += ak[i][1] * b1[j];
                 s += ak[i][2] * b2[j];
                 s += ak[i][3] * b3[j];
-                acc[i * STREAM_W + j] = s;
+                acc[i * W + j] = s;
             }
     }
     for (; k < K; k++) {
         const float *bk = b + k * b_sk;
         for (int i = 0; i < ROWS; i++) {
             float aik = a[i * a_sm + k * a_sk];
-            for (size_t j = 0; j < cols; j++) acc[i * STREAM_W + j] += aik * bk[j];
+            for (size_t j = 0; j < W; j++) acc[i * W + j] += aik * bk[j];
         }
     }
 }
 
-/* Columns [n_lo, n_hi) of all M (<= SMALL_M) rows, B with b_sn == 1. */
+/* Columns [n_lo, n_hi) of all M rows, B with b_sn == 1, in blocks as wide as the sums allow;
+ * rows go PASS_ROWS at a time over each block (a block's rows of B stay in cache between
+ * passes). */
 static void few_rows_contiguous_n(const vkg_matmul_params *p, const batch_view *v,
                                   const float *bias, size_t n_lo, size_t n_hi) {
-    float acc[SMALL_M * STREAM_W];
-    for (size_t n0 = n_lo; n0 < n_hi; n0 += STREAM_W) {
-        size_t cols = n_hi - n0 < STREAM_W ? n_hi - n0 : STREAM_W;
+    float acc[STREAM_SUMS];
+    size_t pass_rows = p->M < PASS_ROWS ? p->M : PASS_ROWS;
+    size_t width = STREAM_SUMS / pass_rows / 16 * 16; /* whole cache lines when B is aligned */
+    for (size_t n0 = n_lo; n0 < n_hi; n0 += width) {
+        size_t W = n_hi - n0 < width ? n_hi - n0 : width;
         const float *b = v->b + n0;
-        switch (p->M) {
-        case 1: stream_rows(1, v->a, v->a_sm, v->a_sk, b, v->b_sk, p->K, cols, acc); break;
-        case 2: stream_rows(2, v->a, v->a_sm, v->a_sk, b, v->b_sk, p->K, cols, acc); break;
-        case 3: stream_rows(3, v->a, v->a_sm, v->a_sk, b, v->b_sk, p->K, cols, acc); break;
-        default: stream_rows(4, v->a, v->a_sm, v->a_sk, b, v->b_sk, p->K, cols, acc); break;
+        for (size_t m0 = 0; m0 < p->M; m0 += PASS_ROWS) {
+            size_t rows = p->M - m0 < PASS_ROWS ? p->M - m0 : PASS_ROWS;
+            const float *a = v->a + m0 * v->a_sm;
+            switch (rows) {
+            case 1: stream_rows(1, a, v->a_sm, v->a_sk, b, v->b_sk, p->K, W, acc); break;
+            case 2: stream_rows(2, a, v->a_sm, v->a_sk, b, v->b_sk, p->K, W, acc); break;
+            case 3: stream_rows(3, a, v->a_sm, v->a_sk, b, v->b_sk, p->K, W, acc); break;
+            default: stream_rows(4, a, v->a_sm, v->a_sk, b, v->b_sk, p->K, W, acc); break;
+            }
+            store_block(p, v, bias, m0, rows, n0, W, acc, W);
         }
-        store_block(p, v, bias, 0, p->M, n0, cols, acc, STREAM_W);
     }
 }
 
 /* ---- few rows, contiguous k: columns of B are rows in memory ------------------------------- */
 
-/* For G groups of 4 columns, column 4g + j starting at col[4g + j] (its k = 0 element, k
- * contiguous): out[i * out_stride + 4g + j] = sum over k of a[i * a_sm + k * a_sk] * col[..][k],
- * for ROWS rows.  Per 4 k, each group's 4 x 4 block of B is transposed in registers so lane j
- * is column j; a sum lives in its lane for all of K. */
+/* For G groups of 4 columns, column c starting at col0 + c * col_stride (its k = 0 element, k
+ * contiguous): out[i * out_stride + c] = sum over k of a[i * a_sm + k * a_sk] * column c [k],
+ * for ROWS rows (ROWS and G compile-time constants at each call).  Per 4 k, each group's 4 x 4
+ * block of B is transposed in registers so lane j is column j: a column's sum lives in one lane
+ * for all of K.  Each column is prefetched PREFETCH_K ahead, a cache line every 16 k. */
 static inline __attribute__((always_inline)) void
-columns_by_k(int ROWS, int G, const float *a, size_t a_sm, size_t a_sk, const float *const *col,
-             size_t K, float *out, size_t out_stride) {
-    f32x4 sum[SMALL_M][4];
+columns_by_k(int ROWS, int G, const float *a, size_t a_sm, size_t a_sk, const float *col0,
+             size_t col_stride, size_t K, float *out, size_t out_stride) {
+    f32x4 sum[PASS_ROWS][KGROUPS];
+#pragma GCC unroll 4
     for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 4
         for (int g = 0; g < G; g++) sum[i][g] = (f32x4){0, 0, 0, 0};
     size_t k = 0;
     for (; k + 4 <= K; k += 4) {
-        float ak[SMALL_M][4];
+        float ak[PASS_ROWS][4];
+#pragma GCC unroll 4
         for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 4
             for (int q = 0; q < 4; q++) ak[i][q] = a[i * a_sm + (k + q) * a_sk];
+        if (k % 16 == 0 && k + PREFETCH_K < K)
+#pragma GCC unroll 16
+            for (int c = 0; c < 4 * G; c++) __builtin_prefetch(col0 + c * col_stride + k + PREFETCH_K);
 #pragma GCC unroll 4
         for (int g = 0; g < G; g++) {
+            const float *q0 = col0 + 4 * g * col_stride + k;
             f32x4 r[4];
-            for (int j = 0; j < 4; j++) memcpy(&r[j], col[4 * g + j] + k, sizeof r[j]);
+            memcpy(&r[0], q0, sizeof r[0]);
+            memcpy(&r[1], q0 + col_stride, sizeof r[1]);
+            memcpy(&r[2], q0 + 2 * col_stride, sizeof r[2]);
+            memcpy(&r[3], q0 + 3 * col_stride, sizeof r[3]);
             transpose4(r);
 #pragma GCC unroll 4
             for (int i = 0; i < ROWS; i++) {
@@ -205,50 +250,66 @@ columns_by_k(int ROWS, int G, const float *a, size_t a_sm, size_t a_sk, const fl
     }
     for (; k < K; k++)
         for (int g = 0; g < G; g++) {
-            const float *const *c4 = col + 4 * g;
-            f32x4 bk = {c4[0][k], c4[1][k], c4[2][k], c4[3][k]};
+            const float *q0 = col0 + 4 * g * col_stride + k;
+            f32x4 bk = {q0[0], q0[col_stride], q0[2 * col_stride], q0[3 * col_stride]};
             for (int i = 0; i < ROWS; i++) sum[i][g] += a[i * a_sm + k * a_sk] * bk;
         }
+#pragma GCC unroll 4
     for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 4
         for (int g = 0; g < G; g++) memcpy(out + i * out_stride + 4 * g, &sum[i][g], sizeof sum[i][g]);
 }
 
-/* One call of columns_by_k with ROWS = M; G, 4 or 1, a constant at each call. */
-#define COLUMNS_BY_K(G_)                                                                    \
-    switch (p->M) {                                                                         \
-    case 1: columns_by_k(1, (G_), v->a, v->a_sm, v->a_sk, col, p->K, out, TILE_N); break;   \
-    case 2: columns_by_k(2, (G_), v->a, v->a_sm, v->a_sk, col, p->K, out, TILE_N); break;   \
-    case 3: columns_by_k(3, (G_), v->a, v->a_sm, v->a_sk, col, p->K, out, TILE_N); break;   \
-    default: columns_by_k(4, (G_), v->a, v->a_sm, v->a_sk, col, p->K, out, TILE_N); break;  \
-    }
-
-/* Columns [n_lo, n_hi) of all M (<= SMALL_M) rows, B with b_sk == 1.  Columns go 16 at a time
- * (four independent chains of additions per row), then 4 at a time; a last partial group of 4
- * repeats its last column in the unused lanes, whose sums are dropped. */
-static void few_rows_contiguous_k(const vkg_matmul_params *p, const batch_view *v,
-                                  const float *bias, size_t n_lo, size_t n_hi) {
-    float acc[SMALL_M * TILE_N];
-    for (size_t n0 = n_lo; n0 < n_hi; n0 += TILE_N) {
-        size_t cols = n_hi - n0 < TILE_N ? n_hi - n0 : TILE_N;
-        for (size_t j = 0; j < cols;) {
-            const float *col[16];
-            float *out = acc + j;
-            if (cols - j >= 16) {
-                for (int c = 0; c < 16; c++) col[c] = v->b + (n0 + j + c) * v->b_sn;
-                COLUMNS_BY_K(4)
-                j += 16;
-            } else {
-                size_t last = cols - j < 4 ? cols - j - 1 : 3;
-                for (size_t c = 0; c < 4; c++) col[c] = v->b + (n0 + j + (c < last ? c : last)) * v->b_sn;
-                COLUMNS_BY_K(1)
-                j += last + 1;
-            }
+/* columns_by_k for rows (1..PASS_ROWS) rows of A from a, G groups, sums to out (rows TILE_N
+ * apart). */
+static void columns_by_k_any_rows(const batch_view *v, size_t K, const float *a, size_t rows,
+                                  int G, const float *col0, size_t col_stride, float *out) {
+    size_t a_sm = v->a_sm, a_sk = v->a_sk;
+    if (G == KGROUPS) {
+        switch (rows) {
+        case 1: columns_by_k(1, KGROUPS, a, a_sm, a_sk, col0, col_stride, K, out, TILE_N); break;
+        case 2: columns_by_k(2, KGROUPS, a, a_sm, a_sk, col0, col_stride, K, out, TILE_N); break;
+        case 3: columns_by_k(3, KGROUPS, a, a_sm, a_sk, col0, col_stride, K, out, TILE_N); break;
+        default: columns_by_k(4, KGROUPS, a, a_sm, a_sk, col0, col_stride, K, out, TILE_N); break;
         }
-        store_block(p, v, bias, 0, p->M, n0, cols, acc, TILE_N);
+    } else {
+        switch (rows) {
+        case 1: columns_by_k(1, 1, a, a_sm, a_sk, col0, col_stride, K, out, TILE_N); break;
+        case 2: columns_by_k(2, 1, a, a_sm, a_sk, col0, col_stride, K, out, TILE_N); break;
+        case 3: columns_by_k(3, 1, a, a_sm, a_sk, col0, col_stride, K, out, TILE_N); break;
+        default: columns_by_k(4, 1, a, a_sm, a_sk, col0, col_stride, K, out, TILE_N); break;
+        }
     }
 }
 
-/* Units [begin, end) when M <= SMALL_M: one row tile per batch entry, so consecutive units are
+/* Columns [n_lo, n_hi) of all M rows, B with b_sk == 1, in blocks of TILE_N columns; rows go
+ * PASS_ROWS at a time over each block.  Columns go 4 * KGROUPS at a time, then 4 at a time;
+ * each of the last (fewer than 4) columns is done alone as a group of 4 lanes that all read it
+ * (a column stride of 0). */
+static void few_rows_contiguous_k(const vkg_matmul_params *p, const batch_view *v,
+                                  const float *bias, size_t n_lo, size_t n_hi) {
+    float acc[PASS_ROWS * TILE_N], lone[PASS_ROWS * TILE_N];
+    for (size_t n0 = n_lo; n0 < n_hi; n0 += TILE_N) {
+        size_t cols = n_hi - n0 < TILE_N ? n_hi - n0 : TILE_N;
+        const float *col = v->b + n0 * v->b_sn;
+        for (size_t m0 = 0; m0 < p->M; m0 += PASS_ROWS) {
+            size_t rows = p->M - m0 < PASS_ROWS ? p->M - m0 : PASS_ROWS;
+            const float *a = v->a + m0 * v->a_sm;
+            size_t j = 0;
+            for (; j + 4 * KGROUPS <= cols; j += 4 * KGROUPS)
+                columns_by_k_any_rows(v, p->K, a, rows, KGROUPS, col + j * v->b_sn, v->b_sn, acc + j);
+            for (; j + 4 <= cols; j += 4)
+                columns_by_k_any_rows(v, p->K, a, rows, 1, col + j * v->b_sn, v->b_sn, acc + j);
+            for (; j < cols; j++) {
+                columns_by_k_any_rows(v, p->K, a, rows, 1, col + j * v->b_sn, 0, lone);
+                for (size_t i = 0; i < rows; i++) acc[i * TILE_N + j] = lone[i * TILE_N];
+            }
+            store_block(p, v, bias, m0, rows, n0, cols, acc, TILE_N);
+        }
+    }
+}
+
+/* Units [begin, end) when M <= FEW_ROWS: one row tile per batch entry, so consecutive units are
  * consecutive column tiles; each batch entry's run of them is done as one run of columns. */
 static void few_rows(const vkg_matmul_params *p, const float *A, const float *B, float *C,
                      const float *bias, const float *R, size_t begin, size_t end) {
@@ -358,7 +419,7 @@ size_t vkg_cpu_matmul_units(const vkg_matmul_params *p) {
  * thread) share a K x TILE_N panel of B, which stays in cache. */
 void vkg_cpu_matmul(const vkg_matmul_params *p, const float *A, const float *B, float *C,
                     const float *bias, const float *R, size_t begin, size_t end) {
-    if (p->M <= SMALL_M && (p->b_stride_n == 1 || p->b_stride_k == 1)) {
+    if (p->M <= FEW_ROWS && (p->b_stride_n == 1 || p->b_stride_k == 1)) {
         few_rows(p, A, B, C, bias, R, begin, end);
         return;
     }

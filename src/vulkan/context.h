@@ -4,7 +4,15 @@
  *
  * Function pointers come from volk.  Only volkLoadInstance() is called (never volkLoadDevice()),
  * so device-level calls go through the loader's dispatch and stay correct when several devices,
- * even from different drivers, are open at once. */
+ * even from different drivers, are open at once.
+ *
+ * Environment variables read by the Vulkan executor:
+ *   VKG_VALIDATION=1        the Khronos validation layer, as vkg_device_options.validation
+ *   VKG_SYNC_VALIDATION=0   ... without its synchronization checks (on by default with it)
+ *   VKG_TIMEOUT_MS=N        how long a run may take before VKG_ERR_TIMEOUT (default 60000)
+ *   VKG_PIPELINE_CACHE=0    no pipeline cache file (see pipelines.h for where it lives)
+ *   VKG_MATMUL=texel|tiled  force the texel-buffer or the shared-memory matmul shaders
+ *   VKG_VULKAN_STEPS=1      print each step's shader, workgroups and specialization */
 #ifndef VKG_VK_CONTEXT_H
 #define VKG_VK_CONTEXT_H
 
@@ -18,6 +26,9 @@
 typedef struct vkg_vk_tuning {
     uint32_t elementwise_wg;   /* invocations per workgroup: binary, unary, embedding           */
     uint32_t row_wg;           /* invocations per row: softmax, layernorm (any multiple of 1)    */
+    uint32_t max_groups;       /* element-wise and row shaders: at most this many workgroups,
+                                  each looping over its share (0: one per element block or row) */
+    uint32_t min_group_work;   /* ... and at least this many elements per workgroup (0: any)    */
     int matmul_texel;          /* 1: matmul reads A and B through uniform texel buffers          */
     uint32_t mm_wg_x, mm_wg_y; /* matmul workgroup (columns, rows of invocations)                */
     uint32_t mm_tm, mm_tn;     /* outputs per invocation: rows, columns (register block); the

@@ -78,6 +78,12 @@ vkg_status vkg_vk_memory_create(vkg_vk_context *c, int n, const vkg_vk_buffer_re
             .usage = BUFFER_USAGE,
             .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
         };
+        if (bci.size > max_buffer) {   /* refused before the driver sees a size it cannot take */
+            st = vkg_error_set(err, VKG_ERR_UNSUPPORTED,
+                               "a buffer of %.1f MiB exceeds the largest allocation %s allows (%.1f MiB)",
+                               (double)bci.size / MIB, c->props.deviceName, (double)max_buffer / MIB);
+            break;
+        }
         VkResult r = vkCreateBuffer(c->device, &bci, NULL, &bufs[i].buffer);
         if (r != VK_SUCCESS) {
             bufs[i].buffer = VK_NULL_HANDLE;
@@ -163,6 +169,7 @@ void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_me
 }
 
 void vkg_vk_staging_free(vkg_vk_context *c, vkg_vk_staging *st) {
+    if (st->pending) vkWaitForFences(c->device, 1, &st->fence, VK_TRUE, UINT64_MAX);
     if (st->fence) vkDestroyFence(c->device, st->fence, NULL);
     if (st->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &st->cmd);
     if (st->buffer) vkDestroyBuffer(c->device, st->buffer, NULL);
@@ -209,7 +216,17 @@ static vkg_status staging_init(vkg_vk_context *c, vkg_vk_staging *st, vkg_error 
  * earlier shader and host work and make its result visible to the host and later shaders. */
 static vkg_status staged_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_vk_buffer *b, VkDeviceSize offset,
                               VkDeviceSize bytes, int to_device, vkg_error *err) {
-    VkResult r = vkResetCommandBuffer(st->cmd, 0);
+    VkResult r;
+    if (st->pending) {   /* an earlier copy timed out: it must finish before its buffers are reused */
+        r = vkWaitForFences(c->device, 1, &st->fence, VK_TRUE, vkg_vk_timeout_ns());
+        if (r == VK_TIMEOUT)
+            return vkg_error_set(err, VKG_ERR_TIMEOUT, "an earlier copy to or from the device is still running");
+        if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "waiting for an earlier copy");
+        st->pending = 0;
+        r = vkResetFences(c->device, 1, &st->fence);
+        if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetFences");
+    }
+    r = vkResetCommandBuffer(st->cmd, 0);
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetCommandBuffer");
     VkCommandBufferBeginInfo bi = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -242,8 +259,10 @@ static vkg_status staged_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_v
                          0, NULL);
     r = vkEndCommandBuffer(st->cmd);
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkEndCommandBuffer");
-    return vkg_vk_submit_wait(c, st->cmd, st->fence, to_device ? "uploading through staging" : "reading through staging",
-                              err);
+    vkg_status s = vkg_vk_submit_wait(c, st->cmd, st->fence,
+                                      to_device ? "uploading through staging" : "reading through staging", err);
+    if (s == VKG_ERR_TIMEOUT) st->pending = 1;
+    return s;
 }
 
 static vkg_status check_range(const vkg_vk_buffer *b, VkDeviceSize offset, size_t bytes, vkg_error *err) {

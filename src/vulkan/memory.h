@@ -38,6 +38,7 @@ typedef struct vkg_vk_staging {
     VkDeviceSize size;
     VkCommandBuffer cmd;
     VkFence fence;
+    int pending;             /* a copy timed out: wait for it before reusing anything        */
 } vkg_vk_staging;
 
 /* Writes bytes at offset of b: a memcpy when b is mapped, else staged copies (created on first

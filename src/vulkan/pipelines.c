@@ -63,11 +63,13 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
      * loads are slow and texel fetches fast, so matmul reads vec4 texels into large register
      * blocks.  A GPU gets wide workgroups, shared-memory tiles and coalesced storage-buffer
      * loads. */
-    t->elementwise_wg = clamp_u32(cpu ? 64 : 256, 1, max_x);
-    t->row_wg = clamp_u32(cpu ? 4 * sg : 256, 1, max_x);
+    t->elementwise_wg = clamp_u32(256, 1, max_x);
+    t->row_wg = clamp_u32(cpu ? sg : 256, 1, max_x);
+    t->max_groups = cpu ? 16 : 0;
+    t->min_group_work = cpu ? 8192 : 0;
     t->matmul_texel = cpu && texel_ok;
     if (cpu) {
-        t->mm_wg_x = 8, t->mm_wg_y = 4, t->mm_tm = 8, t->mm_tn = 8, t->mm_bk = 8;
+        t->mm_wg_x = 8, t->mm_wg_y = 8, t->mm_tm = 8, t->mm_tn = 8, t->mm_bk = 8;
         t->mv_wg = 16, t->mv_cols = 16, t->mv_tn = 16;
     } else {
         t->mm_wg_x = 16, t->mm_wg_y = 16, t->mm_tm = 4, t->mm_tn = 4, t->mm_bk = 16;

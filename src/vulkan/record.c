@@ -33,8 +33,14 @@ int vkg_vk_step_hazard(const vkg_plan *p, int i, int last_barrier) {
 }
 
 /* n workgroups laid out over x (and y when x's limit is exceeded); shaders rebuild the linear
- * index as x + y * gl_NumWorkGroups.x. */
-static void linear_groups(const vkg_vk_context *c, uint64_t n, uint32_t g[3]) {
+ * index as x + y * gl_NumWorkGroups.x.  The element-wise and row shaders loop over what their
+ * workgroups do not cover, so on devices where each workgroup costs much (llvmpipe: ~20 us) the
+ * tuning caps their number and gives each at least min_group_work of the `work` elements. */
+static void linear_groups(const vkg_vk_context *c, uint64_t n, uint64_t work, uint32_t g[3]) {
+    const vkg_vk_tuning *t = &c->tuning;
+    if (t->max_groups && n > t->max_groups) n = t->max_groups;
+    if (t->min_group_work && n > work / t->min_group_work)
+        n = work / t->min_group_work ? work / t->min_group_work : 1;
     uint64_t max_x = c->props.limits.maxComputeWorkGroupCount[0];
     g[0] = (uint32_t)(n < max_x ? n : max_x);
     g[1] = g[0] ? div_up(n, g[0]) : 0;
@@ -115,30 +121,35 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
     }
     case VKG_KERNEL_BINARY: {
         const uint32_t *s = st->params.binary.shape;
+        uint64_t n = (uint64_t)s[0] * s[1] * s[2] * s[3];
         *sh = VKG_SH_BINARY;
-        linear_groups(c, div_up((uint64_t)s[0] * s[1] * s[2] * s[3], t->elementwise_wg), g);
+        linear_groups(c, div_up(n, t->elementwise_wg), n, g);
         return VKG_OK;
     }
     case VKG_KERNEL_UNARY: {
         const uint32_t *s = st->params.unary.shape;
+        uint64_t n = (uint64_t)s[0] * s[1] * s[2] * s[3];
         *sh = VKG_SH_UNARY;
-        linear_groups(c, div_up((uint64_t)s[0] * s[1] * s[2] * s[3], t->elementwise_wg), g);
+        linear_groups(c, div_up(n, t->elementwise_wg), n, g);
         return VKG_OK;
     }
     case VKG_KERNEL_SOFTMAX:
         *sh = VKG_SH_SOFTMAX;
         spec[0] = t->row_wg;
-        linear_groups(c, st->params.softmax.rows, g);
+        linear_groups(c, st->params.softmax.rows, (uint64_t)st->params.softmax.rows * st->params.softmax.cols,
+                      g);
         return VKG_OK;
     case VKG_KERNEL_LAYERNORM:
         *sh = VKG_SH_LAYERNORM;
         spec[0] = t->row_wg;
-        linear_groups(c, st->params.layernorm.rows, g);
+        linear_groups(c, st->params.layernorm.rows,
+                      (uint64_t)st->params.layernorm.rows * st->params.layernorm.cols, g);
         return VKG_OK;
     case VKG_KERNEL_EMBEDDING: {
         const vkg_embedding_params *e = &st->params.embedding;
         *sh = VKG_SH_EMBEDDING;
-        linear_groups(c, div_up((uint64_t)e->n_ids * e->dim, t->elementwise_wg), g);
+        uint64_t n = (uint64_t)e->n_ids * e->dim;
+        linear_groups(c, div_up(n, t->elementwise_wg), n, g);
         return VKG_OK;
     }
     default:
@@ -181,6 +192,9 @@ vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
     s->steps = calloc((size_t)p->n_steps + 1, sizeof *s->steps);
     if (!s->steps) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory preparing %d steps", p->n_steps);
     int last_barrier = 0;
+    /* VKG_VULKAN_STEPS=1: one line per step on stderr (shader, workgroups, specialization). */
+    const char *env = getenv("VKG_VULKAN_STEPS");
+    int show = env && strcmp(env, "0") != 0 && *env;
     for (int i = 0; i < p->n_steps; i++) {
         vkg_vk_step *vs = &s->steps[i];
         vkg_vk_shader sh;
@@ -201,6 +215,12 @@ vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
         }
         vs->barrier = i > 0 && (hazard || p->steps[i].barrier);
         if (vs->barrier) last_barrier = i;
+        if (show) {
+            fprintf(stderr, "vkgraph: step %3d %-24s %-15s groups %ux%ux%u spec", i, p->steps[i].label,
+                    vkg_vk_shader_file(sh), vs->groups[0], vs->groups[1], vs->groups[2]);
+            for (uint32_t k = 0; k < n_spec; k++) fprintf(stderr, " %u", spec[k]);
+            fprintf(stderr, "%s\n", vs->barrier ? " (barrier)" : "");
+        }
     }
     return VKG_OK;
 }
