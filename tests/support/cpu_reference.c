@@ -4,11 +4,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/kernels.h"
+
 float *ref_random_floats(vkg_rng *rng, size_t n, float scale) {
     float *x = malloc((n ? n : 1) * sizeof *x);
     if (!x) return NULL;
     for (size_t i = 0; i < n; i++) x[i] = scale * (2.0f * vkg_rng_uniform(rng) - 1.0f);
     return x;
+}
+
+float *ref_checked_floats(vkg_rng *rng, size_t n, float scale) {
+    float *x = ref_random_floats(rng, n, scale);
+    assert_non_null(x);
+    return x;
+}
+
+typedef struct matmul_job {
+    const vkg_matmul_params *p;
+    const float *A, *B, *bias, *R;
+    float *C;
+} matmul_job;
+
+static void matmul_range(void *ctx, size_t begin, size_t end) {
+    const matmul_job *j = ctx;
+    vkg_cpu_matmul(j->p, j->A, j->B, j->C, j->bias, j->R, begin, end);
+}
+
+void ref_run_matmul_kernel(vkg_threadpool *pool, const vkg_matmul_params *p, const float *A,
+                           const float *B, float *C, const float *bias, const float *R) {
+    matmul_job job = {p, A, B, bias, R, C};
+    if (pool)
+        vkg_threadpool_for(pool, vkg_cpu_matmul_units(p), matmul_range, &job);
+    else
+        vkg_cpu_matmul(p, A, B, C, bias, R, 0, vkg_cpu_matmul_units(p));
 }
 
 vkg_matmul_params ref_matmul_params(uint32_t M, uint32_t N, uint32_t K) {

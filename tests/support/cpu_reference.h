@@ -1,17 +1,37 @@
 /* Naive references for the CPU kernels, written straight from the formulas in the headers under
  * shaders/params: one output element at a time, no tiling, no threads.  The matmul reference sums
  * in the same k order as the kernel (float, from 0), so the two agree bit for bit; the row
- * references for softmax and layernorm work in double. */
+ * references for softmax and layernorm work in double.  Also the few CMocka helpers that the
+ * CPU kernel tests share (checked random inputs, a tolerance assertion, the matmul kernel run
+ * over all its units). */
 #ifndef VKG_TEST_CPU_REFERENCE_H
 #define VKG_TEST_CPU_REFERENCE_H
 
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include <cmocka.h>
+#include <math.h>
+
+#include "cpu/threadpool.h"
 #include "params/matmul.h"
 #include "vkgraph.h"
 
 /* n floats uniform in [-scale, scale) (malloc'd; NULL when out of memory). */
 float *ref_random_floats(vkg_rng *rng, size_t n, float scale);
+
+/* ref_random_floats that fails the running test instead of returning NULL. */
+float *ref_checked_floats(vkg_rng *rng, size_t n, float scale);
+
+/* Fails the running test (at the caller's line) unless |got - want| <= tol, compared in double. */
+#define ref_assert_close(got, want, tol) assert_true(fabs((double)(got) - (double)(want)) <= (tol))
+
+/* The kernel under test, vkg_cpu_matmul, over all its units, spread over pool (NULL: one call
+ * on this thread). */
+void ref_run_matmul_kernel(vkg_threadpool *pool, const vkg_matmul_params *p, const float *A,
+                           const float *B, float *C, const float *bias, const float *R);
 
 /* The parameters of a plain row-major A [M, K] @ B [K, N] -> C [M, N], one batch entry, no
  * epilogue (R, when a flag adds it, row-major [M, N] too). */
