@@ -30,7 +30,7 @@ void main() {
         if (p.op == VKG_UNARY_COPY) v = x;
         else if (p.op == VKG_UNARY_SCALE) v = p.alpha * x;
         else if (p.op == VKG_UNARY_GELU) v = vkg_gelu(x);
-        else if (p.op == VKG_UNARY_RELU) v = max(x, 0.0);
+        else if (p.op == VKG_UNARY_RELU) v = x > 0.0 ? x : 0.0; /* NaN -> 0 on every driver (max(NaN, 0) is undefined in SPIR-V) */
         else v = int(i3) > int(i2) + p.causal_offset + dyn ? vkg_neg_inf() : x;
         x_out[out_base + i0 * p.out_strides[0] + i1 * p.out_strides[1] + i2 * p.out_strides[2] +
               i3 * p.out_strides[3]] = v;
