@@ -9,7 +9,6 @@
 #include <stdint.h>
 
 #include <cmocka.h>
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "core/backend.h"
 #include "models/lesson.h"
 #include "support/test_util.h"
+#include "support/vk_test.h"
 #include "vkgraph.h"
 
 /* Device results against double-precision host values. */
@@ -85,31 +85,7 @@ static void ref_multi_head(const vkg_lesson_tokens *t, const float *x, int H, co
 
 /* ---- captured printing --------------------------------------------------------------------- */
 
-typedef struct capture {
-    char *text;
-    size_t len;
-    FILE *f;
-} capture;
 
-static FILE *capture_begin(capture *c) {
-    c->text = NULL;
-    c->f = open_memstream(&c->text, &c->len);
-    assert_non_null(c->f);
-    return c->f;
-}
-
-static const char *capture_end(capture *c) {
-    fclose(c->f);
-    return c->text;
-}
-
-/* The line that starts with prefix (the rest of the text from there). */
-static const char *line_with(const char *text, const char *prefix) {
-    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-        if (strncmp(p, prefix, strlen(prefix)) == 0) return p;
-    fail_msg("no line starting with '%s' in:\n%s", prefix, text);
-    return NULL;
-}
 
 /* Reads the numbers of a printed numpy array ("[[0.1 0.2]\n [0.3 0.  ]]") from s. */
 static int parse_array(const char *s, double *out, int max) {
@@ -138,51 +114,6 @@ static void assert_printed(double printed, double exact, int decimals) {
 
 /* ---- fixtures ------------------------------------------------------------------------------ */
 
-static int open_cpu(void **state) {
-    vkg_device *d = NULL;
-    vkg_device_options opts = {.quiet = 1};
-    vkg_error err = {0};
-    if (vkg_device_open("cpu", &opts, &d, &err) != VKG_OK) {
-        fprintf(stderr, "opening the CPU device: %s\n", err.message);
-        return -1;
-    }
-    *state = d;
-    return 0;
-}
-
-static int open_vulkan(void **state) {
-    vkg_device *d = NULL;
-    void *layer = dlopen("libVkLayer_khronos_validation.so", RTLD_NOW | RTLD_NODELETE);
-    if (layer) dlclose(layer);
-    vkg_device_options opts = {.validation = 1, .quiet = 1};
-    vkg_error err = {0};
-    if (vkg_device_open("vulkan", &opts, &d, &err) != VKG_OK) {
-        fprintf(stderr, "no Vulkan device (%s): the Vulkan tests are skipped\n", err.message);
-        d = NULL;
-    }
-    *state = d;
-    return 0;
-}
-
-static int close_device(void **state) {
-    vkg_device *d = *state;
-    if (!d) return 0;
-    /* Vulkan: tear the device down first so that teardown messages are counted too. */
-    uint64_t messages = 0;
-    if (!vkg_device_is_cpu(d)) {
-        d->ops->device_free(d->impl);
-        d->impl = NULL;
-        messages = vkg_device_validation_errors(d);
-    }
-    vkg_device_free(d);
-    if (messages) fprintf(stderr, "validation reported %llu messages\n", (unsigned long long)messages);
-    return messages ? -1 : 0;
-}
-
-static vkg_device *device(void **state) {
-    if (!*state) skip();
-    return *state;
-}
 
 static void check_ok(vkg_status st, const vkg_error *err) {
     if (st != VKG_OK) fail_msg("%s: %s", vkg_status_name(st), err->message);
@@ -223,7 +154,7 @@ static void test_format_like_numpy(void **state) {
 /* ---- step 1 -------------------------------------------------------------------------------- */
 
 static void test_lookup(void **state) {
-    vkg_device *d = device(state);
+    vkg_device *d = vk_test_device(state);
     vkg_lesson_lookup r;
     vkg_error err = {0};
     check_ok(vkg_lesson_step_lookup(d, &r, &err), &err);
@@ -242,9 +173,9 @@ static void test_lookup(void **state) {
     assert_true(r.masked_weights[1] == 0.0f);   /* blocked: exactly zero */
     assert_true(r.matches_reference);
 
-    capture c;
-    vkg_lesson_print_lookup(capture_begin(&c), &r);
-    assert_string_equal(capture_end(&c), "weights: [[0.434 0.214 0.351]]  output: [[6.1 3.9]]\n"
+    test_capture c;
+    vkg_lesson_print_lookup(test_capture_begin(&c), &r);
+    assert_string_equal(test_capture_end(&c), "weights: [[0.434 0.214 0.351]]  output: [[6.1 3.9]]\n"
                                          "matches a plain C computation: True\n"
                                          "key 1 blocked by the mask: weights: [[0.553 0.    0.447]]  "
                                          "output: [[7.76 2.24]]\n");
@@ -263,7 +194,7 @@ static double ref_std(const double *x, int n) {
 }
 
 static void test_scaling(void **state) {
-    vkg_device *d = device(state);
+    vkg_device *d = vk_test_device(state);
     vkg_lesson_scaling r;
     vkg_error err = {0};
     check_ok(vkg_lesson_step_scaling(d, &r, &err), &err);
@@ -308,24 +239,24 @@ static void test_scaling(void **state) {
     assert_true(r.largest_unscaled > 0.95f && r.grad_unscaled < 0.05f);   /* saturated */
     assert_true(r.largest_scaled < 0.6f && r.grad_scaled > 0.15f);        /* moderate  */
 
-    capture c;
-    vkg_lesson_print_scaling(capture_begin(&c), &r);
-    const char *text = capture_end(&c);
+    test_capture c;
+    vkg_lesson_print_scaling(test_capture_begin(&c), &r);
+    const char *text = test_capture_end(&c);
     for (int i = 0; i < 3; i++) {
         char prefix[32];
         int dk = 0;
         double a = 0, b = 0;
         snprintf(prefix, sizeof prefix, "d_k = %3d: ", dims[i]);
-        assert_int_equal(sscanf(line_with(text, prefix), "d_k = %d: std of q.k = %lf after / sqrt(d_k) = %lf", &dk, &a, &b),
+        assert_int_equal(sscanf(test_line_with(text, prefix), "d_k = %d: std of q.k = %lf after / sqrt(d_k) = %lf", &dk, &a, &b),
                          3);
         assert_printed(a, r.std_dots[i], 2);
         assert_printed(b, r.std_scaled[i], 2);
     }
     double p = 0, g = 0;
-    assert_int_equal(sscanf(line_with(text, "unscaled : "), "unscaled : largest weight %lf, its gradient p(1-p) = %lf", &p, &g), 2);
+    assert_int_equal(sscanf(test_line_with(text, "unscaled : "), "unscaled : largest weight %lf, its gradient p(1-p) = %lf", &p, &g), 2);
     assert_printed(p, top[0], 3);
     assert_printed(g, top[0] * (1 - top[0]), 4);
-    assert_int_equal(sscanf(line_with(text, "scaled   : "), "scaled : largest weight %lf, its gradient p(1-p) = %lf", &p, &g), 2);
+    assert_int_equal(sscanf(test_line_with(text, "scaled   : "), "scaled : largest weight %lf, its gradient p(1-p) = %lf", &p, &g), 2);
     assert_printed(p, top[1], 3);
     assert_printed(g, top[1] * (1 - top[1]), 4);
     free(c.text);
@@ -339,7 +270,7 @@ static void test_scaling(void **state) {
 
 static void test_self_attention(void **state) {
     enum { T = VKG_LESSON_TOKENS, C = VKG_LESSON_D_MODEL };
-    vkg_device *d = device(state);
+    vkg_device *d = vk_test_device(state);
     vkg_lesson_self_attention *r = malloc(sizeof *r);
     vkg_lesson_tokens *t = malloc(sizeof *t);
     assert_true(r && t);
@@ -369,9 +300,9 @@ static void test_self_attention(void **state) {
     assert_int_equal(r->multi_head_ndim, 2);
     assert_true(r->multi_head_shape[0] == T && r->multi_head_shape[1] == C);
 
-    capture c;
-    vkg_lesson_print_self_attention(capture_begin(&c), r);
-    const char *text = capture_end(&c);
+    test_capture c;
+    vkg_lesson_print_self_attention(test_capture_begin(&c), r);
+    const char *text = test_capture_end(&c);
     double printed[T * T];
     assert_int_equal(parse_array(text, printed, T * T), T * T);
     for (int i = 0; i < T * T; i++) assert_printed(printed[i], w[i], 2);
@@ -386,7 +317,7 @@ static void test_self_attention(void **state) {
 
 static void test_permutation(void **state) {
     enum { T = VKG_LESSON_TOKENS, C = VKG_LESSON_D_MODEL };
-    vkg_device *d = device(state);
+    vkg_device *d = vk_test_device(state);
     vkg_lesson_permutation r;
     vkg_error err = {0};
     check_ok(vkg_lesson_step_permutation(d, &r, &err), &err);
@@ -418,13 +349,13 @@ static void test_permutation(void **state) {
     assert_true(fabs(r.max_diff_causal - worst_causal) < TOL);
     assert_true(worst_causal > 0.1);
 
-    capture c;
-    vkg_lesson_print_permutation(capture_begin(&c), &r);
+    test_capture c;
+    vkg_lesson_print_permutation(test_capture_begin(&c), &r);
     char want[512];
     snprintf(want, sizeof want, "perm = [3, 0, 4, 1, 2]\nshuffled input gives shuffled output: True\n"
              "with a causal mask, shuffled input gives shuffled output: False (largest difference %.2g)\n",
              r.max_diff_causal);
-    assert_string_equal(capture_end(&c), want);
+    assert_string_equal(test_capture_end(&c), want);
     free(c.text);
     free(t);
     check_validation(d);
@@ -434,7 +365,7 @@ static void test_permutation(void **state) {
 
 static void test_positions(void **state) {
     enum { P = VKG_LESSON_PE_POSITIONS, D = VKG_LESSON_PE_DIM };
-    vkg_device *d = device(state);
+    vkg_device *d = vk_test_device(state);
     vkg_lesson_positions *r = malloc(sizeof *r);
     assert_non_null(r);
     vkg_error err = {0};
@@ -462,13 +393,13 @@ static void test_positions(void **state) {
     }
     assert_true(r->dots_equal);
 
-    capture c;
-    vkg_lesson_print_positions(capture_begin(&c), r);
-    const char *text = capture_end(&c);
+    test_capture c;
+    vkg_lesson_print_positions(test_capture_begin(&c), r);
+    const char *text = test_capture_end(&c);
     assert_non_null(strstr(text, "pos  0: rotating gives position 3: True\n"
                                  "pos 10: rotating gives position 13: True\n"
                                  "pos 40: rotating gives position 43: True\n"));
-    const char *dl = line_with(text, "PE(pos) . PE(pos + 3):");
+    const char *dl = test_line_with(text, "PE(pos) . PE(pos + 3):");
     for (int i = 0; i < 5; i++) {
         char key[16];
         snprintf(key, sizeof key, "pos %d: ", dots_at[i]);
@@ -477,7 +408,7 @@ static void test_positions(void **state) {
         assert_printed(strtod(at + strlen(key), NULL), expected, 4);
     }
     double sum = 0;
-    assert_int_equal(sscanf(line_with(text, "sum of cos"), "sum of cos(3 omega_i): %lf;", &sum), 1);
+    assert_int_equal(sscanf(test_line_with(text, "sum of cos"), "sum of cos(3 omega_i): %lf;", &sum), 1);
     assert_printed(sum, expected, 4);
     assert_non_null(strstr(text, "depends only on k: True\n"));
     free(c.text);
@@ -487,7 +418,7 @@ static void test_positions(void **state) {
 
 /* The positional encoding checks its arguments. */
 static void test_positional_encoding_arguments(void **state) {
-    vkg_device *d = device(state);
+    vkg_device *d = vk_test_device(state);
     float pe[16];
     vkg_error err = {0};
     assert_int_equal(vkg_lesson_positional_encoding(d, 2, 3, pe, &err), VKG_ERR_INVALID_ARGUMENT);
@@ -497,7 +428,7 @@ static void test_positional_encoding_arguments(void **state) {
 
 /* The run helper: a graph in error, a name that is not there; the first failure sticks. */
 static void test_run_errors(void **state) {
-    vkg_device *d = device(state);
+    vkg_device *d = vk_test_device(state);
     vkg_error err = {0};
     vkg_graph *g = vkg_graph_new();
     vkg_tensor a = vkg_input(g, "a", VKG_F32, 2, (int64_t[]){2, 3});
@@ -535,7 +466,7 @@ static void test_run_errors(void **state) {
 /* ---- step 6 -------------------------------------------------------------------------------- */
 
 static void test_block(void **state) {
-    vkg_device *d = device(state);
+    vkg_device *d = vk_test_device(state);
     vkg_lesson_block *r = malloc(sizeof *r);
     assert_non_null(r);
     vkg_error err = {0};
@@ -590,14 +521,14 @@ static void test_block(void **state) {
     }
     assert_true(r->peak_weights[VKG_LESSON_N_PEAKS - 1][0] > 0.999f);
 
-    capture c;
-    vkg_lesson_print_block(capture_begin(&c), r);
-    const char *text = capture_end(&c);
+    test_capture c;
+    vkg_lesson_print_block(test_capture_begin(&c), r);
+    const char *text = test_capture_end(&c);
     assert_non_null(strstr(text, "input [2, 10, 64] -> shape: [2, 10, 64]\nparameters per block: 49984\n"
                                  "d_model 768, 12 heads, d_ff 3072: 7087872 parameters (rule of thumb "
                                  "12 * 768^2 = 7077888)\n"));
     double printed[25];
-    assert_int_equal(parse_array(line_with(text, "causal weights:") + strlen("causal weights:"), printed, 25), 25);
+    assert_int_equal(parse_array(test_line_with(text, "causal weights:") + strlen("causal weights:"), printed, 25), 25);
     for (int i = 0; i < 25; i++) assert_printed(printed[i], w[i], 2);
     assert_non_null(strstr(text, "Exercise 1, values V = [[1, 0], [0, 1], [1, 1], [2, 3], [6, 0]]\n"
                                  "equal scores: weights [[0.2 0.2 0.2 0.2 0.2]]  output [[2. 1.]]  "
@@ -623,7 +554,7 @@ int main(void) {
     const struct CMUnitTest cpu_tests[] = {DEVICE_TESTS};
     const struct CMUnitTest vulkan_tests[] = {DEVICE_TESTS};
     int failed = cmocka_run_group_tests_name("lesson: formatting", host_tests, NULL, NULL);
-    failed += cmocka_run_group_tests_name("lesson on the CPU", cpu_tests, open_cpu, close_device);
-    failed += cmocka_run_group_tests_name("lesson on Vulkan", vulkan_tests, open_vulkan, close_device);
+    failed += cmocka_run_group_tests_name("lesson on the CPU", cpu_tests, vk_test_cpu_group_setup, vk_test_group_teardown);
+    failed += cmocka_run_group_tests_name("lesson on Vulkan", vulkan_tests, vk_test_group_setup, vk_test_group_teardown);
     return failed;
 }

@@ -8,7 +8,6 @@
 #include <stdint.h>
 
 #include <cmocka.h>
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,80 +19,13 @@
 #include "models/gpt2_random.h"
 #include "models/lesson.h"
 #include "support/test_util.h"
+#include "support/vk_test.h"
 #include "vkgraph.h"
 
 #define TOL 1e-4
 
-typedef struct capture {
-    char *text;
-    size_t len;
-    FILE *f;
-} capture;
 
-static FILE *capture_begin(capture *c) {
-    c->text = NULL;
-    c->f = open_memstream(&c->text, &c->len);
-    assert_non_null(c->f);
-    return c->f;
-}
 
-static const char *capture_end(capture *c) {
-    fclose(c->f);
-    return c->text;
-}
-
-static const char *line_with(const char *text, const char *prefix) {
-    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-        if (strncmp(p, prefix, strlen(prefix)) == 0) return p;
-    fail_msg("no line starting with '%s' in:\n%s", prefix, text);
-    return NULL;
-}
-
-static int open_cpu(void **state) {
-    vkg_device_options opts = {.quiet = 1};
-    vkg_error err = {0};
-    vkg_device *d = NULL;
-    if (vkg_device_open("cpu", &opts, &d, &err) != VKG_OK) {
-        fprintf(stderr, "opening the CPU device: %s\n", err.message);
-        return -1;
-    }
-    *state = d;
-    return 0;
-}
-
-static int open_vulkan(void **state) {
-    void *layer = dlopen("libVkLayer_khronos_validation.so", RTLD_NOW | RTLD_NODELETE);
-    if (layer) dlclose(layer);
-    vkg_device_options opts = {.validation = 1, .quiet = 1};
-    vkg_error err = {0};
-    vkg_device *d = NULL;
-    if (vkg_device_open("vulkan", &opts, &d, &err) != VKG_OK) {
-        fprintf(stderr, "no Vulkan device (%s): the Vulkan tests are skipped\n", err.message);
-        d = NULL;
-    }
-    *state = d;
-    return 0;
-}
-
-/* Vulkan: the device is torn down first so that teardown messages are counted too. */
-static int close_device(void **state) {
-    vkg_device *d = *state;
-    if (!d) return 0;
-    uint64_t messages = 0;
-    if (!vkg_device_is_cpu(d)) {
-        d->ops->device_free(d->impl);
-        d->impl = NULL;
-        messages = vkg_device_validation_errors(d);
-    }
-    vkg_device_free(d);
-    if (messages) fprintf(stderr, "validation reported %llu messages\n", (unsigned long long)messages);
-    return messages ? -1 : 0;
-}
-
-static vkg_device *device(void **state) {
-    if (!*state) skip();
-    return *state;
-}
 
 static void check_ok(vkg_status st, const vkg_error *err) {
     if (st != VKG_OK) fail_msg("%s: %s", vkg_status_name(st), err->message);
@@ -145,7 +77,7 @@ static const char *tokenizer_dir(void) {
 }
 
 static void test_gpt2(void **state) {
-    vkg_device *d = device(state);
+    vkg_device *d = vk_test_device(state);
     const char *model_dir = random_gpt2_dir();
     vkg_lesson_gpt2 r;
     vkg_error err = {0};
@@ -194,16 +126,16 @@ static void test_gpt2(void **state) {
         }
     assert_int_equal(moves, count);
 
-    capture c;
-    vkg_lesson_print_gpt2(capture_begin(&c), &r);
-    const char *text = capture_end(&c);
+    test_capture c;
+    vkg_lesson_print_gpt2(test_capture_begin(&c), &r);
+    const char *text = test_capture_end(&c);
     assert_non_null(strstr(text, "6 layers; 4 heads per layer\n"));
     for (int h = 0; h < 4; h++) {
         char prefix[64], repr[64], line[256];
         int k = 4 * 4 + h, chars = vkg_lesson_py_repr(repr, sizeof repr, r.tired.tokens[r.tired.best[k]]);
         snprintf(prefix, sizeof prefix, "head %2d: ' it' attends most to ", h);
         snprintf(line, sizeof line, "%s%s%*s (%.2f)\n", prefix, repr, 12 - chars, "", (double)r.tired.best_weight[k]);
-        assert_true(strncmp(line_with(text, prefix), line, strlen(line)) == 0);
+        assert_true(strncmp(test_line_with(text, prefix), line, strlen(line)) == 0);
     }
     assert_non_null(strstr(text, moves ? " -> ' street' (" : "  none\n"));
 
@@ -229,7 +161,7 @@ static void test_gpt2(void **state) {
 }
 
 static void test_gpt2_errors(void **state) {
-    vkg_device *d = device(state);
+    vkg_device *d = vk_test_device(state);
     vkg_lesson_gpt2 r;
     vkg_error err = {0};
     assert_int_not_equal(vkg_lesson_gpt2_run(d, "/nonexistent-model", NULL, &r, &err), VKG_OK);
@@ -282,7 +214,7 @@ int main(void) {
     const struct CMUnitTest cpu_tests[] = {cmocka_unit_test(test_gpt2), cmocka_unit_test(test_gpt2_errors)};
     const struct CMUnitTest vulkan_tests[] = {cmocka_unit_test(test_gpt2)};
     int failed = cmocka_run_group_tests_name("lesson step 7: repr and command", host_tests, NULL, NULL);
-    failed += cmocka_run_group_tests_name("lesson step 7 on the CPU", cpu_tests, open_cpu, close_device);
-    failed += cmocka_run_group_tests_name("lesson step 7 on Vulkan", vulkan_tests, open_vulkan, close_device);
+    failed += cmocka_run_group_tests_name("lesson step 7 on the CPU", cpu_tests, vk_test_cpu_group_setup, vk_test_group_teardown);
+    failed += cmocka_run_group_tests_name("lesson step 7 on Vulkan", vulkan_tests, vk_test_group_setup, vk_test_group_teardown);
     return failed;
 }

@@ -1,3 +1,8 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
 #include "support/test_util.h"
 
 #include <math.h>
@@ -31,4 +36,23 @@ char *test_tmpdir(const char *tag) {
     snprintf(buf, sizeof buf, "/tmp/vkg-test-%s-XXXXXX", tag);
     if (!mkdtemp(buf)) return NULL;
     return strdup(buf);
+}
+
+FILE *test_capture_begin(test_capture *c) {
+    c->text = NULL;
+    c->f = open_memstream(&c->text, &c->len);
+    assert_non_null(c->f);
+    return c->f;
+}
+
+const char *test_capture_end(test_capture *c) {
+    fclose(c->f);
+    return c->text;
+}
+
+const char *test_line_with(const char *text, const char *prefix) {
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, prefix, strlen(prefix)) == 0) return p;
+    fail_msg("no line starting with '%s' in:\n%s", prefix, text);
+    return NULL;
 }

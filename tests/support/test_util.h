@@ -3,11 +3,24 @@
 #define VKG_TEST_UTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Normalised mean squared error: sum((a-b)^2) / max(sum(b^2), tiny). */
 double test_nmse(const float *a, const float *b, size_t n);
 double test_max_abs_diff(const float *a, const float *b, size_t n);
 /* A fresh directory under /tmp (caller frees the string; removes nothing). */
 char *test_tmpdir(const char *tag);
+
+/* Text printed to a FILE, captured in memory: print to test_capture_begin()'s stream, then
+ * test_capture_end() gives the text (the caller frees it). */
+typedef struct test_capture {
+    char *text;
+    size_t len;
+    FILE *f;
+} test_capture;
+FILE *test_capture_begin(test_capture *c);
+const char *test_capture_end(test_capture *c);
+/* The line of text that starts with prefix (and the rest of the text); fails the test if none. */
+const char *test_line_with(const char *text, const char *prefix);
 
 #endif

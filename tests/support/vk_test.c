@@ -76,6 +76,18 @@ int vk_test_group_setup(void **state) {
     return 0;
 }
 
+int vk_test_cpu_group_setup(void **state) {
+    vkg_device_options opts = {.quiet = 1};
+    vkg_device *d = NULL;
+    vkg_error err = {0};
+    if (vkg_device_open("cpu", &opts, &d, &err) != VKG_OK) {
+        fprintf(stderr, "opening the CPU device: %s\n", err.message);
+        return -1;
+    }
+    *state = d;
+    return 0;
+}
+
 int vk_test_group_teardown(void **state) {
     vkg_device *d = *state;
     if (!d) return 0;

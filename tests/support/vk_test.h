@@ -25,6 +25,8 @@ vkg_vk_context *vk_test_context(vkg_device *d);
  * checking that nothing was reported so far, and the teardown closes it as vk_test_close does.
  * A test that changes the device's tuning restores it before returning. */
 int vk_test_group_setup(void **state);
+/* The same for the CPU device, so one list of tests can run on both (same teardown). */
+int vk_test_cpu_group_setup(void **state);
 int vk_test_group_teardown(void **state);
 vkg_device *vk_test_device(void **state);
 
