@@ -29,20 +29,6 @@ static vkg_tensor attention(vkg_graph *g, vkg_tensor q, vkg_tensor k, vkg_tensor
     return vkg_matmul(g, *weights, v, VKG_NONE, 0);
 }
 
-/* Prints x [rows, cols] rounded to `decimals`, numpy style: [[0.434 0.214 0.351]]. */
-static void print_array(const float *x, int rows, int cols, int decimals) {
-    int digits[64], widest = 0;
-    for (int i = 0; i < rows * cols; i++) {    /* the digits each value needs after the point */
-        double units = round(x[i] * pow(10, decimals));
-        for (digits[i] = decimals; digits[i] > 0 && fmod(units, 10) == 0; digits[i]--) units /= 10;
-        if (digits[i] > widest) widest = digits[i];
-    }
-    for (int i = 0; i < rows * cols; i++)
-        printf("%s%.*f%s%*s", i == 0 ? "[[" : i % cols ? " " : "]\n [", digits[i], x[i], digits[i] ? "" : ".",
-               widest - digits[i], "");
-    printf("]]");
-}
-
 int main(int argc, char **argv) {
     const float Q[] = {1, 0};
     const float K[] = {1, 0, 0, 1, 0.7f, 0.7f};   /* matches, unrelated, partly matches */
@@ -72,15 +58,14 @@ int main(int argc, char **argv) {
     check(vkg_session_run(s, &err), &err);
 
     float weights[3], output[2];
+    char wtext[64], otext[64];   /* numpy-style text, e.g. [[0.434 0.214 0.351]] */
     const vkg_tensor shown[2][2] = {{w, out}, {w_masked, out_masked}};
     for (int i = 0; i < 2; i++) {
         check(vkg_session_get_output(s, shown[i][0], weights, sizeof weights, &err), &err);
         check(vkg_session_get_output(s, shown[i][1], output, sizeof output, &err), &err);
-        printf(i ? "key 1 blocked by the mask: weights: " : "weights: ");
-        print_array(weights, 1, 3, 3);
-        printf("  output: ");
-        print_array(output, 1, 2, 2);
-        printf("\n");
+        printf("%sweights: %s  output: %s\n", i ? "key 1 blocked by the mask: " : "",
+               vkg_format_array(wtext, sizeof wtext, weights, 1, 3, 3),
+               vkg_format_array(otext, sizeof otext, output, 1, 2, 2));
     }
     vkg_session_free(s), vkg_plan_free(plan), vkg_device_free(dev), vkg_graph_free(g);
     return 0;

@@ -19,20 +19,6 @@ static void check(vkg_status st, const vkg_error *err) {
     }
 }
 
-/* Prints x [rows, cols] rounded to `decimals`, numpy style: [[0.12 0.1  1.  ]]. */
-static void print_array(const float *x, int rows, int cols, int decimals) {
-    int digits[64], widest = 0;
-    for (int i = 0; i < rows * cols; i++) {    /* the digits each value needs after the point */
-        double units = round(x[i] * pow(10, decimals));
-        for (digits[i] = decimals; digits[i] > 0 && fmod(units, 10) == 0; digits[i]--) units /= 10;
-        if (digits[i] > widest) widest = digits[i];
-    }
-    for (int i = 0; i < rows * cols; i++)
-        printf("%s%.*f%s%*s", i == 0 ? "[[" : i % cols ? " " : "]\n [", digits[i], x[i], digits[i] ? "" : ".",
-               widest - digits[i], "");
-    printf("]]\n");
-}
-
 static vkg_tensor attention(vkg_graph *g, vkg_tensor q, vkg_tensor k, vkg_tensor v, vkg_tensor *weights) {
     int64_t shape[VKG_MAX_DIMS];
     int nd = vkg_tensor_shape(g, q, shape);
@@ -80,8 +66,9 @@ int main(int argc, char **argv) {
     check(vkg_session_new(dev, plan, &s, &err), &err);
     check(vkg_session_run(s, &err), &err);
     float p[T * T];
+    char text[512];
     check(vkg_session_get_output(s, weights, p, sizeof p, &err), &err);
-    print_array(p, T, T, 2);       /* row i: how much token i attends to each token */
+    printf("%s\n", vkg_format_array(text, sizeof text, p, T, T, 2));   /* row i: what token i attends to */
     int64_t shape[VKG_MAX_DIMS];
     vkg_tensor_shape(g, out, shape);
     printf("shape: [%lld, %lld]\n", (long long)shape[0], (long long)shape[1]);

@@ -19,20 +19,6 @@ static void check(vkg_status st, const vkg_error *err) {
     }
 }
 
-/* Prints x [rows, cols] rounded to `decimals`, numpy style: [[0.12 0.1  1.  ]]. */
-static void print_array(const float *x, int rows, int cols, int decimals) {
-    int digits[64], widest = 0;
-    for (int i = 0; i < rows * cols; i++) {    /* the digits each value needs after the point */
-        double units = round(x[i] * pow(10, decimals));
-        for (digits[i] = decimals; digits[i] > 0 && fmod(units, 10) == 0; digits[i]--) units /= 10;
-        if (digits[i] > widest) widest = digits[i];
-    }
-    for (int i = 0; i < rows * cols; i++)
-        printf("%s%.*f%s%*s", i == 0 ? "[[" : i % cols ? " " : "]\n [", digits[i], x[i], digits[i] ? "" : ".",
-               widest - digits[i], "");
-    printf("]]");
-}
-
 int main(int argc, char **argv) {
     float qk[2 * 5 * 8];                           /* Q, K [5, 8]: random */
     vkg_rng rng;
@@ -65,15 +51,14 @@ int main(int argc, char **argv) {
     check(vkg_session_new(dev, plan, &s, &err), &err);
     check(vkg_session_run(s, &err), &err);
     float w[25], out[2], mean[2] = {0, 0};
+    char text[512], mean_text[64];
     check(vkg_session_get_output(s, causal, w, sizeof w, &err), &err);
     check(vkg_session_get_output(s, average, out, sizeof out, &err), &err);
-    print_array(w, 5, 5, 2);                       /* zeros above the diagonal */
+    printf("%s\n", vkg_format_array(text, sizeof text, w, 5, 5, 2));   /* zeros above the diagonal */
     for (int j = 0; j < 5; j++) mean[0] += v1[2 * j] / 5, mean[1] += v1[2 * j + 1] / 5;
-    printf("\nequal scores: output ");
-    print_array(out, 1, 2, 2);
-    printf("  plain average of the values ");
-    print_array(mean, 1, 2, 2);
-    printf("\n");
+    printf("equal scores: output %s  plain average of the values %s\n",
+           vkg_format_array(text, sizeof text, out, 1, 2, 2),
+           vkg_format_array(mean_text, sizeof mean_text, mean, 1, 2, 2));
     vkg_session_free(s), vkg_plan_free(plan), vkg_device_free(dev), vkg_graph_free(g);
     return 0;
 }

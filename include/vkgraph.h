@@ -250,6 +250,14 @@ float vkg_rng_uniform(vkg_rng *r);                      /* [0, 1)               
 float vkg_rng_normal(vkg_rng *r);                       /* mean 0, standard deviation 1    */
 void vkg_rng_fill_normal(vkg_rng *r, float *x, size_t n, float std);
 
+/* ---------------------------------------------------------------------------------------------
+ * Printing arrays, for examples and lessons.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Formats x [rows, cols] as numpy prints it after rounding to `decimals` ("[[0.12 0.1  1.  ]]",
+ * rows on separate lines).  Returns buf; output longer than size is cut, always terminated. */
+char *vkg_format_array(char *buf, size_t size, const float *x, int rows, int cols, int decimals);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,17 +54,6 @@ void vkg_lesson_run_go(vkg_lesson_run *r);
 void vkg_lesson_run_get(vkg_lesson_run *r, const char *name, float *data, size_t n);
 vkg_status vkg_lesson_run_end(vkg_lesson_run *r);
 
-/* ---- formatting like numpy ------------------------------------------------------------------ */
-
-/* np.round(x, decimals) in float32 arithmetic, as numpy does it for a float32 array. */
-float vkg_lesson_round(float x, int decimals);
-
-/* A [rows, cols] array, each value first rounded to decimals, as numpy prints it: shortest digits
- * per value, one common width (e.g. "[[0.12 0.1  1.  ]\n [0.   0.5  0.33]]").  Values stay in
- * fixed notation (the lesson's ranges never need numpy's scientific form).  Returns buf;
- * output that does not fit is cut. */
-char *vkg_lesson_format(char *buf, size_t size, const float *x, int rows, int cols, int decimals);
-
 /* ---- the steps ------------------------------------------------------------------------------ */
 
 enum { VKG_LESSON_STEPS = 7 };

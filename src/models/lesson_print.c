@@ -22,12 +22,12 @@ const char *vkg_lesson_step_title(int step) {
 
 void vkg_lesson_print_lookup(FILE *f, const vkg_lesson_lookup *r) {
     char w[128], o[128];
-    fprintf(f, "weights: %s  output: %s\n", vkg_lesson_format(w, sizeof w, r->weights, 1, 3, 3),
-            vkg_lesson_format(o, sizeof o, r->output, 1, 2, 2));
+    fprintf(f, "weights: %s  output: %s\n", vkg_format_array(w, sizeof w, r->weights, 1, 3, 3),
+            vkg_format_array(o, sizeof o, r->output, 1, 2, 2));
     fprintf(f, "matches a plain C computation: %s\n", py_bool(r->matches_reference));
     fprintf(f, "key 1 blocked by the mask: weights: %s  output: %s\n",
-            vkg_lesson_format(w, sizeof w, r->masked_weights, 1, 3, 3),
-            vkg_lesson_format(o, sizeof o, r->masked_output, 1, 2, 2));
+            vkg_format_array(w, sizeof w, r->masked_weights, 1, 3, 3),
+            vkg_format_array(o, sizeof o, r->masked_output, 1, 2, 2));
 }
 
 void vkg_lesson_print_scaling(FILE *f, const vkg_lesson_scaling *r) {
@@ -48,7 +48,7 @@ static void print_shape(FILE *f, int ndim, const int64_t *shape) {
 
 void vkg_lesson_print_self_attention(FILE *f, const vkg_lesson_self_attention *r) {
     char w[512];
-    fprintf(f, "%s\n", vkg_lesson_format(w, sizeof w, r->weights, VKG_LESSON_TOKENS, VKG_LESSON_TOKENS, 2));
+    fprintf(f, "%s\n", vkg_format_array(w, sizeof w, r->weights, VKG_LESSON_TOKENS, VKG_LESSON_TOKENS, 2));
     fprintf(f, "shape: ");
     print_shape(f, r->ndim, r->shape);
     fprintf(f, "\nmulti-head attention, %d heads: shape: ", VKG_LESSON_HEADS);
@@ -82,17 +82,17 @@ void vkg_lesson_print_block(FILE *f, const vkg_lesson_block *r) {
     fprintf(f, "\nparameters per block: %lld\n", (long long)r->params);
     fprintf(f, "d_model 768, 12 heads, d_ff 3072: %lld parameters (rule of thumb 12 * 768^2 = %lld)\n",
             (long long)r->params_large, 12LL * 768 * 768);
-    fprintf(f, "causal weights:\n%s\n", vkg_lesson_format(w, sizeof w, r->causal_weights, 5, 5, 2));
+    fprintf(f, "causal weights:\n%s\n", vkg_format_array(w, sizeof w, r->causal_weights, 5, 5, 2));
     fprintf(f, "Exercise 1, values V = [");
     for (int j = 0; j < VKG_LESSON_AVG_KEYS; j++)
         fprintf(f, "%s[%g, %g]", j ? ", " : "", (double)r->values[2 * j], (double)r->values[2 * j + 1]);
     fprintf(f, "]\n");
     for (int i = 0; i < VKG_LESSON_N_PEAKS; i++) {
-        vkg_lesson_format(w, sizeof w, r->peak_weights[i], 1, VKG_LESSON_AVG_KEYS, 3);
-        vkg_lesson_format(o, sizeof o, r->peak_output[i], 1, 2, 2);
+        vkg_format_array(w, sizeof w, r->peak_weights[i], 1, VKG_LESSON_AVG_KEYS, 3);
+        vkg_format_array(o, sizeof o, r->peak_output[i], 1, 2, 2);
         if (r->lead[i] == 0.0f)
             fprintf(f, "equal scores: weights %s  output %s  plain average of the values %s\n", w, o,
-                    vkg_lesson_format(m, sizeof m, r->values_mean, 1, 2, 2));
+                    vkg_format_array(m, sizeof m, r->values_mean, 1, 2, 2));
         else
             fprintf(f, "key 0 scores %2g higher: weights %s  output %s\n", (double)r->lead[i], w, o);
     }
