@@ -206,12 +206,36 @@ static void test_attention(void **state) {
                 "positions 0 to 11");
 }
 
+/* ---- dump ---------------------------------------------------------------------------------------- */
+
+/* The GPT-2 graph and plan as vkgraph dump prints them: the decode plan writes the cache through
+ * a runtime index, and the planner's arena beats the naive sum. */
+static void test_dump_model(void **state) {
+    (void)state;
+    need_binary();
+    result r = VKG("dump", "-m", tiny, "--plan", "--decode");
+    expect_ok(&r, "dump --plan --decode");
+    unsigned long long arena = 0, naive = 0;
+    assert_int_equal(sscanf(r.out, "memory: arena %llu bytes (naive %llu", &arena, &naive), 2);
+    assert_true(arena > 0 && arena < naive);
+    assert_non_null(strstr(r.out, "write_at"));
+    assert_non_null(strstr(r.out, "softmax+scale+causal"));
+    assert_non_null(strstr(r.out, "indices+"));
+    result_free(&r);
+    r = VKG("dump", "-m", tiny, "--seq", "5", "--format", "json");
+    expect_ok(&r, "dump --format json");
+    assert_true(r.out[0] == '{');
+    assert_non_null(strstr(r.out, "\"op\": \"embedding\""));
+    result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logits),
         cmocka_unit_test(test_generate),
         cmocka_unit_test(test_random_model_text),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_dump_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -2,21 +2,24 @@
 #include "cli.h"
 #include "commands.h"
 #include "models/block.h"
+#include "models/gpt2.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: vkgraph dump --example block [--plan] [--format text|dot|json] [--batch B] [--seq T]\n"
-               "                    [--causal] [--no-fuse] [--no-inplace] [--device D]\n"
+    fprintf(f, "usage: vkgraph dump (--example block | -m DIR) [--plan] [--format text|dot|json] [--batch B]\n"
+               "                    [--seq T] [--causal] [--decode] [--no-fuse] [--no-inplace] [--device D]\n"
                "  --example block  the lesson's transformer block (d_model 64, 4 heads, d_ff 256)\n"
+               "  -m DIR           a GPT-2 folder: its forward pass over --seq tokens (default 10); with\n"
+               "                   --decode, the one-token decode step over a KV cache of the context\n"
                "  --plan           the compiled plan (steps, buffers, arena) instead of the graph\n"
                "  --device D       compile for that device's limits (default: portable limits)\n");
 }
 
 int cmd_dump(int argc, char **argv) {
-    const char *example = NULL, *format = "text", *device = NULL;
-    int plan = 0, causal = 0;
+    const char *example = NULL, *format = "text", *device = NULL, *model_dir = NULL;
+    int plan = 0, causal = 0, decode = 0;
     long batch = 2, seq = 10;
     vkg_compile_options opts;
     vkg_compile_options_default(&opts);
@@ -26,7 +29,9 @@ int cmd_dump(int argc, char **argv) {
         else if (!strcmp(a, "--example")) { if (!(example = cli_value("dump", argc, argv, &i))) return 1; }
         else if (!strcmp(a, "--format")) { if (!(format = cli_value("dump", argc, argv, &i))) return 1; }
         else if (!strcmp(a, "--device")) { if (!(device = cli_value("dump", argc, argv, &i))) return 1; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { if (!(model_dir = cli_value("dump", argc, argv, &i))) return 1; }
         else if (!strcmp(a, "--plan")) plan = 1;
+        else if (!strcmp(a, "--decode")) decode = 1;
         else if (!strcmp(a, "--causal")) causal = 1;
         else if (!strcmp(a, "--no-fuse")) opts.fuse = 0;
         else if (!strcmp(a, "--no-inplace")) opts.in_place = 0;
@@ -41,25 +46,40 @@ int cmd_dump(int argc, char **argv) {
     vkg_dump_format fmt = !strcmp(format, "text") ? VKG_DUMP_TEXT : !strcmp(format, "dot") ? VKG_DUMP_DOT
                         : !strcmp(format, "json") ? VKG_DUMP_JSON : (vkg_dump_format)-1;
     if ((int)fmt < 0) return cli_fail("dump", "unknown format '%s': text, dot or json", format);
-    if (!example) {
+    if (!example == !model_dir) {
         usage(stderr);
-        return cli_fail("dump", "say what to dump: --example block");
+        return cli_fail("dump", "say what to dump: --example block or -m DIR");
     }
-    if (strcmp(example, "block") != 0) return cli_fail("dump", "unknown example '%s' (known: block)", example);
+    if (example && strcmp(example, "block") != 0) return cli_fail("dump", "unknown example '%s' (known: block)", example);
 
     int rc = 1;
     vkg_error err = {0};
     vkg_block_config cfg = {.d_model = 64, .n_heads = 4, .d_ff = 256, .causal = causal};
-    vkg_block_weights w;
-    vkg_graph *g = vkg_graph_new();
+    vkg_block_weights w = {0};
+    vkg_gpt2 *model = NULL;
+    vkg_gpt2_graph gg = {0};
+    vkg_graph *g = NULL;
     vkg_plan *p = NULL;
     vkg_device *dev = NULL;
-    if (!g || vkg_block_weights_init(&w, &cfg, 0, &err) != VKG_OK) {
-        vkg_graph_free(g);
-        return cli_fail("dump", "%s", g ? err.message : "out of memory");
+    if (model_dir) {
+        vkg_gpt2_build_options o;
+        vkg_gpt2_build_options_default(&o, decode ? 1 : (int)seq);
+        if (vkg_gpt2_load(model_dir, &model, &err) != VKG_OK) return cli_fail("dump", "%s", err.message);
+        if (decode) o.cache_len = model->config.n_positions;
+        if (vkg_gpt2_build(model, &o, &gg, &err) != VKG_OK) {
+            vkg_gpt2_free(model);
+            return cli_fail("dump", "%s", err.message);
+        }
+        g = gg.graph;
+    } else {
+        if (vkg_block_weights_init(&w, &cfg, 0, &err) != VKG_OK) return cli_fail("dump", "%s", err.message);
+        if (!(g = vkg_graph_new())) {
+            vkg_block_weights_free(&w);
+            return cli_fail("dump", "out of memory");
+        }
+        vkg_tensor x = vkg_input(g, "x", VKG_F32, 3, (int64_t[]){batch, seq, cfg.d_model});
+        vkg_output(g, "y", vkg_block_build(g, x, &cfg, &w, "block", NULL));
     }
-    vkg_tensor x = vkg_input(g, "x", VKG_F32, 3, (int64_t[]){batch, seq, cfg.d_model});
-    vkg_output(g, "y", vkg_block_build(g, x, &cfg, &w, "block", NULL));
     if (vkg_graph_status(g) != VKG_OK) {
         cli_fail("dump", "%s", vkg_graph_error(g));
     } else if (!plan) {
@@ -73,7 +93,12 @@ int cmd_dump(int argc, char **argv) {
     }
     vkg_plan_free(p);
     cli_close_device("dump", dev);
-    vkg_graph_free(g);
-    vkg_block_weights_free(&w);
+    if (model_dir) {
+        vkg_gpt2_graph_free(&gg);
+        vkg_gpt2_free(model);
+    } else {
+        vkg_graph_free(g);
+        vkg_block_weights_free(&w);
+    }
     return rc;
 }
