@@ -76,7 +76,7 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int
     batch_strides(&G->b, out, &p->b_stride_b0, &p->b_stride_b1);
     batch_strides(&G->c, out, &p->c_stride_b0, &p->c_stride_b1);
     vkg_view a = block(G->a, m0, mn, 0, G->K), b = block(G->b, 0, G->K, n0, nn), cc = block(G->c, m0, mn, n0, nn);
-    /* Broadcast batch dimensions touch one batch only: give the views their real extent. */
+    /* Each binding spans its view as shaped: a broadcast batch (size 1 in the operand) spans one. */
     vkg_compile_bind(s, 0, &a, WORD(a_offset), 0);
     vkg_compile_bind(s, 1, &b, WORD(b_offset), 0);
     vkg_compile_bind(s, 2, &cc, WORD(c_offset), 1);
