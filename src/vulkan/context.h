@@ -38,7 +38,7 @@ typedef struct vkg_vk_tuning {
     uint32_t mv_wg;            /* M == 1: invocations per workgroup                              */
     uint32_t mv_cols;          /* M == 1, tiled path: columns per workgroup (split-K by
                                   mv_wg / mv_cols)                                              */
-    uint32_t mv_tn;            /* M == 1, texel path: columns per invocation (multiple of 4)     */
+    uint32_t mv_tn;            /* M == 1, B read along n: columns per invocation (x4) */
     int force_staging;         /* sessions reach device-local buffers through staging copies
                                   even where the memory is host-visible (tests cover that path) */
 } vkg_vk_tuning;

@@ -70,7 +70,10 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
     t->matmul_texel = cpu && texel_ok;
     if (cpu) {
         t->mm_wg_x = 8, t->mm_wg_y = 8, t->mm_tm = 8, t->mm_tn = 8, t->mm_bk = 8;
-        t->mv_wg = 16, t->mv_cols = 16, t->mv_tn = 16;
+        /* M == 1 with B along n: 4 columns (one vec4) per invocation keeps the fetched rows in
+         * registers (wider blocks spill on 8-wide AVX2), and 32 invocations give 128 columns per
+         * workgroup: 6 to 24 workgroups for GPT-2's layers, enough to balance two threads. */
+        t->mv_wg = 32, t->mv_cols = 16, t->mv_tn = 4;
     } else {
         t->mm_wg_x = 16, t->mm_wg_y = 16, t->mm_tm = 4, t->mm_tn = 4, t->mm_bk = 16;
         t->mv_wg = 256, t->mv_cols = 32, t->mv_tn = 4;

@@ -82,7 +82,12 @@ static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_sh
     if (t->matmul_texel && texel_fits(c, &st->bind[0], 16) && texel_fits(c, &st->bind[1], 16) && a_along_k4(m) &&
         (b_vec4(m, 0) || b_vec4(m, 1))) {
         *sh = b_vec4(m, 0) ? VKG_SH_MATMUL_TEXEL4 : VKG_SH_MATMUL_TEXEL4T;
-        if (m->M == 1) wx = t->mv_wg, wy = 1, tm = 1, tn = t->mv_tn;
+        /* M == 1: B along n streams rows of mv_tn columns (few live vec4s, so no spilling);
+         * B along k keeps mm_tn rows per invocation, whose dot products share each A fetch. */
+        if (m->M == 1) {
+            wx = t->mv_wg, wy = 1, tm = 1, tn = *sh == VKG_SH_MATMUL_TEXEL4 ? t->mv_tn : t->mm_tn;
+            if ((uint64_t)wx * tn * 4 > c->props.limits.maxComputeSharedMemorySize) tn = t->mv_tn;
+        }
     } else if (t->matmul_texel && texel_fits(c, &st->bind[0], 4) && texel_fits(c, &st->bind[1], 4)) {
         *sh = VKG_SH_MATMUL_TEXEL;
         tm = tm < 4 ? tm : 4, tn = tn < 4 ? tn : 4;
