@@ -59,22 +59,6 @@ static inline const char *in_tmp(const char *name) {
     return p[k];
 }
 
-static inline char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    size_t cap = 1 << 12, n = 0;
-    char *buf = malloc(cap + 1);
-    size_t got;
-    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) buf = realloc(buf, (cap *= 2) + 1);
-    }
-    fclose(f);
-    buf[n] = '\0';
-    if (len) *len = n;
-    return buf;
-}
-
 typedef struct result { int status; char *out, *err; double seconds; } result;
 
 static inline void result_free(result *r) {
@@ -107,7 +91,7 @@ static inline result run(const char *const *argv, const char *env) {
     int ws = 0;
     assert_int_equal(waitpid(pid, &ws, 0), pid);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    result r = {WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, slurp(out_path, NULL), slurp(err_path, NULL),
+    result r = {WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, test_read_file(out_path, NULL), test_read_file(err_path, NULL),
                 (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)};
     return r;
 }

@@ -182,7 +182,7 @@ static void test_attention(void **state) {
     result_free(&r);
     free(probs);
     size_t len = 0;
-    char *png = slurp(in_tmp("a.png"), &len);
+    char *png = test_read_file(in_tmp("a.png"), &len);
     assert_true(len > 1000);
     assert_memory_equal(png, "\x89PNG\r\n\x1a\n", 8);
     free(png);

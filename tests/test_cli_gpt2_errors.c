@@ -82,7 +82,7 @@ static void test_fetch_script(void **state) {
         snprintf(a, sizeof a, "%s/%s", dir, files[i]);
         snprintf(b, sizeof b, "%s/%s", abs, files[i]);
         size_t la, lb;
-        char *x = slurp(a, &la), *y = slurp(b, &lb);
+        char *x = test_read_file(a, &la), *y = test_read_file(b, &lb);
         assert_int_equal(la, lb);
         assert_memory_equal(x, y, la);
         free(x);

@@ -43,13 +43,6 @@ static int close_cpu(void **state) {
     return 0;
 }
 
-static const char *data_path(const char *rel) {
-    static char path[1024];
-    const char *data = getenv("VKG_TEST_DATA");
-    snprintf(path, sizeof path, "%s/%s", data ? data : "data", rel);
-    return path;
-}
-
 static vkg_gpt2 *load(const char *dir) {
     vkg_gpt2 *m = NULL;
     vkg_error err = {0};
@@ -61,7 +54,7 @@ static vkg_gpt2 *load(const char *dir) {
 static int read_ids(const char *dir_rel, int32_t *ids, int cap) {
     char rel[256];
     snprintf(rel, sizeof rel, "%s/ids.txt", dir_rel);
-    FILE *f = fopen(data_path(rel), "r");
+    FILE *f = fopen(test_data_path(rel), "r");
     assert_non_null(f);
     int n = 0, v;
     while (n < cap && fscanf(f, "%d", &v) == 1) {
@@ -77,7 +70,7 @@ static float *read_npy(const char *rel, int64_t expect_numel) {
     int ndim = 0;
     int64_t shape[VKG_NPY_MAX_DIMS];
     vkg_error err = {0};
-    if (vkg_npy_read_f32(data_path(rel), &data, &ndim, shape, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_npy_read_f32(test_data_path(rel), &data, &ndim, shape, &err) != VKG_OK) fail_msg("%s", err.message);
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) n *= shape[i];
     assert_int_equal(n, expect_numel);
@@ -103,7 +96,7 @@ static void expect_close(const float *got, const float *want, size_t n, double t
 
 static void check_golden(const char *dir_rel) {
     char path[1100];
-    snprintf(path, sizeof path, "%s", data_path(dir_rel));
+    snprintf(path, sizeof path, "%s", test_data_path(dir_rel));
     vkg_gpt2 *m = load(path);
     int32_t ids[64];
     const int T = read_ids(dir_rel, ids, 64), V = m->config.vocab_size, H = m->config.n_head, L = m->config.n_layer;
@@ -156,7 +149,7 @@ static void test_golden(void **state) {
 static void test_golden_variant(void **state) {
     (void)state;
     check_golden("gpt2-tiny-variant");
-    vkg_gpt2 *m = load(data_path("gpt2-tiny-variant"));
+    vkg_gpt2 *m = load(test_data_path("gpt2-tiny-variant"));
     assert_true(m->transformer_prefix);
     assert_false(m->tied_head);
     assert_ptr_not_equal(m->lm_head, m->wte);
@@ -170,7 +163,7 @@ static void test_golden_variant(void **state) {
  * attention rows of one full pass. */
 static void test_cache_chunks_equal_full_pass(void **state) {
     (void)state;
-    vkg_gpt2 *m = load(data_path("gpt2-tiny"));
+    vkg_gpt2 *m = load(test_data_path("gpt2-tiny"));
     int32_t ids[12];
     const int T = read_ids("gpt2-tiny", ids, 12), V = m->config.vocab_size, H = m->config.n_head, S = 12, C = 4;
     float *want = full_logits(m, ids, T);
@@ -213,7 +206,7 @@ static void test_cache_chunks_equal_full_pass(void **state) {
 /* The square pattern of a prefill from position 0, sliced inside the graph. */
 static void test_cache_attention_keys(void **state) {
     (void)state;
-    vkg_gpt2 *m = load(data_path("gpt2-tiny"));
+    vkg_gpt2 *m = load(test_data_path("gpt2-tiny"));
     int32_t ids[12];
     const int T = read_ids("gpt2-tiny", ids, 12), H = m->config.n_head;
     float *want_attn = read_npy("gpt2-tiny/attention.npy", 2LL * H * T * T);
@@ -240,7 +233,7 @@ static void test_cache_attention_keys(void **state) {
 /* Token-by-token decoding: after each token, the logits of the full pass at that position. */
 static void test_decode_equals_full_pass(void **state) {
     (void)state;
-    vkg_gpt2 *m = load(data_path("gpt2-tiny"));
+    vkg_gpt2 *m = load(test_data_path("gpt2-tiny"));
     int32_t ids[12];
     const int T = read_ids("gpt2-tiny", ids, 12), V = m->config.vocab_size;
     float *want = full_logits(m, ids, T);
@@ -285,7 +278,7 @@ static void generate_cached(const vkg_gpt2 *m, const vkg_sampling_options *so, c
 
 static void test_greedy_cache_equals_recompute(void **state) {
     (void)state;
-    vkg_gpt2 *m = load(data_path("gpt2-tiny"));
+    vkg_gpt2 *m = load(test_data_path("gpt2-tiny"));
     const int V = m->config.vocab_size;
     int32_t seq[24] = {17, 301, 5, 88};
     const int np = 4, n = 12;
@@ -309,7 +302,7 @@ static void test_greedy_cache_equals_recompute(void **state) {
 
 static void test_same_seed_same_ids(void **state) {
     (void)state;
-    vkg_gpt2 *m = load(data_path("gpt2-tiny"));
+    vkg_gpt2 *m = load(test_data_path("gpt2-tiny"));
     const int32_t prompt[3] = {42, 7, 300};
     vkg_sampling_options so;
     vkg_sampling_options_default(&so);
@@ -330,7 +323,7 @@ static void test_same_seed_same_ids(void **state) {
 
 static void test_prompt_limits(void **state) {
     (void)state;
-    vkg_gpt2 *m = load(data_path("gpt2-tiny"));
+    vkg_gpt2 *m = load(test_data_path("gpt2-tiny"));
     int32_t ids[40] = {0};
     float logits[512];
     vkg_error err = {0};

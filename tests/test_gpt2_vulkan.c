@@ -43,13 +43,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-static const char *data_path(const char *rel) {
-    static char path[1024];
-    const char *data = getenv("VKG_TEST_DATA");
-    snprintf(path, sizeof path, "%s/%s", data ? data : "data", rel);
-    return path;
-}
-
 static void expect_close(const float *got, const float *want, size_t n, double tol, const char *what) {
     double d = test_max_abs_diff(got, want, n);
     if (!(d <= tol)) fail_msg("%s: max |difference| %g exceeds %g", what, d, tol);
@@ -75,7 +68,7 @@ static void run_all(vkg_device *dev, const vkg_gpt2 *m, const int32_t *ids, int 
 static void compare_executors(const char *model) {
     vkg_gpt2 *m = NULL;
     vkg_error err = {0};
-    if (vkg_gpt2_load(data_path(model), &m, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_gpt2_load(test_data_path(model), &m, &err) != VKG_OK) fail_msg("%s", err.message);
     const int32_t ids[12] = {17, 301, 5, 88, 511, 0, 42, 255, 256, 3, 99, 400};
     const int T = 12;
     const size_t V = (size_t)m->config.vocab_size, AN = (size_t)m->config.n_layer * m->config.n_head * T * T;
@@ -90,11 +83,11 @@ static void compare_executors(const char *model) {
     float *want = NULL;
     int nd;
     int64_t shape[VKG_NPY_MAX_DIMS];
-    assert_int_equal(vkg_npy_read_f32(data_path(rel), &want, &nd, shape, &err), VKG_OK);
+    assert_int_equal(vkg_npy_read_f32(test_data_path(rel), &want, &nd, shape, &err), VKG_OK);
     expect_close(lg, want, T * V, LOGIT_TOL, "Vulkan logits against the golden file");
     free(want);
     snprintf(rel, sizeof rel, "%s/attention.npy", model);
-    assert_int_equal(vkg_npy_read_f32(data_path(rel), &want, &nd, shape, &err), VKG_OK);
+    assert_int_equal(vkg_npy_read_f32(test_data_path(rel), &want, &nd, shape, &err), VKG_OK);
     expect_close(ag, want, AN, PROB_TOL, "Vulkan attention against the golden file");
     free(want);
     free(lc);
@@ -118,7 +111,7 @@ static void test_decode_on_gpu(void **state) {
     if (!gpu) skip();
     vkg_gpt2 *m = NULL;
     vkg_error err = {0};
-    if (vkg_gpt2_load(data_path("gpt2-tiny"), &m, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_gpt2_load(test_data_path("gpt2-tiny"), &m, &err) != VKG_OK) fail_msg("%s", err.message);
     const size_t V = 512;
     int32_t seq[20] = {17, 301, 5, 88, 511};
     const int np = 5, n = 10;

@@ -69,12 +69,7 @@ static const char *random_gpt2_dir(void) {
     return dir;
 }
 
-static const char *tokenizer_dir(void) {
-    static char dir[1024];
-    const char *data = getenv("VKG_TEST_DATA");
-    snprintf(dir, sizeof dir, "%s/../../data/gpt2-tokenizer", data ? data : "data");
-    return dir;
-}
+static const char *tokenizer_dir(void) { return test_data_path("../../data/gpt2-tokenizer"); }
 
 static void test_gpt2(void **state) {
     vkg_device *d = vk_test_device(state);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "io/npy.h"
+#include "support/test_util.h"
 
 typedef struct fixture {
     char dir[64];
@@ -38,16 +39,6 @@ static int teardown(void **state) {
     rmdir(fx->dir);
     free(fx);
     return 0;
-}
-
-static unsigned char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    unsigned char *buf = malloc(1 << 16);
-    assert_non_null(buf);
-    *len = fread(buf, 1, 1 << 16, f);
-    fclose(f);
-    return buf;
 }
 
 static void spit(const char *path, const void *bytes, size_t len) {
@@ -88,7 +79,7 @@ static void test_exact_header_bytes(void **state) {
     assert_int_equal(vkg_npy_write_f32(fx->path, values, 2, shape, &err), VKG_OK);
 
     size_t len;
-    unsigned char *bytes = slurp(fx->path, &len);
+    unsigned char *bytes = (unsigned char *)test_read_file(fx->path, &len);
     const char dict[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
     assert_int_equal(strlen(dict), 59);
     assert_int_equal(len, 128 + 24);
@@ -104,7 +95,7 @@ static void test_exact_header_bytes(void **state) {
     const int64_t shape1[1] = {5};
     const float five[5] = {0};
     assert_int_equal(vkg_npy_write_f32(fx->path, five, 1, shape1, &err), VKG_OK);
-    bytes = slurp(fx->path, &len);
+    bytes = (unsigned char *)test_read_file(fx->path, &len);
     assert_int_equal(len, 128 + 20);
     assert_memory_equal(bytes + 10, "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }",
                         57);
@@ -203,7 +194,7 @@ static void test_malformed_files(void **state) {
 
     spit_npy(fx->path, 1, good, four, 16);
     size_t len;
-    unsigned char *bytes = slurp(fx->path, &len);
+    unsigned char *bytes = (unsigned char *)test_read_file(fx->path, &len);
     spit(fx->path, bytes, 40); /* cut inside the header */
     free(bytes);
     expect_format_error(fx->path, "truncated npy header");

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "io/tokenizer.h"
+#include "support/test_util.h"
 #include "vkgraph.h"
 
 static const char lesson[] = "The animal didn't cross the street because it was too tired";
@@ -31,23 +32,6 @@ static void find_dirs(void) {
     const char *data = getenv("VKG_TEST_DATA");
     snprintf(data_dir, sizeof data_dir, "%s", data ? data : "data");
     snprintf(tok_dir, sizeof tok_dir, "%s/../../data/gpt2-tokenizer", data_dir);
-}
-
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    size_t cap = 1 << 12, used = 0;
-    char *buf = malloc(cap + 1);
-    assert_non_null(buf);
-    while ((used += fread(buf + used, 1, cap - used, f)) == cap) {
-        cap *= 2;
-        buf = realloc(buf, cap + 1);
-        assert_non_null(buf);
-    }
-    fclose(f);
-    buf[used] = '\0';
-    if (len) *len = used;
-    return buf;
 }
 
 static void write_file(const char *dir, const char *name, const char *data, size_t len) {
@@ -163,7 +147,7 @@ static void test_golden_cases(void **state) {
     const vkg_tokenizer *t = *state;
     char path[1200];
     snprintf(path, sizeof path, "%s/tokenizer_cases.txt", data_dir);
-    char *file = read_file(path, NULL);
+    char *file = test_read_file(path, NULL);
     int cases = 0, failures = 0;
     for (char *line = strtok(file, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] == '#') continue;
@@ -371,11 +355,11 @@ static void test_hugging_face_names(void **state) {
     make_temp_dir(dir, sizeof dir);
     size_t len;
     snprintf(path, sizeof path, "%s/encoder.json", tok_dir);
-    char *data = read_file(path, &len);
+    char *data = test_read_file(path, &len);
     write_file(dir, "vocab.json", data, len);
     free(data);
     snprintf(path, sizeof path, "%s/vocab.bpe", tok_dir);
-    data = read_file(path, &len);
+    data = test_read_file(path, &len);
     write_file(dir, "merges.txt", data, len);
     free(data);
     write_text(dir, "encoder.json", "not json");
@@ -569,8 +553,8 @@ static cli_result run_tokenize(const char *dir, const char *const *args) {
     }
     int ws = 0;
     assert_int_equal(waitpid(pid, &ws, 0), pid);
-    cli_result r = {WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, NULL, read_file(err_path, NULL), 0};
-    r.out = read_file(out_path, &r.out_len);
+    cli_result r = {WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, NULL, test_read_file(err_path, NULL), 0};
+    r.out = test_read_file(out_path, &r.out_len);
     unlink(out_path);
     unlink(err_path);
     return r;

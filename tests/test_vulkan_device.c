@@ -91,19 +91,6 @@ static void test_devices_print(void **state) {
 
 /* --- the pipeline cache ------------------------------------------------------------------------ */
 
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    uint8_t *buf = malloc(size > 0 ? (size_t)size : 1);
-    assert_non_null(buf);
-    *n = fread(buf, 1, (size_t)size, f);
-    fclose(f);
-    return buf;
-}
-
 static void spill(const char *path, const void *data, size_t n) {
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
@@ -156,7 +143,7 @@ static void test_pipeline_cache(void **state) {
 
     /* What was written is intact and ours. */
     size_t n = 0, payload_bytes = 0;
-    uint8_t *good = slurp(path, &n);
+    uint8_t *good = (uint8_t *)test_read_file(path, &n);
     assert_non_null(good);
     const uint8_t *payload = vkg_vk_cache_payload(&props, good, n, &payload_bytes);
     assert_non_null(payload);
@@ -191,7 +178,7 @@ static void test_pipeline_cache(void **state) {
         case 5: spill(path, "", 0); break;
         }
         size_t got_n = 0, pb = 0;
-        uint8_t *now = slurp(path, &got_n);
+        uint8_t *now = (uint8_t *)test_read_file(path, &got_n);
         assert_non_null(now);
         if (len) assert_int_equal(got_n, len);
         assert_null(vkg_vk_cache_payload(&props, now, got_n, &pb));
@@ -200,7 +187,7 @@ static void test_pipeline_cache(void **state) {
          * would be most likely to trip on): it works, and writes a good file on closing. */
         if (kind != 0 && kind != 2) continue;
         use_device(NULL, 0, NULL);
-        now = slurp(path, &got_n);
+        now = (uint8_t *)test_read_file(path, &got_n);
         assert_non_null(now);
         assert_non_null(vkg_vk_cache_payload(&props, now, got_n, &pb));
         free(now);

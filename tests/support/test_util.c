@@ -56,3 +56,27 @@ const char *test_line_with(const char *text, const char *prefix) {
     fail_msg("no line starting with '%s' in:\n%s", prefix, text);
     return NULL;
 }
+
+const char *test_data_path(const char *rel) {
+    static char path[1024];
+    const char *data = getenv("VKG_TEST_DATA");
+    snprintf(path, sizeof path, "%s/%s", data ? data : "data", rel);
+    return path;
+}
+
+char *test_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    size_t cap = 1 << 12, used = 0;
+    char *buf = malloc(cap + 1);
+    assert_non_null(buf);
+    while ((used += fread(buf + used, 1, cap - used, f)) == cap) {
+        cap *= 2;
+        buf = realloc(buf, cap + 1);
+        assert_non_null(buf);
+    }
+    fclose(f);
+    buf[used] = '\0';
+    if (len) *len = used;
+    return buf;
+}

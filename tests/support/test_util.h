@@ -8,6 +8,12 @@
 /* Normalised mean squared error: sum((a-b)^2) / max(sum(b^2), tiny). */
 double test_nmse(const float *a, const float *b, size_t n);
 double test_max_abs_diff(const float *a, const float *b, size_t n);
+/* A path under the test data folder (VKG_TEST_DATA, else "data"); the string lives until the
+ * next call. */
+const char *test_data_path(const char *rel);
+/* A whole file, NUL-terminated (the caller frees it); fails the test when it cannot be read.
+ * len may be NULL. */
+char *test_read_file(const char *path, size_t *len);
 /* A fresh directory under /tmp (caller frees the string; removes nothing). */
 char *test_tmpdir(const char *tag);
 

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "support/vk_test.h"
+
+#include "core/error.h"
 #include "vkgraph.h"
 
 /* The Khronos validation layer of Debian 12 (1.3.239) leaks a few small objects of its
@@ -28,48 +30,51 @@ static void keep_validation_layer_mapped(void) {
     if (h) dlclose(h);
 }
 
-vkg_device *vk_test_open(void) {
+/* The best Vulkan device with validation on: VKG_OK, VKG_ERR_NO_DEVICE (*d NULL, a note on stderr),
+ * or another status when it opened without an active layer or not at all (*d NULL). */
+static vkg_status open_validated(vkg_device **d, vkg_error *err) {
     keep_validation_layer_mapped();
     vkg_device_options opts = {.validation = 1, .quiet = 1};
+    *d = NULL;
+    vkg_status st = vkg_device_open("vulkan", &opts, d, err);
+    if (st == VKG_ERR_NO_DEVICE) fprintf(stderr, "no Vulkan device (%s): skipping\n", err->message);
+    if (st == VKG_OK && !vk_test_context(*d)->validation) {
+        vkg_device_free(*d);
+        *d = NULL;
+        st = vkg_error_set(err, VKG_ERR_DEVICE, "the validation layer is not active");
+    }
+    return st;
+}
+
+/* Frees d, Vulkan side first so that messages from vkDestroyDevice and vkDestroyInstance still
+ * land in its counter, and returns how many validation messages it counted. */
+static uint64_t close_counting(vkg_device *d) {
+    d->ops->device_free(d->impl);
+    d->impl = NULL;
+    uint64_t messages = vkg_device_validation_errors(d);
+    vkg_device_free(d);
+    return messages;
+}
+
+vkg_device *vk_test_open(void) {
     vkg_device *d = NULL;
     vkg_error err = {0};
-    vkg_status st = vkg_device_open("vulkan", &opts, &d, &err);
-    if (st == VKG_ERR_NO_DEVICE) {
-        fprintf(stderr, "no Vulkan device (%s): skipping\n", err.message);
-        skip();
-    }
-    if (st != VKG_OK) fail_msg("opening the Vulkan device: %s", err.message);
-    assert_non_null(d);
-    assert_true(vk_test_context(d)->validation);
+    vkg_status st = open_validated(&d, &err);
+    if (st == VKG_ERR_NO_DEVICE) skip();
+    if (st != VKG_OK) fail_msg("opening the Vulkan device with validation: %s", err.message);
     return d;
 }
 
 vkg_vk_context *vk_test_context(vkg_device *d) { return (vkg_vk_context *)d->impl; }
 
-void vk_test_close(vkg_device *d) {
-    /* Tear the Vulkan side down first, so that messages from vkDestroyDevice and vkDestroyInstance
-     * still land in d's counter. */
-    d->ops->device_free(d->impl);
-    d->impl = NULL;
-    uint64_t messages = vkg_device_validation_errors(d);
-    vkg_device_free(d);
-    assert_int_equal(messages, 0);
-}
+void vk_test_close(vkg_device *d) { assert_int_equal(close_counting(d), 0); }
 
 int vk_test_group_setup(void **state) {
-    keep_validation_layer_mapped();
-    vkg_device_options opts = {.validation = 1, .quiet = 1};
     vkg_device *d = NULL;
     vkg_error err = {0};
-    vkg_status st = vkg_device_open("vulkan", &opts, &d, &err);
-    if (st == VKG_ERR_NO_DEVICE) {
-        fprintf(stderr, "no Vulkan device (%s): the tests of this group skip\n", err.message);
-        *state = NULL;
-        return 0;
-    }
-    if (st != VKG_OK || !vk_test_context(d)->validation) {
-        fprintf(stderr, "opening the Vulkan device with validation: %s\n", st ? err.message : "layer inactive");
-        vkg_device_free(d);
+    vkg_status st = open_validated(&d, &err);
+    if (st != VKG_OK && st != VKG_ERR_NO_DEVICE) {
+        fprintf(stderr, "opening the Vulkan device with validation: %s\n", err.message);
         return -1;
     }
     *state = d;
@@ -91,10 +96,7 @@ int vk_test_cpu_group_setup(void **state) {
 int vk_test_group_teardown(void **state) {
     vkg_device *d = *state;
     if (!d) return 0;
-    d->ops->device_free(d->impl);
-    d->impl = NULL;
-    uint64_t messages = vkg_device_validation_errors(d);
-    vkg_device_free(d);
+    uint64_t messages = close_counting(d);
     if (messages) fprintf(stderr, "%llu validation messages\n", (unsigned long long)messages);
     return messages ? -1 : 0;
 }
