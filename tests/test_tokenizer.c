@@ -563,7 +563,7 @@ static cli_result run_tokenize(const char *dir, const char *const *args) {
 static void expect_cli(const char *dir, const char *const *args, int status, const char *out, size_t out_len,
                        const char *err_part) {
     cli_result r = run_tokenize(dir, args);
-    if (r.status != status) fail_msg("%s %s: exit %d, stderr \"%s\"", args[0], args[1], r.status, r.err);
+    if (r.status != status) fail_msg("%s %s: exit %d, stderr \"%s\"", args[0], args[1] ? args[1] : "", r.status, r.err);
     if (out) {
         assert_int_equal(r.out_len, out_len);
         assert_memory_equal(r.out, out, out_len);

@@ -32,19 +32,59 @@ int vkg_vk_step_hazard(const vkg_plan *p, int i, int last_barrier) {
     return 0;
 }
 
-/* n workgroups laid out over x (and y when x's limit is exceeded); shaders rebuild the linear
- * index as x + y * gl_NumWorkGroups.x.  The element-wise and row shaders loop over what their
- * workgroups do not cover, so on devices where each workgroup costs much (llvmpipe: ~20 us) the
- * tuning caps their number and gives each at least min_group_work of the `work` elements. */
-static void linear_groups(const vkg_vk_context *c, uint64_t n, uint64_t work, uint32_t g[3]) {
+/* Mesa's llvmpipe (lavapipe) stops every loop of a shader invocation, silently, once that
+ * invocation has run 65535 loop iterations in all, counted over all of its loops together
+ * (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, a guard against GL shaders that never end).  The work
+ * after that point is skipped and the dispatch "succeeds".  So every dispatch is sized so that no
+ * invocation runs more than LOOP_BUDGET iterations by the estimates below; half the limit leaves
+ * room for what the estimates leave out (a few iterations per row or per k step).  A GPU gets one
+ * workgroup per row or element block anyway, so the budget only binds where workgroups loop. */
+#define LOOP_BUDGET 32768u
+
+/* Loop iterations of one softmax or layernorm row for a workgroup of `wg` invocations: three
+ * passes over the columns, each ended by one more test, and the reductions' short loops. */
+static uint64_t row_iterations(uint64_t cols, uint32_t wg) { return 3 * ((cols + wg - 1) / wg + 1) + 8; }
+
+/* Workgroups for `units` pieces of work (element blocks or rows), each taking `unit_iters` loop
+ * iterations of the invocation doing it, laid out over x (and y when x's limit is exceeded);
+ * shaders rebuild the linear index as x + y * gl_NumWorkGroups.x and loop over the units their
+ * workgroups do not cover.  On devices where each workgroup costs much (llvmpipe: ~20 us) the
+ * tuning caps their number and gives each at least min_group_work of the `work` elements; the
+ * loop budget then raises the count again where those loops would run too long. */
+static vkg_status linear_groups(const vkg_vk_context *c, const vkg_step *st, uint64_t units, uint64_t work,
+                                uint64_t unit_iters, uint32_t g[3], vkg_error *err) {
     const vkg_vk_tuning *t = &c->tuning;
+    if (unit_iters > LOOP_BUDGET)
+        return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
+                             "%s: one row needs %llu shader loop iterations, more than %s runs reliably (%u)",
+                             st->label, (unsigned long long)unit_iters, c->props.deviceName, LOOP_BUDGET);
+    uint64_t n = units;
     if (t->max_groups && n > t->max_groups) n = t->max_groups;
     if (t->min_group_work && n > work / t->min_group_work)
         n = work / t->min_group_work ? work / t->min_group_work : 1;
+    uint64_t units_per_group = LOOP_BUDGET / unit_iters - 1;   /* -1: the loop's own last test */
+    uint64_t min_n = units_per_group ? div_up(units, units_per_group) : units;
+    if (n < min_n) n = min_n;
     uint64_t max_x = c->props.limits.maxComputeWorkGroupCount[0];
     g[0] = (uint32_t)(n < max_x ? n : max_x);
     g[1] = g[0] ? div_up(n, g[0]) : 0;
     g[2] = 1;
+    if (g[1] > c->props.limits.maxComputeWorkGroupCount[1])
+        return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s needs %llu workgroups; %s allows %u x %u", st->label,
+                             (unsigned long long)n, c->props.deviceName, c->props.limits.maxComputeWorkGroupCount[0],
+                             c->props.limits.maxComputeWorkGroupCount[1]);
+    return VKG_OK;
+}
+
+/* The row workgroup for rows of `cols`: the tuned width, doubled while one row would run past
+ * the loop budget (a softmax over a very wide row), up to the device's workgroup limit. */
+static uint32_t row_workgroup(const vkg_vk_context *c, uint64_t cols) {
+    const VkPhysicalDeviceLimits *l = &c->props.limits;
+    uint32_t max_wg = l->maxComputeWorkGroupSize[0] < l->maxComputeWorkGroupInvocations
+                          ? l->maxComputeWorkGroupSize[0] : l->maxComputeWorkGroupInvocations;
+    uint32_t wg = c->tuning.row_wg;
+    while (row_iterations(cols, wg) > LOOP_BUDGET && wg * 2 <= max_wg) wg *= 2;
+    return wg;
 }
 
 /* Whether binding b can be read through a texel view of texels of `texel_bytes`. */
@@ -105,6 +145,27 @@ static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_sh
     g[0] = div_up(m->N, (uint64_t)wx * tn), g[1] = div_up(m->M, (uint64_t)wy * tm), g[2] = m->batch0 * m->batch1;
 }
 
+/* Loop iterations of one matmul invocation: its walk along k (the shaders' loops over a register
+ * block have constant bounds and are unrolled). */
+static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, const uint32_t spec[]) {
+    uint64_t K = m->K;
+    switch (sh) {
+    case VKG_SH_MATMUL_TEXEL4:
+    case VKG_SH_MATMUL_TEXEL4T: return div_up(K, 4) + 1 + spec[2] + spec[3];
+    case VKG_SH_MATMUL_TEXEL: return K + 1 + spec[2] + spec[3];
+    case VKG_SH_MATVEC: {
+        uint64_t split = spec[0] / spec[1];
+        return div_up(K, split) + split + 2;
+    }
+    case VKG_SH_MATMUL_TILED: {
+        uint64_t threads = (uint64_t)spec[0] * spec[1], bm = (uint64_t)spec[1] * spec[2], bn = (uint64_t)spec[0] * spec[3];
+        uint64_t bk = spec[4];
+        return div_up(K, bk) * (div_up(bm * bk, threads) + div_up(bk * bn, threads) + 3) + spec[2] + spec[3] + 2;
+    }
+    default: return 0;
+    }
+}
+
 vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                               uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
     const vkg_vk_tuning *t = &c->tuning;
@@ -114,6 +175,12 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
     case VKG_KERNEL_MATMUL: {
         const vkg_matmul_params *m = &st->params.matmul;
         choose_matmul(c, st, sh, spec, n_spec, g);
+        uint64_t iters = matmul_iterations(*sh, m, spec);
+        if (iters > LOOP_BUDGET)
+            return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
+                                 "%s: matmul %ux%ux%u needs %llu shader loop iterations per invocation, more "
+                                 "than %s runs reliably (%u)", st->label, m->M, m->N, m->K,
+                                 (unsigned long long)iters, c->props.deviceName, LOOP_BUDGET);
         uint64_t batch = (uint64_t)m->batch0 * m->batch1;
         const uint32_t *max = c->props.limits.maxComputeWorkGroupCount;
         if (batch > max[2] || g[0] > max[0] || g[1] > max[1])
@@ -128,34 +195,33 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
         const uint32_t *s = st->params.binary.shape;
         uint64_t n = (uint64_t)s[0] * s[1] * s[2] * s[3];
         *sh = VKG_SH_BINARY;
-        linear_groups(c, div_up(n, t->elementwise_wg), n, g);
-        return VKG_OK;
+        return linear_groups(c, st, div_up(n, t->elementwise_wg), n, 1, g, err);
     }
     case VKG_KERNEL_UNARY: {
         const uint32_t *s = st->params.unary.shape;
         uint64_t n = (uint64_t)s[0] * s[1] * s[2] * s[3];
         *sh = VKG_SH_UNARY;
-        linear_groups(c, div_up(n, t->elementwise_wg), n, g);
-        return VKG_OK;
+        return linear_groups(c, st, div_up(n, t->elementwise_wg), n, 1, g, err);
     }
-    case VKG_KERNEL_SOFTMAX:
+    case VKG_KERNEL_SOFTMAX: {
+        const vkg_softmax_params *sm = &st->params.softmax;
         *sh = VKG_SH_SOFTMAX;
-        spec[0] = t->row_wg;
-        linear_groups(c, st->params.softmax.rows, (uint64_t)st->params.softmax.rows * st->params.softmax.cols,
-                      g);
-        return VKG_OK;
-    case VKG_KERNEL_LAYERNORM:
+        spec[0] = row_workgroup(c, sm->cols);
+        return linear_groups(c, st, sm->rows, (uint64_t)sm->rows * sm->cols, row_iterations(sm->cols, spec[0]), g,
+                             err);
+    }
+    case VKG_KERNEL_LAYERNORM: {
+        const vkg_layernorm_params *ln = &st->params.layernorm;
         *sh = VKG_SH_LAYERNORM;
-        spec[0] = t->row_wg;
-        linear_groups(c, st->params.layernorm.rows,
-                      (uint64_t)st->params.layernorm.rows * st->params.layernorm.cols, g);
-        return VKG_OK;
+        spec[0] = row_workgroup(c, ln->cols);
+        return linear_groups(c, st, ln->rows, (uint64_t)ln->rows * ln->cols, row_iterations(ln->cols, spec[0]), g,
+                             err);
+    }
     case VKG_KERNEL_EMBEDDING: {
         const vkg_embedding_params *e = &st->params.embedding;
         *sh = VKG_SH_EMBEDDING;
         uint64_t n = (uint64_t)e->n_ids * e->dim;
-        linear_groups(c, div_up(n, t->elementwise_wg), n, g);
-        return VKG_OK;
+        return linear_groups(c, st, div_up(n, t->elementwise_wg), n, 1, g, err);
     }
     default:
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "the Vulkan executor has no kernel %d", (int)st->kernel);
