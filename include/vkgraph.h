@@ -239,6 +239,41 @@ vkg_status vkg_device_profile_print(const vkg_device *d, FILE *f);
 vkg_status vkg_device_profile_write_trace(const vkg_device *d, const char *path, vkg_error *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * Where two devices part ways: one plan run step by step on a device under test and on a
+ * reference, every step's output compared, so that "the logits differ" becomes "step 6,
+ * softmax+scale+causal [12, 480, 480], worst at [3, 320, 17]".
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct vkg_step_comparison {
+    int step;                      /* the plan step                                           */
+    char label[48];                /* its kernel with what was fused in: "softmax+scale+causal" */
+    char node[64];                 /* the graph node it computes                             */
+    int ndim;
+    int64_t shape[VKG_MAX_DIMS];   /* of that node                                           */
+    uint64_t elements;             /* floats the step wrote and that were compared            */
+    double nmse;                   /* sum (test - ref)^2 / sum ref^2, over positions finite on
+                                      both sides                                             */
+    double threshold;              /* the op's conformance threshold                          */
+    double max_abs_diff;           /* the largest |test - ref| over those positions            */
+    int64_t worst[VKG_MAX_DIMS];   /* where it is, in the node's coordinates (worst_ndim axes:
+                                      1, a flat index, when the step wrote part of a tensor
+                                      that is not laid out row-major)                         */
+    int worst_ndim;
+    float worst_value, worst_reference;
+    int64_t nonfinite_mismatches;  /* positions where inf or NaN appear on one side only     */
+    int fails;                     /* nmse above the threshold, or a non-finite mismatch      */
+} vkg_step_comparison;
+
+/* Runs the plan of `test` and `reference` (two sessions of the same vkg_plan, usually on two
+ * devices, with the same inputs and indices set) one step at a time, and compares what each step
+ * wrote.  On VKG_OK, *out holds one entry per step (free it with free()), *first_failure the
+ * first step whose entry fails, or -1.  Each step of `test` reads what `test` computed before
+ * it, so the first failing step is where the devices part ways.  Both sessions end as a full
+ * run leaves them. */
+vkg_status vkg_session_compare(vkg_session *test, vkg_session *reference, vkg_step_comparison **out,
+                               int *first_failure, vkg_error *err);
+
+/* ---------------------------------------------------------------------------------------------
  * Random numbers: a small seeded generator (xoshiro256**), the same sequence on every machine,
  * for examples, tests and sampling.
  * ------------------------------------------------------------------------------------------- */

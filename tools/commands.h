@@ -15,6 +15,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_lesson(int argc, char **argv);
 int cmd_generate(int argc, char **argv);

@@ -15,6 +15,7 @@ static const vkg_command commands[] = {
     {"attention", cmd_attention, "which earlier token each head attends to, as a table and a heatmap"},
     {"gpt2-random", cmd_gpt2_random, "write a GPT-2-shaped model with random weights (for offline use)"},
     {"conformance", cmd_conformance, "check a device against the CPU reference, op by op (pass/fail table)"},
+    {"compare", cmd_compare, "run a model step by step on two devices and name the first step where they part"},
     {"bench", cmd_bench, "matmul GFLOP/s and block forward time, CPU and Vulkan side by side"},
     {"lesson", cmd_lesson, "the attention-and-transformers lesson, step by step (1-7)"},
 };

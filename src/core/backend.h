@@ -23,6 +23,9 @@ typedef struct vkg_backend_ops {
                        vkg_error *err);
     /* step_ns, when non-NULL, receives the duration of every step in nanoseconds. */
     vkg_status (*run)(void *session, uint64_t *step_ns, vkg_error *err);
+    /* Runs steps [first, first + count) only, as run would run them, untimed: for comparing two
+     * devices step by step (src/core/compare.c). */
+    vkg_status (*run_steps)(void *session, int first, int count, vkg_error *err);
     void (*device_free)(void *device);
 } vkg_backend_ops;
 

@@ -49,7 +49,7 @@ static int value_kind(float x) {
 
 void vkg_conformance_compare(const float *dut, const float *ref, size_t n, vkg_conformance_diff *d) {
     double err = 0, norm = 0;
-    *d = (vkg_conformance_diff){.first_mismatch = -1};
+    *d = (vkg_conformance_diff){.first_mismatch = -1, .worst = -1};
     for (size_t i = 0; i < n; i++) {
         int kd = value_kind(dut[i]), kr = value_kind(ref[i]);
         if (kd != kr) {
@@ -59,6 +59,7 @@ void vkg_conformance_compare(const float *dut, const float *ref, size_t n, vkg_c
         }
         if (kd != KIND_FINITE) continue;
         double diff = (double)dut[i] - (double)ref[i];
+        if (d->worst < 0 || fabs(diff) > d->max_abs_diff) d->max_abs_diff = fabs(diff), d->worst = (int64_t)i;
         err += diff * diff;
         norm += (double)ref[i] * (double)ref[i];
     }

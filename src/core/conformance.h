@@ -53,6 +53,8 @@ typedef struct vkg_conformance_diff {
                                        reference is all zeros and so is the other side        */
     int64_t nonfinite_mismatches;   /* positions whose kind differs: finite, +inf, -inf, NaN  */
     int64_t first_mismatch;         /* index of the first such position, or -1               */
+    double max_abs_diff;            /* the largest |dut - ref| over positions finite on both  */
+    int64_t worst;                  /* ... and its index; -1 when no position is             */
 } vkg_conformance_diff;
 
 void vkg_conformance_compare(const float *dut, const float *ref, size_t n, vkg_conformance_diff *d);

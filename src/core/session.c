@@ -1,20 +1,12 @@
 /* Sessions: the backend-independent half of running a plan.  Maps graph tensors to the plan's
  * regions, checks sizes, and keeps the per-step profile. */
-#include "core/backend.h"
+#include "core/session.h"
 #include "core/error.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct vkg_session {
-    vkg_device *device;
-    const vkg_plan *plan;
-    void *impl;
-    int profile_id;        /* 0: not profiling; else this session's number in the device profile */
-    uint64_t *step_ns;     /* per-step durations of the run in progress, when profiling          */
-};
 
 /* For each region of p: the region of `with`'s plan holding the same constant or state (same
  * kind, name and size; constants also the same host data), or -1. */

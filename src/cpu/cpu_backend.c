@@ -234,10 +234,9 @@ static uint64_t now_ns(void) {
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static vkg_status cpu_run(void *session, uint64_t *step_ns, vkg_error *err) {
-    cpu_session *s = session;
+static vkg_status run_range(cpu_session *s, int first, int count, uint64_t *step_ns, vkg_error *err) {
     const vkg_plan *p = s->plan;
-    for (int i = 0; i < p->n_steps; i++) {
+    for (int i = first; i < first + count; i++) {
         const vkg_step *step = &p->steps[i];
         void *const *bind = s->bind[i];
         if (step->kernel == VKG_KERNEL_UNARY && step->params.unary.dyn_index != VKG_NO_INDEX) {
@@ -252,6 +251,15 @@ static vkg_status cpu_run(void *session, uint64_t *step_ns, vkg_error *err) {
     return VKG_OK;
 }
 
+static vkg_status cpu_run(void *session, uint64_t *step_ns, vkg_error *err) {
+    cpu_session *s = session;
+    return run_range(s, 0, s->plan->n_steps, step_ns, err);
+}
+
+static vkg_status cpu_run_steps(void *session, int first, int count, vkg_error *err) {
+    return run_range(session, first, count, NULL, err);
+}
+
 /* ---- the device ---------------------------------------------------------------------------- */
 
 static void cpu_device_free(void *device) { vkg_threadpool_free(device); }
@@ -263,6 +271,7 @@ static const vkg_backend_ops cpu_ops = {
     .write = cpu_write,
     .read = cpu_read,
     .run = cpu_run,
+    .run_steps = cpu_run_steps,
     .device_free = cpu_device_free,
 };
 

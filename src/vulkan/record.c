@@ -389,7 +389,8 @@ static void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, 
     vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-vkg_status vkg_vk_record(vkg_vk_session *s, VkCommandBuffer cmd, VkQueryPool queries, vkg_error *err) {
+vkg_status vkg_vk_record(vkg_vk_session *s, VkCommandBuffer cmd, VkQueryPool queries, int first, int count,
+                         vkg_error *err) {
     const vkg_plan *p = s->plan;
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     VkResult r = vkBeginCommandBuffer(cmd, &bi);
@@ -401,9 +402,9 @@ vkg_status vkg_vk_record(vkg_vk_session *s, VkCommandBuffer cmd, VkQueryPool que
                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     if (queries) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0);
     const vkg_vk_pipeline *bound = NULL;
-    for (int i = 0; i < p->n_steps; i++) {
+    for (int i = first; i < first + count; i++) {
         const vkg_vk_step *vs = &s->steps[i];
-        if (vs->barrier)
+        if (vs->barrier && i > first)   /* the first step is ordered by the barrier above */
             memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
         if (vs->groups[0] && vs->groups[1] && vs->groups[2]) {

@@ -82,7 +82,7 @@ static vkg_status create_commands(vkg_vk_session *s, vkg_error *err) {
         s->fence = VK_NULL_HANDLE;
         return vkg_vk_fail(err, r, "vkCreateFence");
     }
-    return vkg_vk_record(s, s->cmd, VK_NULL_HANDLE, err);
+    return vkg_vk_record(s, s->cmd, VK_NULL_HANDLE, 0, s->plan->n_steps, err);
 }
 
 static vkg_status session_new(void *device, const vkg_plan *p, void *share, const int *share_map, void **out,
@@ -113,6 +113,7 @@ static void session_free(void *impl) {
     if (s->lost) vkDeviceWaitIdle(c->device);
     if (s->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd);
     if (s->cmd_timed) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_timed);
+    if (s->cmd_steps) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_steps);
     if (s->queries) vkDestroyQueryPool(c->device, s->queries, NULL);
     if (s->fence) vkDestroyFence(c->device, s->fence, NULL);
     /* Sets before the views and buffers they name. */
@@ -180,7 +181,7 @@ static vkg_status prepare_timed(vkg_vk_session *s, vkg_error *err) {
         s->cmd_timed = VK_NULL_HANDLE;
         return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
     }
-    vkg_status st = vkg_vk_record(s, s->cmd_timed, s->queries, err);
+    vkg_status st = vkg_vk_record(s, s->cmd_timed, s->queries, 0, s->plan->n_steps, err);
     if (st != VKG_OK) {
         vkFreeCommandBuffers(s->c->device, s->c->pool, 1, &s->cmd_timed);
         s->cmd_timed = VK_NULL_HANDLE;
@@ -224,6 +225,34 @@ static vkg_status session_run(void *impl, uint64_t *step_ns, vkg_error *err) {
     return VKG_OK;
 }
 
+/* A range of steps: recorded into its own command buffer (made once, reset for every range). */
+static vkg_status session_run_steps(void *impl, int first, int count, vkg_error *err) {
+    vkg_vk_session *s = impl;
+    vkg_status st = settle(s, err);
+    if (st != VKG_OK) return st;
+    if (!s->cmd_steps) {
+        VkCommandBufferAllocateInfo ai = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            .commandPool = s->c->pool,
+            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            .commandBufferCount = 1,
+        };
+        VkResult r = vkAllocateCommandBuffers(s->c->device, &ai, &s->cmd_steps);
+        if (r != VK_SUCCESS) {
+            s->cmd_steps = VK_NULL_HANDLE;
+            return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
+        }
+    } else {
+        VkResult r = vkResetCommandBuffer(s->cmd_steps, 0);
+        if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetCommandBuffer");
+    }
+    if ((st = vkg_vk_record(s, s->cmd_steps, VK_NULL_HANDLE, first, count, err)) != VKG_OK) return st;
+    st = vkg_vk_submit_wait(s->c, s->cmd_steps, s->fence, "running plan steps", err);
+    if (st == VKG_ERR_TIMEOUT) s->pending = 1;
+    if (st == VKG_ERR_DEVICE_LOST) s->lost = 1;
+    return st;
+}
+
 static void device_free(void *impl) { vkg_vk_context_free(impl); }
 
 static const vkg_backend_ops vulkan_ops = {
@@ -233,6 +262,7 @@ static const vkg_backend_ops vulkan_ops = {
     .write = session_write,
     .read = session_read,
     .run = session_run,
+    .run_steps = session_run_steps,
     .device_free = device_free,
 };
 

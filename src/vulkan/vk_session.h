@@ -30,6 +30,7 @@ typedef struct vkg_vk_session {
     int n_views;
     VkCommandBuffer cmd;         /* the plan                                                */
     VkCommandBuffer cmd_timed;   /* the plan with a timestamp around each step (lazily)     */
+    VkCommandBuffer cmd_steps;   /* a range of steps, recorded anew for each run_steps      */
     VkQueryPool queries;
     VkFence fence;
     int pending;                 /* a submission timed out and may still be running         */
@@ -46,8 +47,10 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
 vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err);
 /* Descriptor pool, one set per step, texel-buffer views. */
 vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err);
-/* Records the plan into cmd; with queries, a timestamp before the first step and after each. */
-vkg_status vkg_vk_record(vkg_vk_session *s, VkCommandBuffer cmd, VkQueryPool queries, vkg_error *err);
+/* Records steps [first, first + count) of the plan into cmd; with queries (the whole plan only),
+ * a timestamp before the first step and after each. */
+vkg_status vkg_vk_record(vkg_vk_session *s, VkCommandBuffer cmd, VkQueryPool queries, int first, int count,
+                         vkg_error *err);
 
 /* Whether step i of p reads or writes bytes that a step since the last barrier wrote, or writes
  * bytes such a step read.  last_barrier is the index of the step that follows the last barrier

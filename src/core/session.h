@@ -1,0 +1,16 @@
+/* A session as the library sees it: the device, the plan, and the backend's half (core/backend.h).
+ * session.c implements the public session calls over it, compare.c the step-by-step comparison. */
+#ifndef VKG_CORE_SESSION_H
+#define VKG_CORE_SESSION_H
+
+#include "core/backend.h"
+
+struct vkg_session {
+    vkg_device *device;
+    const vkg_plan *plan;
+    void *impl;
+    int profile_id;        /* 0: not profiling; else this session's number in the device profile */
+    uint64_t *step_ns;     /* per-step durations of the run in progress, when profiling          */
+};
+
+#endif

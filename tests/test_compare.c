@@ -1,0 +1,201 @@
+/* vkg_session_compare: one plan run step by step on two devices.  Equal devices agree on every
+ * step; a weight corrupted on one device is found at the first step that reads it, and only
+ * from there on. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "core/session.h"
+#include "models/block.h"
+#include "support/vk_test.h"
+#include "vkgraph.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct block_case {
+    vkg_block_config cfg;
+    vkg_block_weights w;
+    vkg_graph *g;
+    vkg_tensor x;
+    float input[2 * 10 * 64];
+    vkg_plan *plan;
+} block_case;
+
+static void block_case_init(block_case *b, vkg_device *test, vkg_device *ref) {
+    memset(b, 0, sizeof *b);
+    b->cfg = (vkg_block_config){.d_model = 64, .n_heads = 4, .d_ff = 256, .causal = 1};
+    vkg_error err = {0};
+    assert_int_equal(vkg_block_weights_init(&b->w, &b->cfg, 7, &err), VKG_OK);
+    b->g = vkg_graph_new();
+    b->x = vkg_input(b->g, "x", VKG_F32, 3, (int64_t[]){2, 10, 64});
+    vkg_output(b->g, "y", vkg_block_build(b->g, b->x, &b->cfg, &b->w, "block", NULL));
+    assert_int_equal(vkg_graph_status(b->g), VKG_OK);
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 3);
+    vkg_rng_fill_normal(&rng, b->input, sizeof b->input / sizeof b->input[0], 1.0f);
+    vkg_compile_options o;
+    vkg_compile_options_default(&o);
+    vkg_device_compile_options(test, &o);
+    vkg_device_compile_options(ref, &o);
+    assert_int_equal(vkg_plan_compile(b->g, &o, &b->plan, &err), VKG_OK);
+}
+
+static vkg_session *block_session(block_case *b, vkg_device *d) {
+    vkg_session *s = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_session_new(d, b->plan, &s, &err), VKG_OK);
+    assert_int_equal(vkg_session_set_input(s, b->x, b->input, sizeof b->input, &err), VKG_OK);
+    return s;
+}
+
+static void block_case_free(block_case *b) {
+    vkg_plan_free(b->plan);
+    vkg_graph_free(b->g);
+    vkg_block_weights_free(&b->w);
+}
+
+/* Two sessions of one plan; every step within its threshold; the outputs after the comparison
+ * equal those of an ordinary run. */
+static void agree(vkg_device *test, vkg_device *ref, int bit_identical) {
+    block_case b;
+    block_case_init(&b, test, ref);
+    vkg_session *st = block_session(&b, test), *sr = block_session(&b, ref);
+    vkg_step_comparison *cmp = NULL;
+    int first = 7;
+    vkg_error err = {0};
+    assert_int_equal(vkg_session_compare(st, sr, &cmp, &first, &err), VKG_OK);
+    assert_int_equal(first, -1);
+    int n = vkg_plan_step_count(b.plan);
+    assert_true(n > 5);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(cmp[i].step, i);
+        assert_false(cmp[i].fails);
+        assert_true(cmp[i].elements > 0);
+        assert_true(cmp[i].nmse <= cmp[i].threshold);
+        if (bit_identical) assert_true(cmp[i].nmse == 0.0 && cmp[i].max_abs_diff == 0.0);
+    }
+    assert_string_equal(cmp[n - 1].label, b.plan->steps[n - 1].label);
+    /* matmul steps carry the reduction threshold, the others the element-wise one */
+    for (int i = 0; i < n; i++)
+        assert_true(cmp[i].threshold == (b.plan->steps[i].kernel == VKG_KERNEL_MATMUL ? 5e-4 : 1e-7));
+    float after[2 * 10 * 64], fresh[2 * 10 * 64];
+    assert_int_equal(vkg_session_get_output(st, vkg_find(b.g, "y"), after, sizeof after, &err), VKG_OK);
+    assert_int_equal(vkg_session_run(sr, &err), VKG_OK);
+    assert_int_equal(vkg_session_get_output(sr, vkg_find(b.g, "y"), fresh, sizeof fresh, &err), VKG_OK);
+    for (size_t i = 0; i < sizeof after / sizeof after[0]; i++) assert_true(fabsf(after[i] - fresh[i]) < 1e-4f);
+    free(cmp);
+    vkg_session_free(st);
+    vkg_session_free(sr);
+    block_case_free(&b);
+}
+
+static void test_vulkan_agrees_with_cpu(void **state) {
+    (void)state;
+    vkg_device *vk = vk_test_open(), *cpu = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_device_open("cpu", NULL, &cpu, &err), VKG_OK);
+    agree(vk, cpu, 0);
+    vkg_device_free(cpu);
+    vk_test_close(vk);
+}
+
+static void test_cpu_threads_bit_identical(void **state) {
+    (void)state;
+    vkg_device *one = NULL, *two = NULL;
+    vkg_error err = {0};
+    vkg_device_options o1 = {.cpu_threads = 1}, o2 = {.cpu_threads = 2};
+    assert_int_equal(vkg_device_open("cpu", &o1, &one, &err), VKG_OK);
+    assert_int_equal(vkg_device_open("cpu", &o2, &two, &err), VKG_OK);
+    agree(two, one, 1);
+    vkg_device_free(one);
+    vkg_device_free(two);
+}
+
+/* The weight of the block's last matmul, scaled on the Vulkan device only (the CPU executor uses
+ * constants in place, read-only): every step before the first that reads it agrees as before,
+ * that step fails, and the worst element lies inside its output. */
+static void corrupt_on(vkg_device *test, vkg_device *ref) {
+    block_case b;
+    block_case_init(&b, test, ref);
+    const vkg_plan *p = b.plan;
+    int last_mm = -1;
+    for (int i = 0; i < p->n_steps; i++)
+        if (p->steps[i].kernel == VKG_KERNEL_MATMUL) last_mm = i;
+    assert_true(last_mm > 0);
+    int region = p->steps[last_mm].bind[1].region;
+    assert_int_equal(p->regions[region].kind, VKG_REGION_CONSTANT);
+    int first_reader = -1;
+    for (int i = 0; i < p->n_steps && first_reader < 0; i++)
+        for (int k = 0; k < VKG_MAX_BINDINGS; k++)
+            if (p->steps[i].bind[k].region == region) first_reader = i;
+    vkg_session *st = block_session(&b, test), *sr = block_session(&b, ref);
+    size_t bytes = p->regions[region].bytes;
+    float *bad = malloc(bytes);
+    assert_non_null(bad);
+    memcpy(bad, p->regions[region].host, bytes);
+    for (size_t i = 0; i < bytes / 4; i++) bad[i] *= 1.5f;
+    vkg_error err = {0};
+    assert_int_equal(st->device->ops->write(st->impl, region, 0, bad, bytes, &err), VKG_OK);
+    vkg_step_comparison *cmp = NULL;
+    int first = -1;
+    assert_int_equal(vkg_session_compare(st, sr, &cmp, &first, &err), VKG_OK);
+    assert_int_equal(first, first_reader);
+    for (int i = 0; i < first; i++) assert_false(cmp[i].fails);
+    assert_true(cmp[first].fails);
+    assert_true(cmp[first].nmse > 1e-3);
+    const vkg_step_comparison *c = &cmp[first];
+    assert_int_equal(c->worst_ndim, c->ndim);
+    for (int d = 0; d < c->ndim; d++) assert_true(c->worst[d] >= 0 && c->worst[d] < c->shape[d]);
+    assert_true(fabsf(c->worst_value - c->worst_reference) > 0.0f);
+    free(bad);
+    free(cmp);
+    vkg_session_free(st);
+    vkg_session_free(sr);
+    block_case_free(&b);
+}
+
+static void test_corrupted_weight_found_on_vulkan(void **state) {
+    (void)state;
+    vkg_device *vk = vk_test_open(), *cpu = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_device_open("cpu", NULL, &cpu, &err), VKG_OK);
+    corrupt_on(vk, cpu);
+    vkg_device_free(cpu);
+    vk_test_close(vk);
+}
+
+static void test_needs_one_plan(void **state) {
+    (void)state;
+    vkg_device *cpu = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_device_open("cpu", NULL, &cpu, &err), VKG_OK);
+    block_case a, b;
+    block_case_init(&a, cpu, cpu);
+    block_case_init(&b, cpu, cpu);
+    vkg_session *sa = block_session(&a, cpu), *sb = block_session(&b, cpu);
+    vkg_step_comparison *cmp = (vkg_step_comparison *)&err;   /* must come back NULL */
+    int first = 3;
+    assert_int_equal(vkg_session_compare(sa, sb, &cmp, &first, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "same plan"));
+    assert_null(cmp);
+    assert_int_equal(first, -1);
+    assert_int_equal(vkg_session_compare(sa, NULL, &cmp, &first, &err), VKG_ERR_INVALID_ARGUMENT);
+    vkg_session_free(sa);
+    vkg_session_free(sb);
+    block_case_free(&a);
+    block_case_free(&b);
+    vkg_device_free(cpu);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vulkan_agrees_with_cpu),
+        cmocka_unit_test(test_cpu_threads_bit_identical),
+        cmocka_unit_test(test_corrupted_weight_found_on_vulkan),
+        cmocka_unit_test(test_needs_one_plan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

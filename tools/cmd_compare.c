@@ -1,0 +1,239 @@
+/* vkgraph compare: one plan run step by step on two devices, every step's output compared, and
+ * the first step whose difference crosses its op's conformance threshold named.  The tool for
+ * "the logits differ on this GPU": it says which step, which op, which shape and which element. */
+#include "cli.h"
+#include "commands.h"
+#include "gpt2_cli.h"
+#include "models/block.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD "compare"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: vkgraph compare (-m DIR (-p TEXT | -f FILE | --ids IDS) | --example block)\n"
+            "                       [--device D] [--against D] [--quiet]\n"
+            "\n"
+            "Runs one compiled plan step by step on device D (default: the best Vulkan device) and on the\n"
+            "reference (default: the CPU executor), compares what every step wrote by normalized mean\n"
+            "squared error against that op's conformance threshold (1e-07 element-wise, softmax and\n"
+            "layernorm; 5e-04 matmul), and names the first step that crosses it, with the element that\n"
+            "differs most.  Exits 1 when a step crosses its threshold.\n"
+            "\n");
+    gpt2_cli_usage_common(f);
+    fprintf(f,
+            "  --example block     the lesson's transformer block (d_model 64, 4 heads, d_ff 256, [2, 10, 64])\n"
+            "  --against D         the reference device (default: cpu)\n"
+            "  -q, --quiet         print only the steps that cross their threshold and the verdict\n"
+            "  -h, --help          show this help\n");
+}
+
+/* "[3, 320, 17]", or "-" when nothing was compared. */
+static int shows_element(const vkg_step_comparison *c) {
+    return c->worst_ndim > 0 && (c->max_abs_diff > 0 || c->nonfinite_mismatches > 0);
+}
+
+static const char *coords(const vkg_step_comparison *c, char *buf, size_t size) {
+    if (!shows_element(c)) return "-";
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < c->worst_ndim && n < size; d++)
+        n += (size_t)snprintf(buf + n, size - n, d ? ", %lld" : "%lld", (long long)c->worst[d]);
+    if (n < size) snprintf(buf + n, size - n, "]");
+    return buf;
+}
+
+static const char *shape_text(const vkg_step_comparison *c, char *buf, size_t size) {
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < c->ndim && n < size; d++)
+        n += (size_t)snprintf(buf + n, size - n, d ? ", %lld" : "%lld", (long long)c->shape[d]);
+    if (n < size) snprintf(buf + n, size - n, "]");
+    return buf;
+}
+
+static void print_step(const vkg_step_comparison *c, FILE *f) {
+    char at[96], shape[96];
+    fprintf(f, "%4d  %-24s %-16s %-18s %10.3e  %9.0e  %10.3e  %-18s", c->step, c->label, c->node,
+            shape_text(c, shape, sizeof shape), c->nmse, c->threshold, c->max_abs_diff, coords(c, at, sizeof at));
+    if (shows_element(c)) fprintf(f, " %12.6g %12.6g", (double)c->worst_value, (double)c->worst_reference);
+    else fprintf(f, " %12s %12s", "", "");
+    if (c->nonfinite_mismatches) fprintf(f, "  %lld inf/nan mismatches", (long long)c->nonfinite_mismatches);
+    fprintf(f, "%s\n", c->fails ? "  FAIL" : "");
+}
+
+/* Prints the table and the verdict; returns the exit status. */
+static int report(const vkg_step_comparison *cmp, int n, int first, int quiet) {
+    printf("step  %-24s %-16s %-18s %10s  %9s  %10s  %-18s %12s %12s\n", "op", "node", "shape", "nmse", "threshold",
+           "max |diff|", "worst at", "value", "reference");
+    for (int i = 0; i < n; i++)
+        if (!quiet || cmp[i].fails) print_step(&cmp[i], stdout);
+    if (first < 0) {
+        int worst = 0;
+        for (int i = 1; i < n; i++)
+            if (cmp[i].nmse / cmp[i].threshold > cmp[worst].nmse / cmp[worst].threshold) worst = i;
+        printf("all %d steps within their thresholds", n);
+        if (n) printf(" (closest: step %d, %s, nmse %.3e of %.0e)", worst, cmp[worst].label, cmp[worst].nmse,
+                      cmp[worst].threshold);
+        printf("\n");
+        return 0;
+    }
+    const vkg_step_comparison *c = &cmp[first];
+    char at[96], shape[96];
+    printf("first step over its threshold: step %d, %s %s (node '%s'): nmse %.3e > %.0e", c->step, c->label,
+           shape_text(c, shape, sizeof shape), c->node, c->nmse, c->threshold);
+    if (c->nonfinite_mismatches) printf(", %lld inf/nan mismatches", (long long)c->nonfinite_mismatches);
+    if (shows_element(c))
+        printf("; worst at %s: %.6g against %.6g", coords(c, at, sizeof at), (double)c->worst_value,
+               (double)c->worst_reference);
+    printf("\n");
+    return 1;
+}
+
+/* Compiles g once for the limits of both devices, opens a session on each, lets set_inputs fill
+ * them, and compares.  Returns the exit status. */
+typedef vkg_status (*set_inputs_fn)(vkg_session *s, void *arg, vkg_error *err);
+
+static int compare_graph(vkg_graph *g, vkg_device *test, vkg_device *ref, set_inputs_fn set, void *arg,
+                         const char *what, int quiet) {
+    vkg_compile_options o;
+    vkg_compile_options_default(&o);
+    vkg_device_compile_options(test, &o);
+    vkg_device_compile_options(ref, &o);
+    vkg_error err = {0};
+    vkg_plan *p = NULL;
+    vkg_session *st = NULL, *sr = NULL;
+    vkg_step_comparison *cmp = NULL;
+    int first = -1, rc = 1;
+    if (vkg_plan_compile(g, &o, &p, &err) == VKG_OK && vkg_session_new(test, p, &st, &err) == VKG_OK &&
+        vkg_session_new(ref, p, &sr, &err) == VKG_OK && set(st, arg, &err) == VKG_OK && set(sr, arg, &err) == VKG_OK &&
+        vkg_session_compare(st, sr, &cmp, &first, &err) == VKG_OK) {
+        printf("%s on %s against %s: %d steps\n", what, vkg_device_name(test), vkg_device_name(ref),
+               vkg_plan_step_count(p));
+        rc = report(cmp, vkg_plan_step_count(p), first, quiet);
+    } else {
+        cli_fail(CMD, "%s", err.message);
+    }
+    free(cmp);
+    vkg_session_free(st);
+    vkg_session_free(sr);
+    vkg_plan_free(p);
+    return rc;
+}
+
+/* ---- GPT-2 ----------------------------------------------------------------------------------- */
+
+typedef struct gpt2_inputs {
+    const vkg_gpt2_graph *gg;
+    const int32_t *ids, *positions;
+    size_t n;
+} gpt2_inputs;
+
+static vkg_status set_gpt2(vkg_session *s, void *arg, vkg_error *err) {
+    const gpt2_inputs *in = arg;
+    vkg_status st = vkg_session_set_input(s, in->gg->ids, in->ids, in->n * sizeof *in->ids, err);
+    if (st == VKG_OK) st = vkg_session_set_input(s, in->gg->positions, in->positions, in->n * sizeof *in->positions, err);
+    return st;
+}
+
+static int compare_gpt2(gpt2_cli *c, vkg_device *ref, int quiet) {
+    vkg_gpt2_build_options o;
+    vkg_gpt2_build_options_default(&o, (int)c->n_ids);
+    o.all_logits = 1;
+    vkg_gpt2_graph gg = {0};
+    vkg_error err = {0};
+    if (vkg_gpt2_build(c->model, &o, &gg, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    int32_t *positions = malloc(c->n_ids * sizeof *positions);
+    int rc = 1;
+    if (!positions) {
+        cli_fail(CMD, "out of memory");
+    } else {
+        for (size_t i = 0; i < c->n_ids; i++) positions[i] = (int32_t)i;
+        gpt2_inputs in = {&gg, c->ids, positions, c->n_ids};
+        char what[128];
+        snprintf(what, sizeof what, "GPT-2 forward pass over %zu tokens (logits at every position)", c->n_ids);
+        rc = compare_graph(gg.graph, c->dev, ref, set_gpt2, &in, what, quiet);
+    }
+    free(positions);
+    vkg_gpt2_graph_free(&gg);
+    return rc;
+}
+
+/* ---- the lesson block ------------------------------------------------------------------------ */
+
+typedef struct block_inputs {
+    vkg_tensor x;
+    const float *data;
+    size_t floats;
+} block_inputs;
+
+static vkg_status set_block(vkg_session *s, void *arg, vkg_error *err) {
+    const block_inputs *in = arg;
+    return vkg_session_set_input(s, in->x, in->data, in->floats * sizeof *in->data, err);
+}
+
+static int compare_block(vkg_device *test, vkg_device *ref, int quiet) {
+    enum { B = 2, T = 10 };
+    vkg_block_config cfg = {.d_model = 64, .n_heads = 4, .d_ff = 256, .causal = 0};
+    vkg_block_weights w = {0};
+    vkg_error err = {0};
+    if (vkg_block_weights_init(&w, &cfg, 0, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    vkg_graph *g = vkg_graph_new();
+    float x[B * T * 64];
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 1);
+    vkg_rng_fill_normal(&rng, x, sizeof x / sizeof x[0], 1.0f);
+    int rc = 1;
+    if (!g) {
+        cli_fail(CMD, "out of memory");
+    } else {
+        vkg_tensor in = vkg_input(g, "x", VKG_F32, 3, (int64_t[]){B, T, cfg.d_model});
+        vkg_output(g, "y", vkg_block_build(g, in, &cfg, &w, "block", NULL));
+        block_inputs bi = {in, x, sizeof x / sizeof x[0]};
+        if (vkg_graph_status(g) != VKG_OK) cli_fail(CMD, "%s", vkg_graph_error(g));
+        else rc = compare_graph(g, test, ref, set_block, &bi, "the lesson block (d_model 64, 4 heads) on [2, 10, 64]", quiet);
+    }
+    vkg_graph_free(g);
+    vkg_block_weights_free(&w);
+    return rc;
+}
+
+int cmd_compare(int argc, char **argv) {
+    gpt2_cli c = {.cmd = CMD};
+    const char *example = NULL, *against = "cpu";
+    int quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        int taken = gpt2_cli_option(&c, argc, argv, &i);
+        if (taken < 0) return 1;
+        if (taken) continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--example")) {
+            if (!(example = cli_value(CMD, argc, argv, &i))) return 1;
+        } else if (!strcmp(a, "--against")) {
+            if (!(against = cli_value(CMD, argc, argv, &i))) return 1;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            quiet = 1;
+        } else {
+            return cli_fail(CMD, "unknown option '%s' (see vkgraph compare --help)", a);
+        }
+    }
+    if (example && strcmp(example, "block") != 0) return cli_fail(CMD, "unknown example '%s' (known: block)", example);
+    if (!example == !c.model_dir) return cli_fail(CMD, "say what to compare: -m DIR with a prompt, or --example block");
+    if (example && (c.prompt || c.file || c.ids_text))
+        return cli_fail(CMD, "--example block takes no prompt (-p, -f, --ids are for -m DIR)");
+    int rc = 0;
+    vkg_device *ref = NULL;
+    if (c.model_dir) rc = gpt2_cli_load(&c, 0);
+    if (rc == 0) rc = gpt2_cli_open_device(&c);
+    if (rc == 0) rc = cli_open_device(CMD, against, (int)c.threads, &ref);
+    if (rc == 0 && vkg_device_is_cpu(c.dev) && vkg_device_is_cpu(ref))
+        fprintf(stderr, "vkgraph %s: note: both sides run on the CPU executor\n", CMD);
+    if (rc == 0) rc = example ? compare_block(c.dev, ref, quiet) : compare_gpt2(&c, ref, quiet);
+    cli_close_device(CMD, ref);
+    gpt2_cli_free(&c);
+    return rc;
+}
