@@ -67,6 +67,52 @@ static const conf_point sweep_block[] = {
     {F, {4, 128, 64, 4}}, {END, {0}}};
 static const conf_point sweep_block_gpt2[] = {{D, {1, 16, 768, 12}}, {F, {1, 256, 768, 12}}, {END, {0}}};
 
+/* ---- GPT-2's own shapes ------------------------------------------------------------------------
+ * Exactly what GPT-2 124M (C = 768, 12 heads) and GPT-2 XL (C = 1600, 25 heads), both with heads
+ * of 64, give each op at T = 1, 64, 480, 512 and 1024 tokens.  A software device once failed
+ * from T = 480 on where every smaller shape passed, so the sizes users run are tested as they
+ * are.  The default level has GPT-2 124M at T <= 512 and GPT-2 XL at T <= 64; --full adds
+ * T = 1024, GPT-2 XL's long prompts and the logits beyond T = 64. */
+#define XL 1600
+#define GPT2_POINTS(N_OF, K_OF)                                                                                 \
+    {D, {1, N_OF(768), K_OF(768)}}, {D, {64, N_OF(768), K_OF(768)}}, {D, {480, N_OF(768), K_OF(768)}},           \
+    {D, {512, N_OF(768), K_OF(768)}}, {F, {1024, N_OF(768), K_OF(768)}}, {D, {1, N_OF(XL), K_OF(XL)}},            \
+    {D, {64, N_OF(XL), K_OF(XL)}}, {F, {480, N_OF(XL), K_OF(XL)}}, {F, {512, N_OF(XL), K_OF(XL)}},              \
+    {F, {1024, N_OF(XL), K_OF(XL)}}, {END, {0}}
+#define WIDTH(c) (c)
+#define QKV(c) (3 * (c))
+#define MLP(c) (4 * (c))
+#define VOCAB(c) 50257
+/* {T, C, 0}: rows of the residual stream; {T, 4C, 0}: the MLP's hidden rows. */
+static const conf_point sweep_gpt2_rows[] = {GPT2_POINTS(WIDTH, VOCAB)};
+static const conf_point sweep_gpt2_mlp_rows[] = {GPT2_POINTS(MLP, VOCAB)};
+/* {M = T, N, K}: the four layer products (x @ W + b, W [K, N] as GPT-2's Conv1D stores it). */
+static const conf_point sweep_gpt2_qkv[] = {GPT2_POINTS(QKV, WIDTH)};
+static const conf_point sweep_gpt2_proj[] = {GPT2_POINTS(WIDTH, WIDTH)};
+static const conf_point sweep_gpt2_fc[] = {GPT2_POINTS(MLP, WIDTH)};
+static const conf_point sweep_gpt2_mlp_proj[] = {GPT2_POINTS(WIDTH, MLP)};
+/* {T, V, C}: the tied head, x @ wte^T. */
+static const conf_point sweep_gpt2_logits[] = {
+    {D, {1, 50257, 768}}, {D, {64, 50257, 768}}, {F, {480, 50257, 768}}, {F, {512, 50257, 768}},
+    {F, {1024, 50257, 768}}, {D, {1, 50257, XL}}, {F, {64, 50257, XL}}, {F, {480, 50257, XL}},
+    {F, {512, 50257, XL}}, {F, {1024, 50257, XL}}, {END, {0}}};
+/* {H, Tq, Tk}: attention scores.  Tq = Tk: a prompt from position 0; Tk = 1024: GPT-2's cache,
+ * one decoded token (Tq = 1) or a prompt after earlier tokens. */
+static const conf_point sweep_gpt2_scores[] = {
+    {D, {12, 1, 1}},      {D, {12, 64, 64}},    {D, {12, 480, 480}}, {D, {12, 512, 512}}, {F, {12, 1024, 1024}},
+    {D, {25, 1, 1}},      {D, {25, 64, 64}},    {F, {25, 480, 480}}, {F, {25, 512, 512}}, {F, {25, 1024, 1024}},
+    {D, {12, 1, 1024}},   {D, {25, 1, 1024}},   {D, {12, 64, 1024}}, {F, {12, 1000, 1024}}, {F, {25, 512, 1024}},
+    {END, {0}}};
+/* {H, T, 64}: heads of a T-token prompt (for the decode case: T cached keys, one query). */
+static const conf_point sweep_gpt2_heads[] = {
+    {D, {12, 1, 64}},  {D, {12, 64, 64}}, {D, {12, 480, 64}}, {D, {12, 512, 64}}, {F, {12, 1024, 64}},
+    {D, {25, 1, 64}},  {D, {25, 64, 64}}, {F, {25, 480, 64}}, {F, {25, 512, 64}}, {F, {25, 1024, 64}},
+    {END, {0}}};
+/* {V, C, N}: token and position tables, N ids. */
+static const conf_point sweep_gpt2_emb[] = {
+    {D, {50257, 768, 64}}, {D, {1024, 768, 512}}, {F, {50257, 768, 1024}}, {F, {50257, XL, 1024}},
+    {D, {1024, XL, 64}}, {END, {0}}};
+
 /* ---- element-wise ---------------------------------------------------------------------------- */
 
 static vkg_tensor in2(conf_build *b, int64_t r, int64_t c, conf_fill fill) { return conf_input(b, 2, S(r, c), fill); }
@@ -149,6 +195,12 @@ static void softmax_causal_index(conf_build *b, const int64_t *d) {
     vkg_tensor x = vkg_scale(b->g, scores(b, d, CONF_FILL_WIDE), 0.125f);
     conf_output(b, vkg_softmax(b->g, vkg_mask_causal(b->g, x, 0, conf_index(b, cached(d)))));
 }
+/* Queries at positions index .. index + Tq - 1 of a cache of Tk rows only half written: the rows
+ * past each query's position are blocked at run time. */
+static void softmax_causal_partial(conf_build *b, const int64_t *d) {
+    vkg_tensor x = vkg_scale(b->g, scores(b, d, CONF_FILL_WIDE), 0.125f);
+    conf_output(b, vkg_softmax(b->g, vkg_mask_causal(b->g, x, 0, conf_index(b, cached(d) / 2))));
+}
 static void softmax_scale_bool(conf_build *b, const int64_t *d) {
     vkg_tensor x = vkg_scale(b->g, scores(b, d, CONF_FILL_WIDE), 0.125f);
     conf_output(b, vkg_softmax(b->g, vkg_mask(b->g, x, in2(b, d[1], d[2], CONF_FILL_KEEP), VKG_MASK_BOOL)));
@@ -226,6 +278,25 @@ static void write_state(conf_build *b, const int64_t *d) {
     vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_NORMAL);
     conf_output(b, vkg_copy(b->g, vkg_write_at(b->g, state, x, 0, 1, conf_index(b, 2))));
 }
+/* One head-split part of a [T, 3C] projection: x[:, part C : (part + 1) C] as [H, T, Dh]. */
+static vkg_tensor head_view(conf_build *b, vkg_tensor qkv, int part, int64_t h, int64_t t, int64_t dh) {
+    vkg_tensor x = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, part * h * dh, h * dh), 3, S(t, h, dh));
+    return vkg_permute(b->g, x, (const int[]){1, 0, 2});
+}
+/* d = {H, T, Dh}: GPT-2's KV-cache write, the keys of a [T, 3C] projection into rows
+ * pos .. pos + T - 1 of a [H, 1024, Dh] state, pos given at run time. */
+static void kv_cache_write(conf_build *b, const int64_t *d) {
+    vkg_tensor qkv = in2(b, d[1], 3 * d[0] * d[2], CONF_FILL_NORMAL);
+    vkg_tensor cache = conf_state(b, 3, S(d[0], 1024, d[2]));
+    vkg_tensor k = head_view(b, qkv, 1, d[0], d[1], d[2]);
+    conf_output(b, vkg_copy(b->g, vkg_write_at(b->g, cache, k, 1, 0, conf_index(b, (int32_t)(1024 - d[1]) / 2))));
+}
+/* d = {H, T, Dh}: the heads merged back, [H, T, Dh] -> [T, H Dh], as attention's output is. */
+static void merge_heads(conf_build *b, const int64_t *d) {
+    vkg_tensor x = conf_input(b, 3, S(d[0], d[1], d[2]), CONF_FILL_NORMAL);
+    x = vkg_permute(b->g, x, (const int[]){1, 0, 2});
+    conf_output(b, vkg_copy(b->g, vkg_reshape(b->g, x, 2, S(d[1], d[0] * d[2]))));
+}
 static void concat_rows(conf_build *b, const int64_t *d) {
     vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_NORMAL);
     conf_output(b, vkg_concat(b->g, x, in2(b, 3, d[1], CONF_FILL_NORMAL), 0));
@@ -289,6 +360,11 @@ static void mm_bias_residual(conf_build *b, const int64_t *d) {
     vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
     conf_output(b, vkg_add(b->g, r, linear(b, a, d, 1)));
 }
+static void mm_bias_residual_kn(conf_build *b, const int64_t *d) {
+    vkg_tensor r = in2(b, d[0], d[1], CONF_FILL_NORMAL);
+    vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    conf_output(b, vkg_add(b->g, r, linear(b, a, d, 0)));
+}
 static void mm_bias_gelu_residual(conf_build *b, const int64_t *d) {
     vkg_tensor r = in2(b, d[0], d[1], CONF_FILL_NORMAL);
     vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
@@ -324,6 +400,12 @@ static void attn_bool(conf_build *b, const int64_t *d) {
 /* One new query against T cached keys, the offset given at run time, as decoding does. */
 static void attn_decode(conf_build *b, const int64_t *d) {
     vkg_tensor q = heads(b, d[0], 1, d[2]), k = heads(b, d[0], d[1], d[2]), v = heads(b, d[0], d[1], d[2]);
+    conf_output(b, attend(b, q, k, v, d[2], VKG_NONE, 0, conf_index(b, (int32_t)d[1] - 1)));
+}
+/* GPT-2's decode step: one query's projection, attending over a 1024-row cache of which T rows
+ * are written (index T - 1), d = {H, T, Dh}. */
+static void attn_decode_cache(conf_build *b, const int64_t *d) {
+    vkg_tensor q = heads(b, d[0], 1, d[2]), k = heads(b, d[0], 1024, d[2]), v = heads(b, d[0], 1024, d[2]);
     conf_output(b, attend(b, q, k, v, d[2], VKG_NONE, 0, conf_index(b, (int32_t)d[1] - 1)));
 }
 /* q, k, v as strided views of one [T, 3 C] projection, heads split without copies. */
@@ -373,6 +455,7 @@ static const conf_case_def cases[] = {
     {"add", "4-d broadcast both sides", EW, add_4d, sweep_rc},
     {"add", "transposed operand", EW, add_transposed, sweep_rc},
     {"add", "inf/nan inputs", EW, add_special, sweep_rc},
+    {"add", "GPT-2 residual [T, C]", EW, add_same, sweep_gpt2_rows},
     {"mul", "same shape", EW, mul_same, sweep_rc},
     {"mul", "broadcast row [C]", EW, mul_row, sweep_rc},
     {"mul", "inf/nan inputs", EW, mul_special, sweep_rc},
@@ -382,6 +465,7 @@ static const conf_case_def cases[] = {
     {"relu", "inf/nan inputs", EW, relu_special, sweep_rc},
     {"gelu", "N(0, 1)", EW, gelu_plain, sweep_rc},
     {"gelu", "N(0, 25): the tails", EW, gelu_wide, sweep_rc},
+    {"gelu", "GPT-2 MLP rows [T, 4C], N(0, 25)", EW, gelu_wide, sweep_gpt2_mlp_rows},
     {"mask", "causal, cached prefix", EW, mask_causal, sweep_scores},
     {"mask", "causal, runtime offset", EW, mask_causal_index, sweep_scores},
     {"mask", "boolean, broadcast heads", EW, mask_bool, sweep_scores},
@@ -395,17 +479,24 @@ static const conf_case_def cases[] = {
     {"softmax", "fully masked rows (causal)", EW, softmax_blocked_causal, sweep_scores},
     {"softmax", "fully masked rows (bool)", EW, softmax_blocked_bool, sweep_scores},
     {"softmax", "unfused, -inf inputs", EW, softmax_unfused, sweep_scores},
+    {"softmax", "GPT-2 scale+causal", EW, softmax_scale_causal, sweep_gpt2_scores},
+    {"softmax", "GPT-2 scale+causal, runtime", EW, softmax_causal_index, sweep_gpt2_scores},
+    {"softmax", "GPT-2 cache half written", EW, softmax_causal_partial, sweep_gpt2_scores},
     {"layernorm", "gamma and beta", EW, layernorm_affine, sweep_rc},
     {"layernorm", "no affine", EW, layernorm_plain, sweep_rc},
     {"layernorm", "mean 20, gamma only", EW, layernorm_offset, sweep_rc},
+    {"layernorm", "GPT-2 ln [T, C]", EW, layernorm_affine, sweep_gpt2_rows},
     {"embedding", "ids [N]", EW, embedding_ids, sweep_emb},
     {"embedding", "ids [2, N], out of range", EW, embedding_out_of_range, sweep_emb},
+    {"embedding", "GPT-2 wte / wpe", EW, embedding_ids, sweep_gpt2_emb},
     {"copy", "transpose", EW, copy_transpose, sweep_rc},
     {"copy", "inf/nan values", EW, copy_special, sweep_rc},
     {"copy", "permuted view as output", EW, view_permute, sweep_rc},
     {"copy", "slice of the last axis", EW, view_slice, sweep_rc},
     {"copy", "heads split from [R, 3C]", EW, view_heads, sweep_rc},
     {"copy", "write_at into a state", EW, write_state, sweep_rc},
+    {"copy", "GPT-2 KV-cache write", EW, kv_cache_write, sweep_gpt2_heads},
+    {"copy", "GPT-2 heads merged", EW, merge_heads, sweep_gpt2_heads},
     {"concat", "rows (axis 0)", EW, concat_rows, sweep_rc},
     {"concat", "columns, inf/nan part", EW, concat_columns, sweep_rc},
     {"concat", "of transposed views", EW, concat_views, sweep_rc},
@@ -422,10 +513,17 @@ static const conf_case_def cases[] = {
     {"matmul", "fused bias+gelu+residual", RED, mm_bias_gelu_residual, sweep_mnk_layer},
     {"matmul", "matrix-vector, weights [N, K]", RED, mv_weights_nk, sweep_mv},
     {"matmul", "matrix-vector, weights [K, N]", RED, mv_weights_kn, sweep_mv_kn},
+    {"matmul", "GPT-2 c_attn (+bias)", RED, mm_bias, sweep_gpt2_qkv},
+    {"matmul", "GPT-2 attn.c_proj (+bias+res)", RED, mm_bias_residual_kn, sweep_gpt2_proj},
+    {"matmul", "GPT-2 c_fc (+bias+gelu)", RED, mm_bias_gelu, sweep_gpt2_fc},
+    {"matmul", "GPT-2 mlp.c_proj (+bias+res)", RED, mm_bias_residual_kn, sweep_gpt2_mlp_proj},
+    {"matmul", "GPT-2 logits (x @ wte^T)", RED, mm_transpose_b, sweep_gpt2_logits},
     {"attention", "causal", RED, attn_causal, sweep_attn},
     {"attention", "boolean mask", RED, attn_bool, sweep_attn},
     {"attention", "decode: 1 query, runtime offset", RED, attn_decode, sweep_attn},
     {"attention", "q, k, v as views of [T, 3C]", RED, attn_views, sweep_attn},
+    {"attention", "GPT-2 q, k, v views of [T, 3C]", RED, attn_views, sweep_gpt2_heads},
+    {"attention", "GPT-2 decode, 1024-row cache", RED, attn_decode_cache, sweep_gpt2_heads},
     {"block", "lesson block + attention probs", RED, block_lesson, sweep_block},
     {"block", "causal", RED, block_causal, sweep_block},
     {"block", "GPT-2 sized", RED, block_causal, sweep_block_gpt2},
