@@ -3,7 +3,7 @@
 set -eu
 packages="cmake make gcc pkg-config libvulkan-dev libvulkan-volk-dev glslang-tools libcmocka-dev
 mesa-vulkan-drivers vulkan-validationlayers libcairo2-dev libpcre2-dev fonts-dejavu-core
-python3-numpy curl ca-certificates"
+python3-numpy libopenblas0-pthread curl ca-certificates"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

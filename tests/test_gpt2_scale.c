@@ -1,0 +1,218 @@
+/* GPT-2 at the scale users run it: a model of GPT-2 124M's shapes (12 layers, 12 heads, 768
+ * wide, 1024 positions, 50257 tokens; random weights) at T = 1, 64, 480, 512 and 1024 tokens,
+ * logits at every position, on the CPU executor and on Vulkan, each checked against the
+ * independent NumPy implementation (tools/gpt2_reference.py, float64) and against each other;
+ * then a prefill of 1000 tokens and decoding to 1024 with the KV cache against the same rows.
+ *
+ * Too slow under the sanitizers, so it runs in the Release leg of the test command only (see
+ * CMakeLists.txt).  The bar: NMSE <= 1e-6 and the same argmax at every position.  Where the
+ * reference's best two logits lie within ARGMAX_TIE of each other, either choice is right (both
+ * executors round float32 sums in their own order); the test says how often that happened. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "io/npy.h"
+#include "models/gpt2.h"
+#include "models/gpt2_random.h"
+#include "models/sampling.h"
+#include "support/test_util.h"
+#include "support/vk_test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NMSE_MAX 1e-6
+#define ARGMAX_TIE 1e-4
+#define T_MAX 1024
+#define PREFILL 1000
+
+static char *dir;
+static vkg_gpt2 *model;
+static int32_t ids[T_MAX];
+static float *reference;   /* [T_MAX, V] from NumPy */
+static size_t V;
+static vkg_device *cpu, *gpu;
+
+/* Runs the NumPy reference over ids, writing dir/reference.npy, and reads it back.  Debian's
+ * NumPy calls the system's libblas.so.3: with libopenblas0-pthread (tools/setup-debian.sh) this
+ * takes seconds, with the reference BLAS minutes. */
+static void run_reference(void) {
+    const char *script = getenv("VKG_REFERENCE");
+    if (!script) fail_msg("VKG_REFERENCE (tools/gpt2_reference.py) is not set: run through ctest");
+    size_t len = (size_t)T_MAX * 7 + 1;
+    char *csv = malloc(len), out[1200];
+    assert_non_null(csv);
+    size_t n = 0;
+    for (int i = 0; i < T_MAX; i++) n += (size_t)snprintf(csv + n, len - n, i ? ",%d" : "%d", (int)ids[i]);
+    snprintf(out, sizeof out, "%s/reference.npy", dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/usr/bin/python3", "python3", script, dir, "--ids", csv, "--logits", out, (char *)NULL);
+        _exit(127);
+    }
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    free(csv);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+        fail_msg("the NumPy reference failed (status %d): /usr/bin/python3 with python3-numpy is needed "
+                 "(./tools/setup-debian.sh installs it)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+    int nd = 0;
+    int64_t shape[VKG_NPY_MAX_DIMS];
+    vkg_error err = {0};
+    if (vkg_npy_read_f32(out, &reference, &nd, shape, &err) != VKG_OK) fail_msg("%s", err.message);
+    assert_int_equal(nd, 2);
+    assert_int_equal(shape[0], T_MAX);
+    assert_int_equal(shape[1], (int64_t)V);
+}
+
+static int setup(void **state) {
+    (void)state;
+    dir = test_tmpdir("gpt2scale");
+    vkg_gpt2_random_options o;
+    vkg_gpt2_random_options_default(&o);
+    o.config.n_layer = 12, o.config.n_head = 12, o.config.n_embd = 768;
+    o.config.n_positions = T_MAX, o.config.vocab_size = 50257;
+    o.config.bos_token_id = o.config.eos_token_id = 50256;
+    o.seed = 124;
+    vkg_error err = {0};
+    if (vkg_gpt2_write_random(dir, &o, &err) != VKG_OK || vkg_gpt2_load(dir, &model, &err) != VKG_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        return -1;
+    }
+    V = (size_t)model->config.vocab_size;
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 2024);
+    for (int i = 0; i < T_MAX; i++) ids[i] = (int32_t)(vkg_rng_next(&rng) % V);
+    vkg_device_options co = {.quiet = 1};
+    if (vkg_device_open("cpu", &co, &cpu, &err) != VKG_OK) return -1;
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    vkg_device_free(cpu);
+    vkg_gpt2_free(model);
+    free(reference);
+    if (dir) {
+        char p[1200];
+        const char *files[] = {"config.json", "model.safetensors", "reference.npy", "RANDOM-WEIGHTS.txt",
+                               "encoder.json", "vocab.bpe"};
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+            snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+            unlink(p);
+        }
+        rmdir(dir);
+    }
+    free(dir);
+    return 0;
+}
+
+/* rows x V logits against the reference rows [first, first + rows): NMSE over all of them and
+ * the argmax of every row.  Returns how many rows were ties. */
+static int expect_rows(const float *got, size_t first, size_t rows, const char *what) {
+    const float *want = reference + first * V;
+    double e = test_nmse(got, want, rows * V);
+    if (!(e <= NMSE_MAX)) fail_msg("%s: NMSE %.3e against the NumPy reference exceeds %.0e", what, e, NMSE_MAX);
+    int ties = 0;
+    for (size_t r = 0; r < rows; r++) {
+        int32_t a = vkg_argmax(got + r * V, (int)V), b = vkg_argmax(want + r * V, (int)V);
+        if (a == b) continue;
+        if (fabsf(want[r * V + (size_t)a] - want[r * V + (size_t)b]) > ARGMAX_TIE)
+            fail_msg("%s: position %zu: argmax %d, the reference's %d (logits %g and %g)", what, first + r, (int)a,
+                     (int)b, (double)want[r * V + (size_t)a], (double)want[r * V + (size_t)b]);
+        ties++;
+    }
+    fprintf(stderr, "  %-44s NMSE %.2e%s\n", what, e, ties ? " (argmax ties within 1e-4)" : "");
+    return ties;
+}
+
+static float *forward(vkg_device *d, int T) {
+    float *logits = malloc((size_t)T * V * sizeof *logits);
+    assert_non_null(logits);
+    vkg_error err = {0};
+    if (vkg_gpt2_forward(model, d, ids, T, 1, logits, VKG_GPT2_NO_ATTENTION, NULL, &err) != VKG_OK)
+        fail_msg("%s, T = %d: %s", vkg_device_name(d), T, err.message);
+    return logits;
+}
+
+/* Every prompt length on both executors: each against the reference's first T rows (a causal
+ * model's prefix), and Vulkan against the CPU. */
+static void test_forward_every_length(void **state) {
+    (void)state;
+    static const int lengths[] = {1, 64, 480, 512, 1024};
+    gpu = vk_test_open();
+    if (!reference) run_reference();
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+        int T = lengths[i];
+        char what[96];
+        float *lc = forward(cpu, T), *lg = forward(gpu, T);
+        snprintf(what, sizeof what, "T = %d, CPU executor", T);
+        expect_rows(lc, 0, (size_t)T, what);
+        snprintf(what, sizeof what, "T = %d, Vulkan", T);
+        expect_rows(lg, 0, (size_t)T, what);
+        double e = test_nmse(lg, lc, (size_t)T * V);
+        if (!(e <= NMSE_MAX)) fail_msg("T = %d: Vulkan against the CPU: NMSE %.3e exceeds %.0e", T, e, NMSE_MAX);
+        free(lc);
+        free(lg);
+    }
+    vk_test_close(gpu);
+    gpu = NULL;
+}
+
+/* A 1000-token prompt in one prefill pass, then 24 tokens decoded one by one up to the context's
+ * end, on each executor: every prediction equals the reference's row at that position. */
+static void prefill_then_decode(vkg_device *d) {
+    vkg_gpt2_generator gen;
+    vkg_error err = {0};
+    if (vkg_gpt2_generator_new(model, d, T_MAX, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_gpt2_generator_feed(&gen, ids, PREFILL, &err) != VKG_OK) fail_msg("%s", err.message);
+    char what[96];
+    snprintf(what, sizeof what, "%.20s prefill of %d", vkg_device_is_cpu(d) ? "CPU executor" : "Vulkan", PREFILL);
+    expect_rows(gen.logits, PREFILL - 1, 1, what);
+    float *decoded = malloc((size_t)(T_MAX - PREFILL) * V * sizeof *decoded);
+    assert_non_null(decoded);
+    for (int pos = PREFILL; pos < T_MAX; pos++) {
+        if (vkg_gpt2_generator_feed(&gen, &ids[pos], 1, &err) != VKG_OK) fail_msg("position %d: %s", pos, err.message);
+        memcpy(decoded + (size_t)(pos - PREFILL) * V, gen.logits, V * sizeof *decoded);
+    }
+    /* rows PREFILL .. T_MAX - 2 predict from the decoded tokens; the last row is position 1023 */
+    snprintf(what, sizeof what, "%.20s decode %d..%d", vkg_device_is_cpu(d) ? "CPU executor" : "Vulkan", PREFILL,
+             T_MAX - 1);
+    expect_rows(decoded, PREFILL, (size_t)(T_MAX - PREFILL), what);
+    /* the cache is full: one more token is refused, not written past the end */
+    assert_int_equal(vkg_gpt2_generator_feed(&gen, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT);
+    free(decoded);
+    vkg_gpt2_generator_free(&gen);
+}
+
+static void test_prefill_then_decode_cpu(void **state) {
+    (void)state;
+    if (!reference) run_reference();
+    prefill_then_decode(cpu);
+}
+
+static void test_prefill_then_decode_vulkan(void **state) {
+    (void)state;
+    if (!reference) run_reference();
+    gpu = vk_test_open();
+    prefill_then_decode(gpu);
+    vk_test_close(gpu);
+    gpu = NULL;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forward_every_length),
+        cmocka_unit_test(test_prefill_then_decode_cpu),
+        cmocka_unit_test(test_prefill_then_decode_vulkan),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
