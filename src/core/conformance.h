@@ -23,6 +23,8 @@
 /* Thresholds, by what an op does to rounding. */
 #define VKG_CONFORMANCE_NMSE_ELEMENTWISE 1e-7
 #define VKG_CONFORMANCE_NMSE_REDUCTION 5e-4
+/* A whole model's logits: what a user may expect of any device against the CPU reference. */
+#define VKG_CONFORMANCE_NMSE_MODEL 1e-6
 
 typedef enum vkg_conformance_level {
     VKG_CONFORMANCE_QUICK = 0,   /* tiny and awkward shapes only: seconds, for the tests       */

@@ -104,6 +104,18 @@ vkg_tensor conf_ids(conf_build *b, int ndim, const int64_t *shape, int64_t vocab
     return d->tensor;
 }
 
+void *conf_input_data(conf_build *b, vkg_tensor input, size_t bytes) {
+    if (b->out_of_memory || vkg_graph_status(b->g) != VKG_OK) return NULL;
+    conf_data *d = add_data(b, bytes);
+    if (!d) {
+        b->out_of_memory = 1;
+        return NULL;
+    }
+    d->is_input = 1;
+    d->tensor = input;
+    return d->host;
+}
+
 vkg_tensor conf_index(conf_build *b, int32_t value) {
     if (b->n_index == CONF_MAX_INDICES || vkg_graph_status(b->g) != VKG_OK) return VKG_NONE;
     char name[32];

@@ -16,6 +16,7 @@ enum { Q = VKG_CONFORMANCE_QUICK, D = VKG_CONFORMANCE_DEFAULT, F = VKG_CONFORMAN
 
 #define EW VKG_CONFORMANCE_NMSE_ELEMENTWISE
 #define RED VKG_CONFORMANCE_NMSE_REDUCTION
+#define MODEL VKG_CONFORMANCE_NMSE_MODEL
 #define S(...) ((const int64_t[]){__VA_ARGS__})
 
 /* ---- sweeps ---------------------------------------------------------------------------------- */
@@ -66,6 +67,8 @@ static const conf_point sweep_block[] = {
     {Q, {1, 1, 64, 4}}, {Q, {2, 10, 64, 4}}, {D, {2, 17, 64, 4}}, {D, {1, 64, 64, 4}},
     {F, {4, 128, 64, 4}}, {END, {0}}};
 static const conf_point sweep_block_gpt2[] = {{D, {1, 16, 768, 12}}, {F, {1, 256, 768, 12}}, {END, {0}}};
+/* {T, n_layer, n_embd, n_head}: whole models, GPT-2 124M's shapes at T = 1024 with --full. */
+static const conf_point sweep_model[] = {{D, {64, 2, 768, 12}}, {F, {1024, 12, 768, 12}}, {END, {0}}};
 
 /* ---- GPT-2's own shapes ------------------------------------------------------------------------
  * Exactly what GPT-2 124M (C = 768, 12 heads) and GPT-2 XL (C = 1600, 25 heads), both with heads
@@ -527,6 +530,7 @@ static const conf_case_def cases[] = {
     {"block", "lesson block + attention probs", RED, block_lesson, sweep_block},
     {"block", "causal", RED, block_causal, sweep_block},
     {"block", "GPT-2 sized", RED, block_causal, sweep_block_gpt2},
+    {"model", "GPT-2, logits at every position", MODEL, conf_gpt2_model, sweep_model},
 };
 
 int vkg_conformance_case_count(void) { return (int)(sizeof cases / sizeof cases[0]); }

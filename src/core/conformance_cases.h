@@ -59,6 +59,9 @@ vkg_tensor conf_constant(conf_build *b, int ndim, const int64_t *shape, conf_fil
 /* i32 ids in [0, vocab), and where out_of_range is set every fifth one -1 or vocab. */
 vkg_tensor conf_ids(conf_build *b, int ndim, const int64_t *shape, int64_t vocab, int out_of_range);
 vkg_tensor conf_index(conf_build *b, int32_t value);
+/* Host data of `bytes` for an input already in b->g (a graph a model builder made), set before
+ * each run; the caller fills it.  NULL when out of memory (b->out_of_memory is then set). */
+void *conf_input_data(conf_build *b, vkg_tensor input, size_t bytes);
 vkg_tensor conf_state(conf_build *b, int ndim, const int64_t *shape);
 void conf_output(conf_build *b, vkg_tensor t);
 /* fn(arg) runs when the case is done, after its graph is freed. */
@@ -84,6 +87,11 @@ typedef struct conf_case_def {
     conf_build_fn build;
     const conf_point *sweep;
 } conf_case_def;
+
+/* The whole-model case (conformance_model.c), d = {T, n_layer, n_embd, n_head}: a GPT-2 of those
+ * shapes with random weights (GPT-2's 50257 tokens and 1024 positions), logits at every one of
+ * T positions. */
+void conf_gpt2_model(conf_build *b, const int64_t *d);
 
 int vkg_conformance_case_count(void);
 const conf_case_def *vkg_conformance_case_def(int i);
