@@ -229,6 +229,36 @@ static void test_dump_model(void **state) {
     result_free(&r);
 }
 
+/* ---- compare ------------------------------------------------------------------------------------- */
+
+/* vkgraph compare: the default device against the CPU, step by step, on the tiny model and the
+ * lesson block; every step within its threshold (exit 0); a table line per step. */
+static void test_compare(void **state) {
+    (void)state;
+    need_binary();
+    result r = VKG("compare", "-m", tiny, "--ids", ids_csv);
+    expect_ok(&r, "compare -m");
+    assert_non_null(strstr(r.out, "GPT-2 forward pass over 12 tokens"));
+    assert_non_null(test_line_with(r.out, "all "));
+    assert_non_null(strstr(r.out, "steps within their thresholds"));
+    assert_non_null(strstr(r.out, "softmax+scale+causal"));
+    assert_null(strstr(r.out, "FAIL"));
+    result_free(&r);
+    r = VKG("compare", "--example", "block", "--quiet");
+    expect_ok(&r, "compare --example block");
+    assert_non_null(test_line_with(r.out, "all 11 steps within their thresholds"));
+    result_free(&r);
+    r = VKG("compare", "--example", "block", "--device", "cpu", "--against", "cpu");
+    expect_ok(&r, "compare cpu against cpu");
+    assert_non_null(strstr(r.err, "both sides run on the CPU executor"));
+    result_free(&r);
+    expect_fail(VKG("compare"), "compare", "say what to compare");
+    expect_fail(VKG("compare", "--example", "tower"), "compare", "unknown example 'tower'");
+    expect_fail(VKG("compare", "--example", "block", "--ids", "1,2"), "compare", "takes no prompt");
+    expect_fail(VKG("compare", "-m", tiny), "compare", NULL);
+    expect_fail(VKG("compare", "--example", "block", "--against", "vulkan:99"), "compare", NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logits),
@@ -236,6 +266,7 @@ int main(void) {
         cmocka_unit_test(test_random_model_text),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_dump_model),
+        cmocka_unit_test(test_compare),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

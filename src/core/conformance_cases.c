@@ -26,6 +26,9 @@ static const conf_point sweep_rc[] = {
     {Q, {1, 1}},    {Q, {3, 7}},     {Q, {13, 31}},    {Q, {17, 33}},   {D, {7, 65}},   {D, {31, 127}},
     {D, {65, 257}}, {D, {64, 768}},  {D, {3, 3072}},   {F, {1024, 768}}, {F, {128, 3072}}, {F, {1, 50257}},
     {END, {0}}};
+/* {R, C}: many short rows.  llvmpipe ends a shader invocation's loops after 65535 iterations in
+ * all, silently; rows are where a few workgroups loop longest (see record.c). */
+static const conf_point sweep_many_rows[] = {{Q, {30000, 100}}, {Q, {100000, 10}}, {D, {12288, 1024}}, {END, {0}}};
 /* {H, Tq, Tk}: attention scores [H, Tq, Tk], queries after a cache of Tk - Tq tokens. */
 static const conf_point sweep_scores[] = {
     {Q, {1, 1, 1}},   {Q, {2, 3, 3}},   {Q, {3, 7, 13}},    {D, {4, 17, 17}},    {D, {2, 33, 65}},
@@ -102,7 +105,7 @@ static const conf_point sweep_gpt2_logits[] = {
 /* {H, Tq, Tk}: attention scores.  Tq = Tk: a prompt from position 0; Tk = 1024: GPT-2's cache,
  * one decoded token (Tq = 1) or a prompt after earlier tokens. */
 static const conf_point sweep_gpt2_scores[] = {
-    {D, {12, 1, 1}},      {D, {12, 64, 64}},    {D, {12, 480, 480}}, {D, {12, 512, 512}}, {F, {12, 1024, 1024}},
+    {D, {12, 1, 1}},      {D, {12, 64, 64}},    {D, {12, 480, 480}}, {Q, {12, 512, 512}}, {F, {12, 1024, 1024}},
     {D, {25, 1, 1}},      {D, {25, 64, 64}},    {F, {25, 480, 480}}, {F, {25, 512, 512}}, {F, {25, 1024, 1024}},
     {D, {12, 1, 1024}},   {D, {25, 1, 1024}},   {D, {12, 64, 1024}}, {F, {12, 1000, 1024}}, {F, {25, 512, 1024}},
     {END, {0}}};
@@ -482,6 +485,7 @@ static const conf_case_def cases[] = {
     {"softmax", "fully masked rows (causal)", EW, softmax_blocked_causal, sweep_scores},
     {"softmax", "fully masked rows (bool)", EW, softmax_blocked_bool, sweep_scores},
     {"softmax", "unfused, -inf inputs", EW, softmax_unfused, sweep_scores},
+    {"softmax", "many rows", EW, softmax_rows, sweep_many_rows},
     {"softmax", "GPT-2 scale+causal", EW, softmax_scale_causal, sweep_gpt2_scores},
     {"softmax", "GPT-2 scale+causal, runtime", EW, softmax_causal_index, sweep_gpt2_scores},
     {"softmax", "GPT-2 cache half written", EW, softmax_causal_partial, sweep_gpt2_scores},
@@ -489,6 +493,7 @@ static const conf_case_def cases[] = {
     {"layernorm", "no affine", EW, layernorm_plain, sweep_rc},
     {"layernorm", "mean 20, gamma only", EW, layernorm_offset, sweep_rc},
     {"layernorm", "GPT-2 ln [T, C]", EW, layernorm_affine, sweep_gpt2_rows},
+    {"layernorm", "many rows", EW, layernorm_affine, sweep_many_rows},
     {"embedding", "ids [N]", EW, embedding_ids, sweep_emb},
     {"embedding", "ids [2, N], out of range", EW, embedding_out_of_range, sweep_emb},
     {"embedding", "GPT-2 wte / wpe", EW, embedding_ids, sweep_gpt2_emb},
