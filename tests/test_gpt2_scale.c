@@ -2,7 +2,8 @@
  * wide, 1024 positions, 50257 tokens; random weights) at T = 1, 64, 480, 512 and 1024 tokens,
  * logits at every position, on the CPU executor and on Vulkan, each checked against the
  * independent NumPy implementation (tools/gpt2_reference.py, float64) and against each other;
- * then a prefill of 1000 tokens and decoding to 1024 with the KV cache against the same rows.
+ * then a prefill of 1000 tokens and decoding to 1024 with the KV cache against the same rows;
+ * and GPT-2 XL's width and heads at T = 1024.
  *
  * Too slow under the sanitizers, so it runs in the Release leg of the test command only (see
  * CMakeLists.txt).  The bar: NMSE <= 1e-6 and the same argmax at every position.  Where the
@@ -96,21 +97,22 @@ static int setup(void **state) {
     return 0;
 }
 
+static void remove_model_dir(void) {
+    char p[1200];
+    const char *files[] = {"config.json", "model.safetensors", "reference.npy", "RANDOM-WEIGHTS.txt"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
 static int teardown(void **state) {
     (void)state;
     vkg_device_free(cpu);
     vkg_gpt2_free(model);
     free(reference);
-    if (dir) {
-        char p[1200];
-        const char *files[] = {"config.json", "model.safetensors", "reference.npy", "RANDOM-WEIGHTS.txt",
-                               "encoder.json", "vocab.bpe"};
-        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-            snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-            unlink(p);
-        }
-        rmdir(dir);
-    }
+    if (dir) remove_model_dir();
     free(dir);
     return 0;
 }
@@ -208,11 +210,47 @@ static void test_prefill_then_decode_vulkan(void **state) {
     gpu = NULL;
 }
 
+/* GPT-2 XL's width and heads (1600 wide, 25 heads of 64; two layers, to keep it short) at
+ * T = 1024: every position against the NumPy reference on both executors.  Its tied head of
+ * 50257 x 1600 floats needs three bindings on Vulkan. */
+static void test_xl_width(void **state) {
+    (void)state;
+    vkg_gpt2 *big = model;
+    float *big_reference = reference;
+    char *big_dir = dir;
+    dir = test_tmpdir("gpt2xl");
+    vkg_gpt2_random_options o;
+    vkg_gpt2_random_options_default(&o);
+    o.config.n_layer = 2, o.config.n_head = 25, o.config.n_embd = 1600;
+    o.config.n_positions = T_MAX, o.config.vocab_size = (int)V;
+    o.config.bos_token_id = o.config.eos_token_id = 50256;
+    o.seed = 1600;
+    vkg_error err = {0};
+    if (vkg_gpt2_write_random(dir, &o, &err) != VKG_OK || vkg_gpt2_load(dir, &model, &err) != VKG_OK)
+        fail_msg("%s", err.message);
+    reference = NULL;
+    run_reference();
+    gpu = vk_test_open();
+    float *lc = forward(cpu, T_MAX), *lg = forward(gpu, T_MAX);
+    expect_rows(lc, 0, T_MAX, "XL width, T = 1024, CPU executor");
+    expect_rows(lg, 0, T_MAX, "XL width, T = 1024, Vulkan");
+    free(lc);
+    free(lg);
+    vk_test_close(gpu);
+    gpu = NULL;
+    vkg_gpt2_free(model);
+    free(reference);
+    remove_model_dir();
+    free(dir);
+    model = big, reference = big_reference, dir = big_dir;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_every_length),
         cmocka_unit_test(test_prefill_then_decode_cpu),
         cmocka_unit_test(test_prefill_then_decode_vulkan),
+        cmocka_unit_test(test_xl_width),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
