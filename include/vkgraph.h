@@ -11,7 +11,7 @@
  *      code and checked once at the end, as with cairo.
  *
  *   2. Mark outputs with vkg_output() and compile: vkg_plan_compile() orders the nodes, drops dead
- *      ones, fuses (scale + mask + softmax, bias + gelu), computes lifetimes and packs every
+ *      ones, fuses (scale + mask + softmax, bias + activation), computes lifetimes and packs every
  *      intermediate tensor into one arena.  The plan is backend-neutral: an ordered list of kernel
  *      dispatches over buffers.  vkg_plan_dump() prints exactly what will run.
  *
@@ -126,8 +126,15 @@ typedef enum vkg_mask_kind {
 vkg_tensor vkg_mask(vkg_graph *g, vkg_tensor x, vkg_tensor mask, vkg_mask_kind kind);
 /* Over the last axis: gamma * (x - mean) / sqrt(var + eps) + beta; gamma, beta [C] or VKG_NONE. */
 vkg_tensor vkg_layernorm(vkg_graph *g, vkg_tensor x, vkg_tensor gamma, vkg_tensor beta, float eps);
-vkg_tensor vkg_gelu(vkg_graph *g, vkg_tensor x);     /* tanh approximation, as GPT-2 */
-vkg_tensor vkg_relu(vkg_graph *g, vkg_tensor x);
+/* Activations, element-wise.  A GELU or silu that follows a matmul (and its bias) is fused into
+ * the matmul's epilogue; relu runs as a step of its own.  At x = +inf each gives +inf, at -inf 0
+ * (-0 for the GELUs and silu); NaN stays NaN, except that relu gives 0. */
+vkg_tensor vkg_gelu(vkg_graph *g, vkg_tensor x);       /* tanh approximation, as GPT-2:
+                                                          0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+vkg_tensor vkg_gelu_erf(vkg_graph *g, vkg_tensor x);   /* exact: x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) */
+vkg_tensor vkg_quick_gelu(vkg_graph *g, vkg_tensor x); /* x sigmoid(1.702 x)                          */
+vkg_tensor vkg_silu(vkg_graph *g, vkg_tensor x);       /* x sigmoid(x), also called swish             */
+vkg_tensor vkg_relu(vkg_graph *g, vkg_tensor x);       /* x > 0 ? x : 0                               */
 /* table [V, C], ids (i32) of any shape S -> [S.., C].  An id outside [0, V) gives a zero row. */
 vkg_tensor vkg_embedding(vkg_graph *g, vkg_tensor table, vkg_tensor ids);
 
@@ -150,7 +157,7 @@ vkg_tensor vkg_write_at(vkg_graph *g, vkg_tensor state, vkg_tensor x, int axis, 
 typedef struct vkg_plan vkg_plan;
 
 typedef struct vkg_compile_options {
-    int fuse;                    /* fuse scale+mask+softmax, bias/gelu into matmul (default 1)  */
+    int fuse;                    /* fuse scale+mask+softmax, bias/activation into matmul (default 1) */
     int in_place;                /* run element-wise ops in place where safe (default 1)       */
     uint32_t alignment;          /* byte alignment of arena offsets (default 256)              */
     uint64_t max_binding_bytes;  /* largest range one binding may span; bigger operands are

@@ -2,6 +2,8 @@
 #ifndef VKG_COMMON_GLSL
 #define VKG_COMMON_GLSL
 
+#include "params/activation.h"
+
 // The linear workgroup index of a dispatch laid out over x and y (the host splits a count larger
 // than maxComputeWorkGroupCount[0] over two dimensions).
 uint vkg_group_index() {
@@ -18,13 +20,61 @@ float vkg_neg_inf() {
     return uintBitsToFloat(0xff800000u);
 }
 
-// GELU, tanh approximation (GPT-2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-// tanh(u) = 1 - 2 / (exp(2u) + 1) stays finite for any u: exp overflowing to +inf gives 1,
-// exp underflowing to 0 gives -1 (a library tanh written as a quotient of exps gives NaN there).
-float vkg_gelu(float x) {
-    float u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
-    float t = 1.0 - 2.0 / (exp(2.0 * u) + 1.0);
-    return 0.5 * x * (1.0 + t);
+// The activations of params/activation.h (the C kernels compute the same in src/cpu/kernels.h).
+
+// 1 / (1 + exp(-z)): exp overflowing to +inf gives 0 and underflowing gives 1, never a NaN.
+float vkg_sigmoid(float z) {
+    return 1.0 / (1.0 + exp(-z));
+}
+
+// Phi(x), the normal CDF, for the exact GELU (GLSL has no erf).  With t = 1 / (1 + C |x|),
+//   q = Phi(-|x|) = erfc(|x| / sqrt 2) / 2 = t/2 exp(-x^2 / 2) exp(P(t - T0)),
+// P fitted by tools/fit_normal_cdf.py: relative error 1.4e-8 in exact arithmetic, 4.4e-7 at worst
+// (5e-8 on average) evaluated in float32, and it keeps that accuracy in the far negative tail,
+// where 1 + erf(x / sqrt 2) would cancel.  exp(-x^2 / 2) is taken as exp(-hi^2 / 2) with hi = |x|
+// cut to 12 significant bits (so hi * hi is exact) times exp of the small rest: rounding x^2 in
+// one piece would cost 1e-5 of relative accuracy at |x| = 10.
+float vkg_normal_cdf(float x) {
+    float ax = abs(x);
+    float t = 1.0 / (1.0 + 0.5303300858899106 * ax);
+    float w = t - 0.5593498494453464;
+    float p = 0.32975369869560284;
+    p = p * w - 0.26199742515066582;
+    p = p * w - 0.18726417924761524;
+    p = p * w + 0.36424280686443317;
+    p = p * w - 0.1636776634201868;
+    p = p * w - 0.16883586357886735;
+    p = p * w + 0.34022576448325581;
+    p = p * w - 0.13843086040985872;
+    p = p * w - 0.41401734025333187;
+    p = p * w + 0.86917682365398075;
+    p = p * w - 0.300427621865762;
+    float hi = uintBitsToFloat(floatBitsToUint(ax) & 0xfffff000u);
+    float lo = ax - hi;
+    float q = 0.5 * t * exp(-0.5 * hi * hi) * exp(p - 0.5 * lo * (ax + hi));
+    // Past 14, q is below the smallest float (and at inf, lo = inf - inf would be NaN).  A NaN x
+    // lands here too and gives Phi = 1: x * Phi keeps it NaN.
+    q = ax < 14.0 ? q : 0.0;
+    return x < 0.0 ? q : 1.0 - q;
+}
+
+// x * gate for a gate in [0, 1]: a gate of 0 (x far negative) gives -0, where x = -inf would give
+// -inf * 0 = NaN.  The gate is tested as bits: Mesa's compiler folds `gate == 0.0 ? -0.0 : x * gate`
+// into `x * gate`, the same for every finite x, and lavapipe then gives NaN at -inf.
+float vkg_gated(float x, float gate) {
+    return (floatBitsToUint(gate) << 1) == 0u ? uintBitsToFloat(0x80000000u) : x * gate;
+}
+
+// The activation `op` (a VKG_UNARY_* activation code; VKG_UNARY_COPY leaves x as it is).  The
+// sigmoid-gated ones share one sigmoid, so the epilogue's code stays small.
+float vkg_activation(uint op, float x) {
+    if (op == VKG_UNARY_COPY) return x;
+    if (op == VKG_UNARY_RELU) return x > 0.0 ? x : 0.0; // NaN -> 0 on every driver (max(NaN, 0) is undefined in SPIR-V)
+    if (op == VKG_UNARY_GELU_ERF) return vkg_gated(x, vkg_normal_cdf(x));
+    // 0.5 (1 + tanh(u)) = sigmoid(2 u): the tanh GELU without 1 + tanh(u) cancelling for u << 0
+    float z = op == VKG_UNARY_GELU ? 1.5957691216057308 * (x + 0.044715 * x * x * x)
+            : op == VKG_UNARY_QUICK_GELU ? 1.702 * x : x;
+    return vkg_gated(x, vkg_sigmoid(z));
 }
 
 #endif

@@ -1,6 +1,6 @@
 // Storing an invocation's TM x TN block of sums through the matmul epilogue, for the texel
 // shaders.  The sums are parked in shared memory (each invocation its own slice, so no barrier)
-// and the epilogue runs in a loop that is not unrolled: the epilogue's code (gelu's exp above all)
+// and the epilogue runs in a loop that is not unrolled: the epilogue's code (an activation's exps above all)
 // is then emitted once instead of TM * TN times, which on llvmpipe cuts the shader's compile time
 // from seconds to a fraction.  Include after matmul_epilogue.glsl, TM and TN.
 #ifndef VKG_MATMUL_BLOCK_GLSL

@@ -1,6 +1,6 @@
 #version 450
 // out[i0, i1, i2, i3] = f(in[i0, i1, i2, i3]), both sides strided: copies that materialise views,
-// concat parts and KV-cache writes, scale, gelu, relu and the causal mask.  See params/unary.h.
+// concat parts and KV-cache writes, scale, the activations and the causal mask.  See params/unary.h.
 #extension GL_GOOGLE_include_directive : require
 #include "params/unary.h"
 #include "common.glsl"
@@ -27,11 +27,9 @@ void main() {
         float x = x_in[p.in_offset + i0 * p.in_strides[0] + i1 * p.in_strides[1] + i2 * p.in_strides[2] +
                        i3 * p.in_strides[3]];
         float v;
-        if (p.op == VKG_UNARY_COPY) v = x;
-        else if (p.op == VKG_UNARY_SCALE) v = p.alpha * x;
-        else if (p.op == VKG_UNARY_GELU) v = vkg_gelu(x);
-        else if (p.op == VKG_UNARY_RELU) v = x > 0.0 ? x : 0.0; /* NaN -> 0 on every driver (max(NaN, 0) is undefined in SPIR-V) */
-        else v = int(i3) > int(i2) + p.causal_offset + dyn ? vkg_neg_inf() : x;
+        if (p.op == VKG_UNARY_SCALE) v = p.alpha * x;
+        else if (p.op == VKG_UNARY_CAUSAL) v = int(i3) > int(i2) + p.causal_offset + dyn ? vkg_neg_inf() : x;
+        else v = vkg_activation(p.op, x); // copy and the activations
         x_out[out_base + i0 * p.out_strides[0] + i1 * p.out_strides[1] + i2 * p.out_strides[2] +
               i3 * p.out_strides[3]] = v;
     }

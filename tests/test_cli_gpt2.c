@@ -142,6 +142,76 @@ static void test_random_model_text(void **state) {
     result_free(&r);
 }
 
+/* ---- configs as transformers writes them ------------------------------------------------------------ */
+
+/* Replaces the first `from` in dir/config.json by `to`. */
+static void edit_config(const char *dir, const char *from, const char *to) {
+    char path[1300];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *text = test_read_file(path, NULL);
+    char *at = strstr(text, from);
+    if (!at) fail_msg("%s holds no %s", path, from);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    fclose(f);
+    free(text);
+}
+
+/* gpt2-random writes the config keys it is given; a model whose special tokens lie outside its
+ * vocabulary runs with a one-line note: generation does not stop at such an eos, and an empty
+ * prompt has no bos to start from. */
+static void test_config_keys_and_foreign_tokens(void **state) {
+    (void)state;
+    need_binary();
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s", in_tmp("keys"));
+    result r = VKG("gpt2-random", dir, "--layers", "2", "--heads", "2", "--embd", "16", "--ctx", "16", "--vocab", "53",
+                   "--activation", "swish", "--inner", "40", "--unscaled-attn", "--attn-scale-by-layer");
+    expect_ok(&r, "gpt2-random with config keys");
+    assert_non_null(strstr(r.out, "swish"));
+    result_free(&r);
+    char path[1300];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *text = test_read_file(path, NULL);
+    assert_non_null(strstr(text, "\"activation_function\": \"swish\""));
+    assert_non_null(strstr(text, "\"n_inner\": 40"));
+    assert_non_null(strstr(text, "\"scale_attn_weights\": false"));
+    assert_non_null(strstr(text, "\"scale_attn_by_inverse_layer_idx\": true"));
+    free(text);
+
+    /* GPT-2's 50256 kept as both ids with a 53-token vocabulary, as tiny test models have it. */
+    edit_config(dir, "\"bos_token_id\": 52", "\"bos_token_id\": 50256");
+    edit_config(dir, "\"eos_token_id\": 52", "\"eos_token_id\": 50256");
+    r = VKG("generate", "-m", dir, "--ids", "3,4", "-n", "20", "--device", "cpu");
+    expect_ok(&r, "generate with eos outside the vocabulary");
+    assert_non_null(strstr(r.err, "vkgraph generate: note: bos_token_id 50256 lies outside the vocabulary [0, 53); an "
+                                  "empty prompt has no start token; eos_token_id 50256 lies outside the vocabulary "
+                                  "[0, 53); generation will not stop at it\n"));
+    assert_non_null(strstr(r.err, "generated: 15 tokens")); /* 16 positions: 2 + 14 fed, and one more */
+    assert_non_null(strstr(r.err, "stopped at the end of the model's context"));
+    result_free(&r);
+    expect_fail(VKG("generate", "-m", dir, "--ids", "", "--device", "cpu"), "generate", "no start token");
+
+    /* An eos inside the vocabulary is where generation stops: make the first greedy token the eos. */
+    r = VKG("generate", "-m", dir, "--ids", "3,4", "-n", "1", "--device", "cpu", "--ids-out", "--no-prompt");
+    expect_ok(&r, "generate one token");
+    int first = atoi(r.out);
+    result_free(&r);
+    char eos[64];
+    snprintf(eos, sizeof eos, "\"eos_token_id\": %d", first);
+    edit_config(dir, "\"eos_token_id\": 50256", eos);
+    r = VKG("generate", "-m", dir, "--ids", "3,4", "-n", "20", "--device", "cpu");
+    expect_ok(&r, "generate stopping at eos");
+    assert_non_null(strstr(r.err, "stopped at the end-of-text token"));
+    assert_null(strstr(r.err, "eos_token_id"));
+    result_free(&r);
+
+    expect_fail(VKG("gpt2-random", in_tmp("bad_act"), "--activation", "mish"), "gpt2-random",
+                "--activation: 'mish' is not supported; use one of gelu_new");
+    expect_fail(VKG("gpt2-random", in_tmp("bad_inner"), "--inner", "0"), "gpt2-random", "--inner");
+}
+
 /* ---- attention --------------------------------------------------------------------------------- */
 
 static void test_attention(void **state) {
@@ -264,6 +334,7 @@ int main(void) {
         cmocka_unit_test(test_logits),
         cmocka_unit_test(test_generate),
         cmocka_unit_test(test_random_model_text),
+        cmocka_unit_test(test_config_keys_and_foreign_tokens),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_dump_model),
         cmocka_unit_test(test_compare),

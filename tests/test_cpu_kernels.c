@@ -77,6 +77,51 @@ static void test_unary_ops(void **state) {
     assert_true(y[0] == 0 && y[1] == INFINITY && y[2] == 0 && y[3] == 0 && y[4] == 1e-30f);
 }
 
+/* Every activation through the unary kernel against its formula in double (ref_activation, from
+ * libm), far into both tails, and at the limits: +inf gives +inf, -inf gives -0 (0 for relu), NaN
+ * stays NaN (relu: 0).  Tolerances are relative: the gate of a sigmoid-gated activation is
+ * 1 / (1 + exp(-z)) with z rounded to float, so its error grows with |z| (about 1e-7 |z|); the
+ * exact GELU's gate comes from erfc in double and is good to float rounding everywhere. */
+static void test_activation_values(void **state) {
+    (void)state;
+    static const float x[] = {-12.0f, -6.0f, -3.0f, -1.0f, -0.5f, -1e-3f, -1e-30f, 0.0f, 1e-30f, 1e-3f,
+                              0.5f, 1.0f, 3.0f, 6.0f, 12.0f, 100.0f};
+    enum { N = sizeof x / sizeof x[0] };
+    static const struct { uint32_t op; double rel; float x_min; } acts[] = {
+        {VKG_UNARY_GELU_ERF, 3e-7, -12.0f}, /* relative even at -12, where the value is -2e-32 */
+        {VKG_UNARY_GELU, 4e-6, -6.0f},      /* z = -25 at x = -6 */
+        {VKG_UNARY_QUICK_GELU, 2e-6, -6.0f},
+        {VKG_UNARY_SILU, 1e-6, -12.0f},
+        {VKG_UNARY_RELU, 0.0, -12.0f},
+    };
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+        float y[N];
+        vkg_unary_params u = {.op = acts[a].op, .dyn_index = VKG_NO_INDEX, .shape = {1, 1, 1, N},
+                              .in_strides = {0, 0, 0, 1}, .out_strides = {0, 0, 0, 1}};
+        vkg_cpu_unary(&u, x, y, NULL, 0, N);
+        for (int i = 0; i < N; i++) {
+            if (x[i] < acts[a].x_min) continue;
+            double want = ref_activation(acts[a].op, x[i]);
+            if (!(fabs(y[i] - want) <= acts[a].rel * fabs(want) + 1e-45))
+                fail_msg("activation %u at x = %g: %.9g, want %.9g", acts[a].op, (double)x[i], (double)y[i], want);
+        }
+        /* the same function is the matmul epilogue's */
+        for (int i = 0; i < N; i++) assert_true(y[i] == vkg_cpu_activation(acts[a].op, x[i]));
+        const float odd[] = {INFINITY, -INFINITY, NAN, -1e30f, 1e30f};
+        vkg_unary_params v = u;
+        v.shape[3] = 5;
+        vkg_cpu_unary(&v, odd, y, NULL, 0, 5);
+        int relu = acts[a].op == VKG_UNARY_RELU;
+        assert_true(y[0] == INFINITY);
+        assert_true(y[1] == 0.0f && (signbit(y[1]) != 0) == !relu);
+        assert_true(relu ? y[2] == 0.0f : isnan(y[2]));
+        assert_true(y[3] == 0.0f);
+        assert_true(y[4] == 1e30f);
+    }
+    assert_true(vkg_cpu_is_activation(VKG_UNARY_COPY) && !vkg_cpu_is_activation(VKG_UNARY_SCALE) &&
+                !vkg_cpu_is_activation(VKG_UNARY_CAUSAL) && !vkg_cpu_is_activation(VKG_UNARY_LAST + 1));
+}
+
 /* Causal: -inf where i3 > i2 + causal_offset + index, over [1, 2, 4, 6] scores. */
 static void test_unary_causal_and_dyn_index(void **state) {
     (void)state;
@@ -437,6 +482,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_binary_broadcast),
         cmocka_unit_test(test_unary_ops),
+        cmocka_unit_test(test_activation_values),
         cmocka_unit_test(test_unary_causal_and_dyn_index),
         cmocka_unit_test(test_softmax_rows),
         cmocka_unit_test(test_softmax_causal),

@@ -32,7 +32,8 @@ static void test_matmul_by_hand(void **state) {
     const float one[] = {1}, row[] = {1, -1}, R[] = {10, 20};
     float y[2];
     p = ref_matmul_params(1, 2, 1);
-    p.flags = VKG_MATMUL_GELU | VKG_MATMUL_RESIDUAL;
+    p.flags = VKG_MATMUL_RESIDUAL;
+    p.activation = VKG_UNARY_GELU;
     ref_run_matmul_kernel(NULL, &p, one, row, y, NULL, R);
     ref_assert_close(y[0], 10.841192, 1e-5);
     ref_assert_close(y[1], 19.841192, 1e-5);
@@ -88,6 +89,11 @@ static void test_matmul_batch_broadcast(void **state) {
     free(A), free(B);
 }
 
+/* Every activation the epilogue applies, in the order of the epilogues in matmul tests. */
+static const uint32_t activations[] = {VKG_UNARY_COPY, VKG_UNARY_GELU, VKG_UNARY_GELU_ERF, VKG_UNARY_QUICK_GELU,
+                                       VKG_UNARY_SILU, VKG_UNARY_RELU};
+#define N_ACTIVATIONS (sizeof activations / sizeof activations[0])
+
 static void test_matmul_epilogues(void **state) {
     (void)state;
     enum { M = 13, N = 31, K = 7, R_STRIDE = 40 };
@@ -95,18 +101,23 @@ static void test_matmul_epilogues(void **state) {
     vkg_rng_seed(&rng, 3);
     float *A = ref_checked_floats(&rng, M * K, 1), *B = ref_checked_floats(&rng, K * N, 1);
     float *bias = ref_checked_floats(&rng, N + 5, 1), *R = ref_checked_floats(&rng, 2 + M * R_STRIDE, 1);
-    for (uint32_t flags = 0; flags < 8; flags++) {
-        float C[M * N], want[M * N];
-        vkg_matmul_params p = ref_matmul_params(M, N, K);
-        p.flags = flags, p.bias_offset = 5, p.r_offset = 2, p.r_stride_m = R_STRIDE;
-        ref_run_matmul_kernel(NULL, &p, A, B, C, bias, R);
-        ref_matmul(&p, A, B, want, bias, R);
-        assert_memory_equal(C, want, sizeof C);
-        if (flags == (VKG_MATMUL_BIAS | VKG_MATMUL_GELU)) { /* against gelu in double */
-            float plain[M * N];
-            p.flags = VKG_MATMUL_BIAS;
-            ref_run_matmul_kernel(NULL, &p, A, B, plain, bias, NULL);
-            for (int i = 0; i < M * N; i++) ref_assert_close(C[i], ref_gelu(plain[i]), 1e-6);
+    static const uint32_t flag_sets[] = {0, VKG_MATMUL_BIAS, VKG_MATMUL_RESIDUAL,
+                                         VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL};
+    for (size_t f = 0; f < 4; f++) {
+        const uint32_t flags = flag_sets[f];
+        for (size_t a = 0; a < N_ACTIVATIONS; a++) {
+            float C[M * N], want[M * N];
+            vkg_matmul_params p = ref_matmul_params(M, N, K);
+            p.flags = flags, p.activation = activations[a], p.bias_offset = 5, p.r_offset = 2, p.r_stride_m = R_STRIDE;
+            ref_run_matmul_kernel(NULL, &p, A, B, C, bias, R);
+            ref_matmul(&p, A, B, want, bias, R);
+            assert_memory_equal(C, want, sizeof C);
+            if (flags == VKG_MATMUL_BIAS) { /* against the activation in double */
+                float plain[M * N];
+                p.activation = VKG_UNARY_COPY;
+                ref_run_matmul_kernel(NULL, &p, A, B, plain, bias, NULL);
+                for (int i = 0; i < M * N; i++) ref_assert_close(C[i], ref_activation(activations[a], plain[i]), 1e-6);
+            }
         }
     }
     free(A), free(B), free(bias), free(R);
@@ -141,7 +152,8 @@ static void test_matmul_threads_bit_identical(void **state) {
         float *C[4];
         vkg_matmul_params p = ref_matmul_params(M, N, K);
         p.batch1 = 2, p.a_stride_b1 = M * K, p.c_stride_b1 = M * N, p.r_stride_b1 = M * N;
-        p.flags = VKG_MATMUL_BIAS | VKG_MATMUL_GELU | VKG_MATMUL_RESIDUAL;
+        p.flags = VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL;
+        p.activation = VKG_UNARY_GELU_ERF;
         for (int threads = 0; threads <= 3; threads++) {
             C[threads] = calloc(2 * (size_t)M * N, sizeof(float));
             vkg_threadpool *pool = threads ? vkg_threadpool_new(threads) : NULL;
@@ -158,7 +170,7 @@ static void test_matmul_threads_bit_identical(void **state) {
  * on every operand, B stored [K, N] or (transposed) [N, K], A [M, K] or [K, M], and the given
  * epilogue; run whole, and over pools of 1, 2 and 3 threads, each bit-identical to ref_matmul. */
 static void few_rows_case(vkg_rng *rng, vkg_threadpool *const pools[3], uint32_t M, uint32_t N,
-                          uint32_t K, int b_transposed, int a_transposed, uint32_t flags) {
+                          uint32_t K, int b_transposed, int a_transposed, uint32_t flags, uint32_t activation) {
     const uint32_t off = 5, B1 = 2;
     size_t a_n = off + (size_t)B1 * M * K, b_n = off + (size_t)B1 * K * N, c_n = off + (size_t)B1 * M * N;
     float *A = ref_checked_floats(rng, a_n, 1), *B = ref_checked_floats(rng, b_n, 1);
@@ -166,7 +178,7 @@ static void few_rows_case(vkg_rng *rng, vkg_threadpool *const pools[3], uint32_t
     float *C = calloc(c_n, sizeof *C), *want = calloc(c_n, sizeof *want);
     assert_non_null(C), assert_non_null(want);
     vkg_matmul_params p = ref_matmul_params(M, N, K);
-    p.batch1 = B1, p.flags = flags;
+    p.batch1 = B1, p.flags = flags, p.activation = activation;
     p.a_offset = p.b_offset = p.c_offset = p.r_offset = p.bias_offset = off;
     p.a_stride_b1 = M * K, p.b_stride_b1 = K * N, p.c_stride_b1 = p.r_stride_b1 = M * N;
     if (a_transposed) p.a_stride_m = 1, p.a_stride_k = M;
@@ -197,11 +209,13 @@ static void test_matmul_few_rows_exact(void **state) {
         for (size_t n = 0; n < sizeof Ns / sizeof Ns[0]; n++)
             for (size_t k = 0; k < sizeof Ks / sizeof Ks[0]; k++)
                 for (int bt = 0; bt < 2; bt++, combo++)
-                    few_rows_case(&rng, pools, Ms[m], Ns[n], Ks[k], bt, combo % 3 == 0, combo % 8);
+                    few_rows_case(&rng, pools, Ms[m], Ns[n], Ks[k], bt, combo % 3 == 0,
+                                  (combo & 1 ? VKG_MATMUL_BIAS : 0) | (combo & 2 ? VKG_MATMUL_RESIDUAL : 0),
+                                  activations[combo % N_ACTIVATIONS]);
     /* Wider than one block of the contiguous-columns path (2048 columns at 4 rows). */
-    few_rows_case(&rng, pools, 5, 4500, 9, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL);
-    few_rows_case(&rng, pools, 1, 8200, 6, 0, 1, VKG_MATMUL_GELU);
-    few_rows_case(&rng, pools, 16, 33, 77, 1, 1, VKG_MATMUL_BIAS | VKG_MATMUL_GELU);
+    few_rows_case(&rng, pools, 5, 4500, 9, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, VKG_UNARY_COPY);
+    few_rows_case(&rng, pools, 1, 8200, 6, 0, 1, 0, VKG_UNARY_GELU);
+    few_rows_case(&rng, pools, 16, 33, 77, 1, 1, VKG_MATMUL_BIAS, VKG_UNARY_SILU);
     for (int t = 0; t < 3; t++) vkg_threadpool_free(pools[t]);
 }
 

@@ -374,16 +374,14 @@ static void test_gpt2_small_shapes_compile(void **state) {
     static float dummy[4];
     vkg_gpt2 m;
     memset(&m, 0, sizeof m);
-    m.config = (vkg_gpt2_config){.n_layer = 12, .n_head = 12, .n_embd = 768, .n_positions = 1024,
-                                 .vocab_size = 50257, .layer_norm_epsilon = 1e-5f, .activation = "gelu_new",
-                                 .bos_token_id = 50256, .eos_token_id = 50256};
+    vkg_gpt2_config_default(&m.config); /* GPT2Config()'s defaults are GPT-2 124M */
     vkg_gpt2_layer layers[12];
     for (int i = 0; i < 12; i++)
         layers[i] = (vkg_gpt2_layer){dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy};
     m.layers = layers;
     m.wte = m.wpe = m.ln_f_w = m.ln_f_b = m.lm_head = dummy;
     m.tied_head = 1;
-    m.activation = 1;
+    m.activation = VKG_GPT2_ACT_GELU_TANH;
     vkg_gpt2_build_options o;
     vkg_gpt2_build_options_default(&o, 1);
     o.cache_len = 1024;

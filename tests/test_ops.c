@@ -234,6 +234,45 @@ static void test_unary(void **state) {
     vkg_graph_free(g);
 }
 
+/* gelu_erf, quick_gelu and silu alone, and an activation after a matmul: fused into its epilogue
+ * by default, a step of its own without fusion (the plan's label says which). */
+static void test_activations(void **state) {
+    vkg_device *dev = *state;
+    static const float x[5] = {1, -1, 0, 2, -3}, one[1] = {1};
+    vkg_graph *g = vkg_graph_new();
+    vkg_tensor in = IN(g, "x", 5), row = CONST(g, "row", x, 1, 5), ones = IN(g, "one", 1, 1);
+    vkg_tensor outs[4] = {vkg_gelu_erf(g, in), vkg_quick_gelu(g, in), vkg_silu(g, in),
+                          vkg_gelu_erf(g, vkg_matmul(g, ones, row, VKG_NONE, 0))};
+    mark_outputs(g, outs, 4);
+    feed feeds[2] = {{in, x, 0}, {ones, one, 0}};
+    runs r = run_sets(dev, g, feeds, 2, outs, 4);
+    /* 0.5 x erfc(-x / sqrt 2), x / (1 + exp(-1.702 x)), x / (1 + exp(-x)), in double */
+    static const float gelu_erf[5] = {0.8413447f, -0.1586553f, 0.0f, 1.9545f, -0.004049694f};
+    static const float quick[5] = {0.8457958f, -0.1542042f, 0.0f, 1.935659f, -0.01807131f};
+    static const float silu[5] = {0.7310586f, -0.2689414f, 0.0f, 1.761594f, -0.1422776f};
+    for (int set = 0; set < N_SETS; set++) {
+        assert_close(r.out[set][0], gelu_erf, 5, 1e-6);
+        assert_close(r.out[set][1], quick, 5, 1e-6);
+        assert_close(r.out[set][2], silu, 5, 1e-6);
+        assert_close(r.out[set][3], gelu_erf, 5, 1e-6);
+    }
+    runs_free(&r);
+
+    /* The plan names the fused activation. */
+    vkg_plan *p = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_plan_compile(g, NULL, &p, &err), VKG_OK);
+    char text[4096] = "";
+    FILE *f = fmemopen(text, sizeof text - 1, "w");
+    assert_non_null(f);
+    assert_int_equal(vkg_plan_dump(p, f, VKG_DUMP_TEXT), VKG_OK);
+    fclose(f);
+    assert_non_null(strstr(text, "matmul+gelu_erf"));
+    assert_int_equal(vkg_plan_step_count(p), 4);
+    vkg_plan_free(p);
+    vkg_graph_free(g);
+}
+
 /* ---- attention ----------------------------------------------------------------------------- */
 
 /* The lesson's example: one query against three keys. */
@@ -587,6 +626,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_batch_broadcast),
         cmocka_unit_test(test_broadcasting),
         cmocka_unit_test(test_unary),
+        cmocka_unit_test(test_activations),
         cmocka_unit_test(test_softmax_lesson),
         cmocka_unit_test(test_causal),
         cmocka_unit_test(test_causal_runtime_index),

@@ -198,7 +198,8 @@ static void check_overlaps(const vkg_plan *p, const lifetimes *lt, uint64_t seed
 
 static int elementwise_op(vkg_op op) {
     return op == VKG_OP_ADD || op == VKG_OP_MUL || op == VKG_OP_MASK || op == VKG_OP_SCALE || op == VKG_OP_GELU ||
-           op == VKG_OP_RELU || op == VKG_OP_MASK_CAUSAL;
+           op == VKG_OP_GELU_ERF || op == VKG_OP_QUICK_GELU || op == VKG_OP_SILU || op == VKG_OP_RELU ||
+           op == VKG_OP_MASK_CAUSAL;
 }
 
 /* (d): each in-place step is element-wise (or a matmul over its residual) and overwrites an

@@ -1,7 +1,7 @@
 /* The element-wise, row and embedding shaders against the CPU executor, on hand-made one-step
  * plans run on both devices: broadcasting and strided operands, the mask op on raw bits, a
- * strided copy into a state at a runtime index, gelu at large |x|, softmax with every mask kind
- * (fully blocked rows give zeros), in place, layernorm of rows with a large mean, an embedding
+ * strided copy into a state at a runtime index, every activation at large |x| and at +-inf,
+ * softmax with every mask kind (fully blocked rows give zeros), in place, layernorm of rows with a large mean, an embedding
  * split over two row ranges with invalid ids.  Row shaders run with workgroups of one subgroup,
  * of a partial last subgroup and of many subgroups, and with one workgroup per row or element
  * block as well as a few workgroups looping over all of them. */
@@ -154,13 +154,15 @@ static void binary_cases(vkg_device *vk, vkg_device *cpu) {
 /* --- unary --------------------------------------------------------------------------------------- */
 
 static void unary_cases(vkg_device *vk, vkg_device *cpu) {
-    for (uint32_t op = VKG_UNARY_COPY; op <= VKG_UNARY_CAUSAL; op++) {
+    for (uint32_t op = VKG_UNARY_COPY; op <= VKG_UNARY_LAST; op++) {
+        /* the activations (not copy, scale and the causal mask) are computed, not moved */
+        const int computed = op != VKG_UNARY_COPY && op != VKG_UNARY_SCALE && op != VKG_UNARY_CAUSAL;
         for (int dyn = 0; dyn < 2; dyn++) {
             kcase kc;
             kc_init(&kc);
             /* in [2, 3, 6, 7] read with its last two axes swapped; out a [2, 3, 10, 7] "cache" written
              * at row index[1] (+1 fixed), as a KV-cache write does */
-            int ri = kc_floats(&kc, VKG_REGION_INPUT, 252, 3, op == VKG_UNARY_GELU ? 12.0f : 2.0f);
+            int ri = kc_floats(&kc, VKG_REGION_INPUT, 252, 3, computed ? 12.0f : 2.0f);
             int ro = kc_floats(&kc, VKG_REGION_STATE, 420, 0, 0);
             int32_t idx[3] = {5, 2, -1};
             int rx = kc_ints(&kc, VKG_REGION_INDICES, idx, 3);
@@ -178,28 +180,33 @@ static void unary_cases(vkg_device *vk, vkg_device *cpu) {
             vk_test_bind(&kc.tp, s, 0, ri, 0);
             vk_test_bind(&kc.tp, s, 1, ro, 1);
             vk_test_bind(&kc.tp, s, 2, rx, 0);
-            kc_check(&kc, vk, cpu, op == VKG_UNARY_GELU ? 1e-6 : 0);
+            kc_check(&kc, vk, cpu, computed && op != VKG_UNARY_RELU ? 1e-6 : 0);
             kc_free(&kc);
         }
     }
-    /* gelu far into both tails stays finite (-0 and x) */
-    kcase kc;
-    kc_init(&kc);
-    int ri = kc_floats(&kc, VKG_REGION_INPUT, 8, 1, 1.0f);
-    float *x = kc.init[ri];
-    const float big[8] = {-100.0f, -30.0f, -9.0f, -1e-3f, 0.0f, 4.0f, 30.0f, 100.0f};
-    memcpy(x, big, sizeof big);
-    int ro = kc_floats(&kc, VKG_REGION_OUTPUT, 8, 0, 0);
-    vkg_step *s = vk_test_step(&kc.tp, VKG_KERNEL_UNARY);
-    vkg_unary_params *p = &s->params.unary;
-    p->op = VKG_UNARY_GELU;
-    p->dyn_index = VKG_NO_INDEX;
-    set_shape(p->shape, 1, 1, 1, 8);
-    p->in_strides[3] = p->out_strides[3] = 1;
-    vk_test_bind(&kc.tp, s, 0, ri, 0);
-    vk_test_bind(&kc.tp, s, 1, ro, 1);
-    kc_check(&kc, vk, cpu, 1e-6);
-    kc_free(&kc);
+    /* every activation far into both tails, and at the infinities: finite, -0 and x, +-inf */
+    static const uint32_t activations[] = {VKG_UNARY_GELU, VKG_UNARY_GELU_ERF, VKG_UNARY_QUICK_GELU, VKG_UNARY_SILU,
+                                           VKG_UNARY_RELU};
+    for (size_t a = 0; a < sizeof activations / sizeof activations[0]; a++) {
+        kcase kc;
+        kc_init(&kc);
+        int ri = kc_floats(&kc, VKG_REGION_INPUT, 12, 1, 1.0f);
+        float *x = kc.init[ri];
+        const float big[12] = {-INFINITY, -1e30f, -100.0f, -30.0f, -9.0f, -1e-3f, 0.0f, 4.0f, 30.0f, 100.0f, 1e30f,
+                               INFINITY};
+        memcpy(x, big, sizeof big);
+        int ro = kc_floats(&kc, VKG_REGION_OUTPUT, 12, 0, 0);
+        vkg_step *s = vk_test_step(&kc.tp, VKG_KERNEL_UNARY);
+        vkg_unary_params *p = &s->params.unary;
+        p->op = activations[a];
+        p->dyn_index = VKG_NO_INDEX;
+        set_shape(p->shape, 1, 1, 1, 12);
+        p->in_strides[3] = p->out_strides[3] = 1;
+        vk_test_bind(&kc.tp, s, 0, ri, 0);
+        vk_test_bind(&kc.tp, s, 1, ro, 1);
+        kc_check(&kc, vk, cpu, 1e-6);
+        kc_free(&kc);
+    }
 }
 
 /* --- softmax and layernorm ----------------------------------------------------------------------- */

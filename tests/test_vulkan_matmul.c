@@ -1,7 +1,7 @@
 /* The matmul shaders against the CPU reference kernel (src/cpu/kernel_matmul.c), on hand-made
  * one-step plans: shapes of 1, primes and non-multiples of every tile, transposed operands,
  * broadcast batches, element offsets inside bindings, a binding at a non-zero byte offset, every
- * epilogue (bias, gelu, residual, residual aliasing C), and the matrix-vector path, each under
+ * epilogue (bias, each activation, residual, residual aliasing C), and the matrix-vector path, each under
  * several tunings (texel register blocks, shared-memory tiles, split-K matrix-vector). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +26,7 @@ typedef struct mm_case {
     int residual_in_c;    /* R is C itself: C holds the residual beforehand                */
     int padded;           /* leading dimensions and offsets rounded up to multiples of 4:
                              the layouts the vec4 texel shaders take                       */
+    uint32_t activation;  /* the epilogue's VKG_UNARY_* activation; 0 (copy): none         */
 } mm_case;
 
 enum { C_OFF = 5, BIAS_OFF = 2, R_OFF = 1 };
@@ -58,6 +59,7 @@ static void run_case(vkg_device *d, const mm_case *mc) {
     p.r_offset = mc->residual_in_c ? C_OFF : R_OFF;
     p.r_stride_m = N, p.r_stride_b1 = M * N, p.r_stride_b0 = M * N * mc->batch1;
     p.flags = mc->flags;
+    p.activation = mc->activation;
 
     size_t na = a_off + (size_t)nb * a_rows * lda, nbm = b_off + (size_t)(mc->broadcast_b ? 1 : nb) * b_rows * ldb;
     size_t nc = C_OFF + (size_t)nb * M * N, nbias = BIAS_OFF + N, nr = R_OFF + (size_t)nb * M * N;
@@ -102,34 +104,34 @@ static void run_case(vkg_device *d, const mm_case *mc) {
     vk_test_run(d, &tp.plan, host, NULL);
     double e = test_nmse(c, want, nc);
     if (!(e < 1e-10))
-        fail_msg("matmul %ux%ux%u batch %ux%u ta %d tb %d bcast %d flags %u alias %d padded %d: nmse %g "
+        fail_msg("matmul %ux%ux%u batch %ux%u ta %d tb %d bcast %d flags %u act %u alias %d padded %d: nmse %g "
                  "(c[%d] %g want %g)", M, N, K, mc->batch0, mc->batch1, mc->trans_a, mc->trans_b, mc->broadcast_b,
-                 mc->flags, mc->residual_in_c, pad, e, C_OFF, c[C_OFF], want[C_OFF]);
+                 mc->flags, mc->activation, mc->residual_in_c, pad, e, C_OFF, c[C_OFF], want[C_OFF]);
     free(a), free(b), free(c), free(want), free(bias), free(r);
 }
 
 static const mm_case cases[] = {
     /* any layout: the float texel shader (texel path) or tiles (GPU path) */
-    {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0},
-    {7, 13, 5, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 0},
-    {64, 64, 64, 1, 1, 0, 0, 0, 0, 0, 0},
-    {65, 130, 33, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_GELU | VKG_MATMUL_RESIDUAL, 0, 0},
-    {17, 9, 40, 2, 3, 1, 0, 1, VKG_MATMUL_GELU, 0, 0},
-    {9, 17, 23, 3, 1, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 0},
-    {31, 5, 70, 1, 2, 1, 1, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, 1, 0},
+    {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0},
+    {7, 13, 5, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 0, 0},
+    {64, 64, 64, 1, 1, 0, 0, 0, 0, 0, 0, 0},
+    {65, 130, 33, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, 0, 0, VKG_UNARY_GELU},
+    {17, 9, 40, 2, 3, 1, 0, 1, 0, 0, 0, VKG_UNARY_GELU_ERF},
+    {9, 17, 23, 3, 1, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 0, 0},
+    {31, 5, 70, 1, 2, 1, 1, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, 1, 0, 0},
     /* vec4 layouts, with k, n and m tails */
-    {64, 64, 64, 1, 1, 0, 0, 0, 0, 0, 1},
-    {37, 50, 29, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_GELU, 0, 1},
-    {37, 50, 31, 2, 2, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 1},
-    {13, 19, 6, 3, 1, 0, 1, 1, VKG_MATMUL_BIAS, 0, 1},
-    {70, 9, 130, 1, 1, 0, 0, 1, VKG_MATMUL_RESIDUAL, 0, 1},
+    {64, 64, 64, 1, 1, 0, 0, 0, 0, 0, 1, 0},
+    {37, 50, 29, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 1, VKG_UNARY_SILU},
+    {37, 50, 31, 2, 2, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 1, 0},
+    {13, 19, 6, 3, 1, 0, 1, 1, VKG_MATMUL_BIAS, 0, 1, VKG_UNARY_RELU},
+    {70, 9, 130, 1, 1, 0, 0, 1, VKG_MATMUL_RESIDUAL, 0, 1, 0},
     /* M == 1: matrix-vector */
-    {1, 300, 77, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_GELU, 0, 0},
-    {1, 37, 100, 2, 3, 0, 1, 0, 0, 0, 0},
-    {1, 70, 9, 1, 1, 1, 0, 0, VKG_MATMUL_RESIDUAL, 1, 0},
-    {1, 300, 77, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_GELU, 0, 1},
-    {1, 37, 101, 2, 3, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 1},
-    {1, 129, 3, 1, 1, 0, 0, 1, 0, 0, 1},
+    {1, 300, 77, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 0, VKG_UNARY_QUICK_GELU},
+    {1, 37, 100, 2, 3, 0, 1, 0, 0, 0, 0, 0},
+    {1, 70, 9, 1, 1, 1, 0, 0, VKG_MATMUL_RESIDUAL, 1, 0, 0},
+    {1, 300, 77, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 1, VKG_UNARY_GELU_ERF},
+    {1, 37, 101, 2, 3, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 1, VKG_UNARY_GELU},
+    {1, 129, 3, 1, 1, 0, 0, 1, 0, 0, 1, 0},
 };
 
 static void run_all_cases(vkg_device *d) {

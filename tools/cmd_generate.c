@@ -20,9 +20,10 @@ static void usage(FILE *f) {
             "                        [--top-k K] [--top-p P] [--seed S] [--device D]\n"
             "\n"
             "Continues the prompt with GPT-2, printing each token as it is produced, until N tokens or the\n"
-            "end-of-text token.  Timings (prompt and generated tokens per second) go to standard error.\n"
-            "Without sampling options the choice is greedy (always the most likely token).  An empty\n"
-            "prompt starts from the end-of-text token, as GPT-2's unconditional samples do.\n"
+            "end-of-text token (eos_token_id).  Timings (prompt and generated tokens per second) go to standard\n"
+            "error.  Without sampling options the choice is greedy (always the most likely token).  An empty\n"
+            "prompt starts from the start token (bos_token_id; for GPT-2 the end-of-text token), as GPT-2's\n"
+            "unconditional samples do.\n"
             "\n");
     gpt2_cli_usage_common(f);
     fprintf(f,
@@ -119,14 +120,15 @@ static int run(gpt2_cli *c, gen_options *g) {
     double t1 = gpt2_cli_now();
     if (!g->no_prompt)
         for (size_t i = 0; i < c->n_ids && rc == 0; i++)
-            if (c->ids[i] != cfg->eos_token_id || g->ids_out) rc = emit(c, g, c->ids[i]); /* a marker, not text */
+            if ((c->ids[i] != cfg->eos_token_id && c->ids[i] != cfg->bos_token_id) || g->ids_out)
+                rc = emit(c, g, c->ids[i]); /* markers are not text; ids are never VKG_GPT2_NO_TOKEN */
     if (rc == 0 && vkg_gpt2_generator_feed(&gen, c->ids, (int)c->n_ids, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
     double t2 = gpt2_cli_now();
     long produced = 0;
     const char *stop = "the requested number of tokens";
     while (rc == 0 && produced < g->n) {
         int32_t next = vkg_sampler_next(&sampler, gen.logits);
-        if (next == cfg->eos_token_id) {
+        if (cfg->eos_token_id != VKG_GPT2_NO_TOKEN && next == cfg->eos_token_id) {
             stop = "the end-of-text token";
             break;
         }

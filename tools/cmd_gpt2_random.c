@@ -17,7 +17,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: vkgraph gpt2-random DIR [--layers N] [--heads H] [--embd C] [--ctx P] [--seed S]\n"
             "                               [--vocab V] [--dtype f32|f16|bf16] [--prefix] [--untied]\n"
-            "                               [--attn-buffers]\n"
+            "                               [--attn-buffers] [--activation NAME] [--inner I]\n"
+            "                               [--unscaled-attn] [--attn-scale-by-layer]\n"
             "\n"
             "Writes DIR/config.json and DIR/model.safetensors: a model laid out exactly like a Hugging Face\n"
             "GPT-2 checkpoint, with GPT-2's vocabulary of 50257 tokens, but RANDOM weights: it runs every\n"
@@ -34,7 +35,12 @@ static void usage(FILE *f) {
             "  --dtype D    f32 (default), f16 or bf16\n"
             "  --prefix     name tensors \"transformer.*\" as GPT2LMHeadModel checkpoints do\n"
             "  --untied     write a separate lm_head.weight instead of tying the head to wte\n"
-            "  --attn-buffers  write the h.N.attn.bias / masked_bias buffers older checkpoints carry\n");
+            "  --attn-buffers  write the h.N.attn.bias / masked_bias buffers older checkpoints carry\n"
+            "  --activation NAME  activation_function, a transformers name (default gelu_new): %s\n"
+            "  --inner I    the MLP's width, n_inner (default: null, 4 * --embd)\n"
+            "  --unscaled-attn       scale_attn_weights false: scores are not divided by sqrt(head size)\n"
+            "  --attn-scale-by-layer scale_attn_by_inverse_layer_idx true: layer i's scores also / (i + 1)\n",
+            vkg_gpt2_activation_names());
 }
 
 /* Copies src to dst byte for byte.  0, or 1 after printing the error. */
@@ -83,11 +89,21 @@ int cmd_gpt2_random(int argc, char **argv) {
             usage(stdout);
             return 0;
         }
-        if (strcmp(a, "--prefix") == 0 || strcmp(a, "--untied") == 0 || strcmp(a, "--attn-buffers") == 0) {
-            int *flag = a[2] == 'p' ? &o.prefix_transformer : a[2] == 'u' ? &o.untied_lm_head : &o.attn_bias_buffers;
-            *flag = 1;
-            continue;
-        }
+        /* Options without a value: each sets one field. */
+        const struct { const char *name; int *field; int value; } switches[] = {
+            {"--prefix", &o.prefix_transformer, 1},
+            {"--untied", &o.untied_lm_head, 1},
+            {"--attn-buffers", &o.attn_bias_buffers, 1},
+            {"--unscaled-attn", &o.config.scale_attn_weights, 0},
+            {"--attn-scale-by-layer", &o.config.scale_attn_by_inverse_layer_idx, 1},
+        };
+        int is_switch = 0;
+        for (size_t k = 0; k < sizeof switches / sizeof switches[0]; k++)
+            if (strcmp(a, switches[k].name) == 0) {
+                *switches[k].field = switches[k].value;
+                is_switch = 1;
+            }
+        if (is_switch) continue;
         if (a[0] != '-') {
             if (dir) return cli_fail(CMD, "one folder please: '%s' and '%s' given", dir, a);
             dir = a;
@@ -114,6 +130,15 @@ int cmd_gpt2_random(int argc, char **argv) {
             if (cli_int(CMD, a, val, 2, 1 << 24, &v)) return 1;
             o.config.vocab_size = (int)v;
             o.config.bos_token_id = o.config.eos_token_id = (int)v - 1;
+        } else if (strcmp(a, "--inner") == 0) {
+            if (cli_int(CMD, a, val, 1, 1 << 18, &v)) return 1;
+            o.config.n_inner = (int)v;
+        } else if (strcmp(a, "--activation") == 0) {
+            if (strlen(val) >= sizeof o.config.activation || !vkg_gpt2_activation_kind(val))
+                return cli_fail(CMD, "--activation: '%s' is not supported; use one of %s", val,
+                                vkg_gpt2_activation_names());
+            memset(o.config.activation, 0, sizeof o.config.activation);
+            memcpy(o.config.activation, val, strlen(val));
         } else if (strcmp(a, "--dtype") == 0) {
             if (strcmp(val, "f32") == 0) o.dtype = VKG_ST_F32;
             else if (strcmp(val, "f16") == 0) o.dtype = VKG_ST_F16;
@@ -147,11 +172,9 @@ int cmd_gpt2_random(int argc, char **argv) {
         }
     }
     const vkg_gpt2_config *c = &o.config;
-    int64_t C = c->n_embd, params = (int64_t)c->vocab_size * C * (o.untied_lm_head ? 2 : 1) +
-                                    (int64_t)c->n_positions * C + 2 * C + (int64_t)c->n_layer * (12 * C * C + 13 * C);
     printf("wrote a GPT-2-shaped model with RANDOM weights to %s: %d layers, %d heads, %d channels, %d positions, "
-           "%d tokens, %lld parameters (%s); its outputs mean nothing\n",
-           dir, c->n_layer, c->n_head, c->n_embd, c->n_positions, c->vocab_size, (long long)params,
-           vkg_st_dtype_name(o.dtype));
+           "%d tokens, %lld parameters (%s, %s); its outputs mean nothing\n",
+           dir, c->n_layer, c->n_head, c->n_embd, c->n_positions, c->vocab_size,
+           (long long)vkg_gpt2_config_parameter_count(c, !o.untied_lm_head), vkg_st_dtype_name(o.dtype), c->activation);
     return 0;
 }

@@ -112,7 +112,7 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
     if (c->random_weights)
         fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph gpt2-random): its outputs "
                 "mean nothing\n", c->cmd, c->model_dir);
-    if (c->model->note[0]) fprintf(stderr, "vkgraph %s: note: %s\n", c->cmd, c->model->note);
+    if (c->model->note[0]) fprintf(stderr, "vkgraph %s: note: %s\n", c->cmd, c->model->note); /* one line */
     if (load_tokenizer(c)) return 1;
 
     if (c->ids_text) {
@@ -127,12 +127,18 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
         if (st != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
     }
     if (c->n_ids == 0 && empty_is_eot) {
-        int32_t *eot = realloc(c->ids, sizeof *eot);
-        if (!eot) return cli_fail(c->cmd, "out of memory");
-        c->ids = eot;
-        c->ids[0] = c->model->config.eos_token_id;
+        /* As transformers' generate() without input ids: start from bos_token_id (GPT-2's
+         * <|endoftext|>, its start for unconditional text). */
+        const int bos = c->model->config.bos_token_id;
+        if (bos == VKG_GPT2_NO_TOKEN)
+            return cli_fail(c->cmd, "the prompt is empty and the model has no start token (its config.json gives "
+                            "no bos_token_id inside the vocabulary): give a prompt");
+        int32_t *start = realloc(c->ids, sizeof *start);
+        if (!start) return cli_fail(c->cmd, "out of memory");
+        c->ids = start;
+        c->ids[0] = bos;
         c->n_ids = 1;
-        fprintf(stderr, "vkgraph %s: the prompt is empty: starting from the end-of-text token (%d)\n", c->cmd,
+        fprintf(stderr, "vkgraph %s: the prompt is empty: starting from the start token bos_token_id (%d)\n", c->cmd,
                 (int)c->ids[0]);
     }
     if (vkg_gpt2_check_ids(c->model, c->ids, c->n_ids, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);

@@ -36,8 +36,9 @@ int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i);
  * its tokenizer (the model folder's files, or the project's GPT-2 tokenizer when the model has
  * GPT-2's 50257 tokens, saying so on stderr; none is needed when the prompt is --ids), turns the
  * prompt into ids and checks them against the model.  empty_is_eot: an empty prompt becomes the
- * end-of-text token alone (GPT-2's start for unconditional text), else it is an error.  Returns
- * 0, or 1 after printing the error. */
+ * start token bos_token_id alone (for GPT-2 the end-of-text token, its start for unconditional
+ * text; an error when the model has none), else it is an error.  Returns 0, or 1 after printing
+ * the error. */
 int gpt2_cli_load(gpt2_cli *c, int empty_is_eot);
 /* Opens --device (default: the best one).  0 or 1. */
 int gpt2_cli_open_device(gpt2_cli *c);

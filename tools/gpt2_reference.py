@@ -12,7 +12,9 @@ Usage:
 
 MODEL_DIR holds config.json and model.safetensors in Hugging Face's GPT-2 layout (names with or
 without "transformer.", head tied to wte unless lm_head.weight is present; F32, F16 or BF16).
-Needs only Python 3 and NumPy (Debian's python3-numpy).
+config.json is read as transformers' GPT2Config reads it: n_inner (null: 4 * n_embd),
+activation_function by its ACT2FN name, layer_norm_epsilon, scale_attn_weights and
+scale_attn_by_inverse_layer_idx.  Needs only Python 3 and NumPy (Debian's python3-numpy).
 """
 
 import argparse
@@ -79,7 +81,10 @@ def read_config(path):
             "n_positions": int(c["n_positions"] if c.get("n_positions") is not None else c["n_ctx"]),
             "eps": float(c["layer_norm_epsilon"] if c.get("layer_norm_epsilon") is not None else 1e-5),
             "activation": c.get("activation_function") or "gelu_new",
+            "scale_attn_weights": c.get("scale_attn_weights") is not False,  # null or absent: True
+            "scale_by_layer": bool(c.get("scale_attn_by_inverse_layer_idx")),
         }
+        cfg["n_inner"] = int(c["n_inner"]) if c.get("n_inner") is not None else 4 * cfg["n_embd"]
     except KeyError as e:
         raise ModelError(f"{path}: missing {e}") from e
     if cfg["n_embd"] % cfg["n_head"]:
@@ -87,12 +92,21 @@ def read_config(path):
     return cfg
 
 
+def sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
 def activation(name):
-    if name in ("gelu_new", "gelu_pytorch_tanh"):
+    """transformers' ACT2FN entry of that name, in float64."""
+    if name in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_accurate"):
         return lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
-    if name == "gelu":
+    if name in ("gelu", "gelu_python"):
         erf = np.frompyfunc(math.erf, 1, 1)
         return lambda x: 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)).astype(np.float64))
+    if name == "quick_gelu":
+        return lambda x: x * sigmoid(1.702 * x)
+    if name in ("silu", "swish"):
+        return lambda x: x * sigmoid(x)
     if name == "relu":
         return lambda x: np.maximum(x, 0.0)
     raise ModelError(f"activation_function {name!r} is not supported")
@@ -118,7 +132,11 @@ def forward(cfg, w, ids):
         a = layer_norm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"], cfg["eps"])
         qkv = a @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]  # [T, 3C]; Conv1D is x @ W
         q, k, v = (qkv[:, i * C : (i + 1) * C].reshape(T, H, d).transpose(1, 0, 2) for i in range(3))  # [H, T, d]
-        scores = q @ k.transpose(0, 2, 1) / math.sqrt(d)  # [H, T, T]
+        scores = q @ k.transpose(0, 2, 1)  # [H, T, T]
+        if cfg["scale_attn_weights"]:
+            scores = scores / math.sqrt(d)
+        if cfg["scale_by_layer"]:
+            scores = scores / float(layer + 1)
         scores = np.where(causal, scores, -np.inf)
         scores -= scores.max(axis=-1, keepdims=True)
         probs = np.exp(scores)
@@ -127,7 +145,7 @@ def forward(cfg, w, ids):
         heads = (probs @ v).transpose(1, 0, 2).reshape(T, C)  # merge heads: [T, H*d]
         x = x + heads @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
         m = layer_norm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], cfg["eps"])
-        hidden = act(m @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"])  # [T, 4C]
+        hidden = act(m @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"])  # [T, n_inner]
         x = x + hidden @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
     x = layer_norm(x, w["ln_f.weight"], w["ln_f.bias"], cfg["eps"])
     head = w.get("lm_head.weight", w["wte.weight"])  # [V, C]; tied to wte when absent
@@ -139,15 +157,15 @@ def load_model(model_dir):
     raw = read_safetensors(os.path.join(model_dir, "model.safetensors"))
     # Checkpoints saved from GPT2LMHeadModel prefix the body with "transformer."; GPT2Model does not.
     w = {(k[len("transformer.") :] if k.startswith("transformer.") else k): v for k, v in raw.items()}
-    C, V, P = cfg["n_embd"], cfg["vocab_size"], cfg["n_positions"]
+    C, V, P, I = cfg["n_embd"], cfg["vocab_size"], cfg["n_positions"], cfg["n_inner"]
     expected = {"wte.weight": (V, C), "wpe.weight": (P, C), "ln_f.weight": (C,), "ln_f.bias": (C,)}
     for i in range(cfg["n_layer"]):
         p = f"h.{i}."
         expected.update({p + "ln_1.weight": (C,), p + "ln_1.bias": (C,), p + "ln_2.weight": (C,),
                          p + "ln_2.bias": (C,), p + "attn.c_attn.weight": (C, 3 * C),
                          p + "attn.c_attn.bias": (3 * C,), p + "attn.c_proj.weight": (C, C),
-                         p + "attn.c_proj.bias": (C,), p + "mlp.c_fc.weight": (C, 4 * C),
-                         p + "mlp.c_fc.bias": (4 * C,), p + "mlp.c_proj.weight": (4 * C, C),
+                         p + "attn.c_proj.bias": (C,), p + "mlp.c_fc.weight": (C, I),
+                         p + "mlp.c_fc.bias": (I,), p + "mlp.c_proj.weight": (I, C),
                          p + "mlp.c_proj.bias": (C,)})
     if "lm_head.weight" in w:
         expected["lm_head.weight"] = (V, C)

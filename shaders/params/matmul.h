@@ -1,15 +1,16 @@
-/* C[b0, b1, m, n] = sum_k A[b0, b1, m, k] * B[b0, b1, k, n]  (+ bias[n]) (gelu) (+ R[b0, b1, m, n])
+/* C[b0, b1, m, n] = sum_k A[b0, b1, m, k] * B[b0, b1, k, n]  (+ bias[n]) (activation) (+ R[b0, b1, m, n])
  * Shapes: M rows, N columns, K reduction; (batch0, batch1) leading dimensions of C.  A and B are
  * read through strides, so a transpose or a broadcast batch (stride 0) costs nothing.  C and R
  * are row-major with unit column stride.
  * Bindings: 0 A, 1 B, 2 C, 3 bias, 4 R (residual). */
 #ifndef VKG_PARAMS_MATMUL_H
 #define VKG_PARAMS_MATMUL_H
+#include "activation.h"
 #include "common.h"
 
-#define VKG_MATMUL_BIAS 1u      /* add bias[n]                         */
-#define VKG_MATMUL_GELU 2u      /* then apply gelu (tanh approximation) */
-#define VKG_MATMUL_RESIDUAL 4u  /* then add R                           */
+/* flags */
+#define VKG_MATMUL_BIAS 1u      /* add bias[n]                                     */
+#define VKG_MATMUL_RESIDUAL 4u  /* then, after the activation, add R                */
 
 VKG_PARAMS_BEGIN(vkg_matmul_params)
     vkg_u32 M, N, K;
@@ -20,6 +21,8 @@ VKG_PARAMS_BEGIN(vkg_matmul_params)
     vkg_u32 bias_offset;
     vkg_u32 r_offset, r_stride_m, r_stride_b0, r_stride_b1;
     vkg_u32 flags;
+    vkg_u32 activation;       /* after the bias: an activation (params/activation.h),
+                                 or VKG_UNARY_COPY for none */
 VKG_PARAMS_END(vkg_matmul_params)
 
 #endif

@@ -3,13 +3,13 @@
  * Bindings: 0 in, 1 out, 2 runtime indices (i32). */
 #ifndef VKG_PARAMS_UNARY_H
 #define VKG_PARAMS_UNARY_H
+#include "activation.h"
 #include "common.h"
 
-#define VKG_UNARY_COPY 0u
+/* op: an activation (params/activation.h), or one of these. */
 #define VKG_UNARY_SCALE 1u    /* alpha * x                                          */
-#define VKG_UNARY_GELU 2u     /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))     */
-#define VKG_UNARY_RELU 3u
 #define VKG_UNARY_CAUSAL 4u   /* -inf where i3 > i2 + causal_offset (+ index)       */
+#define VKG_UNARY_LAST VKG_UNARY_SILU  /* the largest op code */
 
 VKG_PARAMS_BEGIN(vkg_unary_params)
     vkg_u32 op;

@@ -48,6 +48,11 @@ static const conf_point sweep_mnk_layer[] = {
 static const conf_point sweep_mnk_small[] = {
     {Q, {1, 1, 1}}, {Q, {3, 7, 13}}, {D, {17, 33, 65}}, {D, {64, 64, 64}}, {D, {31, 257, 127}},
     {F, {257, 768, 768}}, {END, {0}}};
+/* {M, N, K} for an epilogue's activation at its limits: never one column alone, so that some
+ * outputs stay finite whatever the bias holds (a case of non-finite values only would pass any
+ * scaling of them). */
+static const conf_point sweep_mnk_extreme[] = {
+    {Q, {3, 7, 13}}, {Q, {17, 33, 65}}, {D, {64, 64, 64}}, {D, {31, 257, 127}}, {F, {257, 768, 768}}, {END, {0}}};
 /* {1, N, K}: matrix-vector, as each decoding step does; the last is GPT-2's logits. */
 static const conf_point sweep_mv[] = {
     {Q, {1, 1, 1}},      {Q, {1, 7, 13}},      {Q, {1, 65, 33}},      {D, {1, 257, 127}},
@@ -157,12 +162,22 @@ static void relu_plain(conf_build *b, const int64_t *d) {
 static void relu_special(conf_build *b, const int64_t *d) {
     conf_output(b, vkg_relu(b->g, in2(b, d[0], d[1], CONF_FILL_SPECIAL)));
 }
-static void gelu_plain(conf_build *b, const int64_t *d) {
-    conf_output(b, vkg_gelu(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL)));
-}
-static void gelu_wide(conf_build *b, const int64_t *d) {
-    conf_output(b, vkg_gelu(b->g, in2(b, d[0], d[1], CONF_FILL_WIDE)));
-}
+/* A gated activation over x [R, C] of N(0, 1), of N(0, 25) (the tails, where the gate saturates)
+ * and with infinities and NaNs (the limits). */
+#define ACTIVATION_CASES(act)                                                                           \
+    static void act##_plain(conf_build *b, const int64_t *d) {                                          \
+        conf_output(b, vkg_##act(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL)));                          \
+    }                                                                                                   \
+    static void act##_wide(conf_build *b, const int64_t *d) {                                           \
+        conf_output(b, vkg_##act(b->g, in2(b, d[0], d[1], CONF_FILL_WIDE)));                            \
+    }                                                                                                   \
+    static void act##_special(conf_build *b, const int64_t *d) {                                        \
+        conf_output(b, vkg_##act(b->g, in2(b, d[0], d[1], CONF_FILL_SPECIAL)));                         \
+    }
+ACTIVATION_CASES(gelu)
+ACTIVATION_CASES(gelu_erf)
+ACTIVATION_CASES(quick_gelu)
+ACTIVATION_CASES(silu)
 
 /* ---- masks and softmax: d = {H, Tq, Tk} ------------------------------------------------------ */
 
@@ -358,9 +373,25 @@ static void mm_add_bias(conf_build *b, const int64_t *d) {
     vkg_tensor mm = vkg_matmul(b->g, a, weight(b, d[2], d[1]), VKG_NONE, 0);
     conf_output(b, vkg_add(b->g, mm, bias(b, d[1])));
 }
-static void mm_bias_gelu(conf_build *b, const int64_t *d) {
-    conf_output(b, vkg_gelu(b->g, linear(b, in2(b, d[0], d[2], CONF_FILL_NORMAL), d, 0)));
+/* x [M, K] @ w [K, N] + bias, then an activation, all fused into the matmul's epilogue: operands
+ * of N(0, 1); or (extreme) x of N(0, 25), so the sums reach the gates' tails, and a bias with
+ * infinities and NaNs, so whole columns go through the activation's limits. */
+static void mm_bias_activation(conf_build *b, const int64_t *d, vkg_tensor (*act)(vkg_graph *, vkg_tensor),
+                               int extreme) {
+    vkg_tensor x = in2(b, d[0], d[2], extreme ? CONF_FILL_WIDE : CONF_FILL_NORMAL);
+    vkg_tensor w = weight(b, d[2], d[1]);
+    vkg_tensor bs = conf_constant(b, 1, S(d[1]), extreme ? CONF_FILL_SPECIAL : CONF_FILL_NORMAL);
+    conf_output(b, act(b->g, vkg_matmul(b->g, x, w, bs, 0)));
 }
+#define FUSED_ACTIVATION_CASES(act)                                                                     \
+    static void mm_bias_##act(conf_build *b, const int64_t *d) { mm_bias_activation(b, d, vkg_##act, 0); } \
+    static void mm_bias_##act##_extreme(conf_build *b, const int64_t *d) {                              \
+        mm_bias_activation(b, d, vkg_##act, 1);                                                         \
+    }
+FUSED_ACTIVATION_CASES(gelu)
+FUSED_ACTIVATION_CASES(gelu_erf)
+FUSED_ACTIVATION_CASES(quick_gelu)
+FUSED_ACTIVATION_CASES(silu)
 static void mm_bias_residual(conf_build *b, const int64_t *d) {
     vkg_tensor r = in2(b, d[0], d[1], CONF_FILL_NORMAL);
     vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
@@ -472,6 +503,17 @@ static const conf_case_def cases[] = {
     {"gelu", "N(0, 1)", EW, gelu_plain, sweep_rc},
     {"gelu", "N(0, 25): the tails", EW, gelu_wide, sweep_rc},
     {"gelu", "GPT-2 MLP rows [T, 4C], N(0, 25)", EW, gelu_wide, sweep_gpt2_mlp_rows},
+    {"gelu", "inf/nan inputs", EW, gelu_special, sweep_rc},
+    {"gelu_erf", "N(0, 1)", EW, gelu_erf_plain, sweep_rc},
+    {"gelu_erf", "N(0, 25): the tails", EW, gelu_erf_wide, sweep_rc},
+    {"gelu_erf", "inf/nan inputs", EW, gelu_erf_special, sweep_rc},
+    {"gelu_erf", "GPT-2 MLP rows [T, 4C], N(0, 25)", EW, gelu_erf_wide, sweep_gpt2_mlp_rows},
+    {"quick_gelu", "N(0, 1)", EW, quick_gelu_plain, sweep_rc},
+    {"quick_gelu", "N(0, 25): the tails", EW, quick_gelu_wide, sweep_rc},
+    {"quick_gelu", "inf/nan inputs", EW, quick_gelu_special, sweep_rc},
+    {"silu", "N(0, 1)", EW, silu_plain, sweep_rc},
+    {"silu", "N(0, 25): the tails", EW, silu_wide, sweep_rc},
+    {"silu", "inf/nan inputs", EW, silu_special, sweep_rc},
     {"mask", "causal, cached prefix", EW, mask_causal, sweep_scores},
     {"mask", "causal, runtime offset", EW, mask_causal_index, sweep_scores},
     {"mask", "boolean, broadcast heads", EW, mask_bool, sweep_scores},
@@ -517,6 +559,13 @@ static const conf_case_def cases[] = {
     {"matmul", "bias", RED, mm_bias, sweep_mnk_layer},
     {"matmul", "add fused as bias", RED, mm_add_bias, sweep_mnk_layer},
     {"matmul", "fused bias+gelu", RED, mm_bias_gelu, sweep_mnk_layer},
+    {"matmul", "fused bias+gelu_erf", RED, mm_bias_gelu_erf, sweep_mnk_layer},
+    {"matmul", "fused bias+quick_gelu", RED, mm_bias_quick_gelu, sweep_mnk_layer},
+    {"matmul", "fused bias+silu", RED, mm_bias_silu, sweep_mnk_layer},
+    {"matmul", "bias+gelu: tails, inf/nan", RED, mm_bias_gelu_extreme, sweep_mnk_extreme},
+    {"matmul", "bias+gelu_erf: tails, inf/nan", RED, mm_bias_gelu_erf_extreme, sweep_mnk_extreme},
+    {"matmul", "bias+quick_gelu: tails, inf/nan", RED, mm_bias_quick_gelu_extreme, sweep_mnk_extreme},
+    {"matmul", "bias+silu: tails, inf/nan", RED, mm_bias_silu_extreme, sweep_mnk_extreme},
     {"matmul", "fused bias+residual", RED, mm_bias_residual, sweep_mnk_layer},
     {"matmul", "fused bias+gelu+residual", RED, mm_bias_gelu_residual, sweep_mnk_layer},
     {"matmul", "matrix-vector, weights [N, K]", RED, mv_weights_nk, sweep_mv},

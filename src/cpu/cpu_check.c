@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "cpu/kernels.h"
 
 typedef struct slot_use {
     int used;             /* the kernel forms a pointer from this binding */
@@ -60,8 +61,10 @@ static void use(slot_use *u, uint64_t elements, int writes) {
 /* Each *_uses fills u[] and returns 0, or writes what is wrong with the parameters to why and
  * returns -1. */
 static int matmul_uses(const vkg_matmul_params *p, slot_use *u, char *why, size_t size) {
-    if (p->flags & ~(VKG_MATMUL_BIAS | VKG_MATMUL_GELU | VKG_MATMUL_RESIDUAL))
+    if (p->flags & ~(VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL))
         return snprintf(why, size, "unknown matmul flags 0x%x", p->flags), -1;
+    if (!vkg_cpu_is_activation(p->activation))
+        return snprintf(why, size, "unknown matmul activation %u", p->activation), -1;
     if (p->batch0 == 0 || p->batch1 == 0 || p->M == 0 || p->N == 0) return 0;
     uint64_t a_ext[4] = {p->batch0, p->batch1, p->M, p->K};
     uint64_t a_str[4] = {p->a_stride_b0, p->a_stride_b1, p->a_stride_m, p->a_stride_k};
@@ -89,7 +92,7 @@ static int binary_uses(const vkg_binary_params *p, slot_use *u, char *why, size_
 }
 
 static int unary_uses(const vkg_unary_params *p, slot_use *u, char *why, size_t size) {
-    if (p->op > VKG_UNARY_CAUSAL) return snprintf(why, size, "unknown unary op %u", p->op), -1;
+    if (p->op > VKG_UNARY_LAST) return snprintf(why, size, "unknown unary op %u", p->op), -1;
     if (numel4(p->shape) == 0) return 0;
     use(&u[0], reach4(p->in_offset, p->shape, p->in_strides), 0);
     /* With a runtime index the write moves; vkg_cpu_check_runtime_index checks each value. */

@@ -84,14 +84,9 @@ void vkg_cpu_unary(const vkg_unary_params *p, const float *in, float *out, const
         for (size_t k = 0; k < run; k++) {
             size_t i3 = c[3] + k;
             float x = in_run[i3 * p->in_strides[3]], y;
-            switch (p->op) {
-            case VKG_UNARY_COPY: y = x; break;
-            case VKG_UNARY_SCALE: y = p->alpha * x; break;
-            case VKG_UNARY_GELU: y = vkg_cpu_gelu(x); break;
-            case VKG_UNARY_RELU: y = x > 0.0f ? x : 0.0f; break; /* NaN -> 0, as maxNum(x, 0) */
-            case VKG_UNARY_CAUSAL: y = (int64_t)i3 > last_visible ? -INFINITY : x; break;
-            default: y = NAN; break; /* rejected when the plan is checked */
-            }
+            if (p->op == VKG_UNARY_SCALE) y = p->alpha * x;
+            else if (p->op == VKG_UNARY_CAUSAL) y = (int64_t)i3 > last_visible ? -INFINITY : x;
+            else y = vkg_cpu_activation(p->op, x); /* copy and the activations; others refused by the plan check */
             out_run[i3 * p->out_strides[3]] = y;
         }
         i += run;

@@ -1,5 +1,5 @@
 /* matmul on the CPU:
- *   C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]   (+ bias[n])  (gelu)  (+ R[b, m, n])
+ *   C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]   (+ bias[n])  (activation)  (+ R[b, m, n])
  * b a batch entry (b0, b1) of batch0 x batch1; M rows, N columns, K the reduction.
  * A and B are read through strides (transposes and broadcast batches cost nothing); C and R are
  * row-major with unit column stride.
@@ -94,7 +94,7 @@ static batch_view view_of_batch(const vkg_matmul_params *p, const float *A, cons
     return v;
 }
 
-/* Epilogue, in order: + bias[n], gelu, + R[m, n]; R is read before C is written (R may be C).
+/* Epilogue, in order: + bias[n], the activation, + R[m, n]; R is read before C is written (R may be C).
  * acc[i * acc_stride + j] is the sum of element (m0 + i, n0 + j). */
 static void store_block(const vkg_matmul_params *p, const batch_view *v, const float *bias,
                         size_t m0, size_t rows, size_t n0, size_t cols, const float *acc,
@@ -106,7 +106,7 @@ static void store_block(const vkg_matmul_params *p, const batch_view *v, const f
         for (size_t j = 0; j < cols; j++) {
             float x = sums[j];
             if (p->flags & VKG_MATMUL_BIAS) x += bias[p->bias_offset + n0 + j];
-            if (p->flags & VKG_MATMUL_GELU) x = vkg_cpu_gelu(x);
+            if (p->activation != VKG_UNARY_COPY) x = vkg_cpu_activation(p->activation, x);
             if (r) x += r[j];
             c[j] = x;
         }

@@ -25,10 +25,38 @@
 #include "params/softmax.h"
 #include "params/unary.h"
 
-/* gelu, tanh approximation (GPT-2's): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
-static inline float vkg_cpu_gelu(float x) {
-    const float sqrt_2_over_pi = 0.7978845608028654f;
-    return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * (x + 0.044715f * x * x * x)));
+/* The activations of params/activation.h, as the shaders compute them (shaders/common.glsl),
+ * except that the exact GELU takes Phi from libm's erfc in double, where the shader needs its own
+ * approximation. */
+
+/* 1 / (1 + exp(-z)): exp overflowing to +inf gives 0 and underflowing gives 1, never a NaN. */
+static inline float vkg_cpu_sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
+
+/* x * gate for a gate in [0, 1]: a gate of 0 (x far negative) gives -0, where x = -inf would give
+ * -inf * 0 = NaN. */
+static inline float vkg_cpu_gated(float x, float gate) { return gate == 0.0f ? -0.0f : x * gate; }
+
+/* Phi(x) = erfc(-x / sqrt 2) / 2, in double: erfc keeps its relative accuracy in the far negative
+ * tail where 1 + erf(x / sqrt 2) cancels, and x / sqrt 2 rounded to float would cost 1e-5 there. */
+static inline float vkg_cpu_normal_cdf(float x) { return (float)(0.5 * erfc(-0.70710678118654752 * (double)x)); }
+
+/* The activation op (a VKG_UNARY_* activation code); any other op leaves x as it is. */
+static inline float vkg_cpu_activation(uint32_t op, float x) {
+    switch (op) {
+    case VKG_UNARY_RELU: return x > 0.0f ? x : 0.0f; /* NaN -> 0, as the shader */
+    case VKG_UNARY_GELU_ERF: return vkg_cpu_gated(x, vkg_cpu_normal_cdf(x));
+    /* 0.5 (1 + tanh(u)) = sigmoid(2 u): the tanh GELU without 1 + tanh(u) cancelling for u << 0 */
+    case VKG_UNARY_GELU: return vkg_cpu_gated(x, vkg_cpu_sigmoid(1.5957691216057308f * (x + 0.044715f * x * x * x)));
+    case VKG_UNARY_QUICK_GELU: return vkg_cpu_gated(x, vkg_cpu_sigmoid(1.702f * x));
+    case VKG_UNARY_SILU: return vkg_cpu_gated(x, vkg_cpu_sigmoid(x));
+    default: return x;
+    }
+}
+
+/* 1 for the codes vkg_cpu_activation computes (COPY included: no activation). */
+static inline int vkg_cpu_is_activation(uint32_t op) {
+    return op == VKG_UNARY_COPY || op == VKG_UNARY_GELU || op == VKG_UNARY_RELU || op == VKG_UNARY_GELU_ERF ||
+           op == VKG_UNARY_QUICK_GELU || op == VKG_UNARY_SILU;
 }
 
 /* The runtime index a dyn_index field names: indices[dyn_index], or 0 for VKG_NO_INDEX. */
@@ -38,7 +66,7 @@ static inline int64_t vkg_cpu_dyn_index(const int32_t *indices, uint32_t dyn_ind
 
 /* matmul: units are output tiles of VKG_CPU_MATMUL_TILE_M rows x VKG_CPU_MATMUL_TILE_N columns
  * of one batch entry.  Each C element is acc = sum over k = 0..K-1 in that order, then the
- * epilogue (+bias, gelu, +R); R may be C itself. */
+ * epilogue (+bias, activation, +R); R may be C itself. */
 #define VKG_CPU_MATMUL_TILE_M 32u
 #define VKG_CPU_MATMUL_TILE_N 64u
 size_t vkg_cpu_matmul_units(const vkg_matmul_params *p);

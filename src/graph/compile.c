@@ -76,12 +76,19 @@ static int same_shape(const vkg_node *a, const vkg_node *b) {
     return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
 
-/* matmul -> (+ bias[N]) -> gelu -> (+ residual of the same shape), each step optional, in this
- * order: the matmul kernel's epilogue.  The group's value is its last node's. */
+/* The activations a matmul's epilogue absorbs: the GELUs and silu.  relu, which the epilogue could
+ * apply as well, stays a step of its own, so that the plans of relu models (the lesson's block,
+ * whose steps the README and `vkgraph compare` show) keep the steps they had. */
+static int fusable_activation(vkg_op op) { return vkg_activation_code(op) != VKG_UNARY_COPY && op != VKG_OP_RELU; }
+
+/* matmul -> (+ bias[N]) -> activation -> (+ residual of the same shape), each step optional, in
+ * this order: the matmul kernel's epilogue.  The group's value is its last node's. */
+
 static void fuse_matmul(vkg_compiler *c, vkg_tensor mm) {
     const vkg_graph *g = c->g;
     vkg_tensor last = mm;
-    int has_bias = g->nodes[mm].src[2] != VKG_NONE, has_gelu = 0;
+    int has_bias = g->nodes[mm].src[2] != VKG_NONE;
+    vkg_tensor activation = VKG_NONE;
     vkg_tensor bias = VKG_NONE, residual = VKG_NONE;
     for (;;) {
         vkg_tensor next = sole_consumer(c, last);
@@ -92,13 +99,13 @@ static void fuse_matmul(vkg_compiler *c, vkg_tensor mm) {
         vkg_tensor other = VKG_NONE;
         if (nn->op == VKG_OP_ADD) other = nn->src[0] == last ? nn->src[1] : nn->src[0];
         if (nn->op == VKG_OP_ADD && nn->src[0] == nn->src[1]) break;
-        if (nn->op == VKG_OP_ADD && !has_bias && !has_gelu && residual == VKG_NONE &&
+        if (nn->op == VKG_OP_ADD && !has_bias && activation == VKG_NONE && residual == VKG_NONE &&
             g->nodes[other].ndim == 1 && g->nodes[other].shape[0] == g->nodes[mm].shape[g->nodes[mm].ndim - 1] &&
             same_shape(nn, &g->nodes[last])) {
             bias = other;
             has_bias = 1;
-        } else if (nn->op == VKG_OP_GELU && !has_gelu && residual == VKG_NONE) {
-            has_gelu = 1;
+        } else if (fusable_activation(nn->op) && activation == VKG_NONE && residual == VKG_NONE) {
+            activation = next;
         } else if (nn->op == VKG_OP_ADD && residual == VKG_NONE && same_shape(&g->nodes[other], nn) &&
                    same_shape(nn, &g->nodes[last])) {
             residual = other;
@@ -111,7 +118,7 @@ static void fuse_matmul(vkg_compiler *c, vkg_tensor mm) {
     if (last == mm) return;
     c->fused_input[last] = mm;    /* the group root names the matmul that starts it */
     c->fused_bias[last] = bias;
-    c->fused_gelu[last] = (char)has_gelu;
+    c->fused_activation[last] = activation;
     c->fused_residual[last] = residual;
 }
 
@@ -152,7 +159,7 @@ static void compiler_free(vkg_compiler *c) {
     free(c->fused_mask);
     free(c->fused_bias);
     free(c->fused_residual);
-    free(c->fused_gelu);
+    free(c->fused_activation);
     free(c->fused_input);
     free(c->materialize);
     free(c->own_storage);
@@ -179,7 +186,7 @@ static vkg_status compiler_init(vkg_compiler *c, const vkg_graph *g, const vkg_c
     c->fused_mask = malloc(n * sizeof *c->fused_mask);
     c->fused_bias = malloc(n * sizeof *c->fused_bias);
     c->fused_residual = malloc(n * sizeof *c->fused_residual);
-    c->fused_gelu = calloc(n, 1);
+    c->fused_activation = malloc(n * sizeof *c->fused_activation);
     c->fused_input = malloc(n * sizeof *c->fused_input);
     c->materialize = calloc(n, 1);
     c->own_storage = calloc(n, 1);
@@ -188,11 +195,12 @@ static vkg_status compiler_init(vkg_compiler *c, const vkg_graph *g, const vkg_c
     c->index_max = malloc(n * sizeof *c->index_max);
     c->alias = malloc(n * sizeof *c->alias);
     if (!c->keep || !c->consumers || !c->role || !c->fused_scale || !c->fused_mask || !c->fused_bias ||
-        !c->fused_residual || !c->fused_gelu || !c->fused_input || !c->materialize || !c->own_storage ||
+        !c->fused_residual || !c->fused_activation || !c->fused_input || !c->materialize || !c->own_storage ||
         !c->view || !c->index_slot || !c->index_max || !c->alias)
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling a graph of %d nodes", c->n);
     for (int i = 0; i < c->n; i++) {
         c->fused_scale[i] = c->fused_mask[i] = c->fused_bias[i] = c->fused_residual[i] = VKG_NONE;
+        c->fused_activation[i] = VKG_NONE;
         c->fused_input[i] = VKG_NONE;
         c->index_slot[i] = -1;
         c->index_max[i] = INT32_MAX;

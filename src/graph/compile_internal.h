@@ -45,8 +45,7 @@ typedef struct vkg_compiler {
     int *consumers;                  /* references from kept nodes                          */
     vkg_fuse_role *role;
     /* For a node that roots a fused group: the nodes it absorbed. */
-    vkg_tensor *fused_scale, *fused_mask, *fused_bias, *fused_residual;
-    char *fused_gelu;
+    vkg_tensor *fused_scale, *fused_mask, *fused_bias, *fused_residual, *fused_activation;
     vkg_tensor *fused_input;         /* softmax: the tensor under the absorbed scale/mask   */
     char *materialize;               /* node gets its own contiguous storage (and a copy)   */
     char *own_storage;               /* node has storage of its own                         */
@@ -58,6 +57,19 @@ typedef struct vkg_compiler {
     int n_steps, cap_steps;
     vkg_tensor *alias;               /* in-place: storage shared with this node; else self  */
 } vkg_compiler;
+
+/* The VKG_UNARY_* code of an activation op (vkg_gelu, vkg_relu, ...); VKG_UNARY_COPY for any
+ * other op. */
+static inline uint32_t vkg_activation_code(vkg_op op) {
+    switch (op) {
+    case VKG_OP_GELU: return VKG_UNARY_GELU;
+    case VKG_OP_GELU_ERF: return VKG_UNARY_GELU_ERF;
+    case VKG_OP_QUICK_GELU: return VKG_UNARY_QUICK_GELU;
+    case VKG_OP_SILU: return VKG_UNARY_SILU;
+    case VKG_OP_RELU: return VKG_UNARY_RELU;
+    default: return VKG_UNARY_COPY;
+    }
+}
 
 vkg_status vkg_compile_fuse(vkg_compiler *c);
 vkg_status vkg_compile_lower(vkg_compiler *c);

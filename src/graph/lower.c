@@ -270,9 +270,8 @@ static vkg_status lower_elementwise(vkg_compiler *c, vkg_tensor t) {
         vkg_compile_bind(s, 2, out, WORD(vkg_binary_params, out_offset), 1);
         return VKG_OK;
     }
-    uint32_t op = n->op == VKG_OP_SCALE ? VKG_UNARY_SCALE : n->op == VKG_OP_GELU ? VKG_UNARY_GELU
-                : n->op == VKG_OP_RELU ? VKG_UNARY_RELU : n->op == VKG_OP_MASK_CAUSAL ? VKG_UNARY_CAUSAL
-                : VKG_UNARY_COPY;
+    uint32_t op = n->op == VKG_OP_SCALE ? VKG_UNARY_SCALE : n->op == VKG_OP_MASK_CAUSAL ? VKG_UNARY_CAUSAL
+                : vkg_activation_code(n->op); /* an activation, or VKG_UNARY_COPY for copy */
     vkg_status st = emit_unary(c, t, vkg_op_name(n->op), op, &c->view[n->src[0]], out);
     if (st != VKG_OK) return st;
     vkg_sym_step *s = &c->steps[c->n_steps - 1];

@@ -1,5 +1,5 @@
-/* Lowering a matmul group (matmul, then optionally + bias, gelu, + residual) into matmul steps.
- * Operands are read through their views' strides, so transposes and broadcast batches cost no
+/* Lowering a matmul group (matmul, then optionally + bias, an activation, + residual) into matmul
+ * steps.  Operands are read through their views' strides, so transposes and broadcast batches cost no
  * copy.  An unbatched matmul whose operands exceed the largest binding (GPT-2's tied output
  * head, 154 MB, against lavapipe's 128 MiB) is split into column and row blocks. */
 #include "graph/compile_internal.h"
@@ -49,8 +49,7 @@ static vkg_view block(vkg_view v, int64_t r0, int64_t rn, int64_t c0, int64_t cn
 }
 
 typedef struct mm_group {
-    vkg_tensor root, mm, bias, residual;
-    int gelu;
+    vkg_tensor root, mm, bias, residual, activation; /* activation: the absorbed node, or VKG_NONE */
     vkg_view a, b, c, z, r;   /* operands and output, transposes applied */
     int64_t M, N, K, batch;
 } mm_group;
@@ -87,7 +86,7 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int
         z.shape[0] = nn;
         vkg_compile_bind(s, 3, &z, WORD(bias_offset), 0);
     }
-    if (G->gelu) p->flags |= VKG_MATMUL_GELU;
+    p->activation = G->activation != VKG_NONE ? vkg_activation_code(c->g->nodes[G->activation].op) : VKG_UNARY_COPY;
     if (G->residual != VKG_NONE) {
         p->flags |= VKG_MATMUL_RESIDUAL;
         vkg_view r = block(G->r, m0, mn, n0, nn);
@@ -104,7 +103,7 @@ vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
     const vkg_node *mm = &g->nodes[G.mm];
     G.bias = mm->src[2] != VKG_NONE ? mm->src[2] : c->fused_bias[root];
     G.residual = c->fused_residual[root];
-    G.gelu = c->fused_gelu[root];
+    G.activation = c->fused_activation[root];
     G.a = c->view[mm->src[0]];
     G.b = c->view[mm->src[1]];
     if (mm->attr.matmul.flags & VKG_TRANSPOSE_A) G.a = transposed(G.a);
@@ -119,7 +118,10 @@ vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
 
     char label[48] = "matmul";
     if (G.bias != VKG_NONE) strcat(label, "+bias");
-    if (G.gelu) strcat(label, "+gelu");
+    if (G.activation != VKG_NONE) {
+        strcat(label, "+");
+        strcat(label, vkg_op_name(g->nodes[G.activation].op));
+    }
     if (G.residual != VKG_NONE) strcat(label, "+residual");
 
     /* Blocks small enough for one binding each: columns first (B is the big weight), then rows. */

@@ -66,6 +66,9 @@ vkg_tensor vkg_add(vkg_graph *g, vkg_tensor a, vkg_tensor b) { return binary_nod
 vkg_tensor vkg_mul(vkg_graph *g, vkg_tensor a, vkg_tensor b) { return binary_node(g, VKG_OP_MUL, a, b); }
 vkg_tensor vkg_gelu(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_GELU, x); }
 vkg_tensor vkg_relu(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_RELU, x); }
+vkg_tensor vkg_gelu_erf(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_GELU_ERF, x); }
+vkg_tensor vkg_quick_gelu(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_QUICK_GELU, x); }
+vkg_tensor vkg_silu(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_SILU, x); }
 vkg_tensor vkg_softmax(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_SOFTMAX, x); }
 vkg_tensor vkg_copy(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_COPY, x); }
 

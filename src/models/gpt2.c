@@ -58,7 +58,7 @@ static void want(wanted *w, int *n, const char *name, const float **slot, int64_
 /* The list of tensors for m's config; *n gets the count.  The caller frees the list. */
 static wanted *list_tensors(vkg_gpt2 *m, int *n) {
     const vkg_gpt2_config *c = &m->config;
-    const int64_t C = c->n_embd, V = c->vocab_size, P = c->n_positions;
+    const int64_t C = c->n_embd, V = c->vocab_size, P = c->n_positions, I = vkg_gpt2_inner_size(c);
     wanted *w = calloc((size_t)c->n_layer * 12 + 6, sizeof *w);
     if (!w) return NULL;
     *n = 0;
@@ -76,9 +76,9 @@ static wanted *list_tensors(vkg_gpt2 *m, int *n) {
         LAYER("attn.c_proj.bias", &L->attn_proj_b, C, 0);
         LAYER("ln_2.weight", &L->ln_2_w, C, 0);
         LAYER("ln_2.bias", &L->ln_2_b, C, 0);
-        LAYER("mlp.c_fc.weight", &L->fc_w, C, 4 * C);
-        LAYER("mlp.c_fc.bias", &L->fc_b, 4 * C, 0);
-        LAYER("mlp.c_proj.weight", &L->mlp_proj_w, 4 * C, C);
+        LAYER("mlp.c_fc.weight", &L->fc_w, C, I);
+        LAYER("mlp.c_fc.bias", &L->fc_b, I, 0);
+        LAYER("mlp.c_proj.weight", &L->mlp_proj_w, I, C);
         LAYER("mlp.c_proj.bias", &L->mlp_proj_b, C, 0);
 #undef LAYER
     }
@@ -97,19 +97,20 @@ static vkg_status match_tensors(vkg_gpt2 *m, wanted *w, int n, const char *path,
         if (!t) {
             /* The config's sizes help when the file is of another model than config.json. */
             return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s%s is missing (expected shape %s; config.json "
-                                 "says n_layer %d, n_embd %d, vocab_size %d, n_positions %d)",
+                                 "says n_layer %d, n_embd %d, n_inner %d, vocab_size %d, n_positions %d)",
                                  path, prefix, w[i].name,
                                  shape_text(w[i].ndim, w[i].shape, want_s, sizeof want_s), m->config.n_layer,
-                                 m->config.n_embd, m->config.vocab_size, m->config.n_positions);
+                                 m->config.n_embd, vkg_gpt2_inner_size(&m->config), m->config.vocab_size,
+                                 m->config.n_positions);
         }
         int same = t->ndim == w[i].ndim;
         for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == w[i].shape[d];
         if (!same)
             return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s has shape %s, expected %s (from config.json: "
-                                 "n_embd %d, vocab_size %d, n_positions %d)", path, t->name,
+                                 "n_embd %d, n_inner %d, vocab_size %d, n_positions %d)", path, t->name,
                                  shape_text(t->ndim, t->shape, got_s, sizeof got_s),
                                  shape_text(w[i].ndim, w[i].shape, want_s, sizeof want_s), m->config.n_embd,
-                                 m->config.vocab_size, m->config.n_positions);
+                                 vkg_gpt2_inner_size(&m->config), m->config.vocab_size, m->config.n_positions);
         if (!vkg_st_dtype_convertible(t->dtype))
             return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: tensor %s is %s; only F32, F16 and BF16 weights are "
                                  "supported", path, t->name, vkg_st_dtype_name(t->dtype));
@@ -222,9 +223,7 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, vkg_error *err) {
     if (st == VKG_OK && m->tied_head) m->lm_head = m->wte;
     if (st == VKG_OK) {
         m->activation = vkg_gpt2_activation_kind(m->config.activation);
-        if (m->activation == 2)
-            snprintf(m->note, sizeof m->note, "activation_function \"gelu\" (exact, erf) is computed with the tanh "
-                     "approximation; outputs differ from the original by about 1e-3");
+        snprintf(m->note, sizeof m->note, "%s", m->config.note);
     }
     free(w);
     free(config_path);
@@ -255,9 +254,7 @@ void vkg_gpt2_free(vkg_gpt2 *m) {
 }
 
 int64_t vkg_gpt2_parameter_count(const vkg_gpt2 *m) {
-    const int64_t C = m->config.n_embd, V = m->config.vocab_size, P = m->config.n_positions;
-    int64_t per_layer = 4 * C + (C * 3 * C + 3 * C) + (C * C + C) + (C * 4 * C + 4 * C) + (4 * C * C + C);
-    return V * C + P * C + m->config.n_layer * per_layer + 2 * C + (m->tied_head ? 0 : V * C);
+    return vkg_gpt2_config_parameter_count(&m->config, m->tied_head);
 }
 
 vkg_status vkg_gpt2_check_ids(const vkg_gpt2 *m, const int32_t *ids, size_t n, vkg_error *err) {

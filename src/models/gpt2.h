@@ -3,7 +3,8 @@
  * runs that use it (one forward pass; prompt + token-by-token decoding with a KV cache).
  *
  * Shapes: T tokens in one run, C = n_embd, H = n_head, D = C / H, V = vocab_size,
- * P = n_positions, S = positions the KV cache holds (S <= P).
+ * P = n_positions, I = the MLP's width (n_inner, 4C by default), S = positions the KV cache holds
+ * (S <= P).
  *
  * Weights (vkg_gpt2_load).  dir/config.json gives the hyperparameters (gpt2_config.h) and
  * dir/model.safetensors the tensors, named as Hugging Face names them, with or without the
@@ -11,7 +12,7 @@
  *     wte.weight [V, C], wpe.weight [P, C], ln_f.{weight,bias} [C], lm_head.weight [V, C] (optional:
  *     tied to wte when absent), per layer i: h.i.ln_1.{weight,bias} [C], h.i.attn.c_attn.weight
  *     [C, 3C] + bias [3C], h.i.attn.c_proj.weight [C, C] + bias [C], h.i.ln_2.{weight,bias} [C],
- *     h.i.mlp.c_fc.weight [C, 4C] + bias [4C], h.i.mlp.c_proj.weight [4C, C] + bias [C].
+ *     h.i.mlp.c_fc.weight [C, I] + bias [I], h.i.mlp.c_proj.weight [I, C] + bias [C].
  * Conv1D weights are stored [in, out], so each projection is x @ W + b.  Other tensors (the
  * attn.bias / attn.masked_bias buffers of older checkpoints) are ignored.  The file is memory
  * mapped; F32 tensors that are 4-byte aligned in it are used in place, the rest (F16, BF16,
@@ -21,8 +22,11 @@
  * The graph (vkg_gpt2_build), pre-LayerNorm blocks as GPT-2 has them:
  *     x = wte[ids] + wpe[positions]                                     [T, C]
  *     per layer:  a = ln_1(x);  q, k, v = split(a @ c_attn + b)          views [H, T, D]
- *                 p = softmax(causal(q k^T / sqrt(D)));  x += merge(p v) @ c_proj + b
- *                 x += gelu(ln_2(x) @ c_fc + b) @ mlp.c_proj + b
+ *                 p = softmax(causal(q k^T * s));  x += merge(p v) @ c_proj + b
+ *                 x += act(ln_2(x) @ c_fc + b) @ mlp.c_proj + b
+ * with s = 1 / sqrt(D) (1 without scale_attn_weights), divided by i + 1 as well with
+ * scale_attn_by_inverse_layer_idx, and act the config's activation_function, as transformers'
+ * GPT2Attention and GPT2MLP compute them.
  *     logits = ln_f(x) @ head^T                                         [T, V] or [1, V]
  * With a cache, each layer has states k_cache and v_cache [H, S, D] and the runtime index "pos"
  * (tokens already cached): the run writes its T rows at pos..pos+T-1 (vkg_write_at) and attends
@@ -42,8 +46,8 @@ typedef struct vkg_gpt2_layer {
     const float *attn_w, *attn_b;         /* [C, 3C], [3C]       */
     const float *attn_proj_w, *attn_proj_b; /* [C, C], [C]       */
     const float *ln_2_w, *ln_2_b;         /* [C]                 */
-    const float *fc_w, *fc_b;             /* [C, 4C], [4C]       */
-    const float *mlp_proj_w, *mlp_proj_b; /* [4C, C], [C]        */
+    const float *fc_w, *fc_b;             /* [C, I], [I]         */
+    const float *mlp_proj_w, *mlp_proj_b; /* [I, C], [C]         */
 } vkg_gpt2_layer;
 
 typedef struct vkg_gpt2 {
@@ -53,11 +57,12 @@ typedef struct vkg_gpt2 {
     const float *lm_head;                /* [V, C]; == wte when the head is tied           */
     vkg_gpt2_layer *layers;              /* n_layer                                       */
     int tied_head;
-    int activation;                      /* vkg_gpt2_activation_kind of the config        */
+    vkg_gpt2_activation activation;      /* what the config's activation_function computes */
     int transformer_prefix;              /* names carried "transformer."                  */
     vkg_st_dtype dtype;                  /* of wte in the file                            */
-    char note[256];                      /* what a user should know about this model (e.g. an
-                                            approximated activation); "" when nothing     */
+    char note[256];                      /* what a user should know about this model (e.g. a
+                                            special token outside the vocabulary); ""
+                                            when nothing                                  */
     /* Owned. */
     vkg_safetensors *file;
     float *converted;                    /* the one allocation of converted tensors       */

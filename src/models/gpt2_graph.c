@@ -37,8 +37,26 @@ static vkg_tensor head_view(builder *b, vkg_tensor qkv, int part) {
     return vkg_permute(b->g, vkg_reshape(b->g, vkg_slice(b->g, qkv, 1, part * b->C, b->C), 3, split), to_heads);
 }
 
+/* activation_function, computed as transformers computes it (gpt2_config.h lists the names). */
 static vkg_tensor activation(builder *b, vkg_tensor x) {
-    return b->m->activation == 3 ? vkg_relu(b->g, x) : vkg_gelu(b->g, x);
+    switch (b->m->activation) {
+    case VKG_GPT2_ACT_GELU_TANH: return vkg_gelu(b->g, x);
+    case VKG_GPT2_ACT_GELU_ERF: return vkg_gelu_erf(b->g, x);
+    case VKG_GPT2_ACT_QUICK_GELU: return vkg_quick_gelu(b->g, x);
+    case VKG_GPT2_ACT_SILU: return vkg_silu(b->g, x);
+    case VKG_GPT2_ACT_RELU: return vkg_relu(b->g, x);
+    default: return VKG_NONE; /* the loader refuses other names */
+    }
+}
+
+/* What the scores q k^T of a layer are multiplied by: 1 / sqrt(D) unless scale_attn_weights is
+ * off, and 1 / (layer + 1) too with scale_attn_by_inverse_layer_idx.  transformers divides by the
+ * two one after the other; one product differs from that by a rounding, far below fp32 noise. */
+static float score_scale(const builder *b, int layer) {
+    const vkg_gpt2_config *c = &b->m->config;
+    double s = c->scale_attn_weights ? 1.0 / sqrt((double)b->D) : 1.0;
+    if (c->scale_attn_by_inverse_layer_idx) s /= (double)(layer + 1);
+    return (float)s;
 }
 
 /* Causal self-attention of one layer: a [T, C] (after ln_1) -> merged heads [T, C], before
@@ -56,7 +74,9 @@ static vkg_tensor attention(builder *b, int layer, vkg_tensor a, vkg_gpt2_graph 
         v = vkg_write_at(g, gg->v_cache[layer], v, 1, 0, gg->pos);
         offset = gg->pos;
     }
-    vkg_tensor scores = vkg_scale(g, vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf((float)b->D));
+    vkg_tensor scores = vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B);
+    const float s = score_scale(b, layer);
+    if (s != 1.0f) scores = vkg_scale(g, scores, s); /* no step at all for unscaled scores */
     *probs = vkg_softmax(g, vkg_mask_causal(g, scores, 0, offset));
     vkg_tensor heads = vkg_matmul(g, *probs, v, VKG_NONE, 0); /* [H, T, D] */
     const int to_tokens[3] = {1, 0, 2};
@@ -67,7 +87,7 @@ static vkg_tensor attention(builder *b, int layer, vkg_tensor a, vkg_gpt2_graph 
 static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_gpt2_graph *gg) {
     vkg_graph *g = b->g;
     const vkg_gpt2_layer *L = &b->m->layers[layer];
-    const int64_t C = b->C;
+    const int64_t C = b->C, I = vkg_gpt2_inner_size(&b->m->config);
     const float eps = b->m->config.layer_norm_epsilon;
     snprintf(b->prefix, sizeof b->prefix, "h.%d.", layer);
 
@@ -79,9 +99,9 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_gpt2_graph *gg)
     x = vkg_add(g, x, proj);
 
     vkg_tensor m = vkg_layernorm(g, x, weight(b, "ln_2.weight", L->ln_2_w, C, 0), weight(b, "ln_2.bias", L->ln_2_b, C, 0), eps);
-    m = activation(b, vkg_matmul(g, m, weight(b, "mlp.c_fc.weight", L->fc_w, C, 4 * C),
-                                 weight(b, "mlp.c_fc.bias", L->fc_b, 4 * C, 0), 0));
-    m = vkg_matmul(g, m, weight(b, "mlp.c_proj.weight", L->mlp_proj_w, 4 * C, C),
+    m = activation(b, vkg_matmul(g, m, weight(b, "mlp.c_fc.weight", L->fc_w, C, I),
+                                 weight(b, "mlp.c_fc.bias", L->fc_b, I, 0), 0));
+    m = vkg_matmul(g, m, weight(b, "mlp.c_proj.weight", L->mlp_proj_w, I, C),
                    weight(b, "mlp.c_proj.bias", L->mlp_proj_b, C, 0), 0);
     x = vkg_add(g, x, m);
 
@@ -98,6 +118,9 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_gpt2_graph *gg)
 
 static vkg_status check_options(const vkg_gpt2 *m, const vkg_gpt2_build_options *o, vkg_error *err) {
     const int P = m->config.n_positions;
+    if (m->activation == VKG_GPT2_ACT_UNKNOWN)
+        return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "gpt2: activation_function \"%.31s\" is not supported "
+                             "(supported: %s)", m->config.activation, vkg_gpt2_activation_names());
     if (o->tokens < 1 || o->tokens > P)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: %d tokens per run; the model takes 1 to %d "
                              "(n_positions)", o->tokens, P);

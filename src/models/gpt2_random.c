@@ -27,13 +27,12 @@
 
 void vkg_gpt2_random_options_default(vkg_gpt2_random_options *o) {
     memset(o, 0, sizeof *o);
+    vkg_gpt2_config_default(&o->config); /* gelu_new, eps 1e-5, n_inner null, scaled attention */
     o->config.n_layer = 2;
     o->config.n_head = 4;
     o->config.n_embd = 32;
     o->config.n_positions = 16;
     o->config.vocab_size = 64;
-    o->config.layer_norm_epsilon = 1e-5f;
-    snprintf(o->config.activation, sizeof o->config.activation, "gelu_new");
     o->config.bos_token_id = o->config.eos_token_id = 63;
     o->seed = 1;
     o->dtype = VKG_ST_F32;
@@ -136,7 +135,7 @@ static vkg_status make_dirs(const char *dir, vkg_error *err) {
 
 static vkg_status build_tensors(tensor_set *s, const vkg_gpt2_random_options *o, vkg_error *err) {
     const vkg_gpt2_config *c = &o->config;
-    const int64_t C = c->n_embd, V = c->vocab_size, P = c->n_positions;
+    const int64_t C = c->n_embd, V = c->vocab_size, P = c->n_positions, I = vkg_gpt2_inner_size(c);
     const float wide = 1.5f / sqrtf((float)C), proj = 0.02f, embed = 0.1f;
     vkg_status st;
 #define ADD(name, ndim, kind, mean, std, ...)                                                           \
@@ -161,9 +160,9 @@ static vkg_status build_tensors(tensor_set *s, const vkg_gpt2_random_options *o,
         ADD(LAYER("attn.c_proj.bias"), 1, FILL_NORMAL, 0.0f, proj, C);
         ADD(LAYER("ln_2.weight"), 1, FILL_NORMAL, 1.0f, 0.1f, C);
         ADD(LAYER("ln_2.bias"), 1, FILL_NORMAL, 0.0f, 0.05f, C);
-        ADD(LAYER("mlp.c_fc.weight"), 2, FILL_NORMAL, 0.0f, wide, C, 4 * C);
-        ADD(LAYER("mlp.c_fc.bias"), 1, FILL_NORMAL, 0.0f, proj, 4 * C);
-        ADD(LAYER("mlp.c_proj.weight"), 2, FILL_NORMAL, 0.0f, proj, 4 * C, C);
+        ADD(LAYER("mlp.c_fc.weight"), 2, FILL_NORMAL, 0.0f, wide, C, I);
+        ADD(LAYER("mlp.c_fc.bias"), 1, FILL_NORMAL, 0.0f, proj, I);
+        ADD(LAYER("mlp.c_proj.weight"), 2, FILL_NORMAL, 0.0f, proj, I, C);
         ADD(LAYER("mlp.c_proj.bias"), 1, FILL_NORMAL, 0.0f, proj, C);
 #undef LAYER
     }

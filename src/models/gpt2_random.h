@@ -7,8 +7,8 @@
  *   h.{i}.ln_1.weight, .bias [C]          h.{i}.ln_2.weight, .bias [C]
  *   h.{i}.attn.c_attn.weight [C, 3C]      h.{i}.attn.c_attn.bias [3C]      (q, k, v side by side)
  *   h.{i}.attn.c_proj.weight [C, C]       h.{i}.attn.c_proj.bias [C]
- *   h.{i}.mlp.c_fc.weight [C, 4C]         h.{i}.mlp.c_fc.bias [4C]
- *   h.{i}.mlp.c_proj.weight [4C, C]       h.{i}.mlp.c_proj.bias [C]
+ *   h.{i}.mlp.c_fc.weight [C, I]          h.{i}.mlp.c_fc.bias [I]          (I = n_inner, 4C if 0)
+ *   h.{i}.mlp.c_proj.weight [I, C]        h.{i}.mlp.c_proj.bias [C]
  *   ln_f.weight, .bias [C]
  *   optional: lm_head.weight [V, C] (never prefixed), h.{i}.attn.bias [1, 1, P, P] (lower
  *   triangle of ones) and h.{i}.attn.masked_bias [] (-1e4), the buffers old checkpoints carry.
@@ -32,8 +32,8 @@ typedef struct vkg_gpt2_random_options {
     int attn_bias_buffers;   /* write h.N.attn.bias / masked_bias buffers like old checkpoints */
 } vkg_gpt2_random_options;
 
-/* A tiny model: 2 layers, 4 heads, n_embd 32, 16 positions, 64 tokens (bos = eos = 63),
- * gelu_new, eps 1e-5, seed 1, F32, no prefix, tied head, no buffers. */
+/* A tiny model: 2 layers, 4 heads, n_embd 32, 16 positions, 64 tokens (bos = eos = 63), n_inner
+ * null (4C), gelu_new, eps 1e-5, scaled attention, seed 1, F32, no prefix, tied head, no buffers. */
 void vkg_gpt2_random_options_default(vkg_gpt2_random_options *o);
 
 /* Creates dir (and missing parents) and writes dir/config.json and dir/model.safetensors. */

@@ -49,8 +49,19 @@ vkg_matmul_params ref_matmul_params(uint32_t M, uint32_t N, uint32_t K) {
     return p;
 }
 
-double ref_gelu(double x) {
-    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+static double sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
+
+double ref_activation(uint32_t op, double x) {
+    if (isinf(x) && op != VKG_UNARY_COPY) return x > 0 ? x : 0.0; /* every activation's limits */
+    switch (op) {
+    case VKG_UNARY_GELU:
+        return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    case VKG_UNARY_GELU_ERF: return 0.5 * x * erfc(-x / sqrt(2.0));
+    case VKG_UNARY_QUICK_GELU: return x * sigmoid(1.702 * x);
+    case VKG_UNARY_SILU: return x * sigmoid(x);
+    case VKG_UNARY_RELU: return x > 0 ? x : 0.0;
+    default: return x;
+    }
 }
 
 void ref_matmul(const vkg_matmul_params *p, const float *A, const float *B, float *C,
@@ -66,8 +77,8 @@ void ref_matmul(const vkg_matmul_params *p, const float *A, const float *B, floa
                            B[p->b_offset + b0 * p->b_stride_b0 + b1 * p->b_stride_b1 + k * p->b_stride_k +
                              n * p->b_stride_n];
                 if (p->flags & VKG_MATMUL_BIAS) acc += bias[p->bias_offset + n];
-                if (p->flags & VKG_MATMUL_GELU)
-                    acc = 0.5f * acc * (1.0f + tanhf(0.7978845608028654f * (acc + 0.044715f * acc * acc * acc)));
+                /* The activation function itself is checked against double precision in test_cpu_kernels. */
+                acc = vkg_cpu_activation(p->activation, acc);
                 if (p->flags & VKG_MATMUL_RESIDUAL)
                     acc += R[p->r_offset + b0 * p->r_stride_b0 + b1 * p->r_stride_b1 + m * p->r_stride_m + n];
                 C[p->c_offset + b0 * p->c_stride_b0 + b1 * p->c_stride_b1 + m * p->c_stride_m + n] = acc;

@@ -1,6 +1,7 @@
 /* Naive references for the CPU kernels, written straight from the formulas in the headers under
  * shaders/params: one output element at a time, no tiling, no threads.  The matmul reference sums
- * in the same k order as the kernel (float, from 0), so the two agree bit for bit; the row
+ * in the same k order as the kernel (float, from 0) and applies the kernels' own activation
+ * function (checked on its own against ref_activation), so the two agree bit for bit; the row
  * references for softmax and layernorm work in double.  Also the few CMocka helpers that the
  * CPU kernel tests share (checked random inputs, a tolerance assertion, the matmul kernel run
  * over all its units). */
@@ -47,7 +48,8 @@ void ref_softmax_row(const float *x, const int *keep, size_t n, double *y);
 /* y = (x - mean) / sqrt(var + eps) over n entries, in double (biased variance). */
 void ref_layernorm_row(const float *x, size_t n, double eps, double *y);
 
-/* gelu (tanh approximation) in double. */
-double ref_gelu(double x);
+/* The activation op (a VKG_UNARY_* activation code, params/activation.h) in double, straight from
+ * its formula, limits at +-inf included. */
+double ref_activation(uint32_t op, double x);
 
 #endif

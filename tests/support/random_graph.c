@@ -395,7 +395,10 @@ static vkg_tensor gen_unary(random_graph *rg, int which) {
     if (x == VKG_NONE) return VKG_NONE;
     switch (which) {
     case 0: return vkg_scale(rg->g, x, scales[rnd(rg, 6)]);
-    case 1: return vkg_gelu(rg->g, x);
+    case 1: { /* one of the gated activations */
+        vkg_tensor (*const gated[4])(vkg_graph *, vkg_tensor) = {vkg_gelu, vkg_gelu_erf, vkg_quick_gelu, vkg_silu};
+        return gated[rnd(rg, 4)](rg->g, x);
+    }
     case 2: return vkg_relu(rg->g, x);
     default: return vkg_copy(rg->g, x);
     }

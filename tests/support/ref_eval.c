@@ -132,6 +132,8 @@ static double gelu(double x) {
     return 0.5 * x * (1.0 + tanh(sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
 }
 
+static double sigmoid(double z) { return 1.0 / (1.0 + exp(-z)); }
+
 static void ref_unary(const ref_ctx *c, vkg_tensor t, float *out) {
     const vkg_node *n = node(c, t);
     const float *x = c->v[n->src[0]];
@@ -139,6 +141,9 @@ static void ref_unary(const ref_ctx *c, vkg_tensor t, float *out) {
         switch (n->op) {
         case VKG_OP_SCALE: out[i] = x[i] * n->attr.scale.s; break;
         case VKG_OP_GELU: out[i] = (float)gelu(x[i]); break;
+        case VKG_OP_GELU_ERF: out[i] = (float)(0.5 * x[i] * erfc(-x[i] / sqrt(2.0))); break;
+        case VKG_OP_QUICK_GELU: out[i] = (float)(x[i] * sigmoid(1.702 * x[i])); break;
+        case VKG_OP_SILU: out[i] = (float)(x[i] * sigmoid(x[i])); break;
         case VKG_OP_RELU: out[i] = x[i] > 0.0f ? x[i] : 0.0f; break;
         default: out[i] = x[i]; break; /* copy */
         }
@@ -289,7 +294,10 @@ static int eval_node(const ref_ctx *c, vkg_tensor t, float *out) {
     case VKG_OP_INPUT: case VKG_OP_CONSTANT: case VKG_OP_STATE: case VKG_OP_INDEX: return ref_leaf(c, t, out);
     case VKG_OP_MATMUL: ref_matmul(c, t, out); return 0;
     case VKG_OP_ADD: case VKG_OP_MUL: case VKG_OP_MASK: ref_binary(c, t, out); return 0;
-    case VKG_OP_SCALE: case VKG_OP_GELU: case VKG_OP_RELU: case VKG_OP_COPY: ref_unary(c, t, out); return 0;
+    case VKG_OP_SCALE: case VKG_OP_GELU: case VKG_OP_GELU_ERF: case VKG_OP_QUICK_GELU: case VKG_OP_SILU:
+    case VKG_OP_RELU: case VKG_OP_COPY:
+        ref_unary(c, t, out);
+        return 0;
     case VKG_OP_RESHAPE: /* the same elements in the same order */
         memcpy(out, c->v[node(c, t)->src[0]], (size_t)numel(node(c, t)) * sizeof *out);
         return 0;
