@@ -75,8 +75,8 @@ static const conf_point sweep_block[] = {
     {Q, {1, 1, 64, 4}}, {Q, {2, 10, 64, 4}}, {D, {2, 17, 64, 4}}, {D, {1, 64, 64, 4}},
     {F, {4, 128, 64, 4}}, {END, {0}}};
 static const conf_point sweep_block_gpt2[] = {{D, {1, 16, 768, 12}}, {F, {1, 256, 768, 12}}, {END, {0}}};
-/* {T, n_layer, n_embd, n_head}: whole models, GPT-2 124M's shapes at T = 1024 with --full. */
-static const conf_point sweep_model[] = {{D, {64, 2, 768, 12}}, {F, {1024, 12, 768, 12}}, {END, {0}}};
+/* {T, n_layer, n_embd, n_head}: whole models with GPT-2's vocabulary; GPT-2 124M at T = 1024 with --full. */
+static const conf_point sweep_model[] = {{Q, {16, 1, 64, 4}}, {D, {64, 2, 768, 12}}, {F, {1024, 12, 768, 12}}, {END, {0}}};
 
 /* ---- GPT-2's own shapes ------------------------------------------------------------------------
  * Exactly what GPT-2 124M (C = 768, 12 heads) and GPT-2 XL (C = 1600, 25 heads), both with heads

@@ -42,8 +42,12 @@ int vkg_vk_step_hazard(const vkg_plan *p, int i, int last_barrier) {
 #define LOOP_BUDGET 32768u
 
 /* Loop iterations of one softmax or layernorm row for a workgroup of `wg` invocations: three
- * passes over the columns, each ended by one more test, and the reductions' short loops. */
-static uint64_t row_iterations(uint64_t cols, uint32_t wg) { return 3 * ((cols + wg - 1) / wg + 1) + 8; }
+ * passes over the columns, and two workgroup reductions, each a loop over the subgroups
+ * (reduce.glsl), every loop ended by one more test. */
+static uint64_t row_iterations(const vkg_vk_context *c, uint64_t cols, uint32_t wg) {
+    uint64_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
+    return 3 * (div_up(cols, wg) + 1) + 2 * (div_up(wg, sg) + 1) + 4;
+}
 
 /* Workgroups for `units` pieces of work (element blocks or rows), each taking `unit_iters` loop
  * iterations of the invocation doing it, laid out over x (and y when x's limit is exceeded);
@@ -83,7 +87,7 @@ static uint32_t row_workgroup(const vkg_vk_context *c, uint64_t cols) {
     uint32_t max_wg = l->maxComputeWorkGroupSize[0] < l->maxComputeWorkGroupInvocations
                           ? l->maxComputeWorkGroupSize[0] : l->maxComputeWorkGroupInvocations;
     uint32_t wg = c->tuning.row_wg;
-    while (row_iterations(cols, wg) > LOOP_BUDGET && wg * 2 <= max_wg) wg *= 2;
+    while (row_iterations(c, cols, wg) > LOOP_BUDGET && wg * 2 <= max_wg) wg *= 2;
     return wg;
 }
 
@@ -145,14 +149,15 @@ static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_sh
     g[0] = div_up(m->N, (uint64_t)wx * tn), g[1] = div_up(m->M, (uint64_t)wy * tm), g[2] = m->batch0 * m->batch1;
 }
 
-/* Loop iterations of one matmul invocation: its walk along k (the shaders' loops over a register
- * block have constant bounds and are unrolled). */
+/* Loop iterations of one matmul invocation: its walk along k, plus the store of its TM x TN
+ * block, whose loops are kept rolled (matmul_block.glsl; the tiled shader's too, counted alike).
+ * The loops over a register block inside the walk have constant bounds and are unrolled. */
 static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, const uint32_t spec[]) {
-    uint64_t K = m->K;
+    uint64_t K = m->K, store = (uint64_t)spec[2] * (spec[3] + 1) + 1;
     switch (sh) {
     case VKG_SH_MATMUL_TEXEL4:
-    case VKG_SH_MATMUL_TEXEL4T: return div_up(K, 4) + 1 + spec[2] + spec[3];
-    case VKG_SH_MATMUL_TEXEL: return K + 1 + spec[2] + spec[3];
+    case VKG_SH_MATMUL_TEXEL4T: return div_up(K, 4) + 1 + store;
+    case VKG_SH_MATMUL_TEXEL: return K + 1 + store;
     case VKG_SH_MATVEC: {
         uint64_t split = spec[0] / spec[1];
         return div_up(K, split) + split + 2;
@@ -160,7 +165,7 @@ static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, 
     case VKG_SH_MATMUL_TILED: {
         uint64_t threads = (uint64_t)spec[0] * spec[1], bm = (uint64_t)spec[1] * spec[2], bn = (uint64_t)spec[0] * spec[3];
         uint64_t bk = spec[4];
-        return div_up(K, bk) * (div_up(bm * bk, threads) + div_up(bk * bn, threads) + 3) + spec[2] + spec[3] + 2;
+        return div_up(K, bk) * (div_up(bm * bk, threads) + div_up(bk * bn, threads) + 3) + store;
     }
     default: return 0;
     }
@@ -207,14 +212,14 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
         const vkg_softmax_params *sm = &st->params.softmax;
         *sh = VKG_SH_SOFTMAX;
         spec[0] = row_workgroup(c, sm->cols);
-        return linear_groups(c, st, sm->rows, (uint64_t)sm->rows * sm->cols, row_iterations(sm->cols, spec[0]), g,
+        return linear_groups(c, st, sm->rows, (uint64_t)sm->rows * sm->cols, row_iterations(c, sm->cols, spec[0]), g,
                              err);
     }
     case VKG_KERNEL_LAYERNORM: {
         const vkg_layernorm_params *ln = &st->params.layernorm;
         *sh = VKG_SH_LAYERNORM;
         spec[0] = row_workgroup(c, ln->cols);
-        return linear_groups(c, st, ln->rows, (uint64_t)ln->rows * ln->cols, row_iterations(ln->cols, spec[0]), g,
+        return linear_groups(c, st, ln->rows, (uint64_t)ln->rows * ln->cols, row_iterations(c, ln->cols, spec[0]), g,
                              err);
     }
     case VKG_KERNEL_EMBEDDING: {
