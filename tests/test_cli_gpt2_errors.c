@@ -59,6 +59,7 @@ static void test_fetch_script(void **state) {
     snprintf(bad_api, sizeof bad_api, "VKG_HF_API_URL=file://%s/tree-wrong-hash.json", abs);
     snprintf(base, sizeof base, "VKG_HF_BASE_URL=file://%s", abs);
     setenv("VKG_HF_BASE_URL", base + strlen("VKG_HF_BASE_URL="), 1); /* inherited by the children */
+    unsetenv("VKG_OFFLINE");
 
     /* The hub out of reach: said at once, status 2. */
     result r = run((const char *const[]){"/bin/sh", script, in_tmp("offline"), NULL},
@@ -66,6 +67,12 @@ static void test_fetch_script(void **state) {
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "cannot reach the Hugging Face hub"));
     assert_true(r.seconds < 10);
+    result_free(&r);
+
+    /* VKG_OFFLINE=1: the same status at once, without contacting anything. */
+    r = run((const char *const[]){"/bin/sh", script, in_tmp("offline"), NULL}, "VKG_OFFLINE=1");
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "VKG_OFFLINE is set: not contacting the Hugging Face hub"));
     result_free(&r);
 
     /* From the stand-in: every file arrives and checks out. */

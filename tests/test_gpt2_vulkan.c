@@ -1,6 +1,7 @@
 /* GPT-2 on the Vulkan executor (lavapipe on machines without a GPU): logits and attention agree
  * with the CPU executor and with the golden files, and decoding with the KV cache on the GPU
- * matches full passes.  Skipped, saying so, where no Vulkan device opens.
+ * matches full passes.  Where no Vulkan device opens they fail, or, with
+ * VKG_TEST_ALLOW_NO_VULKAN=1, are skipped (see support/vk_test.h).
  *
  * Tolerances: both executors compute in float32 with different summation orders; logits agree to
  * 1e-4 absolute (about 1e-5 relative) and probabilities to 1e-5. */
@@ -14,6 +15,7 @@
 #include "models/gpt2.h"
 #include "models/sampling.h"
 #include "support/test_util.h"
+#include "support/vk_test.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,23 +26,31 @@
 
 static vkg_device *cpu, *gpu;
 
+/* gpu: the validated Vulkan device of support/vk_test.h (NULL where none opens and
+ * VKG_TEST_ALLOW_NO_VULKAN is set); its teardown fails on any validation message. */
 static int setup(void **state) {
     (void)state;
     vkg_device_options o = {.cpu_threads = 2, .quiet = 1};
     vkg_error err = {0};
     if (vkg_device_open("cpu", &o, &cpu, &err) != VKG_OK) return -1;
-    if (vkg_device_open("vulkan", &o, &gpu, &err) != VKG_OK) {
-        fprintf(stderr, "no Vulkan device (%s): the Vulkan GPT-2 tests are skipped\n", err.message);
-        gpu = NULL;
+    void *g = NULL;
+    int rc = vk_test_group_setup(&g);
+    gpu = g;
+    if (rc != 0) {
+        vkg_device_free(cpu);
+        cpu = NULL;
     }
-    return 0;
+    return rc;
 }
 
 static int teardown(void **state) {
     (void)state;
-    vkg_device_free(gpu);
+    void *g = gpu;
+    gpu = NULL;
+    int rc = vk_test_group_teardown(&g);
     vkg_device_free(cpu);
-    return 0;
+    cpu = NULL;
+    return rc;
 }
 
 static void expect_close(const float *got, const float *want, size_t n, double tol, const char *what) {
@@ -99,7 +109,7 @@ static void compare_executors(const char *model) {
 
 static void test_executors_agree(void **state) {
     (void)state;
-    if (!gpu) skip();
+    if (!gpu) skip(); /* VKG_TEST_ALLOW_NO_VULKAN, and the setup said so */
     compare_executors("gpt2-tiny");
     compare_executors("gpt2-tiny-variant");
 }
@@ -137,5 +147,5 @@ int main(void) {
         cmocka_unit_test(test_executors_agree),
         cmocka_unit_test(test_decode_on_gpu),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return vk_test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
 }

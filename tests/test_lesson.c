@@ -558,5 +558,5 @@ int main(void) {
     int failed = cmocka_run_group_tests_name("lesson: formatting", host_tests, NULL, NULL);
     failed += cmocka_run_group_tests_name("lesson on the CPU", cpu_tests, vk_test_cpu_group_setup, vk_test_group_teardown);
     failed += cmocka_run_group_tests_name("lesson on Vulkan", vulkan_tests, vk_test_group_setup, vk_test_group_teardown);
-    return failed;
+    return vk_test_exit_status(failed);
 }

@@ -211,5 +211,5 @@ int main(void) {
     int failed = cmocka_run_group_tests_name("lesson step 7: repr and command", host_tests, NULL, NULL);
     failed += cmocka_run_group_tests_name("lesson step 7 on the CPU", cpu_tests, vk_test_cpu_group_setup, vk_test_group_teardown);
     failed += cmocka_run_group_tests_name("lesson step 7 on Vulkan", vulkan_tests, vk_test_group_setup, vk_test_group_teardown);
-    return failed;
+    return vk_test_exit_status(failed);
 }

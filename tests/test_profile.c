@@ -7,6 +7,7 @@
 
 #include "io/json.h"
 #include "support/test_util.h"
+#include "support/vk_test.h"
 #include "vkgraph.h"
 
 #include <stdio.h>
@@ -14,13 +15,15 @@
 #include <string.h>
 
 static void profile_on(const char *spec) {
-    vkg_device_options o = {.profile = 1, .quiet = 1};
+    const int vulkan = strcmp(spec, "cpu") != 0;
+    vkg_device_options o = {.profile = 1, .quiet = 1, .validation = vulkan};
     vkg_device *d = NULL;
     vkg_error err = {0};
     if (vkg_device_open(spec, &o, &d, &err) != VKG_OK) {
-        if (strcmp(spec, "cpu") != 0) skip(); /* no Vulkan device here */
+        if (vulkan) vk_test_no_vulkan(err.message);
         fail_msg("open %s: %s", spec, err.message);
     }
+    if (vulkan) assert_true(vk_test_context(d)->validation);
     vkg_graph *g = vkg_graph_new();
     vkg_tensor x = vkg_input(g, "x", VKG_F32, 2, (int64_t[]){4, 8});
     vkg_output(g, "y", vkg_softmax(g, vkg_relu(g, vkg_matmul(g, x, x, VKG_NONE, VKG_TRANSPOSE_B))));
@@ -77,7 +80,8 @@ static void profile_on(const char *spec) {
     vkg_session_free(s);
     vkg_plan_free(p);
     vkg_graph_free(g);
-    vkg_device_free(d);
+    if (vulkan) vk_test_close(d); /* no validation message, teardown included */
+    else vkg_device_free(d);
 }
 
 static void test_profile_cpu(void **state) {

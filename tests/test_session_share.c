@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "support/vk_test.h"
 #include "vkgraph.h"
 
 #include <string.h>
@@ -34,13 +35,15 @@ static vkg_graph *reader_graph(vkg_tensor *y) {
 }
 
 static void share_on(const char *spec) {
-    vkg_device_options o = {.quiet = 1};
+    const int vulkan = strcmp(spec, "cpu") != 0;
+    vkg_device_options o = {.quiet = 1}, ov = {.quiet = 1, .validation = vulkan};
     vkg_device *d = NULL, *cpu = NULL;
     vkg_error err = {0};
-    if (vkg_device_open(spec, &o, &d, &err) != VKG_OK) {
-        if (strcmp(spec, "cpu") != 0) skip();
+    if (vkg_device_open(spec, &ov, &d, &err) != VKG_OK) {
+        if (vulkan) vk_test_no_vulkan(err.message);
         fail_msg("open: %s", err.message);
     }
+    if (vulkan) assert_true(vk_test_context(d)->validation);
     vkg_compile_options opts;
     vkg_compile_options_default(&opts);
     vkg_device_compile_options(d, &opts);
@@ -89,7 +92,8 @@ static void share_on(const char *spec) {
     vkg_graph_free(gr);
     vkg_graph_free(gw);
     vkg_device_free(cpu);
-    vkg_device_free(d);
+    if (vulkan) vk_test_close(d); /* no validation message, teardown included */
+    else vkg_device_free(d);
 }
 
 static void test_share_cpu(void **state) {

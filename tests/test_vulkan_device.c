@@ -52,7 +52,11 @@ static void test_bad_index(void **state) {
     vkg_device_options opts = {.quiet = 1};
     vkg_device *d = NULL;
     vkg_error err = {0};
-    vkg_status st = vkg_device_open("vulkan:99", &opts, &d, &err);
+    vkg_status st = vkg_device_open("vulkan", &opts, &d, &err);
+    if (st == VKG_ERR_NO_DEVICE) vk_test_no_vulkan(err.message); /* else "vulkan:99" would fail for that */
+    vkg_device_free(d);
+    d = NULL;
+    st = vkg_device_open("vulkan:99", &opts, &d, &err);
     if (st == VKG_OK) {   /* a machine with a hundred devices */
         vkg_device_free(d);
         skip();
@@ -70,7 +74,7 @@ static void test_devices_print(void **state) {
     vkg_status st = vkg_devices_print(f, &err);
     if (st == VKG_ERR_NO_DEVICE) {
         fclose(f);
-        skip();
+        vk_test_no_vulkan(err.message);
     }
     assert_int_equal(st, VKG_OK);
     long n = ftell(f);
@@ -132,8 +136,12 @@ static void use_device(char *path, size_t size, VkPhysicalDeviceProperties *prop
 
 static void test_pipeline_cache(void **state) {
     (void)state;
-    char *dir = test_tmpdir("vkcache");
-    assert_non_null(dir);
+    /* Kept in a static buffer: nothing to free when the test stops early (fails or skips). */
+    static char dir[512];
+    char *made = test_tmpdir("vkcache");
+    assert_non_null(made);
+    snprintf(dir, sizeof dir, "%s", made);
+    free(made);
     assert_int_equal(setenv("XDG_CACHE_HOME", dir, 1), 0);
     unsetenv("VKG_PIPELINE_CACHE");
     char path[1024];
@@ -205,7 +213,6 @@ static void test_pipeline_cache(void **state) {
     snprintf(dirs, sizeof dirs, "%s/vkgraph", dir);
     rmdir(dirs);
     rmdir(dir);
-    free(dir);
 }
 
 /* --- timeout ----------------------------------------------------------------------------------- */

@@ -433,5 +433,5 @@ int main(void) {
         cmocka_unit_test(test_other_tunings),
         cmocka_unit_test(test_random_graphs),
     };
-    return cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown);
+    return vk_test_exit_status(cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown));
 }

@@ -372,5 +372,5 @@ int main(void) {
         cmocka_unit_test(test_default_tuning),
         cmocka_unit_test(test_row_workgroups),
     };
-    return cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown);
+    return vk_test_exit_status(cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown));
 }

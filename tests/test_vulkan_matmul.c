@@ -173,5 +173,5 @@ int main(void) {
         cmocka_unit_test(test_tiled),
         cmocka_unit_test(test_texel_odd_blocks),
     };
-    return cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown);
+    return vk_test_exit_status(cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown));
 }

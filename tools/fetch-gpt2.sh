@@ -11,7 +11,9 @@
 # place only once it checks out, and a file already there that checks out is not fetched again.
 #
 # Exit status: 0 done; 1 an error (a file that does not check out, a model the hub does not have);
-# 2 the hub cannot be reached (said within seconds), so a caller can fall back to something else.
+# 2 the hub cannot be reached (said within seconds: the listing has 5 seconds to connect and 20 in
+# all; a download that stalls, under 1 kB/s for 60 seconds, stops and resumes on the next run),
+# so a caller can fall back to something else.  VKG_OFFLINE=1 gives 2 at once, contacting nothing.
 #
 # For tests, VKG_HF_API_URL replaces the listing's URL and VKG_HF_BASE_URL the files' base URL
 # (file:// URLs work).
@@ -30,6 +32,10 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then
 fi
 dir=$1
 model=${2:-gpt2}
+if [ -n "${VKG_OFFLINE:-}" ] && [ "$VKG_OFFLINE" != 0 ]; then
+    say "VKG_OFFLINE is set: not contacting the Hugging Face hub"
+    exit 2
+fi
 api=${VKG_HF_API_URL:-https://huggingface.co/api/models/$model/tree/main}
 base=${VKG_HF_BASE_URL:-https://huggingface.co/$model/resolve/main}
 files="config.json vocab.json merges.txt model.safetensors"
@@ -145,7 +151,8 @@ for f in $files; do
     fi
     if [ ! -f "$part" ] || [ "$(wc -c <"$part" | tr -d ' ')" -lt "$size" ]; then
         say "$f: downloading $size bytes from $base/$f"
-        curl -f -L -C - --connect-timeout 10 --retry 3 --progress-bar -o "$part" "$base/$f"
+        curl -f -L -C - --connect-timeout 10 --retry 3 --speed-limit 1024 --speed-time 60 --progress-bar \
+            -o "$part" "$base/$f"
         rc=$?
         if [ $rc -ne 0 ]; then
             if unreachable $rc; then

@@ -57,6 +57,11 @@ static int has_tokenizer(const char *dir) {
            (file_exists(dir, "encoder.json") && file_exists(dir, "vocab.bpe"));
 }
 
+/* Where `cmake --install` puts data/gpt2-tokenizer, relative to the installed binary's folder. */
+#ifndef VKG_BIN_TO_TOKENIZER
+#define VKG_BIN_TO_TOKENIZER "../share/vkgraph/gpt2-tokenizer"
+#endif
+
 int gpt2_cli_project_tokenizer(char *out, size_t size) {
     const char *env = getenv("VKG_GPT2_TOKENIZER");
     if (env && *env) {
@@ -70,7 +75,7 @@ int gpt2_cli_project_tokenizer(char *out, size_t size) {
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
     static const char *const tries[] = {"../data/gpt2-tokenizer", "data/gpt2-tokenizer", "../../data/gpt2-tokenizer",
-                                        "../share/vkgraph/gpt2-tokenizer"};
+                                        VKG_BIN_TO_TOKENIZER};
     for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
         if (snprintf(out, size, "%s/%s", exe, tries[i]) >= (int)size) continue;
         if (has_tokenizer(out)) return 1;
