@@ -64,20 +64,25 @@ static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share,
     return st;
 }
 
-static vkg_status create_commands(vkg_vk_session *s, vkg_error *err) {
+/* One primary command buffer from the context's pool into *cmd (VK_NULL_HANDLE on failure). */
+static vkg_status allocate_commands(vkg_vk_session *s, VkCommandBuffer *cmd, vkg_error *err) {
     VkCommandBufferAllocateInfo ai = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
         .commandPool = s->c->pool,
         .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
         .commandBufferCount = 1,
     };
-    VkResult r = vkAllocateCommandBuffers(s->c->device, &ai, &s->cmd);
-    if (r != VK_SUCCESS) {
-        s->cmd = VK_NULL_HANDLE;
-        return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
-    }
+    VkResult r = vkAllocateCommandBuffers(s->c->device, &ai, cmd);
+    if (r == VK_SUCCESS) return VKG_OK;
+    *cmd = VK_NULL_HANDLE;
+    return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
+}
+
+static vkg_status create_commands(vkg_vk_session *s, vkg_error *err) {
+    vkg_status st = allocate_commands(s, &s->cmd, err);
+    if (st != VKG_OK) return st;
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    r = vkCreateFence(s->c->device, &fci, NULL, &s->fence);
+    VkResult r = vkCreateFence(s->c->device, &fci, NULL, &s->fence);
     if (r != VK_SUCCESS) {
         s->fence = VK_NULL_HANDLE;
         return vkg_vk_fail(err, r, "vkCreateFence");
@@ -170,18 +175,9 @@ static vkg_status prepare_timed(vkg_vk_session *s, vkg_error *err) {
         s->queries = VK_NULL_HANDLE;
         return vkg_vk_fail(err, r, "vkCreateQueryPool");
     }
-    VkCommandBufferAllocateInfo ai = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = s->c->pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
-    };
-    r = vkAllocateCommandBuffers(s->c->device, &ai, &s->cmd_timed);
-    if (r != VK_SUCCESS) {
-        s->cmd_timed = VK_NULL_HANDLE;
-        return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
-    }
-    vkg_status st = vkg_vk_record(s, s->cmd_timed, s->queries, 0, s->plan->n_steps, err);
+    vkg_status st = allocate_commands(s, &s->cmd_timed, err);
+    if (st != VKG_OK) return st;
+    st = vkg_vk_record(s, s->cmd_timed, s->queries, 0, s->plan->n_steps, err);
     if (st != VKG_OK) {
         vkFreeCommandBuffers(s->c->device, s->c->pool, 1, &s->cmd_timed);
         s->cmd_timed = VK_NULL_HANDLE;
@@ -231,17 +227,7 @@ static vkg_status session_run_steps(void *impl, int first, int count, vkg_error 
     vkg_status st = settle(s, err);
     if (st != VKG_OK) return st;
     if (!s->cmd_steps) {
-        VkCommandBufferAllocateInfo ai = {
-            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-            .commandPool = s->c->pool,
-            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-            .commandBufferCount = 1,
-        };
-        VkResult r = vkAllocateCommandBuffers(s->c->device, &ai, &s->cmd_steps);
-        if (r != VK_SUCCESS) {
-            s->cmd_steps = VK_NULL_HANDLE;
-            return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
-        }
+        if ((st = allocate_commands(s, &s->cmd_steps, err)) != VKG_OK) return st;
     } else {
         VkResult r = vkResetCommandBuffer(s->cmd_steps, 0);
         if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetCommandBuffer");
