@@ -20,6 +20,7 @@
 #include "models/gpt2_random.h"
 #include "models/sampling.h"
 #include "support/test_util.h"
+#include "support/vk_test.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,23 +30,26 @@
 
 static vkg_device *cpu, *gpu;
 
+/* gpu: the validated Vulkan device of support/vk_test.h (NULL only where none opens and
+ * VKG_TEST_ALLOW_NO_VULKAN is set); its teardown fails on any validation message. */
 static int setup(void **state) {
     (void)state;
     vkg_device_options o = {.cpu_threads = 2, .quiet = 1};
     vkg_error err = {0};
     if (vkg_device_open("cpu", &o, &cpu, &err) != VKG_OK) return -1;
-    if (vkg_device_open("vulkan", &o, &gpu, &err) != VKG_OK) {
-        fprintf(stderr, "no Vulkan device (%s): only the CPU executor is checked\n", err.message);
-        gpu = NULL;
-    }
-    return 0;
+    void *g = NULL;
+    int rc = vk_test_group_setup(&g);
+    gpu = g;
+    return rc;
 }
 
 static int teardown(void **state) {
     (void)state;
-    vkg_device_free(gpu);
+    void *g = gpu;
+    gpu = NULL;
+    int rc = vk_test_group_teardown(&g);
     vkg_device_free(cpu);
-    return 0;
+    return rc;
 }
 
 /* Each model, what its config says, and what its plan must show: the activation fused into the
@@ -214,5 +218,5 @@ int main(void) {
         cmocka_unit_test(test_against_numpy),
         cmocka_unit_test(test_token_outside_vocabulary),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return vk_test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
 }
