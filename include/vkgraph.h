@@ -236,13 +236,25 @@ vkg_status vkg_session_get_state(vkg_session *s, vkg_tensor state, void *data, s
                                  vkg_error *err);
 vkg_status vkg_session_reset_state(vkg_session *s, vkg_error *err);
 
-/* Profiling.  A session with profiling on records the duration of every step of every run
- * (Vulkan timestamp queries on a GPU, the wall clock on the CPU) in its device's profile, which
- * prints as a table (step, op, shape, microseconds, share of the total) and writes as a Chrome
- * trace JSON file (chrome://tracing, Perfetto).  Turn it on for one session, or for every
- * session of a device with vkg_device_options.profile. */
+/* Profiling.  A session with profiling on records every run and every step of it (Vulkan
+ * timestamp queries on a GPU, mapped onto the host clock; the wall clock on the CPU) in its
+ * device's profile, which prints as a table (step, op, node, shape, microseconds, share of the
+ * total) and writes as a Chrome trace JSON file (chrome://tracing, Perfetto): one track per
+ * session, a span per run around its steps, times on the host's CLOCK_MONOTONIC.  Turn it on for
+ * one session, or for every session of a device with vkg_device_options.profile. */
 vkg_status vkg_session_enable_profiling(vkg_session *s, int enable, vkg_error *err);
-vkg_status vkg_device_profile_print(const vkg_device *d, FILE *f);
+/* Names the session in the profile and the trace ("decode", "prefill (T=27)"); at most 63 bytes
+ * are kept; NULL clears it. */
+void vkg_session_set_label(vkg_session *s, const char *label);
+/* Ends the span that the device's previous mark opened and opens one named `name` (NULL: ends
+ * only), on the trace's "marks" track: e.g. one span per generated token.  Kept only when the
+ * device profiles. */
+vkg_status vkg_device_profile_mark(vkg_device *d, const char *name, vkg_error *err);
+/* What vkg_device_profile_print adds after each session's step table: the time summed by layer
+ * (nodes named "h.<i>.", as GPT-2's are; steps outside a layer are "embed", "head" or "other")
+ * and/or by op kind (the step's kernel without what was fused into it). */
+enum { VKG_PROFILE_STEPS = 0, VKG_PROFILE_BY_LAYER = 1, VKG_PROFILE_BY_OP = 2 };
+vkg_status vkg_device_profile_print(const vkg_device *d, unsigned group_by, FILE *f);
 vkg_status vkg_device_profile_write_trace(const vkg_device *d, const char *path, vkg_error *err);
 
 /* ---------------------------------------------------------------------------------------------

@@ -394,9 +394,14 @@ static void test_executor_runs_a_plan(void **state) {
     const int32_t index = -1; /* query i sees keys j <= i - 1: row 0 is all zeros */
     assert_int_equal(d.ops->write(s, 1, 0, x, 128, &err), VKG_OK);
     assert_int_equal(d.ops->write(s, 4, 0, &index, 4, &err), VKG_OK);
-    uint64_t step_ns[2] = {UINT64_MAX, UINT64_MAX};
-    assert_int_equal(d.ops->run(s, step_ns, &err), VKG_OK);
-    assert_true(step_ns[0] != UINT64_MAX && step_ns[1] != UINT64_MAX);
+    uint64_t begin[2] = {0, 0}, end[2] = {0, 0};
+    vkg_step_times times = {.begin_ns = begin, .end_ns = end};
+    const uint64_t before = vkg_profile_now_ns();
+    assert_int_equal(d.ops->run(s, &times, &err), VKG_OK);
+    /* each step timed by the host clock, one after the other */
+    assert_true(before <= begin[0] && begin[0] <= end[0] && end[0] <= begin[1] && begin[1] <= end[1]);
+    assert_true(end[1] <= vkg_profile_now_ns());
+    assert_non_null(times.clock);
     float y[16], scores[16], want[16];
     assert_int_equal(d.ops->read(s, 3, 0, y, sizeof y, &err), VKG_OK);
 

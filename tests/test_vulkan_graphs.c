@@ -159,7 +159,7 @@ static void check_graph(vkg_device *d, gcase *gc, int runs, int32_t index_step, 
         /* the device's profile holds the duration of every step of every run */
         FILE *f = tmpfile();
         assert_non_null(f);
-        assert_int_equal(vkg_device_profile_print(d, f), VKG_OK);
+        assert_int_equal(vkg_device_profile_print(d, VKG_PROFILE_STEPS, f), VKG_OK);
         *step_ns_sum = (uint64_t)ftell(f);
         fclose(f);
     }

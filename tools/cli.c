@@ -43,11 +43,27 @@ int cli_float(const char *cmd, const char *opt, const char *text, double *out) {
     return 0;
 }
 
-/* What --profile and --trace asked for: options of the whole command line, set once in main. */
+/* What --profile, --trace and --group-by asked for: options of the whole command line, set once in main. */
 static struct {
     int on;
     const char *trace;
+    unsigned group_by;  /* VKG_PROFILE_BY_* */
 } profile_request;
+
+/* --group-by layer, op, or both ("layer,op"). */
+static int parse_group_by(const char *cmd, const char *spec) {
+    unsigned g = 0;
+    for (const char *p = spec; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == 5 && strncmp(p, "layer", 5) == 0) g |= VKG_PROFILE_BY_LAYER;
+        else if (n == 2 && strncmp(p, "op", 2) == 0) g |= VKG_PROFILE_BY_OP;
+        else return cli_fail(cmd, "--group-by: '%.*s' is not a grouping (use layer, op, or layer,op)", (int)n, p);
+        p += n + (p[n] == ',');
+    }
+    if (!g) return cli_fail(cmd, "--group-by needs layer, op, or layer,op");
+    profile_request.group_by |= g;
+    return 0;
+}
 
 int cli_take_common_options(int *argc, char **argv) {
     int out = 0;
@@ -58,6 +74,10 @@ int cli_take_common_options(int *argc, char **argv) {
             if (i + 1 >= *argc) return cli_fail(argv[0], "--trace needs a file name");
             profile_request.on = 1;
             profile_request.trace = argv[++i];
+        } else if (strcmp(argv[i], "--group-by") == 0) {
+            if (i + 1 >= *argc) return cli_fail(argv[0], "--group-by needs layer, op, or layer,op");
+            if (parse_group_by(argv[0], argv[++i])) return 1;
+            profile_request.on = 1;
         } else {
             argv[out++] = argv[i];
         }
@@ -70,7 +90,7 @@ void cli_close_device(const char *cmd, vkg_device *dev) {
     if (dev && profile_request.on) {
         const char *path = profile_request.trace ? profile_request.trace : "vkgraph-trace.json";
         vkg_error err = {0};
-        vkg_device_profile_print(dev, stderr);
+        vkg_device_profile_print(dev, profile_request.group_by, stderr);
         if (vkg_device_profile_write_trace(dev, path, &err) != VKG_OK) cli_fail(cmd, "%s", err.message);
         else fprintf(stderr, "vkgraph %s: Chrome trace written to %s (open in chrome://tracing or Perfetto)\n", cmd, path);
     }

@@ -97,6 +97,15 @@ static int emit(const gpt2_cli *c, const gen_options *g, int32_t id) {
     return 0;
 }
 
+/* Opens the profile's span for token k (k = 0: ends the last one). */
+static int mark_token(vkg_device *dev, long k) {
+    char name[32];
+    snprintf(name, sizeof name, "token %ld", k);
+    vkg_error err = {0};
+    if (vkg_device_profile_mark(dev, k ? name : NULL, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    return 0;
+}
+
 static int run(gpt2_cli *c, gen_options *g) {
     const vkg_gpt2_config *cfg = &c->model->config;
     vkg_error err = {0};
@@ -122,6 +131,9 @@ static int run(gpt2_cli *c, gen_options *g) {
         for (size_t i = 0; i < c->n_ids && rc == 0; i++)
             if ((c->ids[i] != cfg->eos_token_id && c->ids[i] != cfg->bos_token_id) || g->ids_out)
                 rc = emit(c, g, c->ids[i]); /* markers are not text; ids are never VKG_GPT2_NO_TOKEN */
+    /* With --profile, one span per generated token: mark_token opens token k's span before the pass
+     * that computes its logits; the next mark ends it. */
+    if (rc == 0) rc = mark_token(c->dev, 1);
     if (rc == 0 && vkg_gpt2_generator_feed(&gen, c->ids, (int)c->n_ids, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
     double t2 = gpt2_cli_now();
     long produced = 0;
@@ -139,8 +151,10 @@ static int run(gpt2_cli *c, gen_options *g) {
             stop = "the end of the model's context";
             break;
         }
-        if (vkg_gpt2_generator_feed(&gen, &next, 1, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
+        if ((rc = mark_token(c->dev, produced + 1)) == 0 && vkg_gpt2_generator_feed(&gen, &next, 1, &err) != VKG_OK)
+            rc = cli_fail(CMD, "%s", err.message);
     }
+    if (rc == 0) rc = mark_token(c->dev, 0);
     double t3 = gpt2_cli_now();
     if (rc == 0) {
         printf("\n");

@@ -30,6 +30,8 @@ static void usage(FILE *f) {
                "  --profile        print the time of every step of every run, per session, and write a\n"
                "                   Chrome trace (chrome://tracing, Perfetto) to vkgraph-trace.json\n"
                "  --trace FILE     the same, with the trace written to FILE\n"
+               "  --group-by G     the same, and after each session's table its time summed by layer\n"
+               "                   (G = layer), by op kind (G = op), or both (G = layer,op)\n"
                "environment: VKG_VALIDATION=1 runs Vulkan with the Khronos validation layer\n");
 }
 

@@ -21,8 +21,9 @@ typedef struct vkg_backend_ops {
     /* data == NULL: fill with zeros. */
     vkg_status (*read)(void *session, int region, uint64_t offset, void *data, size_t bytes,
                        vkg_error *err);
-    /* step_ns, when non-NULL, receives the duration of every step in nanoseconds. */
-    vkg_status (*run)(void *session, uint64_t *step_ns, vkg_error *err);
+    /* times, when non-NULL, receives every step's begin and end on the host clock, and how they
+     * were taken. */
+    vkg_status (*run)(void *session, vkg_step_times *times, vkg_error *err);
     /* Runs steps [first, first + count) only, as run would run them, untimed: for comparing two
      * devices step by step (src/core/compare.c). */
     vkg_status (*run_steps)(void *session, int first, int count, vkg_error *err);

@@ -1,114 +1,114 @@
-/* Per-step timings of profiled runs: kept per device, printed as a table, written as a Chrome
- * trace (the JSON "trace event" format that chrome://tracing and Perfetto open). */
+/* Recording the profile: sessions, runs with their steps, and marks (see profile.h). */
 #include "core/profile.h"
 
 #include "core/backend.h"
 #include "core/error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* A long generation profiles every token: keep at most this many events (about 100 MB). */
+/* A long generation profiles every token: keep at most this many events (24 MB). */
 #define MAX_EVENTS (1u << 20)
 
-double vkg_profile_now_us(void) {
+uint64_t vkg_profile_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void vkg_profile_add_run(vkg_profile *prof, int session, const vkg_plan *p, double start_us, const uint64_t *step_ns) {
-    if (prof->n == 0 && prof->dropped == 0) prof->origin_us = start_us;
-    double t = start_us - prof->origin_us;
+int vkg_profile_layer_of(const char *node) {
+    if (strncmp(node, "h.", 2) != 0 || node[2] < '0' || node[2] > '9') return -1;
+    char *end = NULL;
+    long i = strtol(node + 2, &end, 10);
+    return *end == '.' && i <= 1000000 ? (int)i : -1;
+}
+
+vkg_status vkg_profile_add_session(vkg_profile *prof, const vkg_plan *p, const char *label, int *id,
+                                   vkg_error *err) {
+    vkg_profile_session *grown = realloc(prof->sessions, ((size_t)prof->n_sessions + 1) * sizeof *grown);
+    if (!grown) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the profile");
+    prof->sessions = grown;
+    vkg_profile_session *s = &grown[prof->n_sessions];
+    memset(s, 0, sizeof *s);
+    s->steps = calloc(p->n_steps ? (size_t)p->n_steps : 1, sizeof *s->steps);
+    if (!s->steps) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the profile");
+    s->n_steps = p->n_steps;
     for (int i = 0; i < p->n_steps; i++) {
-        double dur = (double)step_ns[i] / 1e3;
-        if (prof->n == prof->cap) {
-            size_t cap = prof->cap ? 2 * prof->cap : 1024;
-            vkg_profile_event *ev = cap <= MAX_EVENTS ? realloc(prof->events, cap * sizeof *ev) : NULL;
-            if (!ev) {
-                prof->dropped += (size_t)(p->n_steps - i);
-                return;
-            }
-            prof->events = ev;
-            prof->cap = cap;
-        }
-        vkg_profile_event *e = &prof->events[prof->n++];
         const vkg_node *n = vkg_graph_node(p->graph, p->steps[i].node);
-        e->session = session;
-        e->step = i;
-        snprintf(e->label, sizeof e->label, "%s", p->steps[i].label);
-        vkg_shape_str(n->ndim, n->shape, e->shape, sizeof e->shape);
-        e->start_us = t;
-        e->dur_us = dur;
-        t += dur;
+        snprintf(s->steps[i].label, sizeof s->steps[i].label, "%s", p->steps[i].label);
+        snprintf(s->steps[i].node, sizeof s->steps[i].node, "%s", vkg_tensor_name(p->graph, p->steps[i].node));
+        vkg_shape_str(n->ndim, n->shape, s->steps[i].shape, sizeof s->steps[i].shape);
+    }
+    snprintf(s->label, sizeof s->label, "%s", label ? label : "");
+    *id = ++prof->n_sessions;
+    return VKG_OK;
+}
+
+void vkg_profile_set_label(vkg_profile *prof, int id, const char *label) {
+    if (id >= 1 && id <= prof->n_sessions)
+        snprintf(prof->sessions[id - 1].label, sizeof prof->sessions[id - 1].label, "%s", label ? label : "");
+}
+
+/* Room for `more` events; 0 when the cap (or memory) is reached. */
+static int reserve(vkg_profile *prof, size_t more) {
+    if (prof->n + more <= prof->cap) return 1;
+    size_t cap = prof->cap ? prof->cap : 1024;
+    while (cap < prof->n + more) cap *= 2;
+    vkg_profile_event *ev = cap <= MAX_EVENTS ? realloc(prof->events, cap * sizeof *ev) : NULL;
+    if (!ev) return 0;
+    prof->events = ev;
+    prof->cap = cap;
+    return 1;
+}
+
+static uint64_t clamp(uint64_t t, uint64_t lo, uint64_t hi) { return t < lo ? lo : t > hi ? hi : t; }
+
+void vkg_profile_add_run(vkg_profile *prof, int id, uint64_t begin_ns, uint64_t end_ns, const vkg_step_times *t) {
+    const int n = prof->sessions[id - 1].n_steps;
+    prof->clock = t->clock;
+    if (!reserve(prof, (size_t)n + 1)) {
+        prof->dropped += (size_t)n + 1;
+        return;
+    }
+    prof->events[prof->n++] = (vkg_profile_event){.session = id, .step = -1, .begin_ns = begin_ns, .end_ns = end_ns};
+    for (int i = 0; i < n; i++) {
+        uint64_t b = clamp(t->begin_ns[i], begin_ns, end_ns), e = clamp(t->end_ns[i], b, end_ns);
+        prof->events[prof->n++] = (vkg_profile_event){.session = id, .step = i, .begin_ns = b, .end_ns = e};
     }
 }
 
 void vkg_profile_free(vkg_profile *prof) {
+    for (int i = 0; i < prof->n_sessions; i++) free(prof->sessions[i].steps);
+    free(prof->sessions);
     free(prof->events);
+    free(prof->marks);
     memset(prof, 0, sizeof *prof);
 }
 
-/* The table: for each profiled session, each step's mean time over its runs and its share. */
-vkg_status vkg_device_profile_print(const vkg_device *d, FILE *f) {
-    const vkg_profile *prof = &d->profile;
-    if (prof->n == 0) {
-        fprintf(f, "profile: no profiled runs\n");
-        return VKG_OK;
+/* Marks are kept only where something is profiled, so that an unprofiled generation does not
+ * collect one per token for nothing. */
+vkg_status vkg_device_profile_mark(vkg_device *d, const char *name, vkg_error *err) {
+    vkg_profile *prof = &d->profile;
+    if (!d->opts.profile && prof->n_sessions == 0) return VKG_OK;
+    uint64_t now = vkg_profile_now_ns();
+    if (prof->n_marks > 0 && prof->marks[prof->n_marks - 1].end_ns == 0) {
+        vkg_profile_mark *open = &prof->marks[prof->n_marks - 1];
+        open->end_ns = now > open->begin_ns ? now : open->begin_ns + 1;
+        if (reserve(prof, 1))
+            prof->events[prof->n++] = (vkg_profile_event){.session = 0, .step = prof->n_marks - 1,
+                                                          .begin_ns = open->begin_ns, .end_ns = open->end_ns};
+        else
+            prof->dropped++;
     }
-    for (int s = 1; s <= prof->sessions; s++) {
-        int steps = 0;
-        double total = 0;
-        for (size_t i = 0; i < prof->n; i++)
-            if (prof->events[i].session == s) {
-                if (prof->events[i].step + 1 > steps) steps = prof->events[i].step + 1;
-                total += prof->events[i].dur_us;
-            }
-        if (steps == 0) continue;
-        double *sum = calloc((size_t)steps, sizeof *sum);
-        int runs = 0;
-        if (!sum) return VKG_ERR_OUT_OF_MEMORY;
-        const vkg_profile_event **first = calloc((size_t)steps, sizeof *first);
-        if (!first) {
-            free(sum);
-            return VKG_ERR_OUT_OF_MEMORY;
-        }
-        for (size_t i = 0; i < prof->n; i++) {
-            const vkg_profile_event *e = &prof->events[i];
-            if (e->session != s) continue;
-            sum[e->step] += e->dur_us;
-            if (!first[e->step]) first[e->step] = e;
-            if (e->step == 0) runs++;
-        }
-        fprintf(f, "profile of session %d on %s: %d steps, %d run%s, %.1f us per run\n", s, d->name, steps, runs,
-                runs == 1 ? "" : "s", runs ? total / runs : 0.0);
-        fprintf(f, "%5s  %-26s %-18s %12s %7s\n", "step", "op", "shape", "us (mean)", "share");
-        for (int i = 0; i < steps; i++)
-            if (first[i])
-                fprintf(f, "%5d  %-26s %-18s %12.1f %6.1f%%\n", i, first[i]->label, first[i]->shape,
-                        runs ? sum[i] / runs : 0.0, total > 0 ? 100.0 * sum[i] / total : 0.0);
-        free(sum);
-        free(first);
-    }
-    if (prof->dropped) fprintf(f, "profile: %zu later step times were not kept (limit %u)\n", prof->dropped, MAX_EVENTS);
-    return VKG_OK;
-}
-
-vkg_status vkg_device_profile_write_trace(const vkg_device *d, const char *path, vkg_error *err) {
-    const vkg_profile *prof = &d->profile;
-    FILE *f = fopen(path, "w");
-    if (!f) return vkg_error_set(err, VKG_ERR_IO, "cannot write the trace to %s", path);
-    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"vkgraph: %s\"}}", d->name);
-    for (size_t i = 0; i < prof->n; i++) {
-        const vkg_profile_event *e = &prof->events[i];
-        /* labels and shapes hold letters, digits, [ ] , + ( ) / and spaces: nothing to escape */
-        fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"step\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-                   "\"args\":{\"step\":%d,\"shape\":\"%s\"}}",
-                e->label, e->session, e->start_us, e->dur_us, e->step, e->shape);
-    }
-    fprintf(f, "\n]}\n");
-    if (fclose(f) != 0) return vkg_error_set(err, VKG_ERR_IO, "cannot write the trace to %s", path);
+    if (!name) return VKG_OK;
+    vkg_profile_mark *grown = realloc(prof->marks, ((size_t)prof->n_marks + 1) * sizeof *grown);
+    if (!grown) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the profile");
+    prof->marks = grown;
+    vkg_profile_mark *m = &grown[prof->n_marks++];
+    snprintf(m->name, sizeof m->name, "%s", name);
+    m->begin_ns = now;
+    m->end_ns = 0;
     return VKG_OK;
 }

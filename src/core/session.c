@@ -72,7 +72,8 @@ vkg_status vkg_session_new_shared(vkg_device *d, const vkg_plan *p, vkg_session 
 void vkg_session_free(vkg_session *s) {
     if (!s) return;
     s->device->ops->session_free(s->impl);
-    free(s->step_ns);
+    free(s->times.begin_ns);
+    free(s->times.end_ns);
     free(s);
 }
 
@@ -115,9 +116,10 @@ vkg_status vkg_session_set_index(vkg_session *s, vkg_tensor index, int32_t value
 
 vkg_status vkg_session_run(vkg_session *s, vkg_error *err) {
     if (!s->profile_id) return s->device->ops->run(s->impl, NULL, err);
-    double start = vkg_profile_now_us();
-    vkg_status st = s->device->ops->run(s->impl, s->step_ns, err);
-    if (st == VKG_OK) vkg_profile_add_run(&s->device->profile, s->profile_id, s->plan, start, s->step_ns);
+    uint64_t begin = vkg_profile_now_ns();
+    vkg_status st = s->device->ops->run(s->impl, &s->times, err);
+    uint64_t end = vkg_profile_now_ns();
+    if (st == VKG_OK) vkg_profile_add_run(&s->device->profile, s->profile_id, begin, end, &s->times);
     return st;
 }
 
@@ -152,10 +154,18 @@ vkg_status vkg_session_enable_profiling(vkg_session *s, int enable, vkg_error *e
         s->profile_id = 0;
         return VKG_OK;
     }
-    if (!s->step_ns) {
-        s->step_ns = calloc((size_t)s->plan->n_steps + 1, sizeof *s->step_ns);
-        if (!s->step_ns) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the profile");
+    if (s->profile_id) return VKG_OK;
+    if (!s->times.begin_ns) {
+        s->times.begin_ns = calloc((size_t)s->plan->n_steps + 1, sizeof *s->times.begin_ns);
+        s->times.end_ns = calloc((size_t)s->plan->n_steps + 1, sizeof *s->times.end_ns);
+        if (!s->times.begin_ns || !s->times.end_ns)
+            return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the profile");
     }
-    if (!s->profile_id) s->profile_id = ++s->device->profile.sessions;
-    return VKG_OK;
+    /* A session profiled again after a pause gets a new number: its runs stay apart. */
+    return vkg_profile_add_session(&s->device->profile, s->plan, s->label, &s->profile_id, err);
+}
+
+void vkg_session_set_label(vkg_session *s, const char *label) {
+    snprintf(s->label, sizeof s->label, "%s", label ? label : "");
+    if (s->profile_id) vkg_profile_set_label(&s->device->profile, s->profile_id, s->label);
 }

@@ -9,8 +9,9 @@ struct vkg_session {
     vkg_device *device;
     const vkg_plan *plan;
     void *impl;
+    char label[64];        /* vkg_session_set_label: names its track in the trace               */
     int profile_id;        /* 0: not profiling; else this session's number in the device profile */
-    uint64_t *step_ns;     /* per-step durations of the run in progress, when profiling          */
+    vkg_step_times times;  /* per-step times of the run in progress, when profiling              */
 };
 
 #endif

@@ -228,13 +228,7 @@ static vkg_status cpu_read(void *session, int region, uint64_t offset, void *dat
     return VKG_OK;
 }
 
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static vkg_status run_range(cpu_session *s, int first, int count, uint64_t *step_ns, vkg_error *err) {
+static vkg_status run_range(cpu_session *s, int first, int count, vkg_step_times *times, vkg_error *err) {
     const vkg_plan *p = s->plan;
     for (int i = first; i < first + count; i++) {
         const vkg_step *step = &p->steps[i];
@@ -244,16 +238,17 @@ static vkg_status run_range(cpu_session *s, int first, int count, uint64_t *step
             vkg_status st = vkg_cpu_check_runtime_index(p, i, index, err);
             if (st != VKG_OK) return st;
         }
-        uint64_t start = step_ns ? now_ns() : 0;
+        if (times) times->begin_ns[i] = vkg_profile_now_ns();
         run_step(s->pool, step, bind);
-        if (step_ns) step_ns[i] = now_ns() - start;
+        if (times) times->end_ns[i] = vkg_profile_now_ns();
     }
     return VKG_OK;
 }
 
-static vkg_status cpu_run(void *session, uint64_t *step_ns, vkg_error *err) {
+static vkg_status cpu_run(void *session, vkg_step_times *times, vkg_error *err) {
     cpu_session *s = session;
-    return run_range(s, 0, s->plan->n_steps, step_ns, err);
+    if (times) times->clock = "CPU steps timed by the host clock (CLOCK_MONOTONIC)";
+    return run_range(s, 0, s->plan->n_steps, times, err);
 }
 
 static vkg_status cpu_run_steps(void *session, int first, int count, vkg_error *err) {

@@ -23,6 +23,12 @@ vkg_status vkg_gpt2_runner_new_shared(const vkg_gpt2 *m, vkg_device *dev, const 
     vkg_device_compile_options(dev, &co);
     st = vkg_plan_compile(out->gg.graph, &co, &out->plan, err);
     if (st == VKG_OK) st = vkg_session_new_shared(dev, out->plan, with, &out->session, err);
+    if (st == VKG_OK) { /* the session's track in a profile's trace */
+        char label[64];
+        if (o->cache_len && o->tokens == 1) snprintf(label, sizeof label, "decode");
+        else snprintf(label, sizeof label, "%s (T=%d)", o->cache_len ? "prefill" : "forward", o->tokens);
+        vkg_session_set_label(out->session, label);
+    }
     if (st == VKG_OK && !(out->position_buf = malloc((size_t)o->tokens * sizeof *out->position_buf)))
         st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     if (st != VKG_OK) vkg_gpt2_runner_free(out);

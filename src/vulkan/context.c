@@ -310,6 +310,23 @@ static vkg_status choose_device(vkg_vk_context *c, int index, vkg_error *err) {
     return st;
 }
 
+/* Whether the profile can map GPU timestamps onto the host clock (see vk_backend.c). */
+static int calibrateable(VkPhysicalDevice pd) {
+    if (!device_extension_present(pd, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) ||
+        !vkGetPhysicalDeviceCalibrateableTimeDomainsEXT)
+        return 0;
+    VkTimeDomainEXT domains[8];
+    uint32_t n = 8;
+    VkResult r = vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(pd, &n, domains);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return 0;
+    int device = 0, monotonic = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        device |= domains[i] == VK_TIME_DOMAIN_DEVICE_EXT;
+        monotonic |= domains[i] == VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
+    }
+    return device && monotonic;
+}
+
 static vkg_status create_device(vkg_vk_context *c, vkg_error *err) {
     int family = pick_queue_family(c->phys, &c->timestamp_valid_bits);
     c->queue_family = (uint32_t)family;
@@ -330,9 +347,11 @@ static vkg_status create_device(vkg_vk_context *c, vkg_error *err) {
     c->has_f16 = f12.shaderFloat16 != 0;
     c->has_16bit_storage = f11.storageBuffer16BitAccess != 0;
 
-    const char *extensions[1];
+    const char *extensions[2];
     uint32_t n_ext = 0;
     if (device_extension_present(c->phys, "VK_KHR_portability_subset")) extensions[n_ext++] = "VK_KHR_portability_subset";
+    if (c->timestamp_valid_bits && (c->calibrated = calibrateable(c->phys)))
+        extensions[n_ext++] = VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
 
     float priority = 1.0f;
     VkDeviceQueueCreateInfo qci = {

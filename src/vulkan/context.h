@@ -54,6 +54,8 @@ typedef struct vkg_vk_context {
     VkQueue queue;
     uint32_t queue_family;
     uint32_t timestamp_valid_bits;            /* 0: the queue cannot write timestamps          */
+    int calibrated;                           /* VK_EXT_calibrated_timestamps, with the device's
+                                                 and CLOCK_MONOTONIC's time domains, enabled     */
     VkCommandPool pool;                       /* one-shot transfer commands (uploads, reads)   */
 
     VkPhysicalDeviceProperties props;

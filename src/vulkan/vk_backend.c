@@ -185,7 +185,32 @@ static vkg_status prepare_timed(vkg_vk_session *s, vkg_error *err) {
     return st;
 }
 
-static vkg_status read_timestamps(vkg_vk_session *s, uint64_t *step_ns, vkg_error *err) {
+/* Host time (CLOCK_MONOTONIC ns) of the device tick `first`: calibrated against the device's
+ * clock now where the device can, else placed so that the run sits in the middle of the host's
+ * submit-to-fence window, which holds it (span_ns is its length on the GPU). */
+static uint64_t host_origin(vkg_vk_session *s, uint64_t first, uint64_t mask, uint64_t submitted, uint64_t signalled,
+                            uint64_t span_ns, const char **clock) {
+    vkg_vk_context *c = s->c;
+    if (c->calibrated) {
+        VkCalibratedTimestampInfoEXT info[2] = {
+            {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, .timeDomain = VK_TIME_DOMAIN_DEVICE_EXT},
+            {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, .timeDomain = VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT},
+        };
+        uint64_t now[2], deviation;
+        if (vkGetCalibratedTimestampsEXT(c->device, 2, info, now, &deviation) == VK_SUCCESS) {
+            *clock = "GPU timestamps mapped onto the host clock (CLOCK_MONOTONIC) with VK_EXT_calibrated_timestamps";
+            uint64_t ago = (uint64_t)((double)(((now[0] & mask) - (first & mask)) & mask) *
+                                      (double)c->props.limits.timestampPeriod + 0.5);
+            return now[1] - ago;
+        }
+    }
+    *clock = "GPU timestamps placed in the middle of the host's submit-to-fence window (CLOCK_MONOTONIC)";
+    uint64_t window = signalled - submitted;
+    return submitted + (window > span_ns ? (window - span_ns) / 2 : 0);
+}
+
+static vkg_status read_timestamps(vkg_vk_session *s, uint64_t submitted, uint64_t signalled, vkg_step_times *times,
+                                  vkg_error *err) {
     int n = s->plan->n_steps;
     uint64_t *t = calloc((size_t)n + 1, sizeof *t);
     if (!t) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory reading timestamps");
@@ -198,26 +223,36 @@ static vkg_status read_timestamps(vkg_vk_session *s, uint64_t *step_ns, vkg_erro
     uint32_t bits = s->c->timestamp_valid_bits;
     uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
     double period = s->c->props.limits.timestampPeriod;
+    /* Query 0 is written before the first step, query i + 1 after step i: t[i] becomes the time
+     * since query 0 in ns, wrapping within the valid bits. */
+    const uint64_t first = t[0];
+    for (int i = 0; i <= n; i++) t[i] = (uint64_t)((double)(((t[i] & mask) - (first & mask)) & mask) * period + 0.5);
+    uint64_t origin = host_origin(s, first, mask, submitted, signalled, t[n], &times->clock);
     for (int i = 0; i < n; i++) {
-        uint64_t ticks = ((t[i + 1] & mask) - (t[i] & mask)) & mask;  /* wraps within valid bits */
-        step_ns[i] = (uint64_t)((double)ticks * period + 0.5);
+        times->begin_ns[i] = origin + t[i];
+        times->end_ns[i] = origin + t[i + 1];
     }
     free(t);
     return VKG_OK;
 }
 
-static vkg_status session_run(void *impl, uint64_t *step_ns, vkg_error *err) {
+static vkg_status session_run(void *impl, vkg_step_times *times, vkg_error *err) {
     vkg_vk_session *s = impl;
     vkg_status st = settle(s, err);
     if (st != VKG_OK) return st;
-    int timed = step_ns && s->c->timestamp_valid_bits > 0;
+    int timed = times && s->c->timestamp_valid_bits > 0;
     if (timed && (st = prepare_timed(s, err)) != VKG_OK) return st;
+    uint64_t submitted = vkg_profile_now_ns();
     st = vkg_vk_submit_wait(s->c, timed ? s->cmd_timed : s->cmd, s->fence, "running the plan", err);
+    uint64_t signalled = vkg_profile_now_ns();
     if (st == VKG_ERR_TIMEOUT) s->pending = 1;
     if (st == VKG_ERR_DEVICE_LOST) s->lost = 1;
     if (st != VKG_OK) return st;
-    if (timed) return read_timestamps(s, step_ns, err);
-    if (step_ns) memset(step_ns, 0, (size_t)s->plan->n_steps * sizeof *step_ns);  /* no timestamps */
+    if (timed) return read_timestamps(s, submitted, signalled, times, err);
+    if (times) { /* no timestamps on this queue: every step an empty span at the submit */
+        times->clock = "this queue writes no timestamps: Vulkan steps are not timed";
+        for (int i = 0; i < s->plan->n_steps; i++) times->begin_ns[i] = times->end_ns[i] = submitted;
+    }
     return VKG_OK;
 }
 

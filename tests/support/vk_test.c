@@ -160,7 +160,7 @@ void vk_test_bind(vk_test_plan *tp, vkg_step *s, int slot, int region, int write
     s->bind[slot] = (vkg_binding){.region = region, .offset = 0, .bytes = tp->regions[region].bytes, .writes = writes};
 }
 
-void vk_test_run(vkg_device *d, const vkg_plan *p, void **host, uint64_t *step_ns) {
+void vk_test_run(vkg_device *d, const vkg_plan *p, void **host, vkg_step_times *times) {
     void *session = NULL;
     vkg_error err = {0};
     if (d->ops->session_new(d->impl, p, NULL, NULL, &session, &err) != VKG_OK) fail_msg("session_new: %s", err.message);
@@ -168,7 +168,7 @@ void vk_test_run(vkg_device *d, const vkg_plan *p, void **host, uint64_t *step_n
         if (host[r] && p->regions[r].kind != VKG_REGION_CONSTANT &&
             d->ops->write(session, r, 0, host[r], p->regions[r].bytes, &err) != VKG_OK)
             fail_msg("write region %d: %s", r, err.message);
-    if (d->ops->run(session, step_ns, &err) != VKG_OK) fail_msg("run: %s", err.message);
+    if (d->ops->run(session, times, &err) != VKG_OK) fail_msg("run: %s", err.message);
     for (int r = 0; r < p->n_regions; r++)
         if (host[r] && p->regions[r].kind != VKG_REGION_CONSTANT &&
             d->ops->read(session, r, 0, host[r], p->regions[r].bytes, &err) != VKG_OK)

@@ -58,8 +58,8 @@ vkg_step *vk_test_step(vk_test_plan *tp, vkg_kernel kernel);
 void vk_test_bind(vk_test_plan *tp, vkg_step *s, int slot, int region, int writes);
 
 /* Runs tp on d once: host[r] (when non-NULL) is written to every non-constant region r first,
- * and every non-constant region is read back into host[r] afterwards.  step_ns may be NULL. */
-void vk_test_run(vkg_device *d, const vkg_plan *p, void **host, uint64_t *step_ns);
+ * and every non-constant region is read back into host[r] afterwards.  times may be NULL. */
+void vk_test_run(vkg_device *d, const vkg_plan *p, void **host, vkg_step_times *times);
 
 /* Deterministic test data. */
 void vk_test_fill(float *x, size_t n, uint64_t seed, float scale);
