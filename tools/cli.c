@@ -52,17 +52,14 @@ static struct {
 
 /* --group-by layer, op, or both ("layer,op"). */
 static int parse_group_by(const char *cmd, const char *spec) {
-    unsigned g = 0;
-    for (const char *p = spec; *p;) {
+    for (const char *p = spec;; p++) {
         size_t n = strcspn(p, ",");
-        if (n == 5 && strncmp(p, "layer", 5) == 0) g |= VKG_PROFILE_BY_LAYER;
-        else if (n == 2 && strncmp(p, "op", 2) == 0) g |= VKG_PROFILE_BY_OP;
+        if (n == 5 && strncmp(p, "layer", 5) == 0) profile_request.group_by |= VKG_PROFILE_BY_LAYER;
+        else if (n == 2 && strncmp(p, "op", 2) == 0) profile_request.group_by |= VKG_PROFILE_BY_OP;
         else return cli_fail(cmd, "--group-by: '%.*s' is not a grouping (use layer, op, or layer,op)", (int)n, p);
-        p += n + (p[n] == ',');
+        p += n;
+        if (!*p) return 0;
     }
-    if (!g) return cli_fail(cmd, "--group-by needs layer, op, or layer,op");
-    profile_request.group_by |= g;
-    return 0;
 }
 
 int cli_take_common_options(int *argc, char **argv) {
