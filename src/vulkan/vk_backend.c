@@ -191,7 +191,7 @@ static vkg_status prepare_timed(vkg_vk_session *s, vkg_error *err) {
 static uint64_t host_origin(vkg_vk_session *s, uint64_t first, uint64_t mask, uint64_t submitted, uint64_t signalled,
                             uint64_t span_ns, const char **clock) {
     vkg_vk_context *c = s->c;
-    if (c->calibrated) {
+    if (c->calibrated && vkGetCalibratedTimestampsEXT) {
         VkCalibratedTimestampInfoEXT info[2] = {
             {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, .timeDomain = VK_TIME_DOMAIN_DEVICE_EXT},
             {.sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT, .timeDomain = VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT},
