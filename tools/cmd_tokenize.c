@@ -45,7 +45,7 @@ int cmd_tokenize(int argc, char **argv) {
         else if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) slot = &prompt;
         else if (strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) slot = &file;
         else if (strcmp(a, "--decode") == 0) slot = &decode;
-        else return cli_fail(CMD, "unknown option '%s' (see vkgraph tokenize --help)", a);
+        else return cli_unknown_option(CMD, a, usage);
         if (*slot) return cli_fail(CMD, "%s given twice", a);
         if (!(*slot = cli_value(CMD, argc, argv, &i))) return 1;
     }
