@@ -212,6 +212,9 @@ void vkg_device_compile_options(const vkg_device *d, vkg_compile_options *opts);
 
 /* Prints every Vulkan device (name, type, driver, limits, features) to f. */
 vkg_status vkg_devices_print(FILE *f, vkg_error *err);
+/* Prints one Vulkan device as vkg_devices_print does: vulkan:index, or the default (best usable)
+ * one for index -1.  An index past the last device gives VKG_ERR_NO_DEVICE naming the range. */
+vkg_status vkg_devices_print_one(FILE *f, int index, vkg_error *err);
 
 typedef struct vkg_session vkg_session;
 

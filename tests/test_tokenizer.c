@@ -508,13 +508,13 @@ static void test_missing_files(void **state) {
     vkg_tokenizer *t = (vkg_tokenizer *)&err;
     assert_int_equal(vkg_tokenizer_load("/nonexistent/vkg", &t, &err), VKG_ERR_IO);
     assert_null(t);
-    assert_non_null(strstr(err.message, "no tokenizer in /nonexistent/vkg: looked for vocab.json + merges.txt and "
+    assert_non_null(strstr(err.message, "no tokenizer in /nonexistent/vkg: looked for tokenizer.json, vocab.json + merges.txt and "
                                         "encoder.json + vocab.bpe"));
     assert_int_equal(vkg_tokenizer_load(NULL, &t, &err), VKG_ERR_INVALID_ARGUMENT);
     char dir[1024];
     make_temp_dir(dir, sizeof dir);
     assert_int_equal(vkg_tokenizer_load(dir, &t, &err), VKG_ERR_IO);
-    assert_non_null(strstr(err.message, "looked for vocab.json"));
+    assert_non_null(strstr(err.message, "looked for tokenizer.json, vocab.json"));
     write_text(dir, "vocab.json", "{}");
     assert_int_equal(vkg_tokenizer_load(dir, &t, &err), VKG_ERR_IO);
     assert_non_null(strstr(err.message, "vocab.json is there but merges.txt is missing"));
@@ -598,7 +598,7 @@ static void test_cli(void **state) {
                "Hello world\n", 12, NULL);
     expect_cli(tmp, (const char *[]){"--help", NULL}, 0, NULL, 0, NULL);
     expect_cli(tmp, (const char *[]){"--tokenizer", tok_dir, "--bogus", NULL}, 1, "", 0, "--bogus");
-    expect_cli(tmp, (const char *[]){"-m", tmp, "-p", "hi", NULL}, 1, "", 0, "looked for vocab.json + merges.txt");
+    expect_cli(tmp, (const char *[]){"-m", tmp, "-p", "hi", NULL}, 1, "", 0, "looked for tokenizer.json, vocab.json + merges.txt");
     expect_cli(tmp, (const char *[]){"-m", tok_dir, "-f", bad_path, NULL}, 1, "", 0, "invalid UTF-8 at byte 3");
     expect_cli(tmp, (const char *[]){"-m", tok_dir, "-f", "/nonexistent/in.txt", NULL}, 1, "", 0,
                "/nonexistent/in.txt");

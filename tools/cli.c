@@ -28,8 +28,14 @@ int cli_int(const char *cmd, const char *opt, const char *text, long lo, long hi
     char *end = NULL;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi)
+    /* A bound that only guards the arithmetic is not shown as if it were a limit. */
+    const int open_ended = hi >= (1L << 30);
+    if ((errno == ERANGE && v > 0) || (!errno && end != text && !*end && v > hi && open_ended))
+        return cli_fail(cmd, "%s: '%s' is too large (at most %ld)", opt, text, hi);
+    if (errno || end == text || *end || v < lo || v > hi) {
+        if (open_ended) return cli_fail(cmd, "%s: '%s' is not a whole number of %ld or more", opt, text, lo);
         return cli_fail(cmd, "%s: '%s' is not a whole number from %ld to %ld", opt, text, lo, hi);
+    }
     *out = v;
     return 0;
 }

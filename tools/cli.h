@@ -2,6 +2,7 @@
 #ifndef VKG_CLI_H
 #define VKG_CLI_H
 
+#include "cli_args.h"
 #include "vkgraph.h"
 
 #include <stddef.h>
@@ -15,7 +16,8 @@ int cli_fail(const char *cmd, const char *fmt, ...)
     ;
 /* The value after option argv[*i] (advancing *i), or NULL with a message when missing. */
 const char *cli_value(const char *cmd, int argc, char **argv, int *i);
-/* Parses an integer in [lo, hi]; 0 on success, 1 with a message otherwise. */
+/* Parses an integer in [lo, hi]; 0 on success, 1 with a message otherwise.  A hi of 2^30 or more
+ * only guards the arithmetic: the message then says "LO or more" (or "at most HI" when over). */
 int cli_int(const char *cmd, const char *opt, const char *text, long lo, long hi, long *out);
 int cli_float(const char *cmd, const char *opt, const char *text, double *out);
 /* A whole file (or standard input for "-") as raw bytes, NUL-terminated; NULL with errno set. */

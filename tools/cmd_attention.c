@@ -194,7 +194,7 @@ int cmd_attention(int argc, char **argv) {
         int taken = gpt2_cli_option(&c, argc, argv, &i);
         if (taken == 0) taken = own_option(&o, argc, argv, &i);
         if (taken < 0) return 1;
-        if (taken == 0) return cli_fail(CMD, "unknown option '%s' (see vkgraph attention --help)", argv[i]);
+        if (taken == 0) return cli_unknown_option(CMD, argv[i], usage);
     }
     if (!o.layer_given) return cli_fail(CMD, "say which layer: --layer L (from 0)");
     int rc = gpt2_cli_load(&c, 0);

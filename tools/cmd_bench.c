@@ -171,8 +171,7 @@ int cmd_bench(int argc, char **argv) {
             if (!v || cli_int("bench", a, v, is_repeat ? 1 : 0, is_repeat ? 100000 : 1024, is_repeat ? &repeat : &threads))
                 return 1;
         } else {
-            usage(stderr);
-            return cli_fail("bench", "unknown argument '%s'", a);
+            return cli_unknown_option("bench", a, usage);
         }
     }
     vkg_device *cpu = NULL, *gpu = NULL;

@@ -218,7 +218,7 @@ int cmd_compare(int argc, char **argv) {
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             quiet = 1;
         } else {
-            return cli_fail(CMD, "unknown option '%s' (see vkgraph compare --help)", a);
+            return cli_unknown_option(CMD, a, usage);
         }
     }
     if (example && strcmp(example, "block") != 0) return cli_fail(CMD, "unknown example '%s' (known: block)", example);

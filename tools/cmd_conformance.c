@@ -58,8 +58,7 @@ int cmd_conformance(int argc, char **argv) {
             if (!v || cli_int("conformance", a, v, 0, is_threads ? 1024 : 2147483647L, is_threads ? &threads : &seed))
                 return 1;
         } else {
-            usage(stderr);
-            return cli_fail("conformance", "unknown option '%s'", a);
+            return cli_unknown_option("conformance", a, usage);
         }
     }
     if (seed >= 0) o.seed = (uint64_t)seed;

@@ -39,8 +39,7 @@ int cmd_dump(int argc, char **argv) {
             const char *v = cli_value("dump", argc, argv, &i);
             if (!v || cli_int("dump", a, v, 1, 1 << 16, !strcmp(a, "--batch") ? &batch : &seq)) return 1;
         } else {
-            usage(stderr);
-            return cli_fail("dump", "unknown option '%s'", a);
+            return cli_unknown_option("dump", a, usage);
         }
     }
     vkg_dump_format fmt = !strcmp(format, "text") ? VKG_DUMP_TEXT : !strcmp(format, "dot") ? VKG_DUMP_DOT

@@ -189,7 +189,7 @@ int cmd_generate(int argc, char **argv) {
         int taken = gpt2_cli_option(&c, argc, argv, &i);
         if (taken == 0) taken = own_option(&g, argc, argv, &i);
         if (taken < 0) return 1;
-        if (taken == 0) return cli_fail(CMD, "unknown option '%s' (see vkgraph generate --help)", argv[i]);
+        if (taken == 0) return cli_unknown_option(CMD, argv[i], usage);
     }
     if (!g.sampling_given) g.sampling.temperature = 0.0f; /* greedy unless sampling was asked for */
     if (g.sampling_given && !g.seed_given) g.sampling.seed = (uint64_t)time(NULL);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define CMD "gpt2-random"
 
@@ -18,13 +19,15 @@ static void usage(FILE *f) {
             "usage: vkgraph gpt2-random DIR [--layers N] [--heads H] [--embd C] [--ctx P] [--seed S]\n"
             "                               [--vocab V] [--dtype f32|f16|bf16] [--prefix] [--untied]\n"
             "                               [--attn-buffers] [--activation NAME] [--inner I]\n"
-            "                               [--unscaled-attn] [--attn-scale-by-layer]\n"
+            "                               [--unscaled-attn] [--attn-scale-by-layer] [--force]\n"
             "\n"
             "Writes DIR/config.json and DIR/model.safetensors: a model laid out exactly like a Hugging Face\n"
             "GPT-2 checkpoint, with GPT-2's vocabulary of 50257 tokens, but RANDOM weights: it runs every\n"
             "GPT-2 command (generate, logits, attention) and its outputs mean nothing.  GPT-2's tokenizer\n"
             "(encoder.json + vocab.bpe: the source tree's data/gpt2-tokenizer, installed in\n"
-            "share/vkgraph/gpt2-tokenizer) is copied beside it.\n"
+            "share/vkgraph/gpt2-tokenizer) is copied beside it.  A folder that already holds a model\n"
+            "(config.json or model.safetensors) is left alone unless --force is given, or its model was\n"
+            "itself written by gpt2-random (it holds RANDOM-WEIGHTS.txt).\n"
             "\n"
             "  --layers N   transformer blocks (default 2; GPT-2 124M has 12)\n"
             "  --heads H    attention heads per block (default 4; 124M: 12)\n"
@@ -40,8 +43,27 @@ static void usage(FILE *f) {
             "  --activation NAME  activation_function, a transformers name (default gelu_new): %s\n"
             "  --inner I    the MLP's width, n_inner (default: null, 4 * --embd)\n"
             "  --unscaled-attn       scale_attn_weights false: scores are not divided by sqrt(head size)\n"
-            "  --attn-scale-by-layer scale_attn_by_inverse_layer_idx true: layer i's scores also / (i + 1)\n",
+            "  --attn-scale-by-layer scale_attn_by_inverse_layer_idx true: layer i's scores also / (i + 1)\n"
+            "  --force      overwrite the model in DIR, even one that is not random\n",
             vkg_gpt2_activation_names());
+}
+
+static int exists_in(const char *dir, const char *name) {
+    char path[PATH_MAX];
+    struct stat sb;
+    return snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path && stat(path, &sb) == 0;
+}
+
+/* A folder's model is overwritten only when asked, or when it is random itself: a real
+ * checkpoint (a download, a fine-tune) cannot be recreated, random weights can. */
+static int check_not_a_model(const char *dir, int force) {
+    if (force || exists_in(dir, "RANDOM-WEIGHTS.txt")) return 0;
+    const char *found = exists_in(dir, "model.safetensors") ? "model.safetensors"
+                        : exists_in(dir, "config.json")     ? "config.json"
+                                                            : NULL;
+    if (!found) return 0;
+    return cli_fail(CMD, "%s already holds a model (%s), which random weights would overwrite: choose another "
+                    "folder, or give --force", dir, found);
 }
 
 /* Copies src to dst byte for byte.  0, or 1 after printing the error. */
@@ -83,6 +105,7 @@ int cmd_gpt2_random(int argc, char **argv) {
     o.config.n_embd = 64;
     o.config.n_positions = 64;
     const char *dir = NULL;
+    int force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long v = 0;
@@ -97,6 +120,7 @@ int cmd_gpt2_random(int argc, char **argv) {
             {"--attn-buffers", &o.attn_bias_buffers, 1},
             {"--unscaled-attn", &o.config.scale_attn_weights, 0},
             {"--attn-scale-by-layer", &o.config.scale_attn_by_inverse_layer_idx, 1},
+            {"--force", &force, 1},
         };
         int is_switch = 0;
         for (size_t k = 0; k < sizeof switches / sizeof switches[0]; k++)
@@ -146,13 +170,14 @@ int cmd_gpt2_random(int argc, char **argv) {
             else if (strcmp(val, "bf16") == 0) o.dtype = VKG_ST_BF16;
             else return cli_fail(CMD, "--dtype: '%s'; use f32, f16 or bf16", val);
         } else {
-            return cli_fail(CMD, "unknown option '%s' (see vkgraph gpt2-random --help)", a);
+            return cli_unknown_option(CMD, a, usage);
         }
     }
     if (!dir) return cli_fail(CMD, "say where to write the model: vkgraph gpt2-random DIR");
     if (o.config.n_embd % o.config.n_head)
         return cli_fail(CMD, "--embd %d must be a multiple of --heads %d", o.config.n_embd, o.config.n_head);
 
+    if (check_not_a_model(dir, force)) return 1;
     vkg_error err = {0};
     if (vkg_gpt2_write_random(dir, &o, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
     if (write_marker(dir, &o)) return 1;

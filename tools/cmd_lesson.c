@@ -84,8 +84,7 @@ int cmd_lesson(int argc, char **argv) {
             if (cli_int(CMD, "STEP", a, 1, VKG_LESSON_STEPS, &only)) return 1;
             continue;
         } else {
-            usage(stderr);
-            return cli_fail(CMD, "unknown argument '%s'", a);
+            return cli_unknown_option(CMD, a, usage);
         }
         if (!(*slot = cli_value(CMD, argc, argv, &i))) return 1;
     }

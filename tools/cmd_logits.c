@@ -44,7 +44,7 @@ int cmd_logits(int argc, char **argv) {
         } else if (strcmp(a, "--all") == 0) {
             all = 1;
         } else {
-            return cli_fail(CMD, "unknown option '%s' (see vkgraph logits --help)", a);
+            return cli_unknown_option(CMD, a, usage);
         }
     }
     if (!out_path) return cli_fail(CMD, "say where to write the logits: -o OUT.npy");

@@ -1,6 +1,7 @@
 /* `vkgraph tokenize`: text -> GPT-2 token ids (a JSON array), or ids -> the exact bytes. */
 #include "cli.h"
 #include "commands.h"
+#include "gpt2_cli.h"
 #include "io/tokenizer.h"
 #include "vkgraph.h"
 
@@ -15,25 +16,44 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: vkgraph tokenize (-m DIR | --tokenizer DIR) (-p TEXT | -f FILE)\n"
-            "       vkgraph tokenize (-m DIR | --tokenizer DIR) --decode IDS\n"
+            "usage: vkgraph tokenize (-m DIR | --tokenizer DIR) (-p TEXT | -f FILE) [--pieces]\n"
+            "       vkgraph tokenize (-m DIR | --tokenizer DIR) --decode IDS [--pieces]\n"
             "\n"
             "Encodes text with GPT-2's byte-level BPE and prints the token ids as a JSON array on one\n"
             "line, or decodes ids and prints the text they stand for, byte for byte (no newline added).\n"
             "\n"
             "  -m, --model DIR    a model directory (or a file in it) holding the tokenizer files\n"
-            "  --tokenizer DIR    a directory holding vocab.json + merges.txt or encoder.json + vocab.bpe\n"
-            "                     (data/gpt2-tokenizer in the source tree)\n"
+            "  --tokenizer DIR    a directory holding tokenizer.json, vocab.json + merges.txt or encoder.json +\n"
+            "                     vocab.bpe, looked for in that order (data/gpt2-tokenizer in the source tree)\n"
             "  -p, --prompt TEXT  the text to encode\n"
             "  -f, --file FILE    encode the exact bytes of FILE (\"-\" reads standard input)\n"
             "  --decode IDS       ids separated by commas or spaces, brackets allowed: 464,5044 or \"[464, 5044]\"\n"
+            "  --pieces           also show each token as llama-tokenize does, one \"ID -> 'PIECE'\" line a\n"
+            "                     token after the JSON (the piece as Python's repr shows a str); with\n"
+            "                     --decode, these lines instead of the text\n"
             "  -h, --help         show this help\n"
             "\n"
             "\"<|endoftext|>\" in a text is encoded as plain characters, as GPT-2's reference encoder does.\n");
 }
 
+/* "   464 -> 'The'", one line a token, as llama-tokenize prints them. */
+static int print_pieces(const vkg_tokenizer *tok, const int32_t *ids, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        size_t len = 0;
+        const char *bytes = vkg_tokenizer_token_bytes(tok, ids[i], &len);
+        size_t size = 10 * len + 3; /* the longest escape, \\U0001f600, is 10 characters a byte */
+        char *shown = malloc(size);
+        if (!shown) return cli_fail(CMD, "out of memory");
+        gpt2_cli_repr(bytes, len, shown, size);
+        printf("%6d -> %s\n", (int)ids[i], shown);
+        free(shown);
+    }
+    return fflush(stdout) == 0 ? 0 : cli_fail(CMD, "cannot write the pieces: %s", strerror(errno));
+}
+
 int cmd_tokenize(int argc, char **argv) {
     const char *dir = NULL, *prompt = NULL, *file = NULL, *decode = NULL;
+    int pieces = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
@@ -41,11 +61,15 @@ int cmd_tokenize(int argc, char **argv) {
             usage(stdout);
             return 0;
         }
+        if (strcmp(a, "--pieces") == 0) {
+            pieces = 1;
+            continue;
+        }
         if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0 || strcmp(a, "--tokenizer") == 0) slot = &dir;
         else if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) slot = &prompt;
         else if (strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) slot = &file;
         else if (strcmp(a, "--decode") == 0) slot = &decode;
-        else return cli_fail(CMD, "unknown option '%s' (see vkgraph tokenize --help)", a);
+        else return cli_unknown_option(CMD, a, usage);
         if (*slot) return cli_fail(CMD, "%s given twice", a);
         if (!(*slot = cli_value(CMD, argc, argv, &i))) return 1;
     }
@@ -79,7 +103,8 @@ int cmd_tokenize(int argc, char **argv) {
         rc = cli_parse_ids(CMD, "--decode", decode, &ids, &n);
         if (rc == 0 && vkg_tokenizer_decode(tok, ids, n, &text, &len, &err) != VKG_OK)
             rc = cli_fail(CMD, "%s", err.message);
-        if (rc == 0 && (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0))
+        if (rc == 0 && pieces) rc = print_pieces(tok, ids, n);
+        else if (rc == 0 && (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0))
             rc = cli_fail(CMD, "cannot write the text: %s", strerror(errno));
         free(text);
         free(ids);
@@ -96,6 +121,7 @@ int cmd_tokenize(int argc, char **argv) {
             putchar('[');
             for (size_t i = 0; i < n; i++) printf(i ? ", %d" : "%d", (int)ids[i]);
             printf("]\n");
+            if (pieces) rc = print_pieces(tok, ids, n);
             if (fflush(stdout) != 0) rc = cli_fail(CMD, "cannot write the ids: %s", strerror(errno));
         }
         free(ids);

@@ -16,7 +16,8 @@
 void gpt2_cli_usage_common(FILE *f) {
     fprintf(f,
             "  -m, --model DIR     a Hugging Face GPT-2 folder: config.json + model.safetensors (and the\n"
-            "                      tokenizer: vocab.json + merges.txt, or encoder.json + vocab.bpe)\n"
+            "                      tokenizer: tokenizer.json, vocab.json + merges.txt, or encoder.json +\n"
+            "                      vocab.bpe)\n"
             "  -p, --prompt TEXT   the prompt\n"
             "  -f, --file FILE     the prompt's exact bytes from FILE (\"-\": standard input)\n"
             "  --ids IDS           the prompt as token ids: 464,5044 or \"[464, 5044]\"\n"
@@ -53,7 +54,7 @@ static int file_exists(const char *dir, const char *name) {
 }
 
 static int has_tokenizer(const char *dir) {
-    return (file_exists(dir, "vocab.json") && file_exists(dir, "merges.txt")) ||
+    return file_exists(dir, "tokenizer.json") || (file_exists(dir, "vocab.json") && file_exists(dir, "merges.txt")) ||
            (file_exists(dir, "encoder.json") && file_exists(dir, "vocab.bpe"));
 }
 
@@ -96,7 +97,8 @@ static int load_tokenizer(gpt2_cli *c) {
         } else if (!c->prompt && !c->file) {
             return 0; /* ids in, ids out */
         } else {
-            return cli_fail(c->cmd, "%s has no tokenizer (vocab.json + merges.txt, or encoder.json + vocab.bpe)%s",
+            return cli_fail(c->cmd, "%s has no tokenizer (tokenizer.json, vocab.json + merges.txt, or encoder.json + "
+                            "vocab.bpe)%s",
                             c->model_dir, gpt2_vocab ? " and GPT-2's own was not found (set VKG_GPT2_TOKENIZER to "
                                                        "the source tree's data/gpt2-tokenizer)"
                                                      : "; with its own vocabulary size GPT-2's tokenizer does not "

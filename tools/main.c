@@ -47,10 +47,16 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n_commands; i++)
         if (strcmp(argv[1], commands[i].name) == 0) {
             int n = argc - 1;
-            if (cli_take_common_options(&n, argv + 1)) return 1;
-            return commands[i].run(n, argv + 1);
+            char **args = argv + 1;
+            int rc = cli_args_normalize(commands[i].name, &n, &args) || cli_take_common_options(&n, args);
+            if (rc == 0) rc = commands[i].run(n, args);
+            cli_args_free();
+            return rc;
         }
-    fprintf(stderr, "vkgraph: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (int i = 0; i < n_commands; i++) names[i] = commands[i].name;
+    const char *meant = cli_closest(argv[1], names, n_commands);
+    if (meant) fprintf(stderr, "vkgraph: unknown command '%s'; did you mean '%s'?\n", argv[1], meant);
+    else fprintf(stderr, "vkgraph: unknown command '%s' (vkgraph --help lists the commands)\n", argv[1]);
     return 1;
 }

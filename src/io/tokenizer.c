@@ -202,67 +202,117 @@ static vkg_status read_whole_file(const char *path, char **data, size_t *len, vk
     return VKG_OK;
 }
 
-/* Reads the token -> id object: fills the id -> raw bytes table, the byte tokens and eot.
- * The parsed tree is kept in *root for the merges to look tokens up in. */
-static vkg_status load_vocab(vkg_tokenizer *t, const char *path, vkg_json **root, vkg_error *err) {
-    vkg_status st = vkg_json_parse_file(path, root, err);
-    if (st != VKG_OK) return st;
-    const vkg_json *vocab = *root;
+/* Stores token id's raw bytes: back from the byte alphabet; a character outside it (a token
+ * added by hand) stands for its own UTF-8 bytes.  The JSON parser has checked it is UTF-8. */
+static void store_token(vkg_tokenizer *t, int32_t id, const char *key, size_t klen, const int16_t *cp_byte,
+                        uint32_t *used) {
+    t->token_offset[id] = *used;
+    const unsigned char *s = (const unsigned char *)key;
+    for (size_t k = 0; k < klen;) {
+        size_t seq = s[k] < 0x80 ? 1 : s[k] < 0xE0 ? 2 : s[k] < 0xF0 ? 3 : 4;
+        uint32_t cp = seq == 1 ? s[k] : (uint32_t)(s[k] & (0x3F >> (seq - 1)));
+        for (size_t j = 1; j < seq && k + j < klen; j++) cp = (cp << 6) | (s[k + j] & 0x3F);
+        if (cp < ALPHABET_END && cp_byte[cp] >= 0) t->token_bytes[(*used)++] = (char)cp_byte[cp];
+        else for (size_t j = 0; j < seq && k + j < klen; j++) t->token_bytes[(*used)++] = (char)s[k + j];
+        k += seq;
+    }
+    t->token_length[id] = *used - t->token_offset[id];
+}
+
+/* tokenizer.json's added_tokens: each {"id": N, "content": "..."}.  One the vocabulary already
+ * holds must have its id there; the others are new tokens after it.  Counts the new ones and
+ * their bytes. */
+static vkg_status check_added(const vkg_json *vocab, const vkg_json *added, const char *where, size_t *n_new,
+                              size_t *new_bytes, vkg_error *err) {
+    *n_new = *new_bytes = 0;
+    if (vkg_json_type_of(added) == VKG_JSON_NULL) return VKG_OK;
+    if (vkg_json_type_of(added) != VKG_JSON_ARRAY)
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: added_tokens is %s, expected an array", where,
+                             vkg_json_type_name(vkg_json_type_of(added)));
+    for (size_t i = 0; i < vkg_json_length(added); i++) {
+        const vkg_json *a = vkg_json_at(added, i), *id = vkg_json_get(a, "id");
+        size_t clen = 0;
+        const char *content = vkg_json_string(vkg_json_get(a, "content"), &clen);
+        if (vkg_json_type_of(a) != VKG_JSON_OBJECT || vkg_json_type_of(id) != VKG_JSON_NUMBER || !content)
+            return vkg_error_set(err, VKG_ERR_FORMAT, "%s: added_tokens[%zu] is not {\"id\": number, \"content\": "
+                                 "string}", where, i);
+        const vkg_json *in_vocab = vkg_json_get_n(vocab, content, clen);
+        int shown = clen > 80 ? 80 : (int)clen;
+        if (in_vocab && vkg_json_number(in_vocab) != vkg_json_number(id))
+            return vkg_error_set(err, VKG_ERR_FORMAT, "%s: added_tokens[%zu] gives \"%.*s\" id %.17g, but model.vocab "
+                                 "gives it %.17g", where, i, shown, content, vkg_json_number(id),
+                                 vkg_json_number(in_vocab));
+        if (!in_vocab) {
+            (*n_new)++;
+            *new_bytes += clen;
+        }
+    }
+    return VKG_OK;
+}
+
+/* Fills the id -> raw bytes table, the byte tokens and eot from the token -> id object vocab
+ * and (tokenizer.json only, else NULL) added_tokens.  where starts each message. */
+static vkg_status build_vocab(vkg_tokenizer *t, const vkg_json *vocab, const vkg_json *added, const char *where,
+                              vkg_error *err) {
     if (vkg_json_type_of(vocab) != VKG_JSON_OBJECT)
         return vkg_error_set(err, VKG_ERR_FORMAT, "%s: expected an object mapping each token to its id, found %s",
-                             path, vkg_json_type_name(vkg_json_type_of(vocab)));
-    size_t n = vkg_json_length(vocab), key_bytes = 0;
-    if (n == 0) return vkg_error_set(err, VKG_ERR_FORMAT, "%s: the vocabulary is empty", path);
-    if (n > INT32_MAX) return vkg_error_set(err, VKG_ERR_FORMAT, "%s: too many tokens (%zu)", path, n);
-    for (size_t i = 0; i < n; i++) {
+                             where, vkg_json_type_name(vkg_json_type_of(vocab)));
+    size_t n_vocab = vkg_json_length(vocab), key_bytes = 0, n_new = 0, new_bytes = 0;
+    if (n_vocab == 0) return vkg_error_set(err, VKG_ERR_FORMAT, "%s: the vocabulary is empty", where);
+    vkg_status st = check_added(vocab, added, where, &n_new, &new_bytes, err);
+    if (st != VKG_OK) return st;
+    size_t n = n_vocab + n_new;
+    if (n > INT32_MAX) return vkg_error_set(err, VKG_ERR_FORMAT, "%s: too many tokens (%zu)", where, n);
+    for (size_t i = 0; i < n_vocab; i++) {
         size_t klen;
         vkg_json_key_at(vocab, i, &klen);
         key_bytes += klen;
     }
-    if (key_bytes > UINT32_MAX) return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tokens too long", path);
+    key_bytes += new_bytes;
+    if (key_bytes > UINT32_MAX) return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tokens too long", where);
     t->vocab_size = (int32_t)n;
     t->token_offset = malloc(n * sizeof *t->token_offset);
     t->token_length = malloc(n * sizeof *t->token_length);
     t->token_bytes = malloc(key_bytes + 1);
     if (!t->token_offset || !t->token_length || !t->token_bytes)
-        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory loading %s", where);
     for (size_t i = 0; i < n; i++) t->token_length[i] = UINT32_MAX; /* not yet seen */
 
     uint32_t byte_cp[256];
     int16_t cp_byte[ALPHABET_END];
     alphabet_tables(byte_cp, cp_byte);
     uint32_t used = 0;
-    for (size_t i = 0; i < n; i++) {
+    /* The vocabulary's entries, then the added tokens it lacks: ids must be 0..N-1 over both. */
+    for (size_t i = 0; i < n_vocab + vkg_json_length(added); i++) {
         size_t klen;
-        const char *key = vkg_json_key_at(vocab, i, &klen);
-        const vkg_json *value = vkg_json_at(vocab, i);
+        const char *key;
+        const vkg_json *value;
+        char entry[64];
+        if (i < n_vocab) {
+            key = vkg_json_key_at(vocab, i, &klen);
+            value = vkg_json_at(vocab, i);
+            snprintf(entry, sizeof entry, "entry %zu", i + 1);
+        } else {
+            const vkg_json *a = vkg_json_at(added, i - n_vocab);
+            key = vkg_json_string(vkg_json_get(a, "content"), &klen);
+            if (vkg_json_get_n(vocab, key, klen)) continue; /* checked to agree */
+            value = vkg_json_get(a, "id");
+            snprintf(entry, sizeof entry, "added_tokens[%zu]", i - n_vocab);
+        }
         int shown = klen > 80 ? 80 : (int)klen;
         if (vkg_json_type_of(value) != VKG_JSON_NUMBER)
-            return vkg_error_set(err, VKG_ERR_FORMAT,
-                                 "%s: entry %zu (token \"%.*s\"): the id is %s, expected a number", path, i + 1,
-                                 shown, key, vkg_json_type_name(vkg_json_type_of(value)));
+            return vkg_error_set(err, VKG_ERR_FORMAT, "%s: %s (token \"%.*s\"): the id is %s, expected a number",
+                                 where, entry, shown, key, vkg_json_type_name(vkg_json_type_of(value)));
         double d = vkg_json_number(value);
         if (!(d >= 0 && d < (double)n) || d != (double)(int32_t)d)
             return vkg_error_set(err, VKG_ERR_FORMAT,
-                                 "%s: entry %zu (token \"%.*s\"): id %.17g is not an integer in 0..%zu "
-                                 "(ids must be 0..N-1 for N tokens)", path, i + 1, shown, key, d, n - 1);
+                                 "%s: %s (token \"%.*s\"): id %.17g is not an integer in 0..%zu "
+                                 "(ids must be 0..N-1 for N tokens)", where, entry, shown, key, d, n - 1);
         int32_t id = (int32_t)d;
         if (t->token_length[id] != UINT32_MAX)
-            return vkg_error_set(err, VKG_ERR_FORMAT, "%s: entry %zu (token \"%.*s\"): id %d is already used",
-                                 path, i + 1, shown, key, (int)id);
-        /* Back from the alphabet to raw bytes; a character outside it (a token added by hand)
-         * stands for its own UTF-8 bytes.  The JSON parser has checked the key is valid UTF-8. */
-        t->token_offset[id] = used;
-        const unsigned char *s = (const unsigned char *)key;
-        for (size_t k = 0; k < klen;) {
-            size_t seq = s[k] < 0x80 ? 1 : s[k] < 0xE0 ? 2 : s[k] < 0xF0 ? 3 : 4;
-            uint32_t cp = seq == 1 ? s[k] : (uint32_t)(s[k] & (0x3F >> (seq - 1)));
-            for (size_t j = 1; j < seq && k + j < klen; j++) cp = (cp << 6) | (s[k + j] & 0x3F);
-            if (cp < ALPHABET_END && cp_byte[cp] >= 0) t->token_bytes[used++] = (char)cp_byte[cp];
-            else for (size_t j = 0; j < seq && k + j < klen; j++) t->token_bytes[used++] = (char)s[k + j];
-            k += seq;
-        }
-        t->token_length[id] = used - t->token_offset[id];
+            return vkg_error_set(err, VKG_ERR_FORMAT, "%s: %s (token \"%.*s\"): id %d is already used", where,
+                                 entry, shown, key, (int)id);
+        store_token(t, id, key, klen, cp_byte, &used);
     }
     t->token_bytes[used] = '\0';
 
@@ -273,17 +323,58 @@ static vkg_status load_vocab(vkg_tokenizer *t, const char *path, vkg_json **root
         if (!id)
             return vkg_error_set(err, VKG_ERR_FORMAT,
                                  "%s: no token for byte 0x%02X (spelled \"%.*s\"): not a byte-level BPE "
-                                 "vocabulary", path, b, (int)slen, spelled);
+                                 "vocabulary", where, b, (int)slen, spelled);
         t->byte_token[b] = (int32_t)vkg_json_number(id);
     }
+    t->eot = -1;
     const vkg_json *eot = vkg_json_get(vocab, "<|endoftext|>");
-    t->eot = eot ? (int32_t)vkg_json_number(eot) : -1;
+    if (eot) t->eot = (int32_t)vkg_json_number(eot);
+    for (size_t i = 0; !eot && i < vkg_json_length(added); i++) {
+        const vkg_json *a = vkg_json_at(added, i);
+        const char *content = vkg_json_string(vkg_json_get(a, "content"), NULL);
+        if (strcmp(content, "<|endoftext|>") == 0) t->eot = (int32_t)vkg_json_number(vkg_json_get(a, "id"));
+    }
     return VKG_OK;
 }
 
 static const char *base_name(const char *path) {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
+}
+
+static vkg_status merges_alloc(vkg_tokenizer *t, size_t count, vkg_error *err) {
+    size_t slots = 16;
+    while (slots < 2 * count) slots *= 2;
+    t->merges = malloc(slots * sizeof *t->merges);
+    if (!t->merges) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %zu merges", count);
+    t->merge_mask = slots - 1;
+    for (size_t i = 0; i < slots; i++) t->merges[i].rank = -1;
+    return VKG_OK;
+}
+
+/* One merge of rank rank, LEFT + RIGHT, both and their join looked up in vocab.  joined has room
+ * for both.  where ("merges.txt:12") starts the messages, which call the vocabulary vocab_name. */
+static vkg_status add_merge(vkg_tokenizer *t, const vkg_json *vocab, const char *left, size_t left_len,
+                            const char *right, size_t right_len, char *joined, int32_t rank, const char *where,
+                            const char *vocab_name, vkg_error *err) {
+    const char *part[2] = {left, right};
+    size_t part_len[2] = {left_len, right_len};
+    const vkg_json *ids[3];
+    for (int k = 0; k < 2; k++) {
+        ids[k] = vkg_json_get_n(vocab, part[k], part_len[k]);
+        if (!ids[k])
+            return vkg_error_set(err, VKG_ERR_FORMAT, "%s: token \"%.*s\" is not in %s", where, (int)part_len[k],
+                                 part[k], vocab_name);
+    }
+    memcpy(joined, left, left_len);
+    memcpy(joined + left_len, right, right_len);
+    ids[2] = vkg_json_get_n(vocab, joined, left_len + right_len);
+    if (!ids[2])
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: merging \"%.*s\" and \"%.*s\" makes a token that is not in %s",
+                             where, (int)left_len, left, (int)right_len, right, vocab_name);
+    merge_insert(t, (int32_t)vkg_json_number(ids[0]), (int32_t)vkg_json_number(ids[1]), rank,
+                 (int32_t)vkg_json_number(ids[2]));
+    return VKG_OK;
 }
 
 /* Reads the merges, one "LEFT RIGHT" a line in rank order, after an optional '#' header line. */
@@ -295,17 +386,10 @@ static vkg_status load_merges(vkg_tokenizer *t, const vkg_json *vocab, const cha
     if (st != VKG_OK) return st;
     size_t lines = 1;
     for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
-    size_t slots = 16;
-    while (slots < 2 * lines) slots *= 2;
-    t->merges = malloc(slots * sizeof *t->merges);
     char *joined = malloc(len + 1); /* LEFT and RIGHT come from one line: never longer */
-    if (!t->merges || !joined) {
-        free(text);
-        free(joined);
-        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory loading %s", path);
-    }
-    t->merge_mask = slots - 1;
-    for (size_t i = 0; i < slots; i++) t->merges[i].rank = -1;
+    size_t where_size = strlen(path) + 32;
+    char *where = malloc(where_size);
+    st = joined && where ? merges_alloc(t, lines, err) : vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
 
     const char *vocab_name = base_name(vocab_path);
     int32_t rank = 0;
@@ -332,33 +416,124 @@ static vkg_status load_merges(vkg_tokenizer *t, const vkg_json *vocab, const cha
         }
         if (parts == 0) continue; /* a blank line */
         int shown = line_len > 80 ? 80 : (int)line_len;
-        if (parts != 2) {
-            st = vkg_error_set(err, VKG_ERR_FORMAT, "%s:%zu: expected two tokens separated by a space, found %d "
-                               "(\"%.*s\")", path, line_no, parts, shown, line);
-            break;
-        }
-        const vkg_json *ids[3];
-        for (int k = 0; k < 2 && st == VKG_OK; k++) {
-            ids[k] = vkg_json_get_n(vocab, part[k], part_len[k]);
-            if (!ids[k])
-                st = vkg_error_set(err, VKG_ERR_FORMAT, "%s:%zu: token \"%.*s\" is not in %s", path, line_no,
-                                   (int)part_len[k], part[k], vocab_name);
-        }
-        if (st != VKG_OK) break;
-        memcpy(joined, part[0], part_len[0]);
-        memcpy(joined + part_len[0], part[1], part_len[1]);
-        ids[2] = vkg_json_get_n(vocab, joined, part_len[0] + part_len[1]);
-        if (!ids[2]) {
-            st = vkg_error_set(err, VKG_ERR_FORMAT, "%s:%zu: merging \"%.*s\" and \"%.*s\" makes a token that is "
-                               "not in %s", path, line_no, (int)part_len[0], part[0], (int)part_len[1], part[1],
-                               vocab_name);
-            break;
-        }
-        merge_insert(t, (int32_t)vkg_json_number(ids[0]), (int32_t)vkg_json_number(ids[1]), rank++,
-                     (int32_t)vkg_json_number(ids[2]));
+        snprintf(where, where_size, "%s:%zu", path, line_no);
+        if (parts != 2)
+            st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: expected two tokens separated by a space, found %d "
+                               "(\"%.*s\")", where, parts, shown, line);
+        else
+            st = add_merge(t, vocab, part[0], part_len[0], part[1], part_len[1], joined, rank++, where, vocab_name,
+                           err);
     }
+    free(where);
     free(joined);
     free(text);
+    return st;
+}
+
+static int nonempty_string(const vkg_json *v) {
+    size_t len = 0;
+    return vkg_json_string(v, &len) && len > 0;
+}
+
+/* A setting of tokenizer.json that changes the ids, checked to be GPT-2's: names the setting. */
+static vkg_status refuse_setting(const char *path, const char *what, const vkg_json *v, vkg_error *err) {
+    const char *type = vkg_json_string(vkg_json_get(v, "type"), NULL);
+    return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: %s%s%s%s is not supported: vkgraph reads GPT-2's byte-level "
+                         "BPE tokenizer.json only", path, what, type ? " \"" : "", type ? type : "", type ? "\"" : "");
+}
+
+/* tokenizer.json as Hugging Face tokenizers (and transformers' save_pretrained) writes it for
+ * GPT-2: model {type "BPE", vocab {token: id}, merges ["a b", ...] or [["a", "b"], ...]},
+ * added_tokens, a ByteLevel pre-tokenizer without a prefix space, no normalizer. */
+static vkg_status load_tokenizer_json(vkg_tokenizer *t, const char *path, vkg_error *err) {
+    vkg_json *root = NULL;
+    vkg_status st = vkg_json_parse_file(path, &root, err);
+    if (st != VKG_OK) return st;
+    const vkg_json *model = vkg_json_get(root, "model"), *type = vkg_json_get(model, "type");
+    const vkg_json *pre = vkg_json_get(root, "pre_tokenizer"), *norm = vkg_json_get(root, "normalizer");
+    const vkg_json *merges = vkg_json_get(model, "merges");
+    const char *type_name = vkg_json_string(type, NULL);
+    if (vkg_json_type_of(root) != VKG_JSON_OBJECT)
+        st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: expected an object (a tokenizers tokenizer.json), found %s", path,
+                           vkg_json_type_name(vkg_json_type_of(root)));
+    else if (!model)
+        st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: no \"model\": not a tokenizers tokenizer.json", path);
+    else if (vkg_json_type_of(model) != VKG_JSON_OBJECT)
+        st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: model is %s, expected an object", path,
+                           vkg_json_type_name(vkg_json_type_of(model)));
+    else if (type && !type_name)
+        st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: model.type is %s, expected a string", path,
+                           vkg_json_type_name(vkg_json_type_of(type)));
+    else if (type_name && strcmp(type_name, "BPE") != 0)
+        st = vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: model.type is \"%s\": vkgraph reads GPT-2's byte-level "
+                           "BPE (\"BPE\") only", path, type_name);
+    else if (vkg_json_type_of(norm) != VKG_JSON_NULL)
+        st = refuse_setting(path, "normalizer", norm, err);
+    else if (vkg_json_type_of(pre) != VKG_JSON_NULL &&
+             (!vkg_json_string(vkg_json_get(pre, "type"), NULL) ||
+              strcmp(vkg_json_string(vkg_json_get(pre, "type"), NULL), "ByteLevel") != 0))
+        st = refuse_setting(path, "pre_tokenizer", pre, err);
+    else if (vkg_json_bool(vkg_json_get(pre, "add_prefix_space")))
+        st = refuse_setting(path, "pre_tokenizer.add_prefix_space true", NULL, err);
+    else if (vkg_json_bool(vkg_json_get(model, "ignore_merges")))
+        st = refuse_setting(path, "model.ignore_merges true", NULL, err);
+    else if (nonempty_string(vkg_json_get(model, "continuing_subword_prefix")) ||
+             nonempty_string(vkg_json_get(model, "end_of_word_suffix")))
+        st = refuse_setting(path, "a model.continuing_subword_prefix or model.end_of_word_suffix", NULL, err);
+    else if (!vkg_json_get(model, "vocab"))
+        st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: model has no \"vocab\"", path);
+    else if (vkg_json_type_of(merges) != VKG_JSON_ARRAY)
+        st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: model.merges is %s, expected an array", path,
+                           merges ? vkg_json_type_name(vkg_json_type_of(merges)) : "missing");
+    size_t where_size = strlen(path) + 48;
+    char *where = malloc(where_size);
+    if (st == VKG_OK && !where) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    const vkg_json *vocab = vkg_json_get(model, "vocab");
+    if (st == VKG_OK) {
+        snprintf(where, where_size, "%s: model.vocab", path);
+        st = build_vocab(t, vocab, vkg_json_get(root, "added_tokens"), where, err);
+    }
+    size_t n = vkg_json_length(merges), longest = 0; /* the longest LEFT + RIGHT, for joining them */
+    for (size_t i = 0; i < n; i++) {
+        const vkg_json *m = vkg_json_at(merges, i);
+        size_t l0 = 0, l1 = 0;
+        if (!vkg_json_string(m, &l0)) {
+            vkg_json_string(vkg_json_at(m, 0), &l0);
+            vkg_json_string(vkg_json_at(m, 1), &l1);
+        }
+        if (l0 + l1 > longest) longest = l0 + l1;
+    }
+    char *joined = st == VKG_OK ? malloc(longest + 1) : NULL;
+    if (st == VKG_OK) st = joined ? merges_alloc(t, n, err) : vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; st == VKG_OK && i < n; i++) {
+        const vkg_json *m = vkg_json_at(merges, i);
+        snprintf(where, where_size, "%s: model.merges[%zu]", path, i);
+        size_t l0 = 0, l1 = 0;
+        const char *s = vkg_json_string(m, &l0), *a = NULL, *b = NULL;
+        const char *space = s ? memchr(s, ' ', l0) : NULL;
+        if (s && space && !memchr(space + 1, ' ', l0 - (size_t)(space + 1 - s))) {
+            /* "LEFT RIGHT": exactly one space, as tokenizers requires */
+            size_t k = (size_t)(space - s);
+            a = s;
+            b = space + 1;
+            l1 = l0 - k - 1;
+            l0 = k;
+        } else if (vkg_json_type_of(m) == VKG_JSON_ARRAY && vkg_json_length(m) == 2) {
+            a = vkg_json_string(vkg_json_at(m, 0), &l0);
+            b = vkg_json_string(vkg_json_at(m, 1), &l1);
+        }
+        if (!a || !b || l0 == 0 || l1 == 0) {
+            int shown = s ? (l0 > 80 ? 80 : (int)l0) : 0;
+            st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: expected \"LEFT RIGHT\" or [\"LEFT\", \"RIGHT\"], found %s%s%.*s%s",
+                               where, vkg_json_type_name(vkg_json_type_of(m)), s ? " \"" : "", shown, s ? s : "",
+                               s ? "\"" : "");
+            break;
+        }
+        st = add_merge(t, vocab, a, l0, b, l1, joined, (int32_t)i, where, "model.vocab", err);
+    }
+    free(joined);
+    free(where);
+    vkg_json_free(root);
     return st;
 }
 
@@ -383,7 +558,25 @@ static vkg_status compile_split_pattern(vkg_tokenizer *t, vkg_error *err) {
 vkg_status vkg_tokenizer_load(const char *dir, vkg_tokenizer **out, vkg_error *err) {
     if (out) *out = NULL;
     if (!dir || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_tokenizer_load: NULL argument");
-    /* Hugging Face's names first, then OpenAI's; a half pair is reported as such. */
+    /* tokenizer.json first, as transformers' AutoTokenizer (the fast tokenizer) reads it when it
+     * is there; then Hugging Face's pair, then OpenAI's; a half pair is reported as such. */
+    size_t json_size = strlen(dir) + sizeof "/tokenizer.json";
+    char *json_path = malloc(json_size);
+    if (!json_path) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    snprintf(json_path, json_size, "%s/tokenizer.json", dir);
+    if (is_regular_file(json_path)) {
+        vkg_tokenizer *t = calloc(1, sizeof *t);
+        vkg_status st = t ? load_tokenizer_json(t, json_path, err) : vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+        if (st == VKG_OK) st = compile_split_pattern(t, err);
+        free(json_path);
+        if (st != VKG_OK) {
+            vkg_tokenizer_free(t);
+            return st;
+        }
+        *out = t;
+        return VKG_OK;
+    }
+    free(json_path);
     static const char *const names[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
     size_t dlen = strlen(dir);
     char *paths[2][2];
@@ -403,8 +596,8 @@ vkg_status vkg_tokenizer_load(const char *dir, vkg_tokenizer **out, vkg_error *e
     else if (found[0][0] || found[0][1]) pair = 0;
     else if (found[1][0] || found[1][1]) pair = 1;
     else
-        st = vkg_error_set(err, VKG_ERR_IO, "no tokenizer in %s: looked for vocab.json + merges.txt and "
-                           "encoder.json + vocab.bpe", dir);
+        st = vkg_error_set(err, VKG_ERR_IO, "no tokenizer in %s: looked for tokenizer.json, vocab.json + "
+                           "merges.txt and encoder.json + vocab.bpe", dir);
     if (st == VKG_OK && !(found[pair][0] && found[pair][1])) {
         int missing = found[pair][0] ? 1 : 0;
         st = vkg_error_set(err, VKG_ERR_IO, "incomplete tokenizer in %s: %s is there but %s is missing", dir,
@@ -417,7 +610,8 @@ vkg_status vkg_tokenizer_load(const char *dir, vkg_tokenizer **out, vkg_error *e
         t = calloc(1, sizeof *t);
         if (!t) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    if (st == VKG_OK) st = load_vocab(t, paths[pair][0], &vocab, err);
+    if (st == VKG_OK) st = vkg_json_parse_file(paths[pair][0], &vocab, err);
+    if (st == VKG_OK) st = build_vocab(t, vocab, NULL, paths[pair][0], err);
     if (st == VKG_OK) st = load_merges(t, vocab, paths[pair][0], paths[pair][1], err);
     if (st == VKG_OK) st = compile_split_pattern(t, err);
     vkg_json_free(vocab);

@@ -27,12 +27,20 @@
  * The result is not always valid UTF-8: ids that split a character (a prefix of an encoded
  * sequence, or ids made up by hand) give the bytes they stand for, as they are.
  *
- * Files: a directory holding either vocab.json + merges.txt (Hugging Face's names) or
- * encoder.json + vocab.bpe (OpenAI's names; both in data/gpt2-tokenizer/).  vocab.json maps each
+ * Files: a directory holding tokenizer.json (Hugging Face tokenizers' one file, which the fast
+ * tokenizer reads), vocab.json + merges.txt (Hugging Face's names) or encoder.json + vocab.bpe
+ * (OpenAI's names; both in data/gpt2-tokenizer/).  vocab.json maps each
  * token, spelled in the byte alphabet of step 2, to an id; ids must be 0..N-1 for N entries.
  * merges.txt holds one merge a line, "LEFT RIGHT", in rank order, after an optional first line
  * starting with '#'.  If the same pair is listed twice the later rank counts, as in the
  * reference.
+ *
+ * tokenizer.json is read as tokenizers writes it for GPT-2: model.type "BPE" (or no type), with
+ * model.vocab (token -> id, as vocab.json) and model.merges in rank order, each "LEFT RIGHT" or
+ * ["LEFT", "RIGHT"] (newer tokenizers write pairs); added_tokens, whose ids join the vocabulary
+ * (a token both list must have one id); a ByteLevel pre-tokenizer without add_prefix_space, or
+ * none; no normalizer.  Any other model type or setting that changes the ids is refused by name.
+ * Added tokens are not matched inside a text: "<|endoftext|>" stays plain text, as above.
  *
  * A loaded tokenizer is read-only: encode and decode may run on several threads at once.
  */
@@ -46,8 +54,9 @@
 
 typedef struct vkg_tokenizer vkg_tokenizer;
 
-/* dir holds vocab.json + merges.txt (Hugging Face names) or encoder.json + vocab.bpe (OpenAI
- * names); the Hugging Face pair wins when both are there.  Missing files give VKG_ERR_IO naming
+/* dir holds tokenizer.json, vocab.json + merges.txt (Hugging Face names) or encoder.json +
+ * vocab.bpe (OpenAI names), looked for in that order: tokenizer.json wins when it is there, as
+ * in transformers' AutoTokenizer, and the Hugging Face pair wins over OpenAI's.  Missing files give VKG_ERR_IO naming
  * the files looked for; malformed ones VKG_ERR_FORMAT naming the file and line or entry. */
 vkg_status vkg_tokenizer_load(const char *dir, vkg_tokenizer **out, vkg_error *err);
 void vkg_tokenizer_free(vkg_tokenizer *t); /* NULL is fine */

@@ -100,7 +100,8 @@ static void print_device(FILE *f, int index, VkPhysicalDevice pd, int is_best) {
     free(ext);
 }
 
-vkg_status vkg_devices_print(FILE *f, vkg_error *err) {
+/* which: -2 every device, -1 the default one, else vulkan:which alone. */
+static vkg_status print_devices(FILE *f, int which, vkg_error *err) {
     VkInstance instance;
     vkg_status st = vkg_vk_instance_create(0, NULL, &instance, NULL, err);
     if (st != VKG_OK) return st;
@@ -122,12 +123,25 @@ vkg_status vkg_devices_print(FILE *f, vkg_error *err) {
             int rank = vkg_vk_device_rank(props.deviceType);
             if (!vkg_vk_unusable_reason(pds[i]) && rank > best_rank) best = (int)i, best_rank = rank;
         }
-        for (uint32_t i = 0; i < n; i++) {
-            if (i) fprintf(f, "\n");
-            print_device(f, (int)i, pds[i], (int)i == best);
+        if (which == -1 && best < 0)
+            st = vkg_error_set(err, VKG_ERR_NO_DEVICE, "no Vulkan device is usable by vkgraph (see vkgraph devices)");
+        else if (which >= 0 && (uint32_t)which >= n)
+            st = vkg_error_set(err, VKG_ERR_NO_DEVICE, "vulkan:%d requested but there %s only %u device%s "
+                               "(vulkan:0 to vulkan:%u)", which, n == 1 ? "is" : "are", n, n == 1 ? "" : "s", n - 1);
+        for (uint32_t i = 0; st == VKG_OK && i < n; i++) {
+            if (which == -2 || (which == -1 && (int)i == best) || (int)i == which) {
+                if (which == -2 && i) fprintf(f, "\n");
+                print_device(f, (int)i, pds[i], (int)i == best);
+            }
         }
     }
     free(pds);
     vkg_vk_instance_free(instance, VK_NULL_HANDLE);
     return st;
+}
+
+vkg_status vkg_devices_print(FILE *f, vkg_error *err) { return print_devices(f, -2, err); }
+
+vkg_status vkg_devices_print_one(FILE *f, int index, vkg_error *err) {
+    return print_devices(f, index < 0 ? -1 : index, err);
 }

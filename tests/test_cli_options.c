@@ -1,0 +1,191 @@
+/* How options may be spelled, for every command (tools/cli_args.c): --opt=value, llama.cpp's
+ * spellings, "did you mean" for commands and options; and the option fixes that came with them:
+ * devices --device, gpt2-random keeping a real model, messages with true ranges. */
+#include "gpt2_cli_run.h"
+
+static char tok_dir[1200];
+
+static int setup_all(void **state) {
+    if (setup(state)) return -1;
+    snprintf(tok_dir, sizeof tok_dir, "%s/../../data/gpt2-tokenizer", data_dir);
+    return 0;
+}
+
+/* stdout of a run that must succeed (the caller frees it). */
+static char *out_of(result r, const char *what) {
+    expect_ok(&r, what);
+    free(r.err);
+    return r.out;
+}
+
+static void expect_same_output(result a, result b, const char *what) {
+    char *x = out_of(a, what), *y = out_of(b, what);
+    if (strcmp(x, y) != 0) fail_msg("%s: \"%s\" and \"%s\" differ", what, x, y);
+    assert_true(strlen(x) > 0);
+    free(x);
+    free(y);
+}
+
+static void test_unknown_command(void **state) {
+    (void)state;
+    need_binary();
+    result r = VKG("generte");
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "vkgraph: unknown command 'generte'; did you mean 'generate'?\n");
+    result_free(&r);
+    r = VKG("tokenise");
+    assert_string_equal(r.err, "vkgraph: unknown command 'tokenise'; did you mean 'tokenize'?\n");
+    result_free(&r);
+    r = VKG("xyzzy");
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "vkgraph: unknown command 'xyzzy' (vkgraph --help lists the commands)\n");
+    result_free(&r);
+}
+
+static void test_unknown_option(void **state) {
+    (void)state;
+    need_binary();
+    result r = VKG("generate", "-m", tiny, "--ids", "1", "--top_k", "4");
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "vkgraph generate: unknown option '--top_k'; did you mean '--top-k'? "
+                               "(see vkgraph generate --help)\n");
+    result_free(&r);
+    expect_fail(VKG("tokenize", "--tokenizer", tok_dir, "--promt", "x"), "tokenize", "did you mean '--prompt'?");
+    expect_fail(VKG("dump", "--exmaple", "block"), "dump", "did you mean '--example'?");
+    expect_fail(VKG("devices", "--devcie", "cpu"), "devices", "did you mean '--device'?");
+    expect_fail(VKG("gpt2-random", in_tmp("m"), "--layer", "2"), "gpt2-random", "did you mean '--layers'?");
+    /* Nothing close: no guess, and one line, not the whole usage. */
+    r = VKG("logits", "-m", tiny, "--ids", "1", "--zzzzzzzz");
+    assert_string_equal(r.err, "vkgraph logits: unknown option '--zzzzzzzz' (see vkgraph logits --help)\n");
+    result_free(&r);
+    /* A value given to an option that takes none. */
+    expect_fail(VKG("generate", "-m", tiny, "--ids", "1", "--ids-out=1"), "generate",
+                "--ids-out takes no value (given '--ids-out=1'");
+}
+
+/* --opt=value and llama.cpp's spellings give exactly what vkgraph's own spellings give. */
+static void test_spellings(void **state) {
+    (void)state;
+    need_binary();
+    expect_same_output(VKG("generate", "-m", tiny, "--ids", ids_csv, "--device", "cpu", "--ids-out", "-n", "4",
+                           "--temperature", "0.9", "--top-k", "40", "--seed", "7", "--threads", "1"),
+                       VKG("generate", "-m", tiny, "--ids", ids_csv, "--device=cpu", "--ids-out", "--n-predict=4",
+                           "--temp", "0.9", "--top-k=40", "-s", "7", "-t", "1"),
+                       "generate with llama.cpp's spellings");
+    char tok_opt[1300];
+    snprintf(tok_opt, sizeof tok_opt, "--tokenizer=%s", tok_dir);
+    expect_same_output(VKG("tokenize", "--tokenizer", tok_dir, "-p", "a=b"), VKG("tokenize", tok_opt, "--prompt=a=b"),
+                       "tokenize --prompt=a=b");
+    /* The value of an option that always takes one is never split or renamed. */
+    char *dash_s = out_of(VKG("tokenize", "--tokenizer", tok_dir, "-p", "-s"), "-p -s");
+    assert_string_equal(dash_s, "[12, 82]\n");
+    free(dash_s);
+    char *dashes = out_of(VKG("tokenize", "--tokenizer", tok_dir, "-p", "--x=y"), "-p --x=y");
+    char *eq = out_of(VKG("tokenize", "--tokenizer", tok_dir, "--prompt=--x=y"), "--prompt=--x=y");
+    assert_string_equal(dashes, eq);
+    assert_string_equal(dashes, "[438, 87, 28, 88]\n");
+    free(dashes);
+    free(eq);
+    /* llama.cpp's spelling of an option a command lacks is named as typed. */
+    expect_fail(VKG("dump", "--example", "block", "-s", "3"), "dump",
+                "unknown option '-s' (llama.cpp's spelling of --seed, which vkgraph dump does not take");
+}
+
+/* -c / --ctx-size: the context of the model gpt2-random writes; refused by name elsewhere. */
+static void test_ctx_size(void **state) {
+    (void)state;
+    need_binary();
+    expect_fail(VKG("generate", "-m", tiny, "--ids", "1", "-c", "512"), "generate",
+                "-c is llama.cpp's context size, which vkgraph generate has no use for");
+    expect_fail(VKG("generate", "-m", tiny, "--ids", "1", "--ctx-size=512"), "generate", "--ctx-size is llama.cpp's");
+    const char *dir = in_tmp("ctx");
+    result r = VKG("gpt2-random", dir, "--layers", "1", "--heads", "2", "--embd", "8", "--ctx-size", "24", "--vocab",
+                   "300");
+    expect_ok(&r, "gpt2-random --ctx-size");
+    result_free(&r);
+    char path[1300];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *config = test_read_file(path, NULL);
+    assert_non_null(strstr(config, "\"n_positions\": 24"));
+    free(config);
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* gpt2-random never overwrites a model it did not write, unless --force. */
+static void test_gpt2_random_keeps_models(void **state) {
+    (void)state;
+    need_binary();
+    const char *dir = in_tmp("real");
+    assert_int_equal(mkdir(dir, 0700), 0);
+    char config[1300];
+    snprintf(config, sizeof config, "%s/config.json", dir);
+    write_text(config, "{\"model_type\": \"gpt2\"}\n");
+    expect_fail(VKG("gpt2-random", dir, "--vocab", "300", "--embd", "8", "--heads", "2", "--ctx", "8"), "gpt2-random",
+                "already holds a model (config.json), which random weights would overwrite: choose another folder, "
+                "or give --force");
+    char *kept = test_read_file(config, NULL);
+    assert_string_equal(kept, "{\"model_type\": \"gpt2\"}\n");
+    free(kept);
+    result r = VKG("gpt2-random", dir, "--vocab", "300", "--embd", "8", "--heads", "2", "--ctx", "8", "--force");
+    expect_ok(&r, "gpt2-random --force");
+    result_free(&r);
+    /* Its own random model it may write again: the seed recreates it. */
+    r = VKG("gpt2-random", dir, "--vocab", "300", "--embd", "8", "--heads", "2", "--ctx", "8");
+    expect_ok(&r, "gpt2-random over a random model");
+    result_free(&r);
+}
+
+static void test_devices(void **state) {
+    (void)state;
+    need_binary();
+    char *cpu = out_of(VKG("devices", "--device", "cpu"), "devices --device cpu");
+    assert_memory_equal(cpu, "cpu  CPU (", 10);
+    assert_non_null(strstr(cpu, "vkgraph's CPU executor"));
+    free(cpu);
+    expect_fail(VKG("devices", "--device", "tpu"), "devices", "--device 'tpu': expected cpu, vulkan or vulkan:N");
+    result all = VKG("devices");
+    if (all.status != 0) { /* no Vulkan here: the CPU lines above are what can be checked */
+        result_free(&all);
+        return;
+    }
+    char *one = out_of(VKG("devices", "--device=vulkan:0"), "devices --device=vulkan:0");
+    assert_memory_equal(one, "vulkan:0  ", 10);
+    assert_null(strstr(one, "\nvulkan:1 ")); /* that device alone */
+    assert_memory_equal(one, all.out, strlen(one)); /* the same lines as in the whole list */
+    free(one);
+    result_free(&all);
+    expect_fail(VKG("devices", "--device", "vulkan:999"), "devices", "vulkan:999 requested but there");
+}
+
+/* A bound that only guards the arithmetic is not shown as if it were the model's. */
+static void test_true_ranges(void **state) {
+    (void)state;
+    need_binary();
+    result r = VKG("attention", "-m", tiny, "--ids", "1,2", "--layer", "-1");
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "vkgraph attention: --layer: '-1' is not a whole number of 0 or more\n");
+    result_free(&r);
+    expect_fail(VKG("generate", "-m", tiny, "--ids", "1", "--seed", "99999999999999999999"), "generate",
+                "--seed: '99999999999999999999' is too large (at most 9223372036854775807)");
+    expect_fail(VKG("gpt2-random", in_tmp("x"), "--layers", "0"), "gpt2-random",
+                "--layers: '0' is not a whole number from 1 to 256");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unknown_command),
+        cmocka_unit_test(test_unknown_option),
+        cmocka_unit_test(test_spellings),
+        cmocka_unit_test(test_ctx_size),
+        cmocka_unit_test(test_gpt2_random_keeps_models),
+        cmocka_unit_test(test_devices),
+        cmocka_unit_test(test_true_ranges),
+    };
+    return cmocka_run_group_tests_name("cli options", tests, setup_all, teardown);
+}
