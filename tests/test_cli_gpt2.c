@@ -2,6 +2,9 @@
  * small models, their outputs checked against the golden files and against the library. */
 #include "gpt2_cli_run.h"
 
+#include <math.h>
+
+#include "io/heatmap.h"
 #include "io/npy.h"
 #include "models/gpt2.h"
 #include "models/sampling.h"
@@ -214,6 +217,52 @@ static void test_config_keys_and_foreign_tokens(void **state) {
 
 /* ---- attention --------------------------------------------------------------------------------- */
 
+/* A .npy of float32 with the given shape (rank nd), read whole. */
+static float *read_probs(const char *path, int nd, const int64_t *want) {
+    float *probs = NULL;
+    int got_nd = 0;
+    int64_t shape[VKG_NPY_MAX_DIMS];
+    vkg_error err = {0};
+    if (vkg_npy_read_f32(path, &probs, &got_nd, shape, &err) != VKG_OK) fail_msg("%s: %s", path, err.message);
+    assert_int_equal(got_nd, nd);
+    for (int d = 0; d < nd; d++) assert_int_equal(shape[d], want[d]);
+    return probs;
+}
+
+static const char *const SENTENCE = "The animal didn't cross the street because it was too tired";
+static const char *const SENTENCE_REPRS[12] = {"'The'", "' animal'", "' didn'", "\"'t\"", "' cross'", "' the'",
+                                               "' street'", "' because'", "' it'", "' was'", "' too'", "' tired'"};
+static const char *const SENTENCE_TOKENS[12] = {"The", " animal", " didn", "'t", " cross", " the",
+                                                " street", " because", " it", " was", " too", " tired"};
+
+/* The lesson's table for one layer, recomputed from its probabilities [4, 12, 12]: " it" is token 8. */
+static size_t expected_layer_table(char *want, size_t size, int layer, const float *probs) {
+    size_t used = (size_t)snprintf(want, size, "layer %d (index %d): ' it' at position 8\n", layer + 1, layer);
+    for (int h = 0; h < 4; h++) {
+        const float *row = probs + ((size_t)h * 12 + 8) * 12;
+        int best = 1;
+        for (int j = 2; j <= 8; j++)
+            if (row[j] > row[best]) best = j;
+        used += (size_t)snprintf(want + used, size - used, "head %2d: ' it' attends most to %-12s (%.2f)\n", h,
+                                 SENTENCE_REPRS[best], (double)row[best]);
+    }
+    return used;
+}
+
+/* A PNG's width and height, from its IHDR chunk; the file must start with the PNG signature. */
+static void png_size(const char *path, int *width, int *height) {
+    size_t len = 0;
+    unsigned char *png = (unsigned char *)test_read_file(path, &len);
+    if (!png) fail_msg("%s was not written", path);
+    assert_true(len > 1000);
+    assert_memory_equal(png, "\x89PNG\r\n\x1a\n", 8);
+    *width = (png[16] << 24) | (png[17] << 16) | (png[18] << 8) | png[19];
+    *height = (png[20] << 24) | (png[21] << 16) | (png[22] << 8) | png[23];
+    free(png);
+}
+
+#define RANDOM_NOTE "RANDOM WEIGHTS (written by vkgraph gpt2-random): what the heads attend to means nothing\n"
+
 static void test_attention(void **state) {
     (void)state;
     need_binary();
@@ -222,58 +271,125 @@ static void test_attention(void **state) {
     result r = VKG("gpt2-random", dir, "--layers", "2", "--heads", "4", "--embd", "32", "--ctx", "32", "--seed", "5");
     expect_ok(&r, "gpt2-random");
     result_free(&r);
-    const char *sentence = "The animal didn't cross the street because it was too tired";
+    const char *sentence = SENTENCE;
+
+    /* One layer, every head: [4, 12, 12], and the table, labelled as random and numbered twice. */
+    char layer_npy[2][1200];
+    for (int l = 0; l < 2; l++) {
+        char name[32], index[8];
+        snprintf(name, sizeof name, "layer%d.npy", l);
+        snprintf(index, sizeof index, "%d", l);
+        snprintf(layer_npy[l], sizeof layer_npy[l], "%s", in_tmp(name));
+        r = VKG("attention", "-m", dir, "-p", sentence, "--layer", index, "--token", " it", "--npy", layer_npy[l],
+                "--device", "cpu");
+        expect_ok(&r, "attention --layer L");
+        float *probs = read_probs(layer_npy[l], 3, (const int64_t[]){4, 12, 12});
+        char want[2048];
+        size_t used = (size_t)snprintf(want, sizeof want, RANDOM_NOTE "2 layers; 4 heads per layer\n");
+        expected_layer_table(want + used, sizeof want - used, l, probs);
+        assert_string_equal(r.out, want);
+        char said[128];
+        snprintf(said, sizeof said, "vkgraph attention: layer %d (index %d), token ' it' at position 8 of 12", l + 1, l);
+        assert_non_null(strstr(r.err, said));
+        result_free(&r);
+        free(probs);
+    }
+
+    /* One head: [12, 12], that head of the layer; the PNG is one heatmap with the random label. */
     r = VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--token", " it", "--head", "2", "--png",
             in_tmp("a.png"), "--npy", in_tmp("a.npy"), "--device", "cpu");
-    expect_ok(&r, "attention");
-    float *probs = NULL;
-    int nd = 0;
-    int64_t shape[VKG_NPY_MAX_DIMS];
+    expect_ok(&r, "attention --head 2");
+    float *one = read_probs(in_tmp("a.npy"), 2, (const int64_t[]){12, 12});
+    float *layer1 = read_probs(layer_npy[1], 3, (const int64_t[]){4, 12, 12});
+    assert_memory_equal(one, layer1 + 2 * 144, 144 * sizeof *one);
+    assert_non_null(strstr(r.err, "heatmap of layer 2 (index 1), head 2 (RANDOM WEIGHTS) written to "));
+    int w = 0, h = 0;
+    png_size(in_tmp("a.png"), &w, &h);
+    vkg_heatmap_layout l;
     vkg_error err = {0};
-    assert_int_equal(vkg_npy_read_f32(in_tmp("a.npy"), &probs, &nd, shape, &err), VKG_OK);
-    assert_int_equal(nd, 3);
-    assert_int_equal(shape[0], 4);
-    assert_int_equal(shape[1], 12);
-    assert_int_equal(shape[2], 12);
-    /* The lesson's table, recomputed from the probabilities: " it" is token 8. */
-    static const char *const tokens[12] = {"'The'", "' animal'", "' didn'", "\"'t\"", "' cross'", "' the'",
-                                           "' street'", "' because'", "' it'", "' was'", "' too'", "' tired'"};
-    char want[1024];
-    size_t used = (size_t)snprintf(want, sizeof want, "2 layers; 4 heads per layer\n");
-    for (int h = 0; h < 4; h++) {
-        const float *row = probs + ((size_t)h * 12 + 8) * 12;
-        int best = 1;
-        for (int j = 2; j <= 8; j++)
-            if (row[j] > row[best]) best = j;
-        used += (size_t)snprintf(want + used, sizeof want - used, "head %2d: ' it' attends most to %-12s (%.2f)\n", h,
-                                 tokens[best], (double)row[best]);
-    }
-    assert_string_equal(r.out, want);
+    assert_int_equal(vkg_heatmap_measure(12, SENTENCE_TOKENS, "GPT-2 layer 2 (index 1), head 2 \xe2\x80\x94 RANDOM "
+                                         "WEIGHTS: this pattern means nothing", &l, &err), VKG_OK);
+    assert_int_equal(w, l.width);
+    assert_int_equal(h, l.height);
     result_free(&r);
-    free(probs);
-    size_t len = 0;
-    char *png = test_read_file(in_tmp("a.png"), &len);
-    assert_true(len > 1000);
-    assert_memory_equal(png, "\x89PNG\r\n\x1a\n", 8);
-    free(png);
+    free(one);
+
+    /* Every layer from one pass: [2, 4, 12, 12] equal to the per-layer runs, each query row summing
+     * to 1 over the keys; a table per layer; a grid of the 4 heads per layer, named by the index. */
+    r = VKG("attention", "-m", dir, "-p", sentence, "--layer", "all", "--head", "all", "--token", " it", "--png",
+            in_tmp("grid.png"), "--npy", in_tmp("all.npy"), "--device", "cpu");
+    expect_ok(&r, "attention --layer all");
+    float *all = read_probs(in_tmp("all.npy"), 4, (const int64_t[]){2, 4, 12, 12});
+    float *layer0 = read_probs(layer_npy[0], 3, (const int64_t[]){4, 12, 12});
+    for (int i = 0; i < 4 * 144; i++) {
+        assert_true(fabsf(all[i] - layer0[i]) < 1e-6f);
+        assert_true(fabsf(all[4 * 144 + i] - layer1[i]) < 1e-6f);
+    }
+    for (int row = 0; row < 2 * 4 * 12; row++) {
+        double sum = 0;
+        for (int j = 0; j < 12; j++) sum += all[row * 12 + j];
+        assert_true(fabs(sum - 1.0) < 1e-5);
+    }
+    char want[4096];
+    size_t used = (size_t)snprintf(want, sizeof want, RANDOM_NOTE "2 layers; 4 heads per layer\n");
+    used += expected_layer_table(want + used, sizeof want - used, 0, all);
+    used += (size_t)snprintf(want + used, sizeof want - used, "\n");
+    expected_layer_table(want + used, sizeof want - used, 1, all + 4 * 144);
+    assert_string_equal(r.out, want);
+    assert_non_null(strstr(r.err, "vkgraph attention: every layer, token ' it' at position 8 of 12"));
+    assert_non_null(strstr(r.err, "probabilities [2, 4, 12, 12] (layers, heads, query, key) written to "));
+    for (int k = 0; k < 2; k++) {
+        char name[64], said[1400], title[160];
+        snprintf(name, sizeof name, "grid-layer%d.png", k);
+        snprintf(said, sizeof said, "heatmap of layer %d (index %d), every head (RANDOM WEIGHTS) written to %s\n", k + 1,
+                 k, in_tmp(name));
+        assert_non_null(strstr(r.err, said));
+        snprintf(title, sizeof title, "GPT-2 layer %d (index %d), every head \xe2\x80\x94 RANDOM WEIGHTS: these "
+                 "patterns mean nothing", k + 1, k);
+        assert_int_equal(vkg_heatmap_grid_measure(4, 12, SENTENCE_TOKENS, title, &l, &err), VKG_OK);
+        assert_int_equal(l.cols, 2);
+        png_size(in_tmp(name), &w, &h);
+        assert_int_equal(w, l.width);
+        assert_int_equal(h, l.height);
+    }
+    assert_int_equal(access(in_tmp("grid.png"), F_OK), -1);
+    result_free(&r);
+    free(all);
+    free(layer0);
+    free(layer1);
 
     /* --position and the default (the last token). */
     r = VKG("attention", "-m", dir, "-p", sentence, "--layer", "0", "--position", "3", "--device", "cpu");
     expect_ok(&r, "attention --position");
-    assert_non_null(strstr(r.out, "head  0: \"'t\" attends most to "));
+    assert_non_null(strstr(r.out, "layer 1 (index 0): \"'t\" at position 3\nhead  0: \"'t\" attends most to "));
     result_free(&r);
     r = VKG("attention", "-m", dir, "-p", sentence, "--layer", "0", "--device", "cpu");
     expect_ok(&r, "attention, last token");
     assert_non_null(strstr(r.out, "head  3: ' tired' attends most to "));
     result_free(&r);
 
-    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--device", "cpu"), "attention", "--layer");
-    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "2"), "attention", "layers 0 to 1");
-    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--head", "4"), "attention", "heads 0 to 3");
+    /* Errors name the true ranges, and the file names must say the format written. */
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--device", "cpu"), "attention", "--layer L (its index, "
+                "from 0) or --layer all");
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "-1"), "attention",
+                "--layer -1: must be 0 to 1 (the model has 2 layers) or all\n");
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "2"), "attention",
+                "--layer 2: must be 0 to 1 (the model has 2 layers) or all\n");
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "x1"), "attention", "must be 0 to 1");
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--head", "4"), "attention",
+                "--head 4: must be 0 to 3 (the model has 4 heads) or all\n");
     expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--token", " zebra"), "attention",
                 "no token of the prompt decodes to \" zebra\"");
     expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--position", "12"), "attention",
-                "positions 0 to 11");
+                "--position 12: must be 0 to 11 (the prompt has 12 tokens)\n");
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--position", "all"), "attention",
+                "--position all: must be 0 to 11 (the prompt has 12 tokens)\n");
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--png", in_tmp("x.jpg")), "attention",
+                "x.jpg: writes PNG; name the file .png\n");
+    expect_fail(VKG("attention", "-m", dir, "-p", sentence, "--layer", "1", "--npy", in_tmp("x.txt")), "attention",
+                "x.txt: writes NumPy .npy; name the file .npy\n");
+    assert_int_equal(access(in_tmp("x.jpg"), F_OK), -1);
+    expect_fail(VKG("lesson", "--png", in_tmp("x.jpg"), "1"), "lesson", "x.jpg: writes PNG; name the file .png\n");
 }
 
 /* ---- dump ---------------------------------------------------------------------------------------- */

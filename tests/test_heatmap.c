@@ -194,6 +194,87 @@ static void test_awkward_labels_and_values(void **state) {
     assert_int_equal(vkg_heatmap_write_png(fx->path, zeros, 2, NULL, NULL, &err), VKG_OK);
 }
 
+/* The heads of a layer as one grid: 12 panels of 64 tokens in 4 x 3, one shared scale (panel k
+ * holds the causal pattern times (k + 1) / 12, so the same cell darkens from panel 0 to 11), one
+ * colour bar as tall as the three rows, row labels left of the first column only. */
+static void test_grid_12_heads_64_tokens(void **state) {
+    fixture *fx = *state;
+    enum { N = 64, K = 12 };
+    const char *labels[N];
+    for (int i = 0; i < N; i++) labels[i] = TOKENS[i % 12];
+    float *one = causal_weights(N), *w = malloc((size_t)K * N * N * sizeof *w);
+    assert_non_null(w);
+    for (int k = 0; k < K; k++)
+        for (int i = 0; i < N * N; i++) w[k * N * N + i] = one[i] * (float)(k + 1) / K;
+    char titles[K][16];
+    const char *panel_titles[K];
+    for (int k = 0; k < K; k++) {
+        snprintf(titles[k], sizeof titles[k], "head %d", k);
+        panel_titles[k] = titles[k];
+    }
+    const char *title = "GPT-2 layer 5 (index 4), every head";
+    vkg_error err = {0};
+    assert_int_equal(vkg_heatmap_grid_write_png(fx->path, w, K, N, labels, title, panel_titles, &err), VKG_OK);
+    const char *keep = getenv("VKG_TEST_KEEP_PNG"); /* for looking at it */
+    if (keep) assert_int_equal(vkg_heatmap_grid_write_png(keep, w, K, N, labels, title, panel_titles, &err), VKG_OK);
+    vkg_heatmap_layout l;
+    assert_int_equal(vkg_heatmap_grid_measure(K, N, labels, title, &l, &err), VKG_OK);
+    assert_int_equal(l.panels, K);
+    assert_int_equal(l.cols, 4);
+    assert_int_equal(l.rows, 3);
+    assert_true(l.cell == 7.0);
+    assert_int_equal(l.label_stride, 2);
+    assert_true(l.step_x > N * l.cell && l.step_y > N * l.cell);
+
+    cairo_surface_t *s = load_png(fx->path);
+    assert_int_equal(cairo_image_surface_get_width(s), l.width);
+    assert_int_equal(cairo_image_surface_get_height(s), l.height);
+    /* four panels a row, the bar beside them, three rows, the labels below */
+    assert_true(l.width > l.grid_x + 4 * N * l.cell + 20 && l.width < 2400);
+    assert_true(l.height > l.grid_y + 3 * N * l.cell + 40 && l.height < 2000);
+    assert_true(l.colorbar_height == 2 * l.step_y + N * l.cell);
+
+    /* (0, 0) of panel k: the shared scale makes it darker as k grows; panel 11's is the maximum */
+    int last = 3 * 256;
+    for (int k = 0; k < K; k++) {
+        rgb c = pixel_at(s, l.grid_x + (k % 4) * l.step_x + 3, l.grid_y + (k / 4) * l.step_y + 3);
+        assert_true(c.r + c.g + c.b < last);
+        last = c.r + c.g + c.b;
+    }
+    rgb hot = pixel_at(s, l.grid_x + 3 * l.step_x + 3, l.grid_y + 2 * l.step_y + 3);
+    rgb bar_top = pixel_at(s, l.colorbar_x + 10.0, l.grid_y + 2.0);
+    rgb bar_bottom = pixel_at(s, l.colorbar_x + 10.0, l.grid_y + l.colorbar_height - 2.0);
+    assert_true(abs(bar_top.r - hot.r) <= 8 && abs(bar_top.b - hot.b) <= 8);
+    assert_true(bar_bottom.r >= 235 && bar_bottom.b >= 245);
+    /* above the diagonal: white in every panel */
+    rgb zero = pixel_at(s, l.grid_x + l.step_x + 40.5 * l.cell, l.grid_y + l.step_y + 10.5 * l.cell);
+    assert_true(zero.r >= 240 && zero.b >= 250);
+
+    /* row labels (dark pixels) left of the first column, none in the gap between columns 0 and 1 */
+    int dark_left = 0, dark_gap = 0;
+    for (int x = 0; x < (int)l.grid_x - 6; x++) dark_left += pixel_at(s, x, l.grid_y + 2.5 * l.cell).r < 128;
+    for (int x = (int)(l.grid_x + N * l.cell) + 2; x < (int)(l.grid_x + l.step_x) - 6; x++) /* not the ticks */
+        dark_gap += pixel_at(s, x, l.grid_y + 2.5 * l.cell).r < 128;
+    assert_true(dark_left > 0);
+    assert_int_equal(dark_gap, 0);
+    /* a panel title above panel 1 */
+    int dark_title = 0;
+    for (int x = (int)(l.grid_x + l.step_x); x < (int)(l.grid_x + l.step_x + N * l.cell); x++)
+        dark_title += pixel_at(s, x, l.grid_y - 6.0 - 6.5).r < 128;
+    assert_true(dark_title > 0);
+    cairo_surface_destroy(s);
+
+    /* one panel is the plain heatmap; 0 or too many panels are refused */
+    vkg_heatmap_layout one_l;
+    assert_int_equal(vkg_heatmap_grid_measure(1, N, labels, title, &one_l, &err), VKG_OK);
+    assert_int_equal(vkg_heatmap_measure(N, labels, title, &l, &err), VKG_OK);
+    assert_memory_equal(&one_l, &l, sizeof l);
+    assert_int_equal(vkg_heatmap_grid_write_png(fx->path, w, 0, N, labels, NULL, NULL, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "0 panels"));
+    free(w);
+    free(one);
+}
+
 static void test_errors(void **state) {
     fixture *fx = *state;
     float w[4] = {1, 0, 0.5f, 0.5f};
@@ -220,6 +301,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_causal_12_tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_adapts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_awkward_labels_and_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grid_12_heads_64_tokens, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -125,6 +125,10 @@ static void test_gpt2(void **state) {
     vkg_lesson_print_gpt2(test_capture_begin(&c), &r);
     const char *text = test_capture_end(&c);
     assert_non_null(strstr(text, "6 layers; 4 heads per layer\n"));
+    /* one numbering: "layer 5 (index 4)", as vkgraph attention --layer 4 says it */
+    assert_non_null(strstr(text, "\"" VKG_LESSON_SENTENCE_TIRED "\", layer 5 (index 4):\n"));
+    assert_null(strstr(text, "layer index"));
+    assert_null(strstr(text, "RANDOM")); /* the folder has no marker */
     for (int h = 0; h < 4; h++) {
         char prefix[64], repr[64], line[256];
         int k = 4 * 4 + h, chars = vkg_lesson_py_repr(repr, sizeof repr, r.tired.tokens[r.tired.best[k]]);
@@ -133,6 +137,11 @@ static void test_gpt2(void **state) {
         assert_true(strncmp(test_line_with(text, prefix), line, strlen(line)) == 0);
     }
     assert_non_null(strstr(text, moves ? " -> ' street' (" : "  none\n"));
+    if (moves) {
+        char first[64];
+        snprintf(first, sizeof first, "  layer %2d (index %2d), head %2d: ' animal' (", layers[0] + 1, layers[0], heads[0]);
+        assert_non_null(strstr(text, first));
+    }
 
     /* the heatmap is a PNG */
     char png[600];
@@ -153,6 +162,57 @@ static void test_gpt2(void **state) {
     vkg_gpt2_free(m);
     vkg_lesson_gpt2_free(&r);
     check_validation(d);
+}
+
+/* Every layer's attention from one pass (VKG_GPT2_ALL_LAYERS) is each layer's own pass, and each
+ * query row sums to 1 over the keys. */
+static void test_all_layers_one_pass(void **state) {
+    vkg_device *d = vk_test_device(state);
+    vkg_gpt2 *m = NULL;
+    vkg_error err = {0};
+    check_ok(vkg_gpt2_load(random_gpt2_dir(), &m, &err), &err);
+    enum { T = 9, L = 6, H = 4 };
+    const int32_t ids[T] = {464, 5044, 1422, 470, 3272, 262, 4675, 780, 340};
+    float all[L * H * T * T], one[H * T * T];
+    check_ok(vkg_gpt2_forward(m, d, ids, T, 0, NULL, VKG_GPT2_ALL_LAYERS, all, &err), &err);
+    for (int l = 0; l < L; l++) {
+        check_ok(vkg_gpt2_forward(m, d, ids, T, 0, NULL, l, one, &err), &err);
+        for (int i = 0; i < H * T * T; i++) assert_true(fabsf(all[l * H * T * T + i] - one[i]) < 1e-5f);
+        for (int r = 0; r < H * T; r++) {
+            double sum = 0;
+            for (int j = 0; j < T; j++) sum += all[(l * H * T + r) * T + j];
+            assert_true(fabs(sum - 1.0) < 1e-5);
+        }
+    }
+    vkg_gpt2_free(m);
+    check_validation(d);
+}
+
+/* A folder marked as random says so on every line of output and in the picture's title. */
+static void test_random_label(void **state) {
+    vkg_device *d = vk_test_device(state);
+    char marker[600], png[600];
+    snprintf(marker, sizeof marker, "%s/" VKG_GPT2_RANDOM_MARKER, random_gpt2_dir());
+    snprintf(png, sizeof png, "%s/random.png", random_gpt2_dir());
+    FILE *f = fopen(marker, "w");
+    assert_non_null(f);
+    fclose(f);
+    test_capture c;
+    vkg_error err = {0};
+    check_ok(vkg_lesson_step_gpt2(d, random_gpt2_dir(), tokenizer_dir(), png, test_capture_begin(&c), &err), &err);
+    const char *text = test_capture_end(&c);
+    assert_true(strncmp(text, VKG_LESSON_RANDOM_NOTE "\n", strlen(VKG_LESSON_RANDOM_NOTE) + 1) == 0);
+    char line[800];
+    snprintf(line, sizeof line, "heatmap of layer 5 (index 4), head 3 (RANDOM WEIGHTS): %s\n", png);
+    assert_non_null(strstr(text, line));
+    size_t len = 0;
+    char *bytes = test_read_file(png, &len);
+    assert_non_null(bytes);
+    assert_memory_equal(bytes, "\x89PNG\r\n\x1a\n", 8);
+    free(bytes);
+    remove(png);
+    remove(marker);
+    free(c.text);
 }
 
 static void test_gpt2_errors(void **state) {
@@ -206,8 +266,9 @@ int main(void) {
         cmocka_unit_test(test_py_repr),
         cmocka_unit_test(test_command),
     };
-    const struct CMUnitTest cpu_tests[] = {cmocka_unit_test(test_gpt2), cmocka_unit_test(test_gpt2_errors)};
-    const struct CMUnitTest vulkan_tests[] = {cmocka_unit_test(test_gpt2)};
+    const struct CMUnitTest cpu_tests[] = {cmocka_unit_test(test_gpt2), cmocka_unit_test(test_all_layers_one_pass),
+                                           cmocka_unit_test(test_random_label), cmocka_unit_test(test_gpt2_errors)};
+    const struct CMUnitTest vulkan_tests[] = {cmocka_unit_test(test_gpt2), cmocka_unit_test(test_all_layers_one_pass)};
     int failed = cmocka_run_group_tests_name("lesson step 7: repr and command", host_tests, NULL, NULL);
     failed += cmocka_run_group_tests_name("lesson step 7 on the CPU", cpu_tests, vk_test_cpu_group_setup, vk_test_group_teardown);
     failed += cmocka_run_group_tests_name("lesson step 7 on Vulkan", vulkan_tests, vk_test_group_setup, vk_test_group_teardown);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int cli_fail(const char *cmd, const char *fmt, ...) {
     va_list ap;
@@ -47,6 +48,12 @@ int cli_float(const char *cmd, const char *opt, const char *text, double *out) {
     if (errno || end == text || *end) return cli_fail(cmd, "%s: '%s' is not a number", opt, text);
     *out = v;
     return 0;
+}
+
+int cli_check_extension(const char *cmd, const char *opt, const char *path, const char *ext, const char *format) {
+    size_t n = strlen(path), e = strlen(ext);
+    if (n > e && strcasecmp(path + n - e, ext) == 0 && path[n - e - 1] != '/') return 0;
+    return cli_fail(cmd, "%s %s: writes %s; name the file %s", opt, path, format, ext);
 }
 
 /* What --profile, --trace and --group-by asked for: options of the whole command line, set once in main. */

@@ -20,6 +20,10 @@ const char *cli_value(const char *cmd, int argc, char **argv, int *i);
  * only guards the arithmetic: the message then says "LO or more" (or "at most HI" when over). */
 int cli_int(const char *cmd, const char *opt, const char *text, long lo, long hi, long *out);
 int cli_float(const char *cmd, const char *opt, const char *text, double *out);
+/* Refuses a file name that does not end in ext (".png"; case ignored), so that what is written
+ * is what the name says: "--png x.jpg: writes PNG; name the file .png".  0, or 1 after the
+ * message. */
+int cli_check_extension(const char *cmd, const char *opt, const char *path, const char *ext, const char *format);
 /* A whole file (or standard input for "-") as raw bytes, NUL-terminated; NULL with errno set. */
 char *cli_read_file(const char *path, size_t *len);
 /* Parses "464,5044", "464 5044" or "[464, 5044]" given to option opt; 0 and *ids (caller frees)

@@ -1,80 +1,104 @@
-/* `vkgraph attention`: which earlier token each head of a layer attends to most, printed as the
- * attention lesson prints it, and one head's whole pattern as a heatmap. */
+/* `vkgraph attention`: which earlier token each head attends to most, printed as the attention
+ * lesson prints it, for one layer or every layer; the probabilities as .npy; and heatmaps, of
+ * one head or of every head of a layer as a grid.  Every layer comes from one forward pass. */
 #include "cli.h"
 #include "commands.h"
 #include "gpt2_cli.h"
 #include "io/heatmap.h"
 #include "io/npy.h"
+#include "models/lesson.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CMD "attention"
+#define ALL (-1L)
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: vkgraph attention -m DIR (-p TEXT | -f FILE | --ids IDS) --layer L [--head H]\n"
+            "usage: vkgraph attention -m DIR (-p TEXT | -f FILE | --ids IDS) --layer L|all [--head H|all]\n"
             "                         [--token TEXT | --position I] [--png OUT.png] [--npy OUT.npy] [--device D]\n"
             "\n"
-            "Runs GPT-2 over the prompt and prints, for one token and every head of layer L, the earlier\n"
-            "token it attends to most (the first token left out, as it soaks up attention) and the weight:\n"
+            "Runs GPT-2 over the prompt and prints, for one token and every head of layer L (or of every\n"
+            "layer), the earlier token it attends to most (the first token left out, as it soaks up\n"
+            "attention) and the weight:\n"
             "\n"
             "    12 layers; 12 heads per layer\n"
+            "    layer 5 (index 4): ' it' at position 8\n"
             "    head  3: ' it' attends most to ' animal'    (0.85)\n"
             "\n"
-            "Layers and heads are numbered from 0.\n"
+            "--layer and --head take indices from 0: --layer 4 is the fifth layer, printed \"layer 5\n"
+            "(index 4)\"; heads are printed by their index.  Every layer comes from one forward pass.\n"
+            "A model folder written by vkgraph gpt2-random is labelled RANDOM WEIGHTS everywhere.\n"
             "\n");
     gpt2_cli_usage_common(f);
     fprintf(f,
-            "  --layer L           the layer (required)\n"
-            "  --head H            the head drawn with --png (default 0)\n"
+            "  --layer L|all       the layer's index, or every layer (required)\n"
+            "  --head H|all        the head for --png and --npy (default all)\n"
             "  --token TEXT        the first token that decodes to TEXT, e.g. \" it\" (default: the last token)\n"
             "  --position I        the token at position I, from 0\n"
-            "  --png FILE          a heatmap of head H's attention over the whole prompt\n"
-            "  --npy FILE          layer L's probabilities, [heads, T, T] float32\n"
+            "  --png FILE.png      a heatmap of head H over the whole prompt, or with --head all a grid of\n"
+            "                      every head on one colour scale; with --layer all one image per layer,\n"
+            "                      FILE-layerI.png for the layer of index I\n"
+            "  --npy FILE.npy      the probabilities as float32: [layers, heads, T, T] with --layer all,\n"
+            "                      else [heads, T, T]; one --head H drops the heads axis\n"
             "  -h, --help          show this help\n");
 }
 
 typedef struct attn_options {
-    long layer, head, position;
-    int layer_given, head_given, position_given;
+    const char *layer, *head, *position; /* as given; checked once the model and prompt are known */
     const char *token, *png, *npy;
 } attn_options;
+
+/* What the options chose, checked. */
+typedef struct attn_choice {
+    long layer, head; /* an index, or ALL */
+    long it;          /* the token whose row the table reads */
+} attn_choice;
 
 static int own_option(attn_options *o, int argc, char **argv, int *i) {
     const char *a = argv[*i];
     const char **text = NULL;
-    long *num = NULL;
-    int *given = NULL;
-    if (strcmp(a, "--layer") == 0) num = &o->layer, given = &o->layer_given;
-    else if (strcmp(a, "--head") == 0) num = &o->head, given = &o->head_given;
-    else if (strcmp(a, "--position") == 0) num = &o->position, given = &o->position_given;
+    if (strcmp(a, "--layer") == 0) text = &o->layer;
+    else if (strcmp(a, "--head") == 0) text = &o->head;
+    else if (strcmp(a, "--position") == 0) text = &o->position;
     else if (strcmp(a, "--token") == 0) text = &o->token;
     else if (strcmp(a, "--png") == 0) text = &o->png;
     else if (strcmp(a, "--npy") == 0) text = &o->npy;
     else return 0;
     const char *val = cli_value(CMD, argc, argv, i);
     if (!val) return -1;
-    if (text) {
-        if (*text) return cli_fail(CMD, "%s given twice", a), -1;
-        *text = val;
-        return 1;
+    if (*text) return cli_fail(CMD, "%s given twice", a), -1;
+    *text = val;
+    return 1;
+}
+
+/* text as an index in [0, count), or "all" where allowed; the message names the true range:
+ * "--layer 12: must be 0 to 11 (the model has 12 layers) or all".  0, or 1 after it. */
+static int parse_index(const char *opt, const char *text, int count, const char *whose, const char *unit,
+                       int allow_all, long *out) {
+    if (allow_all && strcmp(text, "all") == 0) {
+        *out = ALL;
+        return 0;
     }
-    if (*given) return cli_fail(CMD, "%s given twice", a), -1;
-    *given = 1;
-    return cli_int(CMD, a, val, 0, 1L << 30, num) ? -1 : 1;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < 0 || v >= count)
+        return cli_fail(CMD, "%s %s: must be 0 to %d (%s %d %s%s)%s", opt, text, count - 1, whose, count, unit,
+                        count == 1 ? "" : "s", allow_all ? " or all" : "");
+    *out = v;
+    return 0;
 }
 
 /* The position --token or --position names (default: the last).  -1 after printing an error. */
 static long chosen_position(const gpt2_cli *c, const attn_options *o) {
-    if (o->token && o->position_given) return cli_fail(CMD, "give --token or --position, not both"), -1;
-    if (o->position_given) {
-        if (o->position >= (long)c->n_ids)
-            return cli_fail(CMD, "--position %ld: the prompt has %zu tokens (positions 0 to %zu)", o->position,
-                            c->n_ids, c->n_ids - 1), -1;
-        return o->position;
-    }
+    if (o->token && o->position) return cli_fail(CMD, "give --token or --position, not both"), -1;
+    long pos = 0;
+    if (o->position)
+        return parse_index("--position", o->position, (int)c->n_ids, "the prompt has", "token", 0, &pos) ? -1 : pos;
     if (!o->token) return (long)c->n_ids - 1;
     size_t want = strlen(o->token);
     for (size_t i = 0; i < c->n_ids; i++) {
@@ -95,29 +119,95 @@ static long chosen_position(const gpt2_cli *c, const attn_options *o) {
     return -1;
 }
 
-/* The lesson's table: for each head, the position in 1..it with the largest weight. */
-static void print_table(const gpt2_cli *c, const float *probs, long it) {
+/* The layer, head and token exist: checked before the device opens.  0, or 1 after an error. */
+static int check_choice(const gpt2_cli *c, const attn_options *o, attn_choice *ch) {
+    const vkg_gpt2_config *cfg = &c->model->config;
+    if (parse_index("--layer", o->layer, cfg->n_layer, "the model has", "layer", 1, &ch->layer)) return 1;
+    ch->head = ALL;
+    if (o->head && parse_index("--head", o->head, cfg->n_head, "the model has", "head", 1, &ch->head)) return 1;
+    ch->it = chosen_position(c, o);
+    return ch->it < 0;
+}
+
+static void token_repr(const gpt2_cli *c, long i, char *out, size_t size) {
+    char buf[32];
+    size_t len;
+    const char *bytes = gpt2_cli_token(c, c->ids[i], buf, sizeof buf, &len);
+    gpt2_cli_repr(bytes, len, out, size);
+}
+
+/* The lesson's table for one layer: for each head, the position in 1..it with the largest
+ * weight.  probs: that layer's [H, T, T]. */
+static void print_layer_table(const gpt2_cli *c, const float *probs, long layer, long it) {
     const int H = c->model->config.n_head;
     const size_t T = c->n_ids;
     char buf[32], who[256], whom[256];
     size_t len;
-    const char *bytes = gpt2_cli_token(c, c->ids[it], buf, sizeof buf, &len);
-    gpt2_cli_repr(bytes, len, who, sizeof who);
-    printf("%d layers; %d heads per layer\n", c->model->config.n_layer, H);
+    token_repr(c, it, who, sizeof who);
+    printf("layer %ld (index %ld): %s at position %ld\n", layer + 1, layer, who, it);
     for (int h = 0; h < H; h++) {
         const float *row = probs + ((size_t)h * T + (size_t)it) * T;
         long first = it > 0 ? 1 : 0, best = first; /* the first token alone has only itself */
         for (long j = first + 1; j <= it; j++)
             if (row[j] > row[best]) best = j;
-        bytes = gpt2_cli_token(c, c->ids[best], buf, sizeof buf, &len);
+        const char *bytes = gpt2_cli_token(c, c->ids[best], buf, sizeof buf, &len);
         int width = gpt2_cli_repr(bytes, len, whom, sizeof whom);
         printf("head %2d: %s attends most to %s%*s (%.2f)\n", h, who, whom, width < 12 ? 12 - width : 0, "",
                (double)row[best]);
     }
 }
 
-static int write_png(const gpt2_cli *c, const attn_options *o, const float *probs) {
-    const size_t T = c->n_ids;
+/* OUT.png for one layer; OUT-layerI.png (I the index) for each of every layer. */
+static void png_path(const char *png, long layer, int every_layer, char *out, size_t size) {
+    if (!every_layer) {
+        snprintf(out, size, "%s", png);
+        return;
+    }
+    size_t stem = strlen(png) - 4; /* cli_check_extension made sure of ".png" */
+    snprintf(out, size, "%.*s-layer%ld%s", (int)stem, png, layer, png + stem);
+}
+
+/* One layer's picture: head ch->head's heatmap, or every head as a grid.  probs: [H, T, T]. */
+static int write_layer_png(const gpt2_cli *c, const attn_choice *ch, const char *png, const float *probs, long layer,
+                           char **labels) {
+    const int H = c->model->config.n_head, T = (int)c->n_ids;
+    const char *random = c->random_weights ? (ch->head == ALL ? " \xe2\x80\x94 RANDOM WEIGHTS: these patterns mean nothing"
+                                                              : " \xe2\x80\x94 RANDOM WEIGHTS: this pattern means nothing")
+                                           : "";
+    char path[4096], title[256], what[64];
+    png_path(png, layer, ch->layer == ALL, path, sizeof path);
+    if (ch->head == ALL) snprintf(what, sizeof what, "every head");
+    else snprintf(what, sizeof what, "head %ld", ch->head);
+    snprintf(title, sizeof title, "GPT-2 layer %ld (index %ld), %s%s", layer + 1, layer, what, random);
+    vkg_error err = {0};
+    vkg_status st;
+    if (ch->head == ALL) {
+        char(*names)[16] = malloc((size_t)H * sizeof *names);
+        const char **panel_titles = malloc((size_t)H * sizeof *panel_titles);
+        if (!names || !panel_titles) {
+            free(names);
+            free(panel_titles);
+            return cli_fail(CMD, "out of memory");
+        }
+        for (int h = 0; h < H; h++) {
+            snprintf(names[h], sizeof names[h], "head %d", h);
+            panel_titles[h] = names[h];
+        }
+        st = vkg_heatmap_grid_write_png(path, probs, H, T, (const char *const *)labels, title, panel_titles, &err);
+        free(names);
+        free(panel_titles);
+    } else {
+        st = vkg_heatmap_write_png(path, probs + (size_t)ch->head * (size_t)T * (size_t)T, T,
+                                   (const char *const *)labels, title, &err);
+    }
+    if (st != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    fprintf(stderr, "vkgraph %s: heatmap of layer %ld (index %ld), %s%s written to %s\n", CMD, layer + 1, layer, what,
+            c->random_weights ? " (RANDOM WEIGHTS)" : "", path);
+    return 0;
+}
+
+static int write_pngs(const gpt2_cli *c, const attn_choice *ch, const char *png, const float *probs) {
+    const size_t T = c->n_ids, per_layer = (size_t)c->model->config.n_head * T * T;
     char **labels = calloc(T, sizeof *labels);
     if (!labels) return cli_fail(CMD, "out of memory");
     for (size_t i = 0; i < T; i++) {
@@ -129,56 +219,75 @@ static int write_png(const gpt2_cli *c, const attn_options *o, const float *prob
             labels[i][len] = '\0';
         }
     }
-    char title[128];
-    snprintf(title, sizeof title, "GPT-2 layer %ld, head %ld (from 0)%s", o->layer, o->head,
-             c->random_weights ? ", RANDOM weights" : "");
-    vkg_error err = {0};
+    long first = ch->layer == ALL ? 0 : ch->layer, last = ch->layer == ALL ? c->model->config.n_layer - 1 : ch->layer;
     int rc = 0;
-    if (vkg_heatmap_write_png(o->png, probs + (size_t)o->head * T * T, (int)T, (const char *const *)labels, title,
-                              &err) != VKG_OK)
-        rc = cli_fail(CMD, "%s", err.message);
+    for (long l = first; rc == 0 && l <= last; l++)
+        rc = write_layer_png(c, ch, png, probs + (size_t)(l - first) * per_layer, l, labels);
     for (size_t i = 0; i < T; i++) free(labels[i]);
     free(labels);
-    if (rc == 0) fprintf(stderr, "vkgraph %s: heatmap of layer %ld, head %ld written to %s\n", CMD, o->layer, o->head, o->png);
     return rc;
 }
 
-/* The layer, head and token exist: checked before the device opens.  -1 after an error, else
- * the chosen position. */
-static long check_choice(const gpt2_cli *c, const attn_options *o) {
-    const vkg_gpt2_config *cfg = &c->model->config;
-    if (o->layer >= cfg->n_layer)
-        return cli_fail(CMD, "--layer %ld: the model has layers 0 to %d", o->layer, cfg->n_layer - 1), -1;
-    if (o->head >= cfg->n_head) return cli_fail(CMD, "--head %ld: the model has heads 0 to %d", o->head, cfg->n_head - 1), -1;
-    return chosen_position(c, o);
+/* The .npy: [layers,] [heads,] T, T, the axes chosen as "all" kept.  probs: [layers, H, T, T]. */
+static int write_npy(const gpt2_cli *c, const attn_choice *ch, const char *npy, const float *probs, size_t layers) {
+    const size_t T = c->n_ids, H = (size_t)c->model->config.n_head, square = T * T;
+    int64_t shape[4];
+    int nd = 0;
+    if (ch->layer == ALL) shape[nd++] = (int64_t)layers;
+    if (ch->head == ALL) shape[nd++] = (int64_t)H;
+    shape[nd++] = (int64_t)T;
+    shape[nd++] = (int64_t)T;
+    float *one_head = NULL;
+    const float *data = probs;
+    if (ch->head != ALL) { /* that head's square of every chosen layer */
+        if (!(one_head = malloc(layers * square * sizeof *one_head))) return cli_fail(CMD, "out of memory");
+        for (size_t l = 0; l < layers; l++)
+            memcpy(one_head + l * square, probs + (l * H + (size_t)ch->head) * square, square * sizeof *one_head);
+        data = one_head;
+    }
+    vkg_error err = {0};
+    int rc = vkg_npy_write_f32(npy, data, nd, shape, &err) != VKG_OK ? cli_fail(CMD, "%s", err.message) : 0;
+    free(one_head);
+    if (rc) return rc;
+    fprintf(stderr, "vkgraph %s: probabilities [", CMD);
+    for (int d = 0; d < nd; d++) fprintf(stderr, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    fprintf(stderr, "] (%s%s%s) written to %s\n", ch->layer == ALL ? "layers, " : "", ch->head == ALL ? "heads, " : "",
+            "query, key", npy);
+    return 0;
 }
 
-static int run(gpt2_cli *c, const attn_options *o, long it) {
+static int run(gpt2_cli *c, const attn_options *o, const attn_choice *ch) {
     const vkg_gpt2_config *cfg = &c->model->config;
-    const size_t T = c->n_ids, H = (size_t)cfg->n_head;
-    float *probs = malloc(H * T * T * sizeof *probs);
-    int rc = probs ? 0 : cli_fail(CMD, "out of memory");
+    const size_t T = c->n_ids, H = (size_t)cfg->n_head, per_layer = H * T * T;
+    const size_t layers = ch->layer == ALL ? (size_t)cfg->n_layer : 1;
+    float *probs = malloc(layers * per_layer * sizeof *probs);
+    if (!probs)
+        return cli_fail(CMD, "out of memory for %zu layers x %zu heads x %zu x %zu probabilities (%.0f MB)", layers, H,
+                        T, T, (double)(layers * per_layer * sizeof *probs) / 1e6);
     vkg_error err = {0};
-    /* Without logits only layers 0..L run. */
-    if (rc == 0 && vkg_gpt2_forward(c->model, c->dev, c->ids, (int)T, 0, NULL, (int)o->layer, probs, &err) != VKG_OK)
+    int rc = 0;
+    /* One pass, without logits: only the layers up to the last one asked for run. */
+    if (vkg_gpt2_forward(c->model, c->dev, c->ids, (int)T, 0, NULL, ch->layer == ALL ? VKG_GPT2_ALL_LAYERS : (int)ch->layer,
+                         probs, &err) != VKG_OK)
         rc = cli_fail(CMD, "%s", err.message);
     if (rc == 0) {
-        char buf[32], shown[256];
-        size_t len;
-        const char *bytes = gpt2_cli_token(c, c->ids[it], buf, sizeof buf, &len);
-        gpt2_cli_repr(bytes, len, shown, sizeof shown);
-        fprintf(stderr, "vkgraph %s: layer %ld, token %s at position %ld of %zu, on %s\n", CMD, o->layer, shown, it, T,
+        char shown[256], which[64];
+        token_repr(c, ch->it, shown, sizeof shown);
+        if (ch->layer == ALL) snprintf(which, sizeof which, "every layer");
+        else snprintf(which, sizeof which, "layer %ld (index %ld)", ch->layer + 1, ch->layer);
+        fprintf(stderr, "vkgraph %s: %s, token %s at position %ld of %zu, on %s\n", CMD, which, shown, ch->it, T,
                 vkg_device_name(c->dev));
-        print_table(c, probs, it);
+        if (c->random_weights) printf("%s\n", VKG_LESSON_RANDOM_NOTE);
+        printf("%d layers; %d heads per layer\n", cfg->n_layer, cfg->n_head);
+        long first = ch->layer == ALL ? 0 : ch->layer;
+        for (size_t l = 0; l < layers; l++) {
+            if (l) printf("\n");
+            print_layer_table(c, probs + l * per_layer, first + (long)l, ch->it);
+        }
         fflush(stdout);
     }
-    if (rc == 0 && o->npy) {
-        const int64_t shape[3] = {(int64_t)H, (int64_t)T, (int64_t)T};
-        if (vkg_npy_write_f32(o->npy, probs, 3, shape, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
-        else fprintf(stderr, "vkgraph %s: layer %ld's probabilities [%zu, %zu, %zu] written to %s\n", CMD, o->layer, H,
-                     T, T, o->npy);
-    }
-    if (rc == 0 && o->png) rc = write_png(c, o, probs);
+    if (rc == 0 && o->npy) rc = write_npy(c, ch, o->npy, probs, layers);
+    if (rc == 0 && o->png) rc = write_pngs(c, ch, o->png, probs);
     free(probs);
     return rc;
 }
@@ -196,12 +305,14 @@ int cmd_attention(int argc, char **argv) {
         if (taken < 0) return 1;
         if (taken == 0) return cli_unknown_option(CMD, argv[i], usage);
     }
-    if (!o.layer_given) return cli_fail(CMD, "say which layer: --layer L (from 0)");
+    if (!o.layer) return cli_fail(CMD, "say which layer: --layer L (its index, from 0) or --layer all");
+    if (o.png && cli_check_extension(CMD, "--png", o.png, ".png", "PNG")) return 1;
+    if (o.npy && cli_check_extension(CMD, "--npy", o.npy, ".npy", "NumPy .npy")) return 1;
+    attn_choice ch;
     int rc = gpt2_cli_load(&c, 0);
-    long it = rc == 0 ? check_choice(&c, &o) : -1;
-    if (it < 0) rc = 1;
+    if (rc == 0) rc = check_choice(&c, &o, &ch);
     if (rc == 0) rc = gpt2_cli_open_device(&c);
-    if (rc == 0) rc = run(&c, &o, it);
+    if (rc == 0) rc = run(&c, &o, &ch);
     gpt2_cli_free(&c);
     return rc;
 }

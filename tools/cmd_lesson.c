@@ -88,6 +88,7 @@ int cmd_lesson(int argc, char **argv) {
         }
         if (!(*slot = cli_value(CMD, argc, argv, &i))) return 1;
     }
+    if (cli_check_extension(CMD, "--png", png, ".png", "PNG")) return 1;
     if (only == VKG_LESSON_STEPS && !model)
         return cli_fail(CMD, "step 7 looks inside GPT-2: give a GPT-2 folder with -m DIR "
                              "(config.json, model.safetensors, vocab.json, merges.txt)");

@@ -1,6 +1,7 @@
 #include "gpt2_cli.h"
 
 #include "cli.h"
+#include "models/gpt2_random.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -9,9 +10,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* Written into a model folder by `vkgraph gpt2-random`, so every command can say so. */
-#define RANDOM_MARKER "RANDOM-WEIGHTS.txt"
 
 void gpt2_cli_usage_common(FILE *f) {
     fprintf(f,
@@ -115,7 +113,7 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
         return cli_fail(c->cmd, "give the prompt as exactly one of -p TEXT, -f FILE or --ids IDS");
     vkg_error err = {0};
     if (vkg_gpt2_load(c->model_dir, &c->model, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
-    c->random_weights = file_exists(c->model_dir, RANDOM_MARKER);
+    c->random_weights = vkg_gpt2_dir_is_random(c->model_dir);
     if (c->random_weights)
         fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph gpt2-random): its outputs "
                 "mean nothing\n", c->cmd, c->model_dir);

@@ -12,8 +12,12 @@
 
 enum {
     MAX_TOKENS = 8192,         /* more is surely a mistake; 1024 is GPT-2's context         */
+    MAX_PANELS = 256,          /* heads of one layer; the largest GPT-2 has 25              */
     GRID_TARGET_PX = 1024,     /* the grid's side once cells have shrunk to fit             */
     CELL_MAX_PX = 48,          /* a few tokens still make a picture of sensible size        */
+    PANEL_TARGET_PX = 480,     /* one panel's side in a grid of several                     */
+    PANELS_WIDTH_PX = 2048,    /* ... and all the columns of panels together, at most        */
+    PANEL_CELL_MAX_PX = 32,
     LABEL_MAX_CHARS = 16,      /* longer labels are cut to 15 characters and an ellipsis    */
     TITLE_MAX_CHARS = 160,
     /* UTF-8 bytes of a prepared string: 4 per character at most, and a NUL */
@@ -33,6 +37,12 @@ enum {
 #define IMAGE_MAX_PX 1600.0
 #define BAR_GAP 24.0
 #define BAR_WIDTH 20.0
+#define PANEL_GAP 16.0
+#define PANEL_TITLE_FONT 13.0
+#define PANEL_TITLE_GAP 6.0
+#define LABEL_MAX_FONT 14.0
+#define LABEL_MIN_FONT 8.0
+#define STRIDED_LABEL_MAX_FONT 11.0 /* labels of every k-th token may grow into the room left */
 #define FONT_FAMILY "DejaVu Sans"
 #define QUARTER_TURN 1.57079632679489661923 /* M_PI is not in strict C11 */
 
@@ -186,34 +196,54 @@ static void fit_text(cairo_t *cr, char *s, double room) {
 
 typedef struct heatmap_plan {
     vkg_heatmap_layout layout;
-    int grid_px;                 /* side of the grid, an integer so cells map to pixels   */
+    int grid_px;                 /* side of one panel, an integer so cells map to pixels  */
     double label_font;
     double label_width;          /* widest prepared label                                 */
     char *labels;                /* n prepared labels, LABEL_BYTES each                   */
     char title[TITLE_BYTES];
     double title_font;
+    double panel_title_h;        /* room above each panel for its title (0 for one panel)  */
 } heatmap_plan;
 
 static const char *plan_label(const heatmap_plan *p, int i) {
     return p->labels + (size_t)i * LABEL_BYTES;
 }
 
-/* Prepares the labels and fixes every position; cr is any context, used to measure text. */
-static vkg_status plan_layout(heatmap_plan *p, cairo_t *cr, int n, const char *const *labels,
+/* Top-left corner of panel k's cell (0, 0). */
+static void panel_origin(const vkg_heatmap_layout *l, int k, double *x, double *y) {
+    *x = l->grid_x + (k % l->cols) * l->step_x;
+    *y = l->grid_y + (k / l->cols) * l->step_y;
+}
+
+/* Prepares the labels and fixes every position; cr is any context, used to measure text.  Panels
+ * share their axes, as matplotlib's sharex/sharey: row labels left of the first column, column
+ * labels below each panel that has none below it. */
+static vkg_status plan_layout(heatmap_plan *p, cairo_t *cr, int panels, int n, const char *const *labels,
                               const char *title, vkg_error *err) {
     memset(p, 0, sizeof *p);
     p->labels = malloc((size_t)n * LABEL_BYTES);
     if (!p->labels)
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "heatmap: labels of %d tokens", n);
-
-    /* Integer cells up to GRID_TARGET_PX tokens; beyond that several tokens share a pixel. */
-    int cell = GRID_TARGET_PX / n;
-    if (cell > CELL_MAX_PX) cell = CELL_MAX_PX;
-    p->grid_px = cell >= 1 ? cell * n : GRID_TARGET_PX;
     vkg_heatmap_layout *l = &p->layout;
+    l->panels = panels;
+    l->cols = (int)ceil(sqrt((double)panels));
+    l->rows = (panels + l->cols - 1) / l->cols;
+
+    /* Integer cells up to the target side; beyond that several tokens share a pixel. */
+    int target = GRID_TARGET_PX, cell_max = CELL_MAX_PX;
+    if (panels > 1) {
+        target = PANELS_WIDTH_PX / l->cols < PANEL_TARGET_PX ? PANELS_WIDTH_PX / l->cols : PANEL_TARGET_PX;
+        cell_max = PANEL_CELL_MAX_PX;
+    }
+    int cell = target / n;
+    if (cell > cell_max) cell = cell_max;
+    p->grid_px = cell >= 1 ? cell * n : target;
     l->cell = (double)p->grid_px / n;
-    p->label_font = fmin(14.0, fmax(8.0, 0.7 * l->cell));
+    p->label_font = fmin(LABEL_MAX_FONT, fmax(LABEL_MIN_FONT, 0.7 * l->cell));
     l->label_stride = (int)ceil(1.25 * p->label_font / l->cell);
+    /* Labelling every k-th token leaves k cells per label: the font may use them. */
+    if (l->label_stride > 1)
+        p->label_font = fmax(p->label_font, fmin(STRIDED_LABEL_MAX_FONT, l->label_stride * l->cell / 1.25));
 
     set_font(cr, p->label_font, 0);
     for (int i = 0; i < n; i++) {
@@ -227,14 +257,18 @@ static vkg_status plan_layout(heatmap_plan *p, cairo_t *cr, int n, const char *c
     }
     p->title[0] = '\0';
     if (title) prepare_text(title, p->title, TITLE_MAX_CHARS, 0);
+    p->panel_title_h = panels > 1 ? PANEL_TITLE_FONT + PANEL_TITLE_GAP : 0.0;
 
-    /* Left to right: margin, "token", row labels, ticks, grid, colour bar, its tick labels
+    /* Left to right: margin, "token", row labels, ticks, the panels, colour bar, its tick labels
      * (room for "0.0000", the longest a tick usually gets). */
-    set_font(cr, p->label_font, 0);
     double bar_labels_w = text_width(cr, "0.0000") + TICK_LEN + LABEL_PAD;
     double axis_title_h = AXIS_FONT + AXIS_TITLE_GAP;
     double left_w = axis_title_h + p->label_width + LABEL_PAD + TICK_LEN;
-    double content_w = left_w + p->grid_px + BAR_GAP + BAR_WIDTH + bar_labels_w;
+    l->step_x = p->grid_px + (panels > 1 ? PANEL_GAP : 0.0);
+    l->step_y = p->grid_px + (panels > 1 ? PANEL_GAP + p->panel_title_h : 0.0);
+    double panels_w = l->cols * (double)p->grid_px + (l->cols - 1) * PANEL_GAP;
+    double panels_h = l->rows * (double)p->grid_px + (l->rows - 1) * (PANEL_GAP + p->panel_title_h);
+    double content_w = left_w + panels_w + BAR_GAP + BAR_WIDTH + bar_labels_w;
     double width = content_w + 2 * MARGIN;
 
     /* A long title widens the image up to IMAGE_MAX_PX, then shrinks, then loses its end. */
@@ -242,7 +276,7 @@ static vkg_status plan_layout(heatmap_plan *p, cairo_t *cr, int n, const char *c
     if (p->title[0]) {
         set_font(cr, TITLE_FONT, 1);
         double tw = text_width(cr, p->title);
-        width = fmax(width, fmin(tw + 2 * MARGIN, IMAGE_MAX_PX));
+        width = fmax(width, fmin(tw + 2 * MARGIN, fmax(IMAGE_MAX_PX, width)));
         double room = width - 2 * MARGIN;
         if (tw > room) {
             p->title_font = fmax(TITLE_MIN_FONT, TITLE_FONT * room / tw);
@@ -253,10 +287,12 @@ static vkg_status plan_layout(heatmap_plan *p, cairo_t *cr, int n, const char *c
 
     double title_h = p->title[0] ? TITLE_FONT + TITLE_GAP : 0.0;
     l->grid_x = round((width - content_w) / 2.0 + left_w);
-    l->grid_y = round(MARGIN + title_h);
-    l->colorbar_x = l->grid_x + p->grid_px + BAR_GAP;
-    double height = l->grid_y + p->grid_px + TICK_LEN + LABEL_PAD + p->label_width +
-                    axis_title_h + MARGIN;
+    l->grid_y = round(MARGIN + title_h + p->panel_title_h);
+    l->step_x = round(l->step_x);
+    l->step_y = round(l->step_y);
+    l->colorbar_x = l->grid_x + panels_w + BAR_GAP;
+    l->colorbar_height = panels_h;
+    double height = l->grid_y + panels_h + TICK_LEN + LABEL_PAD + p->label_width + axis_title_h + MARGIN;
     l->width = (int)ceil(width);
     l->height = (int)ceil(height);
     return VKG_OK;
@@ -266,13 +302,15 @@ static vkg_status plan_layout(heatmap_plan *p, cairo_t *cr, int n, const char *c
  * Drawing
  * ------------------------------------------------------------------------------------------- */
 
-/* The cells, written as pixels: exact colours, crisp edges, and fast for 1024 tokens. */
-static void draw_cells(cairo_surface_t *surface, const heatmap_plan *p, const float *weights,
+/* One panel's cells, written as pixels: exact colours, crisp edges, and fast for 1024 tokens. */
+static void draw_cells(cairo_surface_t *surface, const heatmap_plan *p, int k, const float *weights,
                        int n, double vmax) {
     cairo_surface_flush(surface);
     unsigned char *data = cairo_image_surface_get_data(surface);
     int stride = cairo_image_surface_get_stride(surface);
-    int x0 = (int)p->layout.grid_x, y0 = (int)p->layout.grid_y, side = p->grid_px;
+    double px, py;
+    panel_origin(&p->layout, k, &px, &py);
+    int x0 = (int)px, y0 = (int)py, side = p->grid_px;
     for (int y = 0; y < side; y++) {
         uint32_t *row = (uint32_t *)(void *)(data + (size_t)(y0 + y) * (size_t)stride) + x0;
         int i = (int)((int64_t)y * n / side);
@@ -285,9 +323,13 @@ static void draw_cells(cairo_surface_t *surface, const heatmap_plan *p, const fl
     cairo_surface_mark_dirty(surface);
 }
 
-static void draw_axes(cairo_t *cr, const heatmap_plan *p, int n) {
+/* Panel k's frame, its ticks and labels (rows in the first column, columns where no panel is
+ * below), and its title. */
+static void draw_panel_axes(cairo_t *cr, const heatmap_plan *p, int k, int n, const char *panel_title) {
     const vkg_heatmap_layout *l = &p->layout;
-    double gx = l->grid_x, gy = l->grid_y, side = p->grid_px;
+    double gx, gy, side = p->grid_px;
+    panel_origin(l, k, &gx, &gy);
+    int rows_labelled = k % l->cols == 0, cols_labelled = k + l->cols >= l->panels;
 
     cairo_set_line_width(cr, 1.0);
     cairo_set_source_rgb(cr, FRAME_GREY, FRAME_GREY, FRAME_GREY);
@@ -306,7 +348,8 @@ static void draw_axes(cairo_t *cr, const heatmap_plan *p, int n) {
         cairo_stroke(cr);
 
         cairo_set_source_rgb(cr, TEXT_GREY, TEXT_GREY, TEXT_GREY);
-        draw_text(cr, plan_label(p, i), gx - TICK_LEN - LABEL_PAD, gy + (i + 0.5) * l->cell, 1.0);
+        if (rows_labelled) draw_text(cr, plan_label(p, i), gx - TICK_LEN - LABEL_PAD, gy + (i + 0.5) * l->cell, 1.0);
+        if (!cols_labelled) continue;
         /* Column labels read bottom to top, their end at the tick (matplotlib's rotation=90). */
         cairo_save(cr);
         cairo_translate(cr, gx + (i + 0.5) * l->cell, gy + side + TICK_LEN + LABEL_PAD);
@@ -314,14 +357,29 @@ static void draw_axes(cairo_t *cr, const heatmap_plan *p, int n) {
         draw_text(cr, plan_label(p, i), 0.0, 0.0, 1.0);
         cairo_restore(cr);
     }
+    if (panel_title) {
+        char text[TITLE_BYTES];
+        prepare_text(panel_title, text, TITLE_MAX_CHARS, 0);
+        set_font(cr, PANEL_TITLE_FONT, 1);
+        fit_text(cr, text, side + PANEL_GAP);
+        cairo_set_source_rgb(cr, TEXT_GREY, TEXT_GREY, TEXT_GREY);
+        draw_text(cr, text, gx + side / 2.0, gy - PANEL_TITLE_GAP - PANEL_TITLE_FONT / 2.0, 0.5);
+    }
+}
+
+/* The axis titles and the image's title, over every panel. */
+static void draw_titles(cairo_t *cr, const heatmap_plan *p) {
+    const vkg_heatmap_layout *l = &p->layout;
+    double gx = l->grid_x, gy = l->grid_y;
+    double panels_w = l->colorbar_x - BAR_GAP - gx, panels_h = l->colorbar_height;
 
     set_font(cr, AXIS_FONT, 0);
     cairo_set_source_rgb(cr, TEXT_GREY, TEXT_GREY, TEXT_GREY);
-    double below_labels = gy + side + TICK_LEN + LABEL_PAD + p->label_width + AXIS_TITLE_GAP;
-    draw_text(cr, "attends to", gx + side / 2.0, below_labels + AXIS_FONT / 2.0, 0.5);
+    double below_labels = gy + panels_h + TICK_LEN + LABEL_PAD + p->label_width + AXIS_TITLE_GAP;
+    draw_text(cr, "attends to", gx + panels_w / 2.0, below_labels + AXIS_FONT / 2.0, 0.5);
     cairo_save(cr);
     double left_of_labels = gx - TICK_LEN - LABEL_PAD - p->label_width - AXIS_TITLE_GAP;
-    cairo_translate(cr, left_of_labels - AXIS_FONT / 2.0, gy + side / 2.0);
+    cairo_translate(cr, left_of_labels - AXIS_FONT / 2.0, gy + panels_h / 2.0);
     cairo_rotate(cr, -QUARTER_TURN);
     draw_text(cr, "token", 0.0, 0.0, 0.5);
     cairo_restore(cr);
@@ -329,8 +387,8 @@ static void draw_axes(cairo_t *cr, const heatmap_plan *p, int n) {
     if (p->title[0]) {
         set_font(cr, p->title_font, 1);
         double tw = text_width(cr, p->title);
-        double centre = gx + side / 2.0;
-        /* centred over the grid when that fits in the image, else over the image */
+        double centre = gx + panels_w / 2.0;
+        /* centred over the panels when that fits in the image, else over the image */
         if (centre - tw / 2.0 < MARGIN || centre + tw / 2.0 > l->width - MARGIN)
             centre = l->width / 2.0;
         draw_text(cr, p->title, centre, MARGIN + p->title_font / 2.0, 0.5);
@@ -353,9 +411,10 @@ static double tick_step(double vmax, int *decimals) {
     return step;
 }
 
+/* One colour bar for every panel: they share one scale. */
 static void draw_colorbar(cairo_t *cr, const heatmap_plan *p, double vmax) {
     const vkg_heatmap_layout *l = &p->layout;
-    double x = l->colorbar_x, y = l->grid_y, h = p->grid_px;
+    double x = l->colorbar_x, y = l->grid_y, h = l->colorbar_height;
 
     /* The same stops as the cells, so cairo's linear interpolation is the colour map. */
     cairo_pattern_t *ramp = cairo_pattern_create_linear(0.0, y + h, 0.0, y);
@@ -394,33 +453,41 @@ static void draw_colorbar(cairo_t *cr, const heatmap_plan *p, double vmax) {
  * Entry points
  * ------------------------------------------------------------------------------------------- */
 
-static vkg_status check_n(int n, vkg_error *err) {
+static vkg_status check_sizes(int panels, int n, vkg_error *err) {
     if (n <= 0 || n > MAX_TOKENS)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "heatmap: %d tokens; need 1 to %d", n, MAX_TOKENS);
+    if (panels <= 0 || panels > MAX_PANELS)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "heatmap: %d panels; need 1 to %d", panels, MAX_PANELS);
     return VKG_OK;
 }
 
 /* Runs plan_layout with a scratch context for measuring text. */
-static vkg_status plan_with_scratch(heatmap_plan *p, int n, const char *const *labels,
+static vkg_status plan_with_scratch(heatmap_plan *p, int panels, int n, const char *const *labels,
                                     const char *title, vkg_error *err) {
     cairo_surface_t *scratch = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
     cairo_t *cr = cairo_create(scratch);
-    vkg_status st = plan_layout(p, cr, n, labels, title, err);
+    vkg_status st = plan_layout(p, cr, panels, n, labels, title, err);
     cairo_destroy(cr);
     cairo_surface_destroy(scratch);
     return st;
 }
 
-vkg_status vkg_heatmap_measure(int n, const char *const *labels, const char *title,
-                               vkg_heatmap_layout *layout, vkg_error *err) {
-    vkg_status st = check_n(n, err);
+vkg_status vkg_heatmap_grid_measure(int panels, int n, const char *const *labels, const char *title,
+                                    vkg_heatmap_layout *layout, vkg_error *err) {
+    vkg_status st = check_sizes(panels, n, err);
     if (st != VKG_OK) return st;
     heatmap_plan plan;
-    st = plan_with_scratch(&plan, n, labels, title, err);
+    st = plan_with_scratch(&plan, panels, n, labels, title, err);
     if (st == VKG_OK && layout) *layout = plan.layout;
     free(plan.labels);
     return st;
+}
+
+vkg_status vkg_heatmap_measure(int n, const char *const *labels, const char *title,
+                               vkg_heatmap_layout *layout, vkg_error *err) {
+    return vkg_heatmap_grid_measure(1, n, labels, title, layout, err);
 }
 
 static cairo_status_t write_to_file(void *closure, const unsigned char *data, unsigned int length) {
@@ -444,21 +511,23 @@ static vkg_status save_png(cairo_surface_t *surface, const char *path, vkg_error
     return VKG_OK;
 }
 
-vkg_status vkg_heatmap_write_png(const char *path, const float *weights, int n,
-                                 const char *const *labels, const char *title, vkg_error *err) {
-    vkg_status st = check_n(n, err);
+vkg_status vkg_heatmap_grid_write_png(const char *path, const float *weights, int panels, int n,
+                                      const char *const *labels, const char *title,
+                                      const char *const *panel_titles, vkg_error *err) {
+    vkg_status st = check_sizes(panels, n, err);
     if (st != VKG_OK) return st;
     if (!path || !weights)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "heatmap: %s is NULL",
                              !path ? "the path" : "the weights");
 
+    const size_t per_panel = (size_t)n * (size_t)n;
     double vmax = 0.0;
-    for (size_t k = 0; k < (size_t)n * (size_t)n; k++)
+    for (size_t k = 0; k < (size_t)panels * per_panel; k++)
         if (isfinite(weights[k]) && weights[k] > vmax) vmax = weights[k];
     if (vmax <= 0.0) vmax = 1.0;
 
     heatmap_plan plan;
-    st = plan_with_scratch(&plan, n, labels, title, err);
+    st = plan_with_scratch(&plan, panels, n, labels, title, err);
     if (st != VKG_OK) {
         free(plan.labels);
         return st;
@@ -474,8 +543,11 @@ vkg_status vkg_heatmap_write_png(const char *path, const float *weights, int n,
     cairo_t *cr = cairo_create(surface);
     cairo_set_source_rgb(cr, 1.0, 1.0, 1.0);
     cairo_paint(cr);
-    draw_cells(surface, &plan, weights, n, vmax);
-    draw_axes(cr, &plan, n);
+    for (int k = 0; k < panels; k++) {
+        draw_cells(surface, &plan, k, weights + (size_t)k * per_panel, n, vmax);
+        draw_panel_axes(cr, &plan, k, n, panel_titles ? panel_titles[k] : NULL);
+    }
+    draw_titles(cr, &plan);
     draw_colorbar(cr, &plan, vmax);
     cairo_status_t drawn = cairo_status(cr);
     cairo_destroy(cr);
@@ -487,4 +559,9 @@ vkg_status vkg_heatmap_write_png(const char *path, const float *weights, int n,
         st = save_png(surface, path, err);
     cairo_surface_destroy(surface);
     return st;
+}
+
+vkg_status vkg_heatmap_write_png(const char *path, const float *weights, int n,
+                                 const char *const *labels, const char *title, vkg_error *err) {
+    return vkg_heatmap_grid_write_png(path, weights, 1, n, labels, title, NULL, err);
 }

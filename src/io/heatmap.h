@@ -14,7 +14,14 @@
  *
  * Size: cells are 48 px for a few tokens, shrinking as n grows so the grid stays near 1024 px;
  * 64 tokens get 16 px cells with 11 px labels and the whole image stays under 1600 px.  When
- * cells get too small for every label, every k-th token is labelled.
+ * cells get too small for every label, every k-th token is labelled, in a font that uses the
+ * room this leaves (up to 11 px).
+ *
+ * A grid puts several patterns over the same tokens (the heads of one layer) side by side:
+ * ceil(sqrt(k)) panels a row, each titled, all on one colour scale with one colour bar, the axes
+ * shared as matplotlib's sharex/sharey (row labels left of the first column, column labels below
+ * each panel with none below it).  Panels are about 480 px (at most 2048 px for a row of them):
+ * 64 tokens get 7 px cells and every second token labelled in 11 px; 12 heads make a 4 x 3 grid.
  */
 #ifndef VKG_IO_HEATMAP_H
 #define VKG_IO_HEATMAP_H
@@ -28,6 +35,10 @@ typedef struct vkg_heatmap_layout {
     double cell;                /* side of one cell                                       */
     double colorbar_x;          /* left edge of the colour bar; it spans the grid's height */
     int label_stride;           /* every label_stride-th token is labelled                */
+    int panels, cols, rows;     /* a grid's panels (1 for one heatmap), cols x rows of them */
+    double step_x, step_y;      /* panel k's cell (0, 0) is at grid_x + (k % cols) * step_x,
+                                   grid_y + (k / cols) * step_y                           */
+    double colorbar_height;     /* from grid_y down to the last row's bottom edge          */
 } vkg_heatmap_layout;
 
 /* weights: [n][n] row-major, row = query token, column = attended token.  labels: n UTF-8 strings
@@ -41,5 +52,14 @@ vkg_status vkg_heatmap_write_png(const char *path, const float *weights, int n,
 /* The layout vkg_heatmap_write_png uses for these labels and title, without drawing. */
 vkg_status vkg_heatmap_measure(int n, const char *const *labels, const char *title,
                                vkg_heatmap_layout *layout, vkg_error *err);
+
+/* panels patterns [panels][n][n] as one image; panel_titles: panels strings, or NULL.  The
+ * scale runs from 0 to the largest weight of all panels.  Errors as vkg_heatmap_write_png, and
+ * VKG_ERR_INVALID_ARGUMENT for panels outside 1 to 256. */
+vkg_status vkg_heatmap_grid_write_png(const char *path, const float *weights, int panels, int n,
+                                      const char *const *labels, const char *title,
+                                      const char *const *panel_titles, vkg_error *err);
+vkg_status vkg_heatmap_grid_measure(int panels, int n, const char *const *labels, const char *title,
+                                    vkg_heatmap_layout *layout, vkg_error *err);
 
 #endif

@@ -142,8 +142,9 @@ vkg_status vkg_gpt2_check_ids(const vkg_gpt2 *m, const int32_t *ids, size_t n, v
 
 /* One forward pass over n ids without a cache: the last position's logits [V] (or, all_logits,
  * [n, V]) into logits, and when attention_out is non-NULL, layer attention_layer's
- * probabilities [H, n, n] into it.  logits may be NULL when attention_out is not: then only the
- * layers up to attention_layer run. */
+ * probabilities [H, n, n] into it, or with VKG_GPT2_ALL_LAYERS every layer's, [n_layer, H, n, n],
+ * from the same one pass.  logits may be NULL when attention_out is not: then only the layers up
+ * to attention_layer run. */
 vkg_status vkg_gpt2_forward(const vkg_gpt2 *m, vkg_device *dev, const int32_t *ids, int n, int all_logits,
                             float *logits, int attention_layer, float *attention_out, vkg_error *err);
 

@@ -205,3 +205,10 @@ vkg_status vkg_gpt2_write_random(const char *dir, const vkg_gpt2_random_options 
     free(path);
     return st;
 }
+
+int vkg_gpt2_dir_is_random(const char *dir) {
+    char path[4096];
+    struct stat sb;
+    if (snprintf(path, sizeof path, "%s/%s", dir, VKG_GPT2_RANDOM_MARKER) >= (int)sizeof path) return 0;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}

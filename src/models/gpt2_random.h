@@ -36,6 +36,12 @@ typedef struct vkg_gpt2_random_options {
  * null (4C), gelu_new, eps 1e-5, scaled attention, seed 1, F32, no prefix, tied head, no buffers. */
 void vkg_gpt2_random_options_default(vkg_gpt2_random_options *o);
 
+/* The file `vkgraph gpt2-random` writes beside the weights, so that every output made from them
+ * can say the weights are random. */
+#define VKG_GPT2_RANDOM_MARKER "RANDOM-WEIGHTS.txt"
+/* 1 when dir holds VKG_GPT2_RANDOM_MARKER. */
+int vkg_gpt2_dir_is_random(const char *dir);
+
 /* Creates dir (and missing parents) and writes dir/config.json and dir/model.safetensors. */
 vkg_status vkg_gpt2_write_random(const char *dir, const vkg_gpt2_random_options *o, vkg_error *err);
 

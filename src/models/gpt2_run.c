@@ -92,8 +92,12 @@ vkg_status vkg_gpt2_forward(const vkg_gpt2 *m, vkg_device *dev, const int32_t *i
     const size_t V = (size_t)m->config.vocab_size, H = (size_t)m->config.n_head;
     st = vkg_gpt2_runner_run(&r, ids, 0, err);
     if (st == VKG_OK && logits) st = vkg_gpt2_runner_logits(&r, logits, (all_logits ? (size_t)n : 1) * V, err);
-    if (st == VKG_OK && attention_out)
-        st = vkg_gpt2_runner_attention(&r, attention_layer, attention_out, H * (size_t)n * (size_t)n, err);
+    const size_t per_layer = H * (size_t)n * (size_t)n;
+    if (st == VKG_OK && attention_out && attention_layer == VKG_GPT2_ALL_LAYERS)
+        for (int l = 0; st == VKG_OK && l < m->config.n_layer; l++)
+            st = vkg_gpt2_runner_attention(&r, l, attention_out + (size_t)l * per_layer, per_layer, err);
+    else if (st == VKG_OK && attention_out)
+        st = vkg_gpt2_runner_attention(&r, attention_layer, attention_out, per_layer, err);
     vkg_gpt2_runner_free(&r);
     return st;
 }

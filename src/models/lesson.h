@@ -165,10 +165,13 @@ vkg_status vkg_lesson_step_block(vkg_device *dev, vkg_lesson_block *out, vkg_err
 void vkg_lesson_print_block(FILE *f, const vkg_lesson_block *r);
 
 /* Step 7: look inside GPT-2 (needs a GPT-2 folder).  For each sentence, per (layer, head), the
- * token in 1..it (the first token ignored, as in the lesson) that " it" attends to most. */
+ * token in 1..it (the first token ignored, as in the lesson) that " it" attends to most.  Layers are
+ * printed as "layer 5 (index 4)", heads by index as the lesson has them. */
 #define VKG_LESSON_SENTENCE_TIRED "The animal didn't cross the street because it was too tired"
 #define VKG_LESSON_SENTENCE_WIDE "The animal didn't cross the street because it was too wide"
-#define VKG_LESSON_HEATMAP_DEFAULT "lesson-gpt2-layer5-head3.png"
+#define VKG_LESSON_HEATMAP_DEFAULT "lesson-gpt2-layer4-head3.png" /* named by the index, as --layer */
+/* Step 7's first line for a model folder marked as random (vkgraph gpt2-random). */
+#define VKG_LESSON_RANDOM_NOTE "RANDOM WEIGHTS (written by vkgraph gpt2-random): what the heads attend to means nothing"
 enum { VKG_LESSON_GPT2_LAYER = 4, VKG_LESSON_GPT2_HEAD = 3 };
 typedef struct vkg_lesson_sentence {
     const char *text;
@@ -182,6 +185,7 @@ typedef struct vkg_lesson_sentence {
 typedef struct vkg_lesson_gpt2 {
     int n_layer, n_head;
     int layer, head;            /* 4 and 3 (smaller models: their last layer / head)           */
+    int random_weights;         /* the model folder says its weights are random                */
     vkg_lesson_sentence tired, wide;
 } vkg_lesson_gpt2;
 /* tokenizer_dir NULL: the tokenizer files are in model_dir. */

@@ -8,6 +8,7 @@
 #include "io/heatmap.h"
 #include "io/tokenizer.h"
 #include "models/gpt2.h"
+#include "models/gpt2_random.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,8 @@ static vkg_status look(const vkg_gpt2 *m, vkg_device *dev, const vkg_tokenizer *
         return st;
     }
     const int L = m->config.n_layer, H = m->config.n_head, T = s->n_tokens;
-    float *probs = malloc((size_t)H * (size_t)T * (size_t)T * sizeof *probs);
+    const size_t per_layer = (size_t)H * (size_t)T * (size_t)T;
+    float *probs = malloc((size_t)L * per_layer * sizeof *probs);
     s->best = malloc((size_t)L * (size_t)H * sizeof *s->best);
     s->best_weight = malloc((size_t)L * (size_t)H * sizeof *s->best_weight);
     s->heat = malloc((size_t)T * (size_t)T * sizeof *s->heat);
@@ -72,27 +74,19 @@ static vkg_status look(const vkg_gpt2 *m, vkg_device *dev, const vkg_tokenizer *
         free(probs);
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %d layers of attention", L);
     }
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, T);
-    o.attention_layer = VKG_GPT2_ALL_LAYERS;
-    vkg_gpt2_runner run;
-    st = vkg_gpt2_runner_new(m, dev, &o, &run, err);
-    if (st == VKG_OK) {
-        st = vkg_gpt2_runner_run(&run, ids, 0, err);
-        for (int l = 0; st == VKG_OK && l < L; l++) {
-            st = vkg_gpt2_runner_attention(&run, l, probs, (size_t)H * (size_t)T * (size_t)T, err);
-            for (int h = 0; st == VKG_OK && h < H; h++) {
-                const float *row = probs + ((size_t)h * (size_t)T + (size_t)s->it) * (size_t)T;
-                int best = 1;                       /* weights = layer[head, it, 1:it + 1] */
-                for (int j = 2; j <= s->it; j++)
-                    if (row[j] > row[best]) best = j;
-                s->best[l * H + h] = best;
-                s->best_weight[l * H + h] = row[best];
-            }
-            if (st == VKG_OK && l == layer)
-                memcpy(s->heat, probs + (size_t)head * (size_t)T * (size_t)T, (size_t)T * (size_t)T * sizeof *probs);
+    st = vkg_gpt2_forward(m, dev, ids, T, 0, NULL, VKG_GPT2_ALL_LAYERS, probs, err); /* one pass, no head */
+    for (int l = 0; st == VKG_OK && l < L; l++) {
+        for (int h = 0; h < H; h++) {
+            const float *row = probs + (size_t)l * per_layer + ((size_t)h * (size_t)T + (size_t)s->it) * (size_t)T;
+            int best = 1;                       /* weights = layer[head, it, 1:it + 1] */
+            for (int j = 2; j <= s->it; j++)
+                if (row[j] > row[best]) best = j;
+            s->best[l * H + h] = best;
+            s->best_weight[l * H + h] = row[best];
         }
-        vkg_gpt2_runner_free(&run);
+        if (l == layer)
+            memcpy(s->heat, probs + (size_t)l * per_layer + (size_t)head * (size_t)T * (size_t)T,
+                   (size_t)T * (size_t)T * sizeof *probs);
     }
     free(ids);
     free(probs);
@@ -115,6 +109,7 @@ vkg_status vkg_lesson_gpt2_run(vkg_device *dev, const char *model_dir, const cha
         st = vkg_error_set(err, VKG_ERR_FORMAT, "the tokenizer has %d tokens but the model in %s only %d",
                            (int)vkg_tokenizer_vocab_size(tok), model_dir, m->config.vocab_size);
     if (st == VKG_OK) {
+        out->random_weights = vkg_gpt2_dir_is_random(model_dir);
         out->n_layer = m->config.n_layer;
         out->n_head = m->config.n_head;
         /* the lesson's layer index 4, head 3; smaller models use their last layer / head */
@@ -206,8 +201,9 @@ static void print_choice(FILE *f, const vkg_lesson_sentence *s, int index, int w
 
 void vkg_lesson_print_gpt2(FILE *f, const vkg_lesson_gpt2 *r) {
     const vkg_lesson_sentence *s = &r->tired;
+    if (r->random_weights) fprintf(f, "%s\n", VKG_LESSON_RANDOM_NOTE);
     fprintf(f, "%d layers; %d heads per layer\n", r->n_layer, r->n_head);
-    fprintf(f, "\"%s\", layer index %d:\n", s->text, r->layer);
+    fprintf(f, "\"%s\", layer %d (index %d):\n", s->text, r->layer + 1, r->layer);
     for (int h = 0; h < r->n_head; h++) {        /* f"{tokens[best]!r:12} ({weights.max():.2f})" */
         fprintf(f, "head %2d: ' it' attends most to ", h);
         print_choice(f, s, s->best[r->layer * r->n_head + h], 12);
@@ -219,7 +215,8 @@ void vkg_lesson_print_gpt2(FILE *f, const vkg_lesson_gpt2 *r) {
     int n = vkg_lesson_gpt2_moves(r, layers, heads, 64);
     for (int i = 0; i < n && i < 64; i++) {
         int k = layers[i] * r->n_head + heads[i];
-        fprintf(f, "  layer %2d, head %2d: ' animal' (%.2f) -> ' street' (%.2f)\n", layers[i], heads[i],
+        fprintf(f, "  layer %2d (index %2d), head %2d: ' animal' (%.2f) -> ' street' (%.2f)\n", layers[i] + 1, layers[i],
+                heads[i],
                 (double)r->tired.best_weight[k], (double)r->wide.best_weight[k]);
     }
     if (n == 0) fprintf(f, "  none\n");
@@ -227,8 +224,9 @@ void vkg_lesson_print_gpt2(FILE *f, const vkg_lesson_gpt2 *r) {
 }
 
 vkg_status vkg_lesson_gpt2_heatmap(const vkg_lesson_gpt2 *r, const char *path, vkg_error *err) {
-    char title[64];
-    snprintf(title, sizeof title, "GPT-2 layer %d, head %d", r->layer + 1, r->head);   /* the lesson's title */
+    char title[128];
+    snprintf(title, sizeof title, "GPT-2 layer %d (index %d), head %d%s", r->layer + 1, r->layer, r->head,
+             r->random_weights ? " \xe2\x80\x94 RANDOM WEIGHTS: this pattern means nothing" : "");
     return vkg_heatmap_write_png(path, r->tired.heat, r->tired.n_tokens, (const char *const *)r->tired.tokens, title,
                                  err);
 }
@@ -241,7 +239,9 @@ vkg_status vkg_lesson_step_gpt2(vkg_device *dev, const char *model_dir, const ch
     vkg_lesson_print_gpt2(f, &r);
     if (png_path) {
         st = vkg_lesson_gpt2_heatmap(&r, png_path, err);
-        if (st == VKG_OK) fprintf(f, "heatmap of layer index %d, head %d: %s\n", r.layer, r.head, png_path);
+        if (st == VKG_OK)
+            fprintf(f, "heatmap of layer %d (index %d), head %d%s: %s\n", r.layer + 1, r.layer, r.head,
+                    r.random_weights ? " (RANDOM WEIGHTS)" : "", png_path);
     }
     vkg_lesson_gpt2_free(&r);
     return st;
