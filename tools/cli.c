@@ -84,6 +84,8 @@ int cli_take_common_options(int *argc, char **argv) {
             if (i + 1 >= *argc) return cli_fail(argv[0], "--trace needs a file name");
             profile_request.on = 1;
             profile_request.trace = argv[++i];
+            if (cli_check_extension(argv[0], "--trace", profile_request.trace, ".json", "a Chrome trace (JSON)"))
+                return 1;
         } else if (strcmp(argv[i], "--group-by") == 0) {
             if (i + 1 >= *argc) return cli_fail(argv[0], "--group-by needs layer, op, or layer,op");
             if (parse_group_by(argv[0], argv[++i])) return 1;

@@ -48,6 +48,7 @@ int cmd_logits(int argc, char **argv) {
         }
     }
     if (!out_path) return cli_fail(CMD, "say where to write the logits: -o OUT.npy");
+    if (cli_check_extension(CMD, "-o", out_path, ".npy", "a NumPy .npy file")) return 1;
     int rc = gpt2_cli_load(&c, 0);
     if (rc == 0) rc = gpt2_cli_open_device(&c);
     const int T = (int)c.n_ids;
