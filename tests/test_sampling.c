@@ -26,7 +26,7 @@ static int32_t sample_once(const vkg_sampling_options *o, const float *logits) {
     vkg_sampler s;
     vkg_error err = {0};
     assert_int_equal(vkg_sampler_init(&s, o, V, &err), VKG_OK);
-    int32_t id = vkg_sampler_next(&s, logits);
+    int32_t id = vkg_sampler_next(&s, logits, NULL, 0);
     vkg_sampler_free(&s);
     return id;
 }
@@ -67,7 +67,7 @@ static void test_argmax_ties_and_nan(void **state) {
     vkg_error err = {0};
     assert_int_equal(vkg_sampler_init(&s, &o, 5, &err), VKG_OK);
     for (int i = 0; i < 200; i++) {
-        int32_t id = vkg_sampler_next(&s, x);
+        int32_t id = vkg_sampler_next(&s, x, NULL, 0);
         assert_true(id == 0 || id == 1 || id == 3);               /* never NaN or -inf */
     }
     vkg_sampler_free(&s);
@@ -88,11 +88,11 @@ static void test_same_seed_same_sequence(void **state) {
     vkg_error err = {0};
     assert_int_equal(vkg_sampler_init(&a, &o, V, &err), VKG_OK);
     assert_int_equal(vkg_sampler_init(&b, &o, V, &err), VKG_OK);
-    int differs_from_first = 0, first = vkg_sampler_next(&a, x);
-    assert_int_equal(vkg_sampler_next(&b, x), first);
+    int differs_from_first = 0, first = vkg_sampler_next(&a, x, NULL, 0);
+    assert_int_equal(vkg_sampler_next(&b, x, NULL, 0), first);
     for (int i = 0; i < 200; i++) {
-        int32_t ia = vkg_sampler_next(&a, x);
-        assert_int_equal(vkg_sampler_next(&b, x), ia);
+        int32_t ia = vkg_sampler_next(&a, x, NULL, 0);
+        assert_int_equal(vkg_sampler_next(&b, x, NULL, 0), ia);
         differs_from_first |= ia != first;
     }
     assert_true(differs_from_first); /* it does sample */
@@ -116,7 +116,7 @@ static void test_frequencies(void **state) {
     assert_int_equal(vkg_sampler_init(&s, &o, 4, &err), VKG_OK);
     const int N = 40000;
     int count[4] = {0};
-    for (int i = 0; i < N; i++) count[vkg_sampler_next(&s, logits)]++;
+    for (int i = 0; i < N; i++) count[vkg_sampler_next(&s, logits, NULL, 0)]++;
     for (int i = 0; i < 4; i++) {
         double q = p[i] / z, se = sqrt(q * (1 - q) / N);
         double f = (double)count[i] / N;
@@ -128,7 +128,7 @@ static void test_frequencies(void **state) {
     o.top_k = 2;
     assert_int_equal(vkg_sampler_init(&s, &o, 4, &err), VKG_OK);
     memset(count, 0, sizeof count);
-    for (int i = 0; i < N; i++) count[vkg_sampler_next(&s, logits)]++;
+    for (int i = 0; i < N; i++) count[vkg_sampler_next(&s, logits, NULL, 0)]++;
     assert_int_equal(count[0] + count[3], 0);
     double q2 = p[2] / (p[1] + p[2]);
     assert_true(fabs((double)count[2] / N - q2) < 5 * sqrt(q2 * (1 - q2) / N));
@@ -139,7 +139,7 @@ static void test_frequencies(void **state) {
     o.top_p = (float)(p[2] / z) + 0.01f;
     assert_int_equal(vkg_sampler_init(&s, &o, 4, &err), VKG_OK);
     memset(count, 0, sizeof count);
-    for (int i = 0; i < N; i++) count[vkg_sampler_next(&s, logits)]++;
+    for (int i = 0; i < N; i++) count[vkg_sampler_next(&s, logits, NULL, 0)]++;
     assert_int_equal(count[0] + count[3], 0);
     assert_true(count[1] > 0 && count[2] > count[1]);
     vkg_sampler_free(&s);
