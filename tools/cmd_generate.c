@@ -325,9 +325,11 @@ static int run(gpt2_cli *c, gen_options *g) {
         fprintf(stderr, "vkgraph %s: sampling with temperature %g, top-k %d, top-p %g, min-p %g, seed %llu\n", CMD,
                 (double)so->temperature, so->top_k, (double)so->top_p, (double)so->min_p,
                 (unsigned long long)so->seed);
-    if (so->repeat_penalty != 1.0f)
-        fprintf(stderr, "vkgraph %s: repetition penalty %g over the last %d tokens\n", CMD, (double)so->repeat_penalty,
-                so->repeat_last_n);
+    if (so->repeat_penalty != 1.0f) {
+        char window[48] = "the whole context";
+        if (so->repeat_last_n >= 0) snprintf(window, sizeof window, "the last %d tokens", so->repeat_last_n);
+        fprintf(stderr, "vkgraph %s: repetition penalty %g over %s\n", CMD, (double)so->repeat_penalty, window);
+    }
 
     /* The cache holds the prompt and what follows, up to the model's context; a conversation may
      * use all of it. */
