@@ -75,9 +75,9 @@ static void test_generate(void **state) {
     for (int i = 0; i < 11; i++) used += (size_t)snprintf(want + used, sizeof want - used, "%d ", (int)seq[i]);
     snprintf(want + used, sizeof want - used, "\n");
     assert_string_equal(r.out, want);
-    assert_non_null(strstr(r.err, "prompt: 3 tokens in"));
-    assert_non_null(strstr(r.err, "generated: 8 tokens in"));
-    assert_non_null(strstr(r.err, "tokens/s"));
+    assert_non_null(strstr(r.err, " 3 tokens in 1 prefill pass "));
+    assert_non_null(strstr(r.err, " 7 tokens decoded, 1 per step ")); /* test_cli_generate parses these */
+    assert_non_null(strstr(r.err, " 8 tokens generated: 1 from a prefill pass's logits, 7 from decode steps"));
     result_free(&r);
 
     /* Sampling: the same seed, the same text; another seed, other text. */
@@ -191,7 +191,7 @@ static void test_config_keys_and_foreign_tokens(void **state) {
     assert_non_null(strstr(r.err, "vkgraph generate: note: bos_token_id 50256 lies outside the vocabulary [0, 53); an "
                                   "empty prompt has no start token; eos_token_id 50256 lies outside the vocabulary "
                                   "[0, 53); generation will not stop at it\n"));
-    assert_non_null(strstr(r.err, "generated: 15 tokens")); /* 16 positions: 2 + 14 fed, and one more */
+    assert_non_null(strstr(r.err, " 15 tokens generated")); /* 16 positions: 2 + 14 fed, and one more */
     assert_non_null(strstr(r.err, "stopped at the end of the model's context"));
     result_free(&r);
     expect_fail(VKG("generate", "-m", dir, "--ids", "", "--device", "cpu"), "generate", "no start token");

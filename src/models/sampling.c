@@ -1,4 +1,5 @@
-/* Next-token choice: greedy, temperature, top-k, top-p (see sampling.h for the exact order). */
+/* Next-token choice: repetition penalty, greedy, temperature, top-k, top-p, min-p (see sampling.h
+ * for the exact order). */
 #include "models/sampling.h"
 
 #include "core/error.h"
@@ -14,6 +15,8 @@ void vkg_sampling_options_default(vkg_sampling_options *o) {
     memset(o, 0, sizeof *o);
     o->temperature = 1.0f;
     o->top_p = 1.0f;
+    o->repeat_penalty = 1.0f;
+    o->repeat_last_n = 64;
 }
 
 vkg_status vkg_sampler_init(vkg_sampler *s, const vkg_sampling_options *o, int vocab, vkg_error *err) {
@@ -25,16 +28,31 @@ vkg_status vkg_sampler_init(vkg_sampler *s, const vkg_sampling_options *o, int v
                                            o->top_k);
     if (!isfinite(o->top_p))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "sampling: top-p must be a number in (0, 1] (1 = no limit)");
+    if (!(o->min_p >= 0.0f && o->min_p <= 1.0f))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "sampling: min-p must be a number in [0, 1] (0 = no limit)");
+    if (!(isfinite(o->repeat_penalty) && o->repeat_penalty > 0.0f))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "sampling: the repetition penalty must be a positive "
+                             "number (1 = none)");
+    if (o->repeat_last_n < -1)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "sampling: repeat-last-n %d; use -1 (the whole context), "
+                             "0 (none) or more", o->repeat_last_n);
     s->opts = *o;
     s->vocab = vocab;
     vkg_rng_seed(&s->rng, o->seed);
     s->cand = malloc((size_t)vocab * sizeof *s->cand);
-    if (!s->cand) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for sampling");
+    s->work = malloc((size_t)vocab * sizeof *s->work);
+    s->seen = calloc((size_t)vocab, sizeof *s->seen);
+    if (!s->cand || !s->work || !s->seen) {
+        vkg_sampler_free(s);
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for sampling");
+    }
     return VKG_OK;
 }
 
 void vkg_sampler_free(vkg_sampler *s) {
     free(s->cand);
+    free(s->work);
+    free(s->seen);
     memset(s, 0, sizeof *s);
 }
 
@@ -61,9 +79,37 @@ static int by_value_desc(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
-int32_t vkg_sampler_next(vkg_sampler *s, const float *logits) {
+/* Step 1: the penalised logits in s->work, or the logits themselves when nothing is penalised. */
+static const float *penalise(vkg_sampler *s, const float *logits, const int32_t *context, int n_context) {
+    const float penalty = s->opts.repeat_penalty;
+    int window = s->opts.repeat_last_n < 0 ? n_context : s->opts.repeat_last_n;
+    if (window > n_context) window = n_context;
+    if (penalty == 1.0f || window == 0) return logits;
+    memcpy(s->work, logits, (size_t)s->vocab * sizeof *s->work);
+    if (++s->stamp == 0) { /* wrapped: forget every old stamp */
+        memset(s->seen, 0, (size_t)s->vocab * sizeof *s->seen);
+        s->stamp = 1;
+    }
+    for (int i = n_context - window; i < n_context; i++) {
+        int32_t id = context[i];
+        if (id < 0 || id >= s->vocab || s->seen[id] == s->stamp) continue;
+        s->seen[id] = s->stamp;
+        float *x = &s->work[id];
+        *x = *x > 0.0f ? *x / penalty : *x * penalty;
+    }
+    return s->work;
+}
+
+/* Steps 1-6: the kept candidates, most likely first, with their probabilities summing to 1.
+ * *draw: whether a random draw chooses among them (not for greedy, nor when no logit is finite). */
+static int candidates(vkg_sampler *s, const float *logits_in, const int32_t *context, int n_context, int *draw) {
+    const float *logits = penalise(s, logits_in, context, n_context);
     int32_t best = vkg_argmax(logits, s->vocab);
-    if (vkg_sampler_is_greedy(s) || !isfinite(logits[best])) return best;
+    *draw = !vkg_sampler_is_greedy(s) && isfinite(logits[best]);
+    if (!*draw) {
+        s->cand[0] = (vkg_sampling_candidate){1.0f, best};
+        return 1;
+    }
     const float t = s->opts.temperature, top = logits[best];
 
     int n = 0;
@@ -73,6 +119,7 @@ int32_t vkg_sampler_next(vkg_sampler *s, const float *logits) {
     qsort(s->cand, (size_t)n, sizeof *s->cand, by_value_desc);
     if (s->opts.top_k > 0 && n > s->opts.top_k) n = s->opts.top_k;
 
+    /* Probabilities relative to the best token's (cand[0] gets exp(0) = 1 = p_max). */
     double total = 0.0;
     for (int i = 0; i < n; i++) {
         float p = expf((s->cand[i].value - top) / t);
@@ -86,11 +133,30 @@ int32_t vkg_sampler_next(vkg_sampler *s, const float *logits) {
         n = keep;
         total = kept;
     }
+    if (s->opts.min_p > 0.0f) {
+        int keep = 1;
+        double kept = s->cand[0].value;
+        while (keep < n && s->cand[keep].value >= s->opts.min_p) kept += s->cand[keep++].value;
+        n = keep;
+        total = kept;
+    }
+    for (int i = 0; i < n; i++) s->cand[i].value = (float)(s->cand[i].value / total);
+    return n;
+}
 
-    double u = (double)vkg_rng_uniform(&s->rng) * total, acc = 0.0;
+int vkg_sampler_candidates(vkg_sampler *s, const float *logits, const int32_t *context, int n_context) {
+    int draw;
+    return candidates(s, logits, context, n_context, &draw);
+}
+
+int32_t vkg_sampler_next(vkg_sampler *s, const float *logits, const int32_t *context, int n_context) {
+    int draw;
+    int n = candidates(s, logits, context, n_context, &draw);
+    if (!draw) return s->cand[0].id;
+    double u = (double)vkg_rng_uniform(&s->rng), acc = 0.0;
     for (int i = 0; i < n; i++) {
         acc += s->cand[i].value;
         if (u < acc) return s->cand[i].id;
     }
-    return s->cand[n - 1].id; /* u within rounding of the total */
+    return s->cand[n - 1].id; /* u within rounding of 1 */
 }
