@@ -86,7 +86,15 @@ const char *vkg_graph_error(const vkg_graph *g); /* "" when there is no error   
 /* Shape and facts of a tensor.  ndim is returned; shape[] gets ndim entries. */
 int vkg_tensor_shape(const vkg_graph *g, vkg_tensor t, int64_t shape[VKG_MAX_DIMS]);
 int64_t vkg_tensor_numel(const vkg_graph *g, vkg_tensor t);
+/* The name given with vkg_name; else the output's name, the leaf's name, or the op ("matmul"). */
 const char *vkg_tensor_name(const vkg_graph *g, vkg_tensor t);
+/* Gives t a name for people: dumps, profiles, traces and compare reports show it, and vkg_find
+ * finds it after the leaves and outputs.  The name is copied; it need not be unique, and it does
+ * not change what the tensor is bound to as an input, constant, state or output.  A tensor not of
+ * this graph, or a NULL or empty name, puts the graph into its error state; on a graph already in
+ * error nothing happens.  Returns the graph's status.  Models name nodes by module path, as
+ * Hugging Face does: "h.3.attn.softmax", "h.3.mlp.c_fc", "ln_f", "logits". */
+vkg_status vkg_name(vkg_graph *g, vkg_tensor t, const char *name);
 /* Sum of the element counts of every constant: a model's parameter count. */
 int64_t vkg_graph_constant_numel(const vkg_graph *g);
 
@@ -103,7 +111,8 @@ vkg_tensor vkg_index(vkg_graph *g, const char *name);
 
 /* Marks t as an output called name (the same tensor may be an output once). */
 vkg_status vkg_output(vkg_graph *g, const char *name, vkg_tensor t);
-vkg_tensor vkg_find(const vkg_graph *g, const char *name);   /* input, constant, state, output */
+/* The input, constant, state or output called name; else the first node given that name by vkg_name. */
+vkg_tensor vkg_find(const vkg_graph *g, const char *name);
 
 /* Ops.  Shapes in the comments: [..] means any leading dimensions. */
 #define VKG_TRANSPOSE_A 1u

@@ -412,7 +412,55 @@ static void test_dump_model(void **state) {
     expect_ok(&r, "dump --format json");
     assert_true(r.out[0] == '{');
     assert_non_null(strstr(r.out, "\"op\": \"embedding\""));
+    assert_non_null(strstr(r.out, "\"name\": \"h.1.attn.softmax\", \"layer\": 1"));
     result_free(&r);
+}
+
+/* Steps named by the node they compute, --layers, and the plan DOT with a cluster per layer. */
+static void test_dump_names_and_layers(void **state) {
+    (void)state;
+    need_binary();
+    result r = VKG("dump", "-m", tiny, "--plan");
+    expect_ok(&r, "dump --plan");
+    const char *line = strstr(r.out, "  softmax+scale+causal  h.1.attn.softmax  [4, 10, 10]");
+    assert_non_null(line);
+    assert_non_null(strstr(r.out, "  matmul+bias+gelu      h.0.mlp.act "));
+    result_free(&r);
+
+    r = VKG("dump", "-m", tiny, "--plan", "--decode", "--layers", "1:2");
+    expect_ok(&r, "dump --plan --decode --layers 1:2");
+    assert_non_null(strstr(r.out, "steps (| = barrier before the step, * = in place): 13 of 27, layer 2 (index 1) of 2 "
+                                  "with the head:"));
+    assert_non_null(strstr(r.out, "  h.1.attn.k_cache.write  "));
+    assert_null(strstr(r.out, "h.0."));
+    result_free(&r);
+
+    r = VKG("dump", "-m", tiny, "--layers", "0");
+    expect_ok(&r, "dump --layers 0");
+    assert_non_null(strstr(r.out, " embed.sum "));
+    assert_non_null(strstr(r.out, " h.0.residual_2 "));
+    assert_null(strstr(r.out, "h.1."));
+    result_free(&r);
+
+    r = VKG("dump", "-m", tiny, "--plan", "--format", "dot");
+    expect_ok(&r, "dump --plan --format dot");
+    assert_non_null(strstr(r.out, "subgraph cluster_layer0 {"));
+    assert_non_null(strstr(r.out, "subgraph cluster_layer1 {"));
+    assert_non_null(strstr(r.out, "\\nh.1.attn.softmax\\n"));
+    result_free(&r);
+
+    expect_fail(VKG("dump", "-m", tiny, "--layers", "1:3"), "dump",
+                "--layers 1:3: the model has 2 layers, indices 0 to 1; A:B takes layers A to B-1, so 0 <= A < B <= 2");
+    expect_fail(VKG("dump", "-m", tiny, "--layers", "1:1"), "dump", "so 0 <= A < B <= 2");
+    expect_fail(VKG("dump", "-m", tiny, "--layers", "2"), "dump", "indices 0 to 1");
+    expect_fail(VKG("dump", "-m", tiny, "--layers", "one"), "dump", "expected A:B (layers A to B-1), A:, :B or A");
+    expect_fail(VKG("dump", "-m", tiny, "--layers", ""), "dump", "expected A:B");
+    expect_fail(VKG("dump", "--example", "block", "--decode"), "dump", "--decode needs -m DIR");
+    expect_fail(VKG("dump", "--example", "block", "--layers", "0:1"), "dump", "--layers needs -m DIR");
+    expect_fail(VKG("dump", "-m", tiny, "--batch", "2"), "dump", "--batch is for --example block");
+    expect_fail(VKG("dump", "-m", tiny, "--causal"), "dump", "--causal is for --example block");
+    expect_fail(VKG("dump", "-m", tiny, "--decode", "--seq", "3"), "dump", "the decode step takes one token");
+    expect_fail(VKG("dump", "-m", tiny, "--seq", "33"), "dump", "1 to 32");
 }
 
 /* ---- compare ------------------------------------------------------------------------------------- */
@@ -453,6 +501,7 @@ int main(void) {
         cmocka_unit_test(test_config_keys_and_foreign_tokens),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_dump_model),
+        cmocka_unit_test(test_dump_names_and_layers),
         cmocka_unit_test(test_compare),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

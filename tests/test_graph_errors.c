@@ -439,6 +439,63 @@ static void test_leaf_errors(void **state) {
     vkg_graph_free(g);
 }
 
+/* vkg_name: the name shows in vkg_tensor_name and vkg_find, the leaf and output names keep their
+ * bindings and their uniqueness, and mistakes put the graph into its error state. */
+static void test_name(void **state) {
+    (void)state;
+    vkg_graph *g = vkg_graph_new();
+    vkg_tensor x = in2(g, "x", 2, 3), r = vkg_relu(g, x), s = vkg_softmax(g, r);
+    assert_string_equal(vkg_tensor_name(g, r), "relu"); /* unnamed: the op */
+    assert_int_equal(vkg_name(g, r, "h.0.mlp.act"), VKG_OK);
+    assert_string_equal(vkg_tensor_name(g, r), "h.0.mlp.act");
+    assert_int_equal(vkg_find(g, "h.0.mlp.act"), r);
+    char name[8] = "first";
+    assert_int_equal(vkg_name(g, s, name), VKG_OK);
+    strcpy(name, "gone");                                 /* the graph keeps its own copy */
+    assert_string_equal(vkg_tensor_name(g, s), "first");
+    assert_int_equal(vkg_name(g, s, "h.0.attn.softmax"), VKG_OK); /* renaming replaces */
+    assert_string_equal(vkg_tensor_name(g, s), "h.0.attn.softmax");
+    assert_int_equal(vkg_find(g, "first"), VKG_NONE);
+    /* Names need not be unique, and they do not take a leaf's or an output's name away. */
+    assert_int_equal(vkg_name(g, s, "x"), VKG_OK);
+    assert_int_equal(vkg_find(g, "x"), x);
+    assert_int_equal(vkg_output(g, "y", s), VKG_OK);
+    assert_int_equal(vkg_find(g, "y"), s);
+    assert_string_equal(vkg_tensor_name(g, s), "x");
+    assert_int_equal(vkg_name(g, x, "input of layer 0"), VKG_OK);
+    assert_int_equal(vkg_find(g, "x"), x);
+    assert_int_equal(vkg_graph_status(g), VKG_OK);
+    vkg_graph_free(g);
+
+    g = vkg_graph_new();
+    x = in2(g, "x", 2, 3);
+    assert_int_equal(vkg_name(g, 7, "h.0.ln_1"), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(vkg_graph_error(g), "name: operand t is not a tensor of this graph (7)"));
+    vkg_graph_free(g);
+    g = vkg_graph_new();
+    x = in2(g, "x", 2, 3);
+    assert_int_equal(vkg_name(g, VKG_NONE, "h.0.ln_1"), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(vkg_graph_error(g), "(-1)"));
+    vkg_graph_free(g);
+    for (int empty = 0; empty < 2; empty++) {
+        g = vkg_graph_new();
+        x = in2(g, "x", 2, 3);
+        assert_int_equal(vkg_name(g, x, empty ? "" : NULL), VKG_ERR_INVALID_ARGUMENT);
+        assert_string_equal(vkg_graph_error(g), "name: tensor 0 ('x') needs a non-empty name");
+        assert_string_equal(vkg_tensor_name(g, x), "x");
+        vkg_graph_free(g);
+    }
+    /* On a graph in error nothing is named and the first message stays. */
+    g = vkg_graph_new();
+    x = in2(g, "x", 2, 3);
+    r = vkg_relu(g, x);
+    expect_error(g, vkg_add(g, x, 99), VKG_ERR_INVALID_ARGUMENT, "add", NULL);
+    assert_int_equal(vkg_name(g, r, "h.0.mlp.act"), VKG_ERR_INVALID_ARGUMENT);
+    assert_string_equal(vkg_tensor_name(g, r), "relu");
+    assert_non_null(strstr(vkg_graph_error(g), "add"));
+    vkg_graph_free(g);
+}
+
 /* The first error stays; later calls return VKG_NONE and do not overwrite it. */
 static void test_first_error_kept(void **state) {
     (void)state;
@@ -550,6 +607,7 @@ int main(void) {
         cmocka_unit_test(test_duplicate_names),
         cmocka_unit_test(test_bad_handles),
         cmocka_unit_test(test_leaf_errors),
+        cmocka_unit_test(test_name),
         cmocka_unit_test(test_first_error_kept),
         cmocka_unit_test(test_compile_errors),
         cmocka_unit_test(test_stale_state_read),

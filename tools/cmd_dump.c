@@ -1,6 +1,7 @@
 /* vkgraph dump: print a model's graph or its compiled plan as text, DOT or JSON. */
 #include "cli.h"
 #include "commands.h"
+#include "graph/dump.h"
 #include "models/block.h"
 #include "models/gpt2.h"
 
@@ -8,18 +9,49 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: vkgraph dump (--example block | -m DIR) [--plan] [--format text|dot|json] [--batch B]\n"
-               "                    [--seq T] [--causal] [--decode] [--no-fuse] [--no-inplace] [--device D]\n"
-               "  --example block  the lesson's transformer block (d_model 64, 4 heads, d_ff 256)\n"
+    fprintf(f, "usage: vkgraph dump (--example block [--batch B] [--seq T] [--causal]\n"
+               "                    | -m DIR [--seq T | --decode] [--layers A:B])\n"
+               "                    [--plan] [--format text|dot|json] [--no-fuse] [--no-inplace] [--device D]\n"
+               "  --example block  the lesson's transformer block (d_model 64, 4 heads, d_ff 256) over an\n"
+               "                   input [B, T, 64] (default [2, 10, 64])\n"
                "  -m DIR           a GPT-2 folder: its forward pass over --seq tokens (default 10); with\n"
                "                   --decode, the one-token decode step over a KV cache of the context\n"
+               "  --layers A:B     only layers A to B-1 (indices from 0, as --layer takes them; A:, :B and\n"
+               "                   A alone work too), with the embedding when A is 0 and the head when B\n"
+               "                   is the layer count\n"
                "  --plan           the compiled plan (steps, buffers, arena) instead of the graph\n"
                "  --device D       compile for that device's limits (default: portable limits)\n");
 }
 
+/* A whole number in text[0, len), or -1. */
+static long layer_number(const char *text, size_t len) {
+    long v = 0;
+    if (!len || len > 9) return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] < '0' || text[i] > '9') return -1;
+        v = v * 10 + (text[i] - '0');
+    }
+    return v;
+}
+
+/* --layers "A:B" (layers A to B-1), "A:", ":B" or "A" into *out, for a model of n layers; 1
+ * after a message when it is malformed or names layers the model does not have. */
+static int parse_layers(const char *text, int n, vkg_dump_layers *out) {
+    const char *colon = strchr(text, ':');
+    size_t la = colon ? (size_t)(colon - text) : strlen(text);
+    long a = la ? layer_number(text, la) : 0, b = !colon ? a + 1 : colon[1] ? layer_number(colon + 1, strlen(colon + 1)) : n;
+    if (a < 0 || b < 0 || (!la && !colon))
+        return cli_fail("dump", "--layers '%s': expected A:B (layers A to B-1), A:, :B or A, with whole numbers", text);
+    if (a >= n || b > n || a >= b)
+        return cli_fail("dump", "--layers %s: the model has %d layers, indices 0 to %d; A:B takes layers A to B-1, "
+                        "so 0 <= A < B <= %d", text, n, n - 1, n);
+    *out = (vkg_dump_layers){(int)a, (int)b};
+    return 0;
+}
+
 int cmd_dump(int argc, char **argv) {
-    const char *example = NULL, *format = "text", *device = NULL, *model_dir = NULL;
-    int plan = 0, causal = 0, decode = 0;
+    const char *example = NULL, *format = "text", *device = NULL, *model_dir = NULL, *layers = NULL;
+    int plan = 0, causal = 0, decode = 0, seq_given = 0, batch_given = 0;
     long batch = 2, seq = 10;
     vkg_compile_options opts;
     vkg_compile_options_default(&opts);
@@ -30,6 +62,7 @@ int cmd_dump(int argc, char **argv) {
         else if (!strcmp(a, "--format")) { if (!(format = cli_value("dump", argc, argv, &i))) return 1; }
         else if (!strcmp(a, "--device")) { if (!(device = cli_value("dump", argc, argv, &i))) return 1; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { if (!(model_dir = cli_value("dump", argc, argv, &i))) return 1; }
+        else if (!strcmp(a, "--layers")) { if (!(layers = cli_value("dump", argc, argv, &i))) return 1; }
         else if (!strcmp(a, "--plan")) plan = 1;
         else if (!strcmp(a, "--decode")) decode = 1;
         else if (!strcmp(a, "--causal")) causal = 1;
@@ -38,6 +71,7 @@ int cmd_dump(int argc, char **argv) {
         else if (!strcmp(a, "--batch") || !strcmp(a, "--seq")) {
             const char *v = cli_value("dump", argc, argv, &i);
             if (!v || cli_int("dump", a, v, 1, 1 << 16, !strcmp(a, "--batch") ? &batch : &seq)) return 1;
+            *(!strcmp(a, "--batch") ? &batch_given : &seq_given) = 1;
         } else {
             return cli_unknown_option("dump", a, usage);
         }
@@ -50,6 +84,14 @@ int cmd_dump(int argc, char **argv) {
         return cli_fail("dump", "say what to dump: --example block or -m DIR");
     }
     if (example && strcmp(example, "block") != 0) return cli_fail("dump", "unknown example '%s' (known: block)", example);
+    /* Options that would change nothing are refused, so that no dump is mistaken for another. */
+    if (example && decode)
+        return cli_fail("dump", "--decode needs -m DIR: the lesson block has no KV cache (--seq T sets its input length)");
+    if (example && layers) return cli_fail("dump", "--layers needs -m DIR: the lesson block is one block");
+    if (model_dir && (batch_given || causal))
+        return cli_fail("dump", "%s is for --example block: GPT-2 runs one sequence, always causal",
+                        batch_given ? "--batch" : "--causal");
+    if (decode && seq_given) return cli_fail("dump", "--seq and --decode together: the decode step takes one token");
 
     int rc = 1;
     vkg_error err = {0};
@@ -60,6 +102,7 @@ int cmd_dump(int argc, char **argv) {
     vkg_graph *g = NULL;
     vkg_plan *p = NULL;
     vkg_device *dev = NULL;
+    vkg_dump_layers range = VKG_DUMP_ALL_LAYERS;
     if (model_dir) {
         vkg_gpt2_build_options o;
         vkg_gpt2_build_options_default(&o, decode ? 1 : (int)seq);
@@ -70,6 +113,11 @@ int cmd_dump(int argc, char **argv) {
             return cli_fail("dump", "%s", err.message);
         }
         g = gg.graph;
+        if (layers && parse_layers(layers, gg.n_layer, &range)) {
+            vkg_gpt2_graph_free(&gg);
+            vkg_gpt2_free(model);
+            return 1;
+        }
     } else {
         if (vkg_block_weights_init(&w, &cfg, 0, &err) != VKG_OK) return cli_fail("dump", "%s", err.message);
         if (!(g = vkg_graph_new())) {
@@ -82,13 +130,13 @@ int cmd_dump(int argc, char **argv) {
     if (vkg_graph_status(g) != VKG_OK) {
         cli_fail("dump", "%s", vkg_graph_error(g));
     } else if (!plan) {
-        rc = vkg_graph_dump(g, stdout, fmt) != VKG_OK;
+        rc = vkg_graph_dump_layers(g, stdout, fmt, range) != VKG_OK;
     } else if (device && cli_open_device("dump", device, 0, &dev)) {
         rc = 1;
     } else {
         if (dev) vkg_device_compile_options(dev, &opts);
         if (vkg_plan_compile(g, &opts, &p, &err) != VKG_OK) cli_fail("dump", "%s", err.message);
-        else rc = vkg_plan_dump(p, stdout, fmt) != VKG_OK;
+        else rc = vkg_plan_dump_layers(p, stdout, fmt, range) != VKG_OK;
     }
     vkg_plan_free(p);
     cli_close_device("dump", dev);

@@ -1,12 +1,14 @@
-/* Dumps of graphs and plans: text (one line per node or step), Graphviz DOT, and JSON. */
-#include "graph/plan.h"
+/* Dumps of graphs and plans as text (one line per node or step) and JSON, whole or a range of
+ * layers; the DOT writers are in dump_dot.c. */
+#include "graph/dump.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *dtype_name(vkg_dtype d) { return d == VKG_I32 ? "i32" : "f32"; }
 
-static const char *region_kind_name(vkg_region_kind k) {
+const char *vkg_dump_region_kind(vkg_region_kind k) {
     switch (k) {
     case VKG_REGION_ARENA: return "arena";
     case VKG_REGION_INPUT: return "input";
@@ -18,8 +20,7 @@ static const char *region_kind_name(vkg_region_kind k) {
     return "?";
 }
 
-/* Writes s as a JSON string body (quotes and control characters escaped). */
-static void json_str(FILE *f, const char *s) {
+void vkg_dump_quoted(FILE *f, const char *s) {
     fputc('"', f);
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
@@ -58,7 +59,91 @@ static void node_attrs(const vkg_node *n, char *buf, size_t size) {
     }
 }
 
-static void node_text(const vkg_graph *g, int i, FILE *f) {
+/* --- which nodes and steps a range of layers shows ----------------------------------------- */
+
+int vkg_graph_layer_count(const vkg_graph *g) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int l = vkg_tensor_layer(g, i);
+        if (l >= n) n = l + 1;
+    }
+    return n;
+}
+
+static int full_range(vkg_dump_layers r) { return r.begin <= 0 && r.end == INT_MAX; }
+
+/* shown[i] for n items in order, item i of the given layer (-1: none; skip[i]: not placed at all),
+ * by the rule in dump.h. */
+static void select_items(int n, const int *layer, const unsigned char *skip, int n_layers, vkg_dump_layers r,
+                         unsigned char *shown) {
+    int first = -1, last = -1;
+    for (int i = 0; i < n; i++)
+        if (!(skip && skip[i]) && layer[i] >= 0) {
+            if (first < 0) first = i;
+            last = i;
+        }
+    int prev = -1;
+    for (int i = 0; i < n; i++) {
+        if (skip && skip[i]) { shown[i] = 0; continue; }
+        int eff = layer[i] >= 0 ? (prev = layer[i]) : (first < 0 || i < first) ? -1 : i > last ? n_layers : prev;
+        shown[i] = eff == -1 ? r.begin <= 0 : eff >= n_layers ? r.end >= n_layers : eff >= r.begin && eff < r.end;
+    }
+}
+
+/* The nodes a graph dump of range r shows: the ops of those layers, and the leaves they read. */
+static unsigned char *select_nodes(const vkg_graph *g, vkg_dump_layers r) {
+    int n = g->n_nodes ? g->n_nodes : 1;
+    unsigned char *shown = calloc((size_t)n, 1), *leaf = calloc((size_t)n, 1);
+    int *layer = malloc((size_t)n * sizeof *layer);
+    if (shown && leaf && layer) {
+        for (int i = 0; i < g->n_nodes; i++) {
+            leaf[i] = (unsigned char)vkg_node_is_leaf(&g->nodes[i]);
+            layer[i] = vkg_tensor_layer(g, i);
+        }
+        select_items(g->n_nodes, layer, leaf, vkg_graph_layer_count(g), r, shown);
+        for (int i = 0; i < g->n_nodes; i++)
+            for (int s = 0; shown[i] && s < VKG_MAX_SRC; s++)
+                if (g->nodes[i].src[s] != VKG_NONE && leaf[g->nodes[i].src[s]]) shown[g->nodes[i].src[s]] = 1;
+        if (full_range(r)) memset(shown, 1, (size_t)n);
+    } else {
+        free(shown);
+        shown = NULL;
+    }
+    free(leaf);
+    free(layer);
+    return shown;
+}
+
+static unsigned char *select_steps(const vkg_plan *p, vkg_dump_layers r) {
+    int n = p->n_steps ? p->n_steps : 1;
+    unsigned char *shown = calloc((size_t)n, 1);
+    int *layer = malloc((size_t)n * sizeof *layer);
+    if (shown && layer) {
+        for (int s = 0; s < p->n_steps; s++) layer[s] = vkg_tensor_layer(p->graph, p->steps[s].node);
+        select_items(p->n_steps, layer, NULL, vkg_graph_layer_count(p->graph), r, shown);
+    } else {
+        free(shown);
+        shown = NULL;
+    }
+    free(layer);
+    return shown;
+}
+
+/* ", layers 3 to 5 (index 2 to 4) of 12", ", layer 1 (index 0) of 12 with the embedding" */
+static void range_text(vkg_dump_layers r, int n_layers, FILE *f) {
+    if (full_range(r)) return;
+    int end = r.end < n_layers ? r.end : n_layers;
+    if (end - r.begin == 1) fprintf(f, ", layer %d (index %d) of %d", r.begin + 1, r.begin, n_layers);
+    else fprintf(f, ", layers %d to %d (index %d to %d) of %d", r.begin + 1, end, r.begin, end - 1, n_layers);
+    if (r.begin <= 0) fprintf(f, " with the embedding%s", end >= n_layers ? " and the head" : "");
+    else if (end >= n_layers) fprintf(f, " with the head");
+}
+
+/* --- graph --------------------------------------------------------------------------------- */
+
+typedef struct node_widths { int op, name, shape; } node_widths;
+
+static void node_text(const vkg_graph *g, int i, const node_widths *w, FILE *f) {
     const vkg_node *n = &g->nodes[i];
     char shape[96], attrs[96], srcs[64] = "";
     shape_text(n, shape, sizeof shape);
@@ -66,41 +151,57 @@ static void node_text(const vkg_graph *g, int i, FILE *f) {
     size_t used = 0;
     for (int s = 0; s < VKG_MAX_SRC; s++)
         if (n->src[s] != VKG_NONE) used += (size_t)snprintf(srcs + used, sizeof srcs - used, "%s%%%d", used ? "," : "", (int)n->src[s]);
-    fprintf(f, "%%%-4d %-12s %-22s %-16s %s  (%s)%s%s\n", i, vkg_op_name(n->op), vkg_tensor_name(g, i), shape,
-            dtype_name(n->dtype), srcs, attrs, n->output_name ? "  -> output" : "");
+    fprintf(f, "%%%-4d %-*s %-*s %-*s %s  (%s)%s", i, w->op, vkg_op_name(n->op), w->name, vkg_tensor_name(g, i),
+            w->shape, shape, dtype_name(n->dtype), srcs, attrs);
+    if (n->output_name) fprintf(f, "  -> output '%s'", n->output_name);
+    fputc('\n', f);
 }
 
-vkg_status vkg_graph_dump(const vkg_graph *g, FILE *f, vkg_dump_format fmt) {
-    if (fmt == VKG_DUMP_TEXT) {
-        fprintf(f, "graph: %d nodes, %" PRId64 " parameters%s%s\n", g->n_nodes, vkg_graph_constant_numel(g),
-                g->status ? ", error: " : "", g->error);
-        for (int i = 0; i < g->n_nodes; i++) node_text(g, i, f);
-        return VKG_OK;
-    }
-    if (fmt == VKG_DUMP_DOT) {
-        fprintf(f, "digraph vkgraph {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n");
-        for (int i = 0; i < g->n_nodes; i++) {
-            const vkg_node *n = &g->nodes[i];
-            char shape[96];
-            shape_text(n, shape, sizeof shape);
-            const char *style = n->op == VKG_OP_INPUT ? ", style=filled, fillcolor=\"#d0e8ff\""
-                              : n->op == VKG_OP_CONSTANT ? ", style=filled, fillcolor=\"#eeeeee\""
-                              : n->output_name ? ", style=filled, fillcolor=\"#d8f5d0\"" : "";
-            fprintf(f, "  n%d [label=\"%s\\n%s\\n%s\"%s];\n", i, vkg_op_name(n->op), vkg_tensor_name(g, i), shape, style);
-            for (int s = 0; s < VKG_MAX_SRC; s++)
-                if (n->src[s] != VKG_NONE) fprintf(f, "  n%d -> n%d;\n", (int)n->src[s], i);
-        }
-        fprintf(f, "}\n");
-        return VKG_OK;
-    }
-    if (fmt != VKG_DUMP_JSON) return VKG_ERR_INVALID_ARGUMENT;
-    fprintf(f, "{\"nodes\": [\n");
+static vkg_status graph_text(const vkg_graph *g, const unsigned char *shown, vkg_dump_layers r, FILE *f) {
+    node_widths w = {0, 0, 0};
+    int count = 0;
     for (int i = 0; i < g->n_nodes; i++) {
+        if (!shown[i]) continue;
+        char shape[96];
+        shape_text(&g->nodes[i], shape, sizeof shape);
+        int lo = (int)strlen(vkg_op_name(g->nodes[i].op)), ln = (int)strlen(vkg_tensor_name(g, i)), ls = (int)strlen(shape);
+        if (lo > w.op) w.op = lo;
+        if (ln > w.name) w.name = ln;
+        if (ls > w.shape) w.shape = ls;
+        count++;
+    }
+    fprintf(f, "graph: %d nodes, %" PRId64 " parameters", g->n_nodes, vkg_graph_constant_numel(g));
+    if (!full_range(r)) fprintf(f, "; %d shown", count);
+    range_text(r, vkg_graph_layer_count(g), f);
+    fprintf(f, "%s%s\n", g->status ? ", error: " : "", g->error);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (shown[i]) node_text(g, i, &w, f);
+    return VKG_OK;
+}
+
+static void int_list(FILE *f, int n, const int64_t *v) {
+    for (int d = 0; d < n; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)v[d]);
+}
+
+/* "layer": N, or null for what belongs to no layer. */
+static void json_layer(FILE *f, const vkg_graph *g, vkg_tensor t) {
+    int l = vkg_tensor_layer(g, t);
+    if (l >= 0) fprintf(f, ", \"layer\": %d", l);
+    else fprintf(f, ", \"layer\": null");
+}
+
+static vkg_status graph_json(const vkg_graph *g, const unsigned char *shown, FILE *f) {
+    fprintf(f, "{\"nodes\": [\n");
+    int first_node = 1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!shown[i]) continue;
         const vkg_node *n = &g->nodes[i];
-        fprintf(f, "  {\"id\": %d, \"op\": \"%s\", \"name\": ", i, vkg_op_name(n->op));
-        json_str(f, vkg_tensor_name(g, i));
+        fprintf(f, "%s  {\"id\": %d, \"op\": \"%s\", \"name\": ", first_node ? "" : ",\n", i, vkg_op_name(n->op));
+        first_node = 0;
+        vkg_dump_quoted(f, vkg_tensor_name(g, i));
+        json_layer(f, g, i);
         fprintf(f, ", \"dtype\": \"%s\", \"shape\": [", dtype_name(n->dtype));
-        for (int d = 0; d < n->ndim; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
+        int_list(f, n->ndim, n->shape);
         fprintf(f, "], \"inputs\": [");
         int first = 1;
         for (int s = 0; s < VKG_MAX_SRC; s++)
@@ -108,20 +209,39 @@ vkg_status vkg_graph_dump(const vkg_graph *g, FILE *f, vkg_dump_format fmt) {
                 fprintf(f, "%s%d", first ? "" : ", ", (int)n->src[s]);
                 first = 0;
             }
-        fprintf(f, "], \"output\": %s}%s\n", n->output_name ? "true" : "false", i + 1 < g->n_nodes ? "," : "");
+        fprintf(f, "], \"output\": %s, \"output_name\": ", n->output_name ? "true" : "false");
+        if (n->output_name) vkg_dump_quoted(f, n->output_name);
+        else fprintf(f, "null");
+        fprintf(f, "}");
     }
-    fprintf(f, "]}\n");
+    fprintf(f, "\n]}\n");
     return VKG_OK;
 }
 
-/* "arena+4096:1024 w" */
+vkg_status vkg_graph_dump_layers(const vkg_graph *g, FILE *f, vkg_dump_format fmt, vkg_dump_layers range) {
+    if (fmt != VKG_DUMP_TEXT && fmt != VKG_DUMP_DOT && fmt != VKG_DUMP_JSON) return VKG_ERR_INVALID_ARGUMENT;
+    unsigned char *shown = select_nodes(g, range);
+    if (!shown) return VKG_ERR_OUT_OF_MEMORY;
+    vkg_status st = fmt == VKG_DUMP_TEXT ? graph_text(g, shown, range, f)
+                  : fmt == VKG_DUMP_DOT  ? vkg_graph_dot(g, f, shown) : graph_json(g, shown, f);
+    free(shown);
+    return st;
+}
+
+vkg_status vkg_graph_dump(const vkg_graph *g, FILE *f, vkg_dump_format fmt) {
+    return vkg_graph_dump_layers(g, f, fmt, VKG_DUMP_ALL_LAYERS);
+}
+
+/* --- plan ---------------------------------------------------------------------------------- */
+
+/* "arena+4096:1024 w"; other regions by the name their tensor is bound to. */
 static void binding_text(const vkg_plan *p, const vkg_binding *b, char *buf, size_t size) {
     const vkg_region *r = &p->regions[b->region];
     if (r->kind == VKG_REGION_ARENA || r->kind == VKG_REGION_INDICES)
-        snprintf(buf, size, "%s+%" PRIu64 ":%" PRIu64 "%s", region_kind_name(r->kind), b->offset, b->bytes, b->writes ? " w" : "");
+        snprintf(buf, size, "%s+%" PRIu64 ":%" PRIu64 "%s", vkg_dump_region_kind(r->kind), b->offset, b->bytes, b->writes ? " w" : "");
     else
-        snprintf(buf, size, "%s(%s)+%" PRIu64 ":%" PRIu64 "%s", region_kind_name(r->kind),
-                 vkg_tensor_name(p->graph, r->tensor), b->offset, b->bytes, b->writes ? " w" : "");
+        snprintf(buf, size, "%s(%s)+%" PRIu64 ":%" PRIu64 "%s", vkg_dump_region_kind(r->kind),
+                 vkg_tensor_bound_name(p->graph, r->tensor), b->offset, b->bytes, b->writes ? " w" : "");
 }
 
 static void memory_text(const vkg_plan *p, FILE *f) {
@@ -131,76 +251,90 @@ static void memory_text(const vkg_plan *p, FILE *f) {
             m->arena_bytes, m->naive_bytes, m->lower_bound_bytes, m->constant_bytes, m->steps, m->in_place_steps);
 }
 
-static vkg_status plan_text(const vkg_plan *p, FILE *f) {
+/* Marks in used[] the regions the shown steps bind. */
+static void used_regions(const vkg_plan *p, const unsigned char *shown, unsigned char *used) {
+    for (int s = 0; s < p->n_steps; s++)
+        for (int b = 0; shown[s] && b < VKG_MAX_BINDINGS; b++)
+            if (p->steps[s].bind[b].region >= 0) used[p->steps[s].bind[b].region] = 1;
+}
+
+static vkg_status plan_text(const vkg_plan *p, const unsigned char *shown, vkg_dump_layers range, FILE *f) {
+    unsigned char *used = calloc((size_t)(p->n_regions ? p->n_regions : 1), 1);
+    if (!used) return VKG_ERR_OUT_OF_MEMORY;
+    used_regions(p, shown, used);
     memory_text(p, f);
+    int wr = 0, wl = 0, wn = 0, ws = 0, count = 0;
+    for (int r = 0; r < p->n_regions; r++) {
+        int l = p->regions[r].tensor != VKG_NONE ? (int)strlen(vkg_tensor_bound_name(p->graph, p->regions[r].tensor)) : 0;
+        if (used[r] && l > wr) wr = l;
+    }
+    for (int s = 0; s < p->n_steps; s++) {
+        if (!shown[s]) continue;
+        char shape[96];
+        shape_text(&p->graph->nodes[p->steps[s].node], shape, sizeof shape);
+        int ll = (int)strlen(p->steps[s].label), ln = (int)strlen(vkg_tensor_name(p->graph, p->steps[s].node));
+        int ls = (int)strlen(shape);
+        if (ll > wl) wl = ll;
+        if (ln > wn) wn = ln;
+        if (ls > ws) ws = ls;
+        count++;
+    }
     fprintf(f, "regions:\n");
     for (int r = 0; r < p->n_regions; r++)
-        fprintf(f, "  r%-3d %-9s %-24s %" PRIu64 " bytes\n", r, region_kind_name(p->regions[r].kind),
-                p->regions[r].tensor != VKG_NONE ? vkg_tensor_name(p->graph, p->regions[r].tensor) : "",
-                p->regions[r].bytes);
-    fprintf(f, "steps (| = barrier before the step, * = in place):\n");
+        if (used[r])
+            fprintf(f, "  r%-3d %-9s %-*s %" PRIu64 " bytes\n", r, vkg_dump_region_kind(p->regions[r].kind), wr,
+                    p->regions[r].tensor != VKG_NONE ? vkg_tensor_bound_name(p->graph, p->regions[r].tensor) : "",
+                    p->regions[r].bytes);
+    fprintf(f, "steps (| = barrier before the step, * = in place)");
+    if (!full_range(range)) fprintf(f, ": %d of %d", count, p->n_steps);
+    range_text(range, vkg_graph_layer_count(p->graph), f);
+    fprintf(f, ":\n");
     for (int s = 0; s < p->n_steps; s++) {
+        if (!shown[s]) continue;
         const vkg_step *st = &p->steps[s];
         const vkg_node *n = &p->graph->nodes[st->node];
         char shape[96];
         shape_text(n, shape, sizeof shape);
-        fprintf(f, "%4d %c%c %-24s %-20s %-16s %s", s, st->barrier ? '|' : ' ', st->in_place ? '*' : ' ', st->label,
-                vkg_tensor_name(p->graph, st->node), shape, dtype_name(n->dtype));
+        fprintf(f, "%4d %c%c %-*s  %-*s  %-*s  %s", s, st->barrier ? '|' : ' ', st->in_place ? '*' : ' ', wl, st->label,
+                wn, vkg_tensor_name(p->graph, st->node), ws, shape, dtype_name(n->dtype));
         for (int b = 0; b < VKG_MAX_BINDINGS; b++) {
             if (st->bind[b].region < 0) continue;
-            char text[96];
+            char text[160];
             binding_text(p, &st->bind[b], text, sizeof text);
             fprintf(f, "  %d=%s", b, text);
         }
         fputc('\n', f);
     }
+    free(used);
     return VKG_OK;
 }
 
-static vkg_status plan_dot(const vkg_plan *p, FILE *f) {
-    fprintf(f, "digraph plan {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n");
-    for (int r = 0; r < p->n_regions; r++)
-        fprintf(f, "  r%d [shape=cylinder, label=\"%s\\n%s\\n%" PRIu64 " B\"];\n", r, region_kind_name(p->regions[r].kind),
-                p->regions[r].tensor != VKG_NONE ? vkg_tensor_name(p->graph, p->regions[r].tensor) : "",
-                p->regions[r].bytes);
-    for (int s = 0; s < p->n_steps; s++) {
-        const vkg_step *st = &p->steps[s];
-        fprintf(f, "  s%d [label=\"%d: %s\\n%s%s\"%s];\n", s, s, st->label, vkg_tensor_name(p->graph, st->node),
-                st->in_place ? "\\n(in place)" : "", st->barrier ? ", penwidth=2" : "");
-        if (s > 0) fprintf(f, "  s%d -> s%d [style=dotted];\n", s - 1, s);
-        for (int b = 0; b < VKG_MAX_BINDINGS; b++) {
-            const vkg_binding *bd = &st->bind[b];
-            if (bd->region < 0) continue;
-            if (bd->writes) fprintf(f, "  s%d -> r%d [label=\"+%" PRIu64 "\"];\n", s, bd->region, bd->offset);
-            else fprintf(f, "  r%d -> s%d [label=\"+%" PRIu64 "\"];\n", bd->region, s, bd->offset);
-        }
-    }
-    fprintf(f, "}\n");
-    return VKG_OK;
-}
-
-static vkg_status plan_json(const vkg_plan *p, FILE *f) {
+static vkg_status plan_json(const vkg_plan *p, const unsigned char *shown, FILE *f) {
     const vkg_memory_stats *m = &p->stats;
     fprintf(f, "{\"memory\": {\"arena_bytes\": %" PRIu64 ", \"naive_bytes\": %" PRIu64 ", \"lower_bound_bytes\": %" PRIu64
                ", \"constant_bytes\": %" PRIu64 ", \"steps\": %d, \"in_place_steps\": %d},\n",
             m->arena_bytes, m->naive_bytes, m->lower_bound_bytes, m->constant_bytes, m->steps, m->in_place_steps);
     fprintf(f, " \"regions\": [\n");
     for (int r = 0; r < p->n_regions; r++) {
-        fprintf(f, "  {\"id\": %d, \"kind\": \"%s\", \"tensor\": ", r, region_kind_name(p->regions[r].kind));
-        if (p->regions[r].tensor != VKG_NONE) json_str(f, vkg_tensor_name(p->graph, p->regions[r].tensor));
+        fprintf(f, "  {\"id\": %d, \"kind\": \"%s\", \"tensor\": ", r, vkg_dump_region_kind(p->regions[r].kind));
+        if (p->regions[r].tensor != VKG_NONE) vkg_dump_quoted(f, vkg_tensor_bound_name(p->graph, p->regions[r].tensor));
         else fprintf(f, "null");
         fprintf(f, ", \"bytes\": %" PRIu64 "}%s\n", p->regions[r].bytes, r + 1 < p->n_regions ? "," : "");
     }
     fprintf(f, " ],\n \"steps\": [\n");
+    int first_step = 1;
     for (int s = 0; s < p->n_steps; s++) {
+        if (!shown[s]) continue;
         const vkg_step *st = &p->steps[s];
         const vkg_node *n = &p->graph->nodes[st->node];
-        fprintf(f, "  {\"step\": %d, \"kernel\": \"%s\", \"label\": ", s, vkg_kernel_name(st->kernel));
-        json_str(f, st->label);
+        fprintf(f, "%s  {\"step\": %d, \"kernel\": \"%s\", \"label\": ", first_step ? "" : ",\n", s, vkg_kernel_name(st->kernel));
+        first_step = 0;
+        vkg_dump_quoted(f, st->label);
         fprintf(f, ", \"node\": ");
-        json_str(f, vkg_tensor_name(p->graph, st->node));
+        vkg_dump_quoted(f, vkg_tensor_name(p->graph, st->node));
+        json_layer(f, p->graph, st->node);
         fprintf(f, ", \"shape\": [");
-        for (int d = 0; d < n->ndim; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
+        int_list(f, n->ndim, n->shape);
         fprintf(f, "], \"barrier\": %s, \"in_place\": %s, \"bindings\": [", st->barrier ? "true" : "false",
                 st->in_place ? "true" : "false");
         int first = 1;
@@ -211,17 +345,22 @@ static vkg_status plan_json(const vkg_plan *p, FILE *f) {
                     first ? "" : ", ", b, bd->region, bd->offset, bd->bytes, bd->writes ? "true" : "false");
             first = 0;
         }
-        fprintf(f, "]}%s\n", s + 1 < p->n_steps ? "," : "");
+        fprintf(f, "]}");
     }
-    fprintf(f, " ]}\n");
+    fprintf(f, "\n ]}\n");
     return VKG_OK;
 }
 
+vkg_status vkg_plan_dump_layers(const vkg_plan *p, FILE *f, vkg_dump_format fmt, vkg_dump_layers range) {
+    if (fmt != VKG_DUMP_TEXT && fmt != VKG_DUMP_DOT && fmt != VKG_DUMP_JSON) return VKG_ERR_INVALID_ARGUMENT;
+    unsigned char *shown = select_steps(p, range);
+    if (!shown) return VKG_ERR_OUT_OF_MEMORY;
+    vkg_status st = fmt == VKG_DUMP_TEXT ? plan_text(p, shown, range, f)
+                  : fmt == VKG_DUMP_DOT  ? vkg_plan_dot(p, f, shown) : plan_json(p, shown, f);
+    free(shown);
+    return st;
+}
+
 vkg_status vkg_plan_dump(const vkg_plan *p, FILE *f, vkg_dump_format fmt) {
-    switch (fmt) {
-    case VKG_DUMP_TEXT: return plan_text(p, f);
-    case VKG_DUMP_DOT: return plan_dot(p, f);
-    case VKG_DUMP_JSON: return plan_json(p, f);
-    }
-    return VKG_ERR_INVALID_ARGUMENT;
+    return vkg_plan_dump_layers(p, f, fmt, VKG_DUMP_ALL_LAYERS);
 }

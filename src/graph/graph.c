@@ -40,6 +40,7 @@ void vkg_graph_free(vkg_graph *g) {
     if (!g) return;
     for (int i = 0; i < g->n_nodes; i++) {
         free(g->nodes[i].name);
+        free(g->nodes[i].label);
         free(g->nodes[i].output_name);
     }
     free(g->nodes);
@@ -93,8 +94,8 @@ void vkg_node_init(vkg_node *n, vkg_op op, vkg_dtype dtype, int ndim, const int6
     for (int i = 0; i < VKG_MAX_SRC; i++) n->src[i] = VKG_NONE;
 }
 
-vkg_tensor vkg_find(const vkg_graph *g, const char *name) {
-    if (!name) return VKG_NONE;
+/* The leaf or output bound to name: these names are unique, and sessions key on them. */
+static vkg_tensor find_bound(const vkg_graph *g, const char *name) {
     for (int i = 0; i < g->n_nodes; i++) {
         const vkg_node *n = &g->nodes[i];
         if ((n->name && strcmp(n->name, name) == 0) || (n->output_name && strcmp(n->output_name, name) == 0))
@@ -103,13 +104,21 @@ vkg_tensor vkg_find(const vkg_graph *g, const char *name) {
     return VKG_NONE;
 }
 
+vkg_tensor vkg_find(const vkg_graph *g, const char *name) {
+    if (!name) return VKG_NONE;
+    vkg_tensor t = find_bound(g, name);
+    for (int i = 0; t == VKG_NONE && i < g->n_nodes; i++)
+        if (g->nodes[i].label && strcmp(g->nodes[i].label, name) == 0) t = i;
+    return t;
+}
+
 static int name_ok(vkg_graph *g, const char *what, const char *name) {
     if (g->status != VKG_OK) return 0;
     if (!name || !*name) {
         vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: a name is required", what);
         return 0;
     }
-    if (vkg_find(g, name) != VKG_NONE) {
+    if (find_bound(g, name) != VKG_NONE) {
         vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: the name '%s' is already used in this graph", what, name);
         return 0;
     }
@@ -191,6 +200,23 @@ vkg_status vkg_output(vkg_graph *g, const char *name, vkg_tensor t) {
     return g->status;
 }
 
+vkg_status vkg_name(vkg_graph *g, vkg_tensor t, const char *name) {
+    if (!vkg_graph_check(g, "name", "t", t)) return g->status;
+    if (!name || !*name) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "name: tensor %d ('%s') needs a non-empty name", (int)t,
+                       vkg_tensor_name(g, t));
+        return g->status;
+    }
+    char *copy = strdup(name);
+    if (!copy) {
+        vkg_graph_fail(g, VKG_ERR_OUT_OF_MEMORY, "out of memory naming tensor %d '%s'", (int)t, name);
+        return g->status;
+    }
+    free(g->nodes[t].label);
+    g->nodes[t].label = copy;
+    return VKG_OK;
+}
+
 int vkg_tensor_shape(const vkg_graph *g, vkg_tensor t, int64_t shape[VKG_MAX_DIMS]) {
     if (t < 0 || t >= g->n_nodes) return 0;
     const vkg_node *n = &g->nodes[t];
@@ -206,9 +232,26 @@ int64_t vkg_tensor_numel(const vkg_graph *g, vkg_tensor t) {
 const char *vkg_tensor_name(const vkg_graph *g, vkg_tensor t) {
     if (t < 0 || t >= g->n_nodes) return "?";
     const vkg_node *n = &g->nodes[t];
+    if (n->label) return n->label;
     if (n->output_name) return n->output_name;
     if (n->name) return n->name;
     return vkg_op_name(n->op);
+}
+
+int vkg_tensor_layer(const vkg_graph *g, vkg_tensor t) {
+    const char *name = vkg_tensor_name(g, t);
+    if (strncmp(name, "h.", 2) != 0 || name[2] < '0' || name[2] > '9') return -1;
+    long layer = 0;
+    const char *p = name + 2;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if ((layer = layer * 10 + (*p - '0')) > 1000000) return -1;
+    return *p == '.' ? (int)layer : -1;
+}
+
+const char *vkg_tensor_bound_name(const vkg_graph *g, vkg_tensor t) {
+    if (t < 0 || t >= g->n_nodes) return "?";
+    const vkg_node *n = &g->nodes[t];
+    return n->output_name ? n->output_name : n->name ? n->name : vkg_tensor_name(g, t);
 }
 
 int64_t vkg_graph_constant_numel(const vkg_graph *g) {

@@ -43,7 +43,8 @@ typedef struct vkg_node {
     int ndim;
     int64_t shape[VKG_MAX_DIMS];
     vkg_tensor src[VKG_MAX_SRC];     /* operands; VKG_NONE where absent                       */
-    char *name;                      /* leaves and outputs; NULL otherwise                    */
+    char *name;                      /* leaves: the name they are bound and looked up by      */
+    char *label;                     /* set by vkg_name: what dumps and profiles call the node */
     char *output_name;               /* set by vkg_output                                     */
     const void *data;                /* constants: borrowed host data                         */
     union {
@@ -68,6 +69,10 @@ struct vkg_graph {
 
 static inline const vkg_node *vkg_graph_node(const vkg_graph *g, vkg_tensor t) { return &g->nodes[t]; }
 int64_t vkg_shape_numel(int ndim, const int64_t *shape);
+/* The layer a node belongs to: N when its name starts "h.N." (GPT-2's naming), else -1. */
+int vkg_tensor_layer(const vkg_graph *g, vkg_tensor t);
+/* The name a leaf or output is bound to (what sessions and vkg_find key on), else vkg_tensor_name. */
+const char *vkg_tensor_bound_name(const vkg_graph *g, vkg_tensor t);
 /* "[2, 10, 64]" into buf. */
 const char *vkg_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
 

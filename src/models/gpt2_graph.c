@@ -23,6 +23,15 @@ typedef struct builder {
     char prefix[32];
 } builder;
 
+/* Names t "<prefix><what>" (module paths as transformers' GPT2Model has them: "h.3.attn.softmax")
+ * and returns it.  On a graph in error this does nothing, like every builder. */
+static vkg_tensor named(builder *b, vkg_tensor t, const char *what) {
+    char full[96];
+    snprintf(full, sizeof full, "%s%s", b->prefix, what);
+    vkg_name(b->g, t, full);
+    return t;
+}
+
 static vkg_tensor weight(builder *b, const char *name, const float *data, int64_t d0, int64_t d1) {
     char full[96];
     snprintf(full, sizeof full, "%s%s", b->prefix, name);
@@ -30,11 +39,18 @@ static vkg_tensor weight(builder *b, const char *name, const float *data, int64_
     return vkg_constant(b->g, full, VKG_F32, d1 ? 2 : 1, shape, data);
 }
 
-/* Columns [part * C, part * C + C) of qkv [T, 3C] as heads [H, T, D]: a view, no copy. */
+/* Columns [part * C, part * C + C) of qkv [T, 3C] as heads [H, T, D]: a view, no copy.  The
+ * views are "attn.q" (the heads) and, on the way there, "attn.q.slice" and "attn.q.reshape". */
 static vkg_tensor head_view(builder *b, vkg_tensor qkv, int part) {
     const int64_t split[3] = {b->T, b->H, b->D};
     const int to_heads[3] = {1, 0, 2};
-    return vkg_permute(b->g, vkg_reshape(b->g, vkg_slice(b->g, qkv, 1, part * b->C, b->C), 3, split), to_heads);
+    const char *which = part == 0 ? "attn.q" : part == 1 ? "attn.k" : "attn.v";
+    char what[32];
+    snprintf(what, sizeof what, "%s.slice", which);
+    vkg_tensor cols = named(b, vkg_slice(b->g, qkv, 1, part * b->C, b->C), what);
+    snprintf(what, sizeof what, "%s.reshape", which);
+    vkg_tensor split_heads = named(b, vkg_reshape(b->g, cols, 3, split), what);
+    return named(b, vkg_permute(b->g, split_heads, to_heads), which);
 }
 
 /* activation_function, computed as transformers computes it (gpt2_config.h lists the names). */
@@ -64,24 +80,26 @@ static float score_scale(const builder *b, int layer) {
 static vkg_tensor attention(builder *b, int layer, vkg_tensor a, vkg_gpt2_graph *gg, vkg_tensor *probs) {
     vkg_graph *g = b->g;
     const vkg_gpt2_layer *L = &b->m->layers[layer];
-    vkg_tensor qkv = vkg_matmul(g, a, weight(b, "attn.c_attn.weight", L->attn_w, b->C, 3 * b->C),
-                                weight(b, "attn.c_attn.bias", L->attn_b, 3 * b->C, 0), 0);
+    vkg_tensor qkv = named(b, vkg_matmul(g, a, weight(b, "attn.c_attn.weight", L->attn_w, b->C, 3 * b->C),
+                                         weight(b, "attn.c_attn.bias", L->attn_b, 3 * b->C, 0), 0),
+                           "attn.c_attn");
     vkg_tensor q = head_view(b, qkv, 0), k = head_view(b, qkv, 1), v = head_view(b, qkv, 2);
     vkg_tensor offset = VKG_NONE;
     if (b->S) {
         /* The new rows go into the cache at pos; attention reads the whole cache. */
-        k = vkg_write_at(g, gg->k_cache[layer], k, 1, 0, gg->pos);
-        v = vkg_write_at(g, gg->v_cache[layer], v, 1, 0, gg->pos);
+        k = named(b, vkg_write_at(g, gg->k_cache[layer], k, 1, 0, gg->pos), "attn.k_cache.write");
+        v = named(b, vkg_write_at(g, gg->v_cache[layer], v, 1, 0, gg->pos), "attn.v_cache.write");
         offset = gg->pos;
     }
-    vkg_tensor scores = vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B);
+    vkg_tensor scores = named(b, vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B), "attn.scores");
     const float s = score_scale(b, layer);
-    if (s != 1.0f) scores = vkg_scale(g, scores, s); /* no step at all for unscaled scores */
-    *probs = vkg_softmax(g, vkg_mask_causal(g, scores, 0, offset));
-    vkg_tensor heads = vkg_matmul(g, *probs, v, VKG_NONE, 0); /* [H, T, D] */
+    if (s != 1.0f) scores = named(b, vkg_scale(g, scores, s), "attn.scale"); /* no step at all for unscaled scores */
+    *probs = named(b, vkg_softmax(g, named(b, vkg_mask_causal(g, scores, 0, offset), "attn.mask")), "attn.softmax");
+    vkg_tensor heads = named(b, vkg_matmul(g, *probs, v, VKG_NONE, 0), "attn.heads"); /* [H, T, D] */
     const int to_tokens[3] = {1, 0, 2};
     const int64_t merged[2] = {b->T, b->C};
-    return vkg_reshape(g, vkg_permute(g, heads, to_tokens), 2, merged);
+    vkg_tensor tokens = named(b, vkg_permute(g, heads, to_tokens), "attn.merge.permute");
+    return named(b, vkg_reshape(g, tokens, 2, merged), "attn.merge");
 }
 
 static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_gpt2_graph *gg) {
@@ -91,26 +109,30 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_gpt2_graph *gg)
     const float eps = b->m->config.layer_norm_epsilon;
     snprintf(b->prefix, sizeof b->prefix, "h.%d.", layer);
 
-    vkg_tensor a = vkg_layernorm(g, x, weight(b, "ln_1.weight", L->ln_1_w, C, 0), weight(b, "ln_1.bias", L->ln_1_b, C, 0), eps);
+    vkg_tensor a = named(b, vkg_layernorm(g, x, weight(b, "ln_1.weight", L->ln_1_w, C, 0),
+                                          weight(b, "ln_1.bias", L->ln_1_b, C, 0), eps), "ln_1");
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = attention(b, layer, a, gg, &probs);
-    vkg_tensor proj = vkg_matmul(g, heads, weight(b, "attn.c_proj.weight", L->attn_proj_w, C, C),
-                                 weight(b, "attn.c_proj.bias", L->attn_proj_b, C, 0), 0);
-    x = vkg_add(g, x, proj);
+    vkg_tensor proj = named(b, vkg_matmul(g, heads, weight(b, "attn.c_proj.weight", L->attn_proj_w, C, C),
+                                          weight(b, "attn.c_proj.bias", L->attn_proj_b, C, 0), 0), "attn.c_proj");
+    x = named(b, vkg_add(g, x, proj), "residual_1");
 
-    vkg_tensor m = vkg_layernorm(g, x, weight(b, "ln_2.weight", L->ln_2_w, C, 0), weight(b, "ln_2.bias", L->ln_2_b, C, 0), eps);
-    m = activation(b, vkg_matmul(g, m, weight(b, "mlp.c_fc.weight", L->fc_w, C, I),
-                                 weight(b, "mlp.c_fc.bias", L->fc_b, I, 0), 0));
-    m = vkg_matmul(g, m, weight(b, "mlp.c_proj.weight", L->mlp_proj_w, I, C),
-                   weight(b, "mlp.c_proj.bias", L->mlp_proj_b, C, 0), 0);
-    x = vkg_add(g, x, m);
+    vkg_tensor m = named(b, vkg_layernorm(g, x, weight(b, "ln_2.weight", L->ln_2_w, C, 0),
+                                          weight(b, "ln_2.bias", L->ln_2_b, C, 0), eps), "ln_2");
+    m = named(b, vkg_matmul(g, m, weight(b, "mlp.c_fc.weight", L->fc_w, C, I),
+                            weight(b, "mlp.c_fc.bias", L->fc_b, I, 0), 0), "mlp.c_fc");
+    m = named(b, activation(b, m), "mlp.act");
+    m = named(b, vkg_matmul(g, m, weight(b, "mlp.c_proj.weight", L->mlp_proj_w, I, C),
+                            weight(b, "mlp.c_proj.bias", L->mlp_proj_b, C, 0), 0), "mlp.c_proj");
+    x = named(b, vkg_add(g, x, m), "residual_2");
 
     int want = b->o->attention_layer == VKG_GPT2_ALL_LAYERS || b->o->attention_layer == layer;
     if (want) {
         char name[32];
         snprintf(name, sizeof name, "attention.%d", layer);
         vkg_tensor out = probs;
-        if (b->S && b->o->attention_keys > 0) out = vkg_slice(g, probs, 2, 0, b->o->attention_keys);
+        if (b->S && b->o->attention_keys > 0)
+            out = named(b, vkg_slice(g, probs, 2, 0, b->o->attention_keys), "attn.softmax.slice");
         if (vkg_output(g, name, out) == VKG_OK) gg->attention[layer] = out;
     }
     return x;
@@ -171,18 +193,21 @@ static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o,
 
     b.prefix[0] = '\0';
     vkg_tensor wte = weight(&b, "wte.weight", m->wte, c->vocab_size, b.C);
-    vkg_tensor x = vkg_add(g, vkg_embedding(g, wte, gg->ids),
-                           vkg_embedding(g, weight(&b, "wpe.weight", m->wpe, c->n_positions, b.C), gg->positions));
+    vkg_tensor tok = named(&b, vkg_embedding(g, wte, gg->ids), "embed.wte");
+    vkg_tensor pos = named(&b, vkg_embedding(g, weight(&b, "wpe.weight", m->wpe, c->n_positions, b.C), gg->positions),
+                           "embed.wpe");
+    vkg_tensor x = named(&b, vkg_add(g, tok, pos), "embed.sum");
     for (int i = 0; i < c->n_layer; i++) x = block(&b, i, x, gg);
 
     b.prefix[0] = '\0';
     gg->logits = VKG_NONE;
     if (!o->no_logits) {
-        if (!o->all_logits && b.T > 1) x = vkg_slice(g, x, 0, b.T - 1, 1); /* the head only where it is read */
-        x = vkg_layernorm(g, x, weight(&b, "ln_f.weight", m->ln_f_w, b.C, 0),
-                          weight(&b, "ln_f.bias", m->ln_f_b, b.C, 0), c->layer_norm_epsilon);
+        if (!o->all_logits && b.T > 1) /* the head only where it is read */
+            x = named(&b, vkg_slice(g, x, 0, b.T - 1, 1), "last_position");
+        x = named(&b, vkg_layernorm(g, x, weight(&b, "ln_f.weight", m->ln_f_w, b.C, 0),
+                                    weight(&b, "ln_f.bias", m->ln_f_b, b.C, 0), c->layer_norm_epsilon), "ln_f");
         vkg_tensor head = m->tied_head ? wte : weight(&b, "lm_head.weight", m->lm_head, c->vocab_size, b.C);
-        gg->logits = vkg_matmul(g, x, head, VKG_NONE, VKG_TRANSPOSE_B);
+        gg->logits = named(&b, vkg_matmul(g, x, head, VKG_NONE, VKG_TRANSPOSE_B), "logits");
         vkg_output(g, "logits", gg->logits);
     }
     if (vkg_graph_status(g) != VKG_OK)
