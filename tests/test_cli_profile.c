@@ -74,17 +74,15 @@ static void generate_profiled(const char *device) {
         assert_non_null(profile_summary_find(&s, "layernorm"));
         assert_non_null(profile_summary_find(&s, "softmax"));
         check_summary(r.err, &t, threads[i], "layer", &s);
-        /* Layers come from node names "h.<i>."; where GPT-2's graph names its nodes, both layers are
-         * listed, and every step outside them is before (embed) or after (head) them. */
-        if (strstr(r.err, " h.0.")) {
-            assert_non_null(profile_summary_find(&s, "layer 1 (index 0)"));
-            assert_non_null(profile_summary_find(&s, "layer 2 (index 1)"));
-            assert_null(profile_summary_find(&s, "layer 3 (index 2)"));
-            assert_null(profile_summary_find(&s, "other"));
-        } else {
-            assert_int_equal(s.n, 1);
-            assert_string_equal(s.group[0].key, "other");
-        }
+        /* Layers come from node names "h.<i>.": both layers are listed, and every step outside
+         * them is before (embed) or after (head) them. */
+        assert_non_null(strstr(r.err, " h.0.attn.softmax "));
+        assert_non_null(profile_summary_find(&s, "embed"));
+        assert_non_null(profile_summary_find(&s, "layer 1 (index 0)"));
+        assert_non_null(profile_summary_find(&s, "layer 2 (index 1)"));
+        assert_non_null(profile_summary_find(&s, "head"));
+        assert_null(profile_summary_find(&s, "layer 3 (index 2)"));
+        assert_null(profile_summary_find(&s, "other"));
     }
     result_free(&r);
     remove(trace);
