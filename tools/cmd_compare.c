@@ -55,7 +55,7 @@ static const char *shape_text(const vkg_step_comparison *c, char *buf, size_t si
 
 static void print_step(const vkg_step_comparison *c, FILE *f) {
     char at[96], shape[96];
-    fprintf(f, "%4d  %-24s %-16s %-18s %10.3e  %9.0e  %10.3e  %-18s", c->step, c->label, c->node,
+    fprintf(f, "%4d  %-24s %-24s %-18s %10.3e  %9.0e  %10.3e  %-18s", c->step, c->label, c->node,
             shape_text(c, shape, sizeof shape), c->nmse, c->threshold, c->max_abs_diff, coords(c, at, sizeof at));
     if (shows_element(c)) fprintf(f, " %12.6g %12.6g", (double)c->worst_value, (double)c->worst_reference);
     else fprintf(f, " %12s %12s", "", "");
@@ -65,7 +65,7 @@ static void print_step(const vkg_step_comparison *c, FILE *f) {
 
 /* Prints the table and the verdict; returns the exit status. */
 static int report(const vkg_step_comparison *cmp, int n, int first, int quiet) {
-    printf("step  %-24s %-16s %-18s %10s  %9s  %10s  %-18s %12s %12s\n", "op", "node", "shape", "nmse", "threshold",
+    printf("step  %-24s %-24s %-18s %10s  %9s  %10s  %-18s %12s %12s\n", "op", "node", "shape", "nmse", "threshold",
            "max |diff|", "worst at", "value", "reference");
     for (int i = 0; i < n; i++)
         if (!quiet || cmp[i].fails) print_step(&cmp[i], stdout);
