@@ -4,21 +4,11 @@
  * generated token).  Times are the host's CLOCK_MONOTONIC in microseconds, as recorded. */
 #include "core/backend.h"
 #include "core/error.h"
+#include "io/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A JSON string: quotes, backslashes and control characters escaped; other bytes as they are. */
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
 
 /* ns as microseconds with three decimals, exactly. */
 static void us(FILE *f, uint64_t ns) { fprintf(f, "%llu.%03u", (unsigned long long)(ns / 1000), (unsigned)(ns % 1000)); }
@@ -32,7 +22,7 @@ static void span(FILE *f, const char *cat, int tid, uint64_t begin, uint64_t end
 
 static void thread_name(FILE *f, int tid, const char *name, int sort) {
     fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":", tid);
-    json_str(f, name);
+    vkg_json_write_string(f, name);
     fprintf(f, "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
             tid, sort);
 }
@@ -44,16 +34,16 @@ vkg_status vkg_device_profile_write_trace(const vkg_device *d, const char *path,
     FILE *f = fopen(path, "w");
     if (!f) return vkg_error_set(err, VKG_ERR_IO, "cannot write the trace to %s", path);
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"device\":", f);
-    json_str(f, d->name);
+    vkg_json_write_string(f, d->name);
     fputs(",\"clock\":", f);
-    json_str(f, clock);
+    vkg_json_write_string(f, clock);
     fputs(",\"timestamps\":\"host CLOCK_MONOTONIC, microseconds\"},\"traceEvents\":[\n", f);
     fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":", f);
     char text[320];
     snprintf(text, sizeof text, "vkgraph: %s", d->name);
-    json_str(f, text);
+    vkg_json_write_string(f, text);
     fputs("}},\n{\"name\":\"process_labels\",\"ph\":\"M\",\"pid\":1,\"args\":{\"labels\":", f);
-    json_str(f, clock);
+    vkg_json_write_string(f, clock);
     fputs("}}", f);
     if (prof->n_marks) thread_name(f, marks_tid, "marks", 0);
     for (int id = 1; id <= prof->n_sessions; id++) {
@@ -73,7 +63,7 @@ vkg_status vkg_device_profile_write_trace(const vkg_device *d, const char *path,
         if (e->end_ns > last_end) last_end = e->end_ns;
         if (e->session == 0) {
             fputs(",\n{\"name\":", f);
-            json_str(f, prof->marks[e->step].name);
+            vkg_json_write_string(f, prof->marks[e->step].name);
             span(f, "mark", marks_tid, e->begin_ns, e->end_ns);
             fputc('}', f);
         } else if (e->step < 0) {
@@ -88,14 +78,14 @@ vkg_status vkg_device_profile_write_trace(const vkg_device *d, const char *path,
             else
                 snprintf(text, sizeof text, "%s (%s)", st->node, st->label);
             fputs(",\n{\"name\":", f);
-            json_str(f, text);
+            vkg_json_write_string(f, text);
             span(f, "step", e->session, e->begin_ns, e->end_ns);
             fprintf(f, ",\"args\":{\"step\":%d,\"op\":", e->step);
-            json_str(f, st->label);
+            vkg_json_write_string(f, st->label);
             fputs(",\"node\":", f);
-            json_str(f, st->node);
+            vkg_json_write_string(f, st->node);
             fputs(",\"shape\":", f);
-            json_str(f, st->shape);
+            vkg_json_write_string(f, st->shape);
             fputs("}}", f);
         }
     }
@@ -104,7 +94,7 @@ vkg_status vkg_device_profile_write_trace(const vkg_device *d, const char *path,
     if (prof->n_marks && prof->marks[prof->n_marks - 1].end_ns == 0) {
         const vkg_profile_mark *m = &prof->marks[prof->n_marks - 1];
         fputs(",\n{\"name\":", f);
-        json_str(f, m->name);
+        vkg_json_write_string(f, m->name);
         span(f, "mark", marks_tid, m->begin_ns, last_end > m->begin_ns ? last_end : m->begin_ns);
         fputc('}', f);
     }

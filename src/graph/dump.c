@@ -1,6 +1,7 @@
 /* Dumps of graphs and plans as text (one line per node or step) and JSON, whole or a range of
  * layers; the DOT writers are in dump_dot.c. */
 #include "graph/dump.h"
+#include "io/json.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -18,17 +19,6 @@ const char *vkg_dump_region_kind(vkg_region_kind k) {
     case VKG_REGION_INDICES: return "indices";
     }
     return "?";
-}
-
-void vkg_dump_quoted(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
 }
 
 static void shape_text(const vkg_node *n, char *buf, size_t size) { vkg_shape_str(n->ndim, n->shape, buf, size); }
@@ -198,7 +188,7 @@ static vkg_status graph_json(const vkg_graph *g, const unsigned char *shown, FIL
         const vkg_node *n = &g->nodes[i];
         fprintf(f, "%s  {\"id\": %d, \"op\": \"%s\", \"name\": ", first_node ? "" : ",\n", i, vkg_op_name(n->op));
         first_node = 0;
-        vkg_dump_quoted(f, vkg_tensor_name(g, i));
+        vkg_json_write_string(f, vkg_tensor_name(g, i));
         json_layer(f, g, i);
         fprintf(f, ", \"dtype\": \"%s\", \"shape\": [", dtype_name(n->dtype));
         int_list(f, n->ndim, n->shape);
@@ -210,7 +200,7 @@ static vkg_status graph_json(const vkg_graph *g, const unsigned char *shown, FIL
                 first = 0;
             }
         fprintf(f, "], \"output\": %s, \"output_name\": ", n->output_name ? "true" : "false");
-        if (n->output_name) vkg_dump_quoted(f, n->output_name);
+        if (n->output_name) vkg_json_write_string(f, n->output_name);
         else fprintf(f, "null");
         fprintf(f, "}");
     }
@@ -317,7 +307,7 @@ static vkg_status plan_json(const vkg_plan *p, const unsigned char *shown, FILE 
     fprintf(f, " \"regions\": [\n");
     for (int r = 0; r < p->n_regions; r++) {
         fprintf(f, "  {\"id\": %d, \"kind\": \"%s\", \"tensor\": ", r, vkg_dump_region_kind(p->regions[r].kind));
-        if (p->regions[r].tensor != VKG_NONE) vkg_dump_quoted(f, vkg_tensor_bound_name(p->graph, p->regions[r].tensor));
+        if (p->regions[r].tensor != VKG_NONE) vkg_json_write_string(f, vkg_tensor_bound_name(p->graph, p->regions[r].tensor));
         else fprintf(f, "null");
         fprintf(f, ", \"bytes\": %" PRIu64 "}%s\n", p->regions[r].bytes, r + 1 < p->n_regions ? "," : "");
     }
@@ -329,9 +319,9 @@ static vkg_status plan_json(const vkg_plan *p, const unsigned char *shown, FILE 
         const vkg_node *n = &p->graph->nodes[st->node];
         fprintf(f, "%s  {\"step\": %d, \"kernel\": \"%s\", \"label\": ", first_step ? "" : ",\n", s, vkg_kernel_name(st->kernel));
         first_step = 0;
-        vkg_dump_quoted(f, st->label);
+        vkg_json_write_string(f, st->label);
         fprintf(f, ", \"node\": ");
-        vkg_dump_quoted(f, vkg_tensor_name(p->graph, st->node));
+        vkg_json_write_string(f, vkg_tensor_name(p->graph, st->node));
         json_layer(f, p->graph, st->node);
         fprintf(f, ", \"shape\": [");
         int_list(f, n->ndim, n->shape);

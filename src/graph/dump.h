@@ -26,8 +26,6 @@ static inline int vkg_node_is_leaf(const vkg_node *n) {
     return n->op == VKG_OP_INPUT || n->op == VKG_OP_CONSTANT || n->op == VKG_OP_STATE || n->op == VKG_OP_INDEX;
 }
 const char *vkg_dump_region_kind(vkg_region_kind k);
-/* Writes s as a quoted string, escaping what JSON and DOT both need escaped. */
-void vkg_dump_quoted(FILE *f, const char *s);
 /* Graphviz: the graph (selected nodes) and the plan as step-to-step data flow (selected steps). */
 vkg_status vkg_graph_dot(const vkg_graph *g, FILE *f, const unsigned char *shown);
 vkg_status vkg_plan_dot(const vkg_plan *p, FILE *f, const unsigned char *shown);

@@ -658,3 +658,13 @@ const char *vkg_json_string(const vkg_json *v, size_t *len) {
 double vkg_json_number(const vkg_json *v) { return (v && v->type == VKG_JSON_NUMBER) ? v->u.number : 0.0; }
 
 int vkg_json_bool(const vkg_json *v) { return (v && v->type == VKG_JSON_BOOL) ? v->u.boolean : 0; }
+
+void vkg_json_write_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}

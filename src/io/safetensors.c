@@ -430,16 +430,6 @@ const char *vkg_safetensors_metadata_get(const vkg_safetensors *st, const char *
 
 /* ---- writing ----------------------------------------------------------------------------------- */
 
-static void put_json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 /* Checks one tensor to write and returns its byte size (via *bytes). */
 static vkg_status check_write(const vkg_st_write *w, int i, uint64_t *bytes, vkg_error *err) {
     if (!w->name || strcmp(w->name, "__metadata__") == 0)
@@ -485,7 +475,7 @@ vkg_status vkg_safetensors_write(const char *path, const vkg_st_write *tensors, 
                 status = vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "safetensors write: tensor name \"%s\" is used twice",
                                        w->name);
         if (i) fputc(',', h);
-        put_json_string(h, w->name);
+        vkg_json_write_string(h, w->name);
         fprintf(h, ":{\"dtype\":\"%s\",\"shape\":[", vkg_st_dtype_name(w->dtype));
         for (int d = 0; d < w->ndim; d++) fprintf(h, "%s%lld", d ? "," : "", (long long)w->shape[d]);
         fprintf(h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
