@@ -118,33 +118,51 @@ int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device *
     return 0;
 }
 
-char *cli_read_file(const char *path, size_t *len) {
+char *cli_read_file(const char *cmd, const char *path, size_t *len) {
     errno = 0;
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return NULL;
+    if (!f) {
+        cli_fail(cmd, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    /* Grows to at most one byte past the bound: reading that byte is how an overlong file shows. */
+    const size_t limit = CLI_PROMPT_MAX_BYTES + 1;
     size_t cap = 1 << 16, used = 0;
+    int too_long = 0, why = 0;
     char *buf = malloc(cap + 1);
     while (buf) {
-        used += fread(buf + used, 1, cap - used, f);
-        if (used < cap) break;
-        char *bigger = realloc(buf, 2 * cap + 1);
+        size_t want = cap - used, got = fread(buf + used, 1, want, f);
+        used += got;
+        if (used > CLI_PROMPT_MAX_BYTES) {
+            too_long = 1;
+            break;
+        }
+        if (got < want) break;
+        size_t bigger_cap = 2 * cap < limit ? 2 * cap : limit;
+        char *bigger = realloc(buf, bigger_cap + 1);
         if (!bigger) {
             free(buf);
             buf = NULL;
-            errno = ENOMEM;
+            why = ENOMEM;
             break;
         }
         buf = bigger;
-        cap *= 2;
+        cap = bigger_cap;
     }
-    if (buf && ferror(f)) { /* keep fread's errno: EISDIR says more than EIO */
-        int why = errno ? errno : EIO;
-        free(buf);
-        buf = NULL;
-        errno = why;
-    }
+    if (!buf && !why) why = ENOMEM;
+    if (buf && ferror(f)) why = errno ? errno : EIO; /* keep fread's errno: EISDIR says more than EIO */
+    int failed = !buf || why || too_long;
     if (f != stdin) fclose(f);
-    if (buf) buf[used] = '\0';
+    if (failed) {
+        free(buf);
+        if (too_long)
+            cli_fail(cmd, "%s: more than %zu MiB; a prompt file is read up to %zu MiB (64 MiB of text is far "
+                     "more tokens than any GPT-2 context holds)", path, CLI_PROMPT_MAX_BYTES >> 20,
+                     CLI_PROMPT_MAX_BYTES >> 20);
+        else cli_fail(cmd, "cannot read %s: %s", path, strerror(why));
+        return NULL;
+    }
+    buf[used] = '\0';
     *len = used;
     return buf;
 }

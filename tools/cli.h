@@ -24,8 +24,12 @@ int cli_float(const char *cmd, const char *opt, const char *text, double *out);
  * is what the name says: "--png x.jpg: writes PNG; name the file .png".  0, or 1 after the
  * message. */
 int cli_check_extension(const char *cmd, const char *opt, const char *path, const char *ext, const char *format);
-/* A whole file (or standard input for "-") as raw bytes, NUL-terminated; NULL with errno set. */
-char *cli_read_file(const char *path, size_t *len);
+/* A prompt file given with -f (or standard input for "-") as raw bytes, NUL-terminated, or NULL
+ * after printing "vkgraph CMD: ..." (unreadable, or longer than CLI_PROMPT_MAX_BYTES).  A FIFO
+ * or standard input is fine here, so the file need not be regular; the bound is what keeps
+ * `-f /dev/zero` from reading until memory runs out. */
+#define CLI_PROMPT_MAX_BYTES ((size_t)64 << 20)
+char *cli_read_file(const char *cmd, const char *path, size_t *len);
 /* Parses "464,5044", "464 5044" or "[464, 5044]" given to option opt; 0 and *ids (caller frees)
  * and *n, or 1 after printing what is wrong (an empty list is an error). */
 int cli_parse_ids(const char *cmd, const char *opt, const char *spec, int32_t **ids, size_t *n);

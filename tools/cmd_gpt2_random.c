@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "gpt2_cli.h"
+#include "io/file_open.h"
 #include "models/gpt2_random.h"
 
 #include <errno.h>
@@ -68,7 +69,9 @@ static int check_not_a_model(const char *dir, int force) {
 
 /* Copies src to dst byte for byte.  0, or 1 after printing the error. */
 static int copy_file(const char *src, const char *dst) {
-    FILE *in = fopen(src, "rb");
+    const char *what;
+    FILE *in = vkg_fopen_regular(src, NULL, &what);
+    if (!in && what) return cli_fail(CMD, "%s: is %s, not a regular file", src, what);
     if (!in) return cli_fail(CMD, "cannot read %s: %s", src, strerror(errno));
     FILE *out = fopen(dst, "wb");
     if (!out) {

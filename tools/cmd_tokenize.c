@@ -111,8 +111,7 @@ int cmd_tokenize(int argc, char **argv) {
     } else {
         size_t len = prompt ? strlen(prompt) : 0;
         char *owned = NULL;
-        if (file && !(owned = cli_read_file(file, &len)))
-            rc = cli_fail(CMD, "cannot read %s: %s", file, strerror(errno));
+        if (file && !(owned = cli_read_file(CMD, file, &len))) rc = 1;
         int32_t *ids = NULL;
         size_t n = 0;
         if (rc == 0 && vkg_tokenizer_encode(tok, owned ? owned : prompt, len, &ids, &n, &err) != VKG_OK)

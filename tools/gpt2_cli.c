@@ -125,8 +125,7 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
     } else {
         size_t len = c->prompt ? strlen(c->prompt) : 0;
         char *bytes = NULL;
-        if (c->file && !(bytes = cli_read_file(c->file, &len)))
-            return cli_fail(c->cmd, "cannot read %s: %s", c->file, strerror(errno));
+        if (c->file && !(bytes = cli_read_file(c->cmd, c->file, &len))) return 1;
         vkg_status st = vkg_tokenizer_encode(c->tok, bytes ? bytes : c->prompt, len, &c->ids, &c->n_ids, &err);
         free(bytes);
         if (st != VKG_OK) return cli_fail(c->cmd, "%s", err.message);

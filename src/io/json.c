@@ -2,6 +2,7 @@
 #include "io/json.h"
 
 #include "core/error.h"
+#include "io/file_open.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -568,15 +569,12 @@ vkg_status vkg_json_parse_file(const char *path, vkg_json **out, vkg_error *err)
     if (out) *out = NULL;
     if (!path || !out)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_json_parse_file: NULL argument");
-    FILE *f = fopen(path, "rb");
+    struct stat info;
+    const char *what;
+    FILE *f = vkg_fopen_regular(path, &info, &what);
+    if (!f && what) return vkg_error_set(err, VKG_ERR_IO, "%s: is %s, not a regular file", path, what);
     if (!f) return vkg_error_set(err, VKG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return vkg_error_set(err, VKG_ERR_IO, "%s: cannot find the file's size (not a regular file?)",
-                             path);
-    }
+    long size = (long)info.st_size;
     char *buf = malloc((size_t)size + 1);
     if (!buf) {
         fclose(f);

@@ -2,6 +2,7 @@
 #include "io/npy.h"
 
 #include "core/error.h"
+#include "io/file_open.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -282,15 +283,13 @@ vkg_status vkg_npy_read_f32(const char *path, float **data, int *ndim,
     if (!path || !data || !ndim || !shape)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "npy read: NULL argument");
     *data = NULL;
-    FILE *f = fopen(path, "rb");
+    struct stat info;
+    const char *what;
+    FILE *f = vkg_fopen_regular(path, &info, &what);
+    if (!f && what) return vkg_error_set(err, VKG_ERR_IO, "%s: is %s, not a regular file", path, what);
     if (!f) {
         vkg_status st = errno == ENOENT ? VKG_ERR_NOT_FOUND : VKG_ERR_IO;
         return vkg_error_set(err, st, "cannot open %s: %s", path, strerror(errno));
-    }
-    struct stat info;
-    if (fstat(fileno(f), &info) != 0) {
-        fclose(f);
-        return vkg_error_set(err, VKG_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
     }
 
     int file_ndim = 0;

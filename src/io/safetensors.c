@@ -2,6 +2,7 @@
 #include "io/safetensors.h"
 
 #include "core/error.h"
+#include "io/file_open.h"
 #include "io/json.h"
 
 #include <errno.h>
@@ -343,13 +344,11 @@ done:
 vkg_status vkg_safetensors_open(const char *path, vkg_safetensors **out, vkg_error *err) {
     if (out) *out = NULL;
     if (!path || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_safetensors_open: NULL argument");
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return vkg_error_set(err, VKG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return vkg_error_set(err, VKG_ERR_IO, "%s: not a regular file", path);
-    }
+    const char *what;
+    int fd = vkg_open_regular(path, &sb, &what);
+    if (fd < 0 && what) return vkg_error_set(err, VKG_ERR_IO, "%s: is %s, not a regular file", path, what);
+    if (fd < 0) return vkg_error_set(err, VKG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (sb.st_size < 8) {
         close(fd);
         return vkg_error_set(err, VKG_ERR_FORMAT,

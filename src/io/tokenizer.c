@@ -3,6 +3,7 @@
 #include "io/tokenizer.h"
 
 #include "core/error.h"
+#include "io/file_open.h"
 #include "io/json.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -172,13 +173,17 @@ const char *vkg_tokenizer_token_bytes(const vkg_tokenizer *t, int32_t id, size_t
  * Loading
  * -------------------------------------------------------------------------------------------- */
 
-static int is_regular_file(const char *path) {
+/* Any entry counts, so that a FIFO or directory in a tokenizer's place is reported as such when
+ * it is opened, rather than as a missing file. */
+static int is_present(const char *path) {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return lstat(path, &st) == 0;
 }
 
 static vkg_status read_whole_file(const char *path, char **data, size_t *len, vkg_error *err) {
-    FILE *f = fopen(path, "rb");
+    const char *what;
+    FILE *f = vkg_fopen_regular(path, NULL, &what);
+    if (!f && what) return vkg_error_set(err, VKG_ERR_IO, "%s: is %s, not a regular file", path, what);
     if (!f) return vkg_error_set(err, VKG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 1 << 16, used = 0;
     char *buf = malloc(cap);
@@ -564,7 +569,7 @@ vkg_status vkg_tokenizer_load(const char *dir, vkg_tokenizer **out, vkg_error *e
     char *json_path = malloc(json_size);
     if (!json_path) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     snprintf(json_path, json_size, "%s/tokenizer.json", dir);
-    if (is_regular_file(json_path)) {
+    if (is_present(json_path)) {
         vkg_tokenizer *t = calloc(1, sizeof *t);
         vkg_status st = t ? load_tokenizer_json(t, json_path, err) : vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
         if (st == VKG_OK) st = compile_split_pattern(t, err);
@@ -587,7 +592,7 @@ vkg_status vkg_tokenizer_load(const char *dir, vkg_tokenizer **out, vkg_error *e
             if (!paths[p][f]) found[p][f] = 0;
             else {
                 sprintf(paths[p][f], "%s/%s", dir, names[p][f]);
-                found[p][f] = is_regular_file(paths[p][f]);
+                found[p][f] = is_present(paths[p][f]);
             }
         }
     vkg_status st = VKG_OK;

@@ -4,6 +4,7 @@
 #include "vulkan/pipelines.h"
 
 #include "core/error.h"
+#include "io/file_open.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -68,12 +69,15 @@ int vkg_vk_cache_path(const VkPhysicalDeviceProperties *props, char *path, size_
 
 /* The whole file in memory, or NULL (missing, unreadable, too large). */
 static uint8_t *read_file(const char *path, size_t *bytes) {
-    FILE *f = fopen(path, "rb");
+    /* Anything but a regular file (a FIFO would block in open) counts as no cache. */
+    struct stat info;
+    const char *what;
+    FILE *f = vkg_fopen_regular(path, &info, &what);
     if (!f) return NULL;
     uint8_t *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        if (size > 0 && (unsigned long)size <= MAX_CACHE_FILE && fseek(f, 0, SEEK_SET) == 0) {
+    {
+        long size = (long)info.st_size;
+        if (size > 0 && (unsigned long)size <= MAX_CACHE_FILE) {
             buf = malloc((size_t)size);
             if (buf && fread(buf, 1, (size_t)size, f) != (size_t)size) {
                 free(buf);
