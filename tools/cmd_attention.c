@@ -2,6 +2,7 @@
  * lesson prints it, for one layer or every layer; the probabilities as .npy; and heatmaps, of
  * one head or of every head of a layer as a grid.  Every layer comes from one forward pass. */
 #include "cli.h"
+#include "core/host_memory.h"
 #include "commands.h"
 #include "gpt2_cli.h"
 #include "io/heatmap.h"
@@ -260,6 +261,13 @@ static int run(gpt2_cli *c, const attn_options *o, const attn_choice *ch) {
     const vkg_gpt2_config *cfg = &c->model->config;
     const size_t T = c->n_ids, H = (size_t)cfg->n_head, per_layer = H * T * T;
     const size_t layers = ch->layer == ALL ? (size_t)cfg->n_layer : 1;
+    /* The [layers, H, T, T] probabilities, checked against the machine before asking for them. */
+    const double want = (double)layers * (double)per_layer * (double)sizeof(float);
+    const uint64_t have = vkg_host_memory_bytes();
+    if (want > (double)have)
+        return cli_fail(CMD, "the attention probabilities of %zu layers x %zu heads x %zu x %zu need %.1f GiB, but this "
+                        "machine has %.1f GiB of memory: ask for one --layer, or a shorter prompt", layers, H, T, T,
+                        want / 1073741824.0, (double)have / 1073741824.0);
     float *probs = malloc(layers * per_layer * sizeof *probs);
     if (!probs)
         return cli_fail(CMD, "out of memory for %zu layers x %zu heads x %zu x %zu probabilities (%.0f MB)", layers, H,

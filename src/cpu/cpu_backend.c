@@ -1,14 +1,18 @@
 /* The CPU executor: one host buffer per plan region, and a run that walks the plan's steps in
  * order, calling the C kernel of each step's family on its bindings, spread over a thread pool.
  * Constants are read straight from the caller's memory (never copied, never written). */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "cpu/cpu_check.h"
 #include "cpu/kernels.h"
 #include "cpu/threadpool.h"
@@ -117,13 +121,20 @@ static void run_step(vkg_threadpool *pool, const vkg_step *s, void *const *bind)
 
 /* ---- sessions ------------------------------------------------------------------------------ */
 
+/* A region's allocation: at least one byte, rounded to REGION_ALIGN. */
+static uint64_t region_bytes(const vkg_region *region) {
+    uint64_t bytes = region->bytes ? region->bytes : 1;
+    if (bytes > UINT64_MAX - REGION_ALIGN) return UINT64_MAX;
+    return (bytes + REGION_ALIGN - 1) / REGION_ALIGN * REGION_ALIGN;
+}
+
 static void cpu_session_free(void *session) {
     cpu_session *s = session;
     if (!s) return;
     if (s->region_base)
         for (int r = 0; r < s->plan->n_regions; r++)
             if (s->plan->regions[r].kind != VKG_REGION_CONSTANT && !(s->borrowed && s->borrowed[r]))
-                free(s->region_base[r]);
+                if (s->region_base[r]) munmap(s->region_base[r], (size_t)region_bytes(&s->plan->regions[r]));
     free(s->region_base);
     free(s->borrowed);
     free(s->bind);
@@ -148,6 +159,24 @@ static vkg_status cpu_session_new(void *device, const vkg_plan *p, void *share, 
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a CPU session");
     }
 
+    /* The whole session's need, summed and checked before the first region is allocated: a
+     * config of thousands of layers and a million positions must be refused, not allocated
+     * region by region until memory runs out. */
+    uint64_t need = 0;
+    for (int r = 0; r < p->n_regions; r++)
+        if (p->regions[r].kind != VKG_REGION_CONSTANT && !(share && share_map[r] >= 0)) {
+            uint64_t bytes = region_bytes(&p->regions[r]);
+            need = need > UINT64_MAX - bytes ? UINT64_MAX : need + bytes;
+        }
+    const uint64_t have = vkg_host_memory_bytes();
+    if (need > have || need > SIZE_MAX) {
+        cpu_session_free(s);
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY,
+                             "the CPU session needs %.1f GiB (arena, inputs, outputs and states of %d regions) "
+                             "but this machine has %.1f GiB of memory", (double)need / 1073741824.0,
+                             p->n_regions, (double)have / 1073741824.0);
+    }
+
     for (int r = 0; r < p->n_regions; r++) {
         const vkg_region *region = &p->regions[r];
         if (region->kind == VKG_REGION_CONSTANT) {
@@ -160,16 +189,17 @@ static vkg_status cpu_session_new(void *device, const vkg_plan *p, void *share, 
             s->borrowed[r] = 1;
             continue;
         }
-        uint64_t bytes = region->bytes ? region->bytes : 1;
-        bytes = (bytes + REGION_ALIGN - 1) / REGION_ALIGN * REGION_ALIGN;
-        s->region_base[r] = bytes <= SIZE_MAX ? aligned_alloc(REGION_ALIGN, (size_t)bytes) : NULL;
+        /* Anonymous pages are zero and cost nothing until touched: a KV cache sized for the
+         * whole context but filled a few positions at a time stays small (malloc + memset
+         * touched every page at once).  Page-aligned, more than REGION_ALIGN. */
+        void *m = mmap(NULL, (size_t)region_bytes(region), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        s->region_base[r] = m == MAP_FAILED ? NULL : m;
         if (!s->region_base[r]) {
             cpu_session_free(s);
             return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY,
                                  "out of memory: region %d needs %llu bytes", r,
                                  (unsigned long long)region->bytes);
         }
-        memset(s->region_base[r], 0, (size_t)bytes);
     }
 
     for (int i = 0; i < p->n_steps; i++)
