@@ -57,7 +57,8 @@ typedef enum vkg_status {
     VKG_ERR_OUT_OF_DEVICE_MEMORY,
     VKG_ERR_TIMEOUT,            /* the GPU did not finish in time                       */
     VKG_ERR_UNSUPPORTED,        /* valid request the device or build cannot serve       */
-    VKG_ERR_NOT_FOUND           /* a named thing (tensor, token, file) does not exist   */
+    VKG_ERR_NOT_FOUND,          /* a named thing (tensor, token, file) does not exist   */
+    VKG_ERR_NOT_FINITE          /* a result holds NaN or Inf (an overflow): no answer   */
 } vkg_status;
 
 /* A message for the human, filled by fallible calls when non-NULL. */
