@@ -57,7 +57,8 @@ typedef enum vkg_status {
     VKG_ERR_OUT_OF_DEVICE_MEMORY,
     VKG_ERR_TIMEOUT,            /* the GPU did not finish in time                       */
     VKG_ERR_UNSUPPORTED,        /* valid request the device or build cannot serve       */
-    VKG_ERR_NOT_FOUND           /* a named thing (tensor, token, file) does not exist   */
+    VKG_ERR_NOT_FOUND,          /* a named thing (tensor, token, file) does not exist   */
+    VKG_ERR_NOT_FINITE          /* a result holds NaN or Inf (an overflow): no answer   */
 } vkg_status;
 
 /* A message for the human, filled by fallible calls when non-NULL. */
@@ -83,7 +84,9 @@ void vkg_graph_free(vkg_graph *g);
 vkg_status vkg_graph_status(const vkg_graph *g);
 const char *vkg_graph_error(const vkg_graph *g); /* "" when there is no error               */
 
-/* Shape and facts of a tensor.  ndim is returned; shape[] gets ndim entries. */
+/* Shape and facts of a tensor.  ndim is returned; shape[] gets ndim entries.  Builders refuse shapes
+ * whose element count, byte size or strides would not fit in 63 bits, so vkg_tensor_numel never
+ * overflows (0 for a handle that is not a tensor of g). */
 int vkg_tensor_shape(const vkg_graph *g, vkg_tensor t, int64_t shape[VKG_MAX_DIMS]);
 int64_t vkg_tensor_numel(const vkg_graph *g, vkg_tensor t);
 /* The name given with vkg_name; else the output's name, the leaf's name, or the op ("matmul"). */

@@ -589,6 +589,63 @@ static void test_stale_state_read(void **state) {
     vkg_graph_free(g);
 }
 
+/* Shapes whose element count, byte size (4 bytes an element) or strides do not fit in 63 bits are
+ * refused by every builder, leaves and ops alike, so nothing downstream (numel, strides, the
+ * planner's byte offsets) can overflow.  The largest count allowed is (2^63 - 1) / 4. */
+static void test_shape_too_large(void **state) {
+    (void)state;
+    const int64_t G = (int64_t)1 << 32;
+    vkg_graph *g = vkg_graph_new();
+    expect_error(g, in3(g, "x", G, G, G), VKG_ERR_SHAPE, "input 'x'", "[4294967296, 4294967296, 4294967296]",
+                 "63 bits", NULL);
+    vkg_plan *p = NULL;
+    vkg_error err;
+    assert_int_equal(vkg_plan_compile(g, NULL, &p, &err), VKG_ERR_SHAPE);
+    assert_null(p);
+    assert_non_null(strstr(err.message, "63 bits"));
+    vkg_graph_free(g);
+
+    /* 2^61 elements: the count fits, the byte size (2^63) does not */
+    g = vkg_graph_new();
+    expect_error(g, vkg_state(g, "kv", 3, (int64_t[]){G, G / 8, 4}), VKG_ERR_SHAPE, "state 'kv'", "63 bits", NULL);
+    vkg_graph_free(g);
+
+    /* 2^61 - 2^29 elements (just below the limit) are accepted, and vkg_tensor_numel says so */
+    g = vkg_graph_new();
+    vkg_tensor ok = in2(g, "ok", G, G / 8 - 1);
+    assert_int_not_equal(ok, VKG_NONE);
+    assert_int_equal(vkg_tensor_numel(g, ok), G * (G / 8 - 1));
+    vkg_graph_free(g);
+
+    /* an op whose result is too large: [2^31, 2] @ [2, 2^31] is [2^31, 2^31] */
+    g = vkg_graph_new();
+    vkg_tensor a = in2(g, "a", G / 2, 2), b = in2(g, "b", 2, G / 2);
+    expect_error(g, vkg_matmul(g, a, b, VKG_NONE, 0), VKG_ERR_SHAPE, "matmul", "[2147483648, 2147483648]",
+                 "63 bits", NULL);
+    vkg_graph_free(g);
+
+    /* concat of two halves that fit into a whole that does not */
+    g = vkg_graph_new();
+    vkg_tensor h1 = in2(g, "h1", G, G / 16), h2 = in2(g, "h2", G, G / 16);
+    expect_error(g, vkg_concat(g, h1, h2, 1), VKG_ERR_SHAPE, "concat", "63 bits", NULL);
+    vkg_graph_free(g);
+
+    /* a reshape target whose own product overflows, with and without an inferred dimension */
+    g = vkg_graph_new();
+    vkg_tensor r = in1(g, "r", 8);
+    expect_error(g, vkg_reshape(g, r, 4, (int64_t[]){-1, G, G, G}), VKG_ERR_SHAPE, "reshape", "[8]", NULL);
+    vkg_graph_free(g);
+    g = vkg_graph_new();
+    r = in1(g, "r", 8);
+    expect_error(g, vkg_reshape(g, r, 4, (int64_t[]){2, G, G, G}), VKG_ERR_SHAPE, "reshape", "[8]", NULL);
+    vkg_graph_free(g);
+
+    /* negative dimensions */
+    g = vkg_graph_new();
+    expect_error(g, in2(g, "neg", 2, -3), VKG_ERR_SHAPE, "input 'neg'", "-3", NULL);
+    vkg_graph_free(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_k_mismatch),
@@ -611,6 +668,7 @@ int main(void) {
         cmocka_unit_test(test_first_error_kept),
         cmocka_unit_test(test_compile_errors),
         cmocka_unit_test(test_stale_state_read),
+        cmocka_unit_test(test_shape_too_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

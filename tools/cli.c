@@ -103,8 +103,10 @@ void cli_close_device(const char *cmd, vkg_device *dev) {
         const char *path = profile_request.trace ? profile_request.trace : "vkgraph-trace.json";
         vkg_error err = {0};
         vkg_device_profile_print(dev, profile_request.group_by, stderr);
-        if (vkg_device_profile_write_trace(dev, path, &err) != VKG_OK) cli_fail(cmd, "%s", err.message);
-        else fprintf(stderr, "vkgraph %s: Chrome trace written to %s (open in chrome://tracing or Perfetto)\n", cmd, path);
+        if (vkg_device_profile_write_trace(dev, path, &err) != VKG_OK) {
+            cli_fail(cmd, "%s", err.message);
+            cli_note_output_failure(); /* the results are out, but what was asked for is not */
+        } else fprintf(stderr, "vkgraph %s: Chrome trace written to %s (open in chrome://tracing or Perfetto)\n", cmd, path);
     }
     vkg_device_free(dev);
 }
@@ -167,37 +169,75 @@ char *cli_read_file(const char *cmd, const char *path, size_t *len) {
     return buf;
 }
 
-static int id_separator(char ch) { return ch == ',' || ch == ' ' || ch == '\t' || ch == '\n'; }
+/* The one grammar for a list of ids: integers 0 to 2^31 - 1 in decimal digits, separated by
+ * commas, each comma optionally followed by spaces, the whole optionally in brackets: "1,2,3",
+ * "[1, 2, 3]" (what `tokenize` prints).  Nothing else is guessed at: an empty item ("1,,2", "1,2,",
+ * ",1"), a sign, leading space, ids separated by spaces, or an unclosed bracket is refused with its
+ * position (1-based characters), since a silently dropped or merged id is a wrong answer.  An
+ * empty list ("", "[]") is refused too: every command that takes ids needs at least one. */
+static int ids_fail(const char *cmd, const char *opt, const char *spec, const char *at, const char *what) {
+    char where[40] = "at the end";
+    if (*at) snprintf(where, sizeof where, "at character %zu", (size_t)(at - spec) + 1);
+    if (strcmp(what, "not a token id") == 0) {
+        size_t shown = strcspn(at, ", ]");
+        return cli_fail(cmd, "%s \"%s\": %s: \"%.*s\" is not a token id (expected ids such as 1,2,3 or [1, 2, 3])",
+                        opt, spec, where, (int)(shown ? shown : 1), at);
+    }
+    return cli_fail(cmd, "%s \"%s\": %s: %s (expected ids such as 1,2,3 or [1, 2, 3])", opt, spec, where, what);
+}
+
+static int is_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n'; }
 
 int cli_parse_ids(const char *cmd, const char *opt, const char *spec, int32_t **ids, size_t *n) {
     size_t cap = strlen(spec) / 2 + 1, count = 0; /* each id takes 2 characters but the last */
     int32_t *out = malloc(cap * sizeof *out);
     if (!out) return cli_fail(cmd, "out of memory");
     const char *p = spec;
-    while (*p && id_separator(*p) && *p != ',') p++;
-    int bracket = *p == '[';
+    int bracket = *p == '[', rc = 0;
     if (bracket) p++;
+    if (*p == '\0' || (bracket && *p == ']')) {
+        rc = (*p == '\0' && bracket) ? ids_fail(cmd, opt, spec, p, "\"[\" is not closed by \"]\"")
+                                     : cli_fail(cmd, "%s: no token ids given", opt);
+        goto done;
+    }
     for (;;) {
-        while (id_separator(*p)) p++;
-        if (*p == '\0' || (bracket && *p == ']')) break;
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < INT32_MIN || v > INT32_MAX || (*end && !id_separator(*end) && *end != ']')) {
-            size_t shown = strcspn(p, ", \t\n]");
-            free(out);
-            return cli_fail(cmd, "%s: \"%.*s\" is not a token id (expected integers separated by commas)", opt,
-                            (int)(shown ? shown : 1), p);
+        if (*p < '0' || *p > '9') {
+            rc = ids_fail(cmd, opt, spec, p,
+                          *p == ',' || *p == ']' || *p == '\0' ? "a token id is missing" : "not a token id");
+            goto done;
+        }
+        const char *start = p;
+        int64_t v = 0;
+        while (*p >= '0' && *p <= '9' && v <= INT32_MAX) v = v * 10 + (*p++ - '0');
+        if (v > INT32_MAX || (*p != ',' && *p != ']' && *p != '\0' && !is_space(*p))) {
+            rc = ids_fail(cmd, opt, spec, start, "not a token id");
+            goto done;
         }
         out[count++] = (int32_t)v;
-        p = end;
+        if (*p == ',') {
+            for (p++; is_space(*p);) p++;
+            continue;
+        }
+        if (is_space(*p)) {
+            rc = ids_fail(cmd, opt, spec, p, "a space where a comma belongs");
+            goto done;
+        }
+        if (*p == ']' && !bracket) {
+            rc = ids_fail(cmd, opt, spec, p, "\"]\" without \"[\"");
+            goto done;
+        }
+        if (*p == '\0' && bracket) {
+            rc = ids_fail(cmd, opt, spec, p, "\"[\" is not closed by \"]\"");
+            goto done;
+        }
+        if (*p == ']') p++;
+        break;
     }
-    if (bracket && *p == ']') p++;
-    while (id_separator(*p) && *p != ',') p++;
-    if (*p || count == 0) {
+    if (*p) rc = ids_fail(cmd, opt, spec, p, "unexpected text after the ids");
+done:
+    if (rc) {
         free(out);
-        return *p ? cli_fail(cmd, "%s: unexpected \"%s\" after the ids", opt, p)
-                  : cli_fail(cmd, "%s: no token ids given", opt);
+        return rc;
     }
     *ids = out;
     *n = count;

@@ -30,8 +30,9 @@ int cli_check_extension(const char *cmd, const char *opt, const char *path, cons
  * `-f /dev/zero` from reading until memory runs out. */
 #define CLI_PROMPT_MAX_BYTES ((size_t)64 << 20)
 char *cli_read_file(const char *cmd, const char *path, size_t *len);
-/* Parses "464,5044", "464 5044" or "[464, 5044]" given to option opt; 0 and *ids (caller frees)
- * and *n, or 1 after printing what is wrong (an empty list is an error). */
+/* Parses "464,5044" or "[464, 5044]" given to option opt (spaces only after a comma); 0 and *ids
+ * (caller frees) and *n, or 1 after printing what is wrong and at which character (an empty list
+ * is an error, and so is anything lenient: "1,2,", ",1", "1,,2", "[1,2", "1 2", "+1", " 1"). */
 int cli_parse_ids(const char *cmd, const char *opt, const char *spec, int32_t **ids, size_t *n);
 /* Opens the device named by --device (NULL: the best one), printing errors.  With --profile,
  * every session on it records the time of each step. */
@@ -39,6 +40,12 @@ int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device *
 /* Frees a device opened by cli_open_device; with --profile, first prints its profile to stderr
  * and writes the Chrome trace (--trace FILE, default vkgraph-trace.json). */
 void cli_close_device(const char *cmd, vkg_device *dev);
+/* Called first and last in main (cli_output.c): keeps descriptors 0-2 from being reused when
+ * closed, and turns a failed write to stdout, or a failure noted with cli_note_output_failure
+ * (its message already printed), into exit status 1. */
+void cli_output_guard(void);
+void cli_note_output_failure(void);
+int cli_output_finish(const char *cmd, int rc);
 /* Takes the options every command accepts (--profile, --trace FILE) out of argv; 1 on error. */
 int cli_take_common_options(int *argc, char **argv);
 #endif

@@ -36,13 +36,14 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    cli_output_guard();
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("vkgraph %s\n", VKG_VERSION_STRING);
-        return 0;
+        return cli_output_finish("--version", 0);
     }
     for (int i = 0; i < n_commands; i++)
         if (strcmp(argv[1], commands[i].name) == 0) {
@@ -50,6 +51,7 @@ int main(int argc, char **argv) {
             char **args = argv + 1;
             int rc = cli_args_normalize(commands[i].name, &n, &args) || cli_take_common_options(&n, args);
             if (rc == 0) rc = commands[i].run(n, args);
+            rc = cli_output_finish(commands[i].name, rc);
             cli_args_free();
             return rc;
         }

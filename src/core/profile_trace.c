@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "io/json.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,7 @@ vkg_status vkg_device_profile_write_trace(const vkg_device *d, const char *path,
     const char *clock = prof->clock ? prof->clock : "no profiled runs";
     const int marks_tid = prof->n_sessions + 1;
     FILE *f = fopen(path, "w");
-    if (!f) return vkg_error_set(err, VKG_ERR_IO, "cannot write the trace to %s", path);
+    if (!f) return vkg_error_set(err, VKG_ERR_IO, "cannot write the trace to %s: %s", path, strerror(errno));
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"device\":", f);
     vkg_json_write_string(f, d->name);
     fputs(",\"clock\":", f);
@@ -99,6 +100,10 @@ vkg_status vkg_device_profile_write_trace(const vkg_device *d, const char *path,
         fputc('}', f);
     }
     fputs("\n]}\n", f);
-    if (fclose(f) != 0) return vkg_error_set(err, VKG_ERR_IO, "cannot write the trace to %s", path);
+    /* an earlier failed write leaves only the error flag; fclose reports the last flush alone */
+    int failed = ferror(f);
+    if (fclose(f) != 0 || failed)
+        return vkg_error_set(err, VKG_ERR_IO, "cannot write the trace to %s: %s", path,
+                             strerror(errno ? errno : EIO));
     return VKG_OK;
 }

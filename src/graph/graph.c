@@ -21,8 +21,29 @@ const char *vkg_op_name(vkg_op op) { return (op >= 0 && op < VKG_OP_COUNT) ? op_
 
 int64_t vkg_shape_numel(int ndim, const int64_t *shape) {
     int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i], &n) || n > VKG_MAX_NUMEL) return -1;
     return n;
+}
+
+/* Every node's shape passes here, so the count, the byte size and the contiguous strides of any
+ * tensor of a healthy graph fit in 63 bits, and nothing downstream needs to check again. */
+static int shape_fits(vkg_graph *g, const char *what, const char *name, int ndim, const int64_t *shape) {
+    char buf[160];
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) {
+            vkg_graph_fail(g, VKG_ERR_SHAPE, "%s%s%s%s: shape %s: dimension %d is negative", what, name ? " '" : "",
+                           name ? name : "", name ? "'" : "", vkg_shape_str(ndim, shape, buf, sizeof buf), i);
+            return 0;
+        }
+    if (vkg_shape_numel(ndim, shape) < 0) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE,
+                       "%s%s%s%s: shape %s holds more elements than fit in 63 bits as bytes (at most %lld)", what,
+                       name ? " '" : "", name ? name : "", name ? "'" : "", vkg_shape_str(ndim, shape, buf, sizeof buf),
+                       (long long)VKG_MAX_NUMEL);
+        return 0;
+    }
+    return 1;
 }
 
 const char *vkg_shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
@@ -71,6 +92,7 @@ int vkg_graph_check(vkg_graph *g, const char *op, const char *operand, vkg_tenso
 
 vkg_tensor vkg_graph_add_node(vkg_graph *g, const vkg_node *proto) {
     if (g->status != VKG_OK) return VKG_NONE;
+    if (!shape_fits(g, vkg_op_name(proto->op), proto->name, proto->ndim, proto->shape)) return VKG_NONE;
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? 2 * g->cap_nodes : 64;
         vkg_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
@@ -137,7 +159,7 @@ static int shape_ok(vkg_graph *g, const char *what, const char *name, int ndim, 
                            name, i, (long long)shape[i]);
             return 0;
         }
-    return 1;
+    return shape_fits(g, what, name, ndim, shape);
 }
 
 static vkg_tensor add_leaf(vkg_graph *g, vkg_op op, const char *name, vkg_dtype dtype, int ndim,
@@ -257,6 +279,8 @@ const char *vkg_tensor_bound_name(const vkg_graph *g, vkg_tensor t) {
 int64_t vkg_graph_constant_numel(const vkg_graph *g) {
     int64_t total = 0;
     for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].op == VKG_OP_CONSTANT) total += vkg_shape_numel(g->nodes[i].ndim, g->nodes[i].shape);
+        if (g->nodes[i].op == VKG_OP_CONSTANT &&
+            __builtin_add_overflow(total, vkg_shape_numel(g->nodes[i].ndim, g->nodes[i].shape), &total))
+            return INT64_MAX; /* saturates: a count for display, many huge constants could pass 2^63 */
     return total;
 }

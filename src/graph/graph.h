@@ -68,6 +68,10 @@ struct vkg_graph {
 };
 
 static inline const vkg_node *vkg_graph_node(const vkg_graph *g, vkg_tensor t) { return &g->nodes[t]; }
+/* The largest element count of a tensor: its byte size (4 bytes an element) fits in 63 bits. */
+#define VKG_MAX_NUMEL (INT64_MAX / 4)
+/* The element count, or -1 when a dimension is negative or the count exceeds VKG_MAX_NUMEL (never
+ * overflows; the builders refuse such shapes, so for a node of a graph it is never -1). */
 int64_t vkg_shape_numel(int ndim, const int64_t *shape);
 /* The layer a node belongs to: N when its name starts "h.N." (GPT-2's naming), else -1. */
 int vkg_tensor_layer(const vkg_graph *g, vkg_tensor t);

@@ -13,7 +13,9 @@ void vkg_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
         strides[i] = s;
-        s *= shape[i];
+        /* saturates instead of overflowing: builders keep every count below 2^61, so this only
+         * guards callers that pass a shape no builder checked */
+        if (__builtin_mul_overflow(s, shape[i], &s)) s = INT64_MAX;
     }
 }
 

@@ -40,8 +40,11 @@ vkg_tensor vkg_reshape(vkg_graph *g, vkg_tensor x, int ndim, const int64_t *shap
             vkg_graph_fail(g, VKG_ERR_SHAPE, "reshape: x %s: target dimension %d is %lld",
                            shape_s(g, x, a, sizeof a), i, (long long)shape[i]);
             return VKG_NONE;
-        } else {
-            known *= shape[i];
+        } else if (__builtin_mul_overflow(known, shape[i], &known) || known > VKG_MAX_NUMEL) {
+            char b[96];
+            vkg_graph_fail(g, VKG_ERR_SHAPE, "reshape: x %s ('%s'): target %s holds more elements than fit in 63 bits",
+                           shape_s(g, x, a, sizeof a), vkg_tensor_name(g, x), vkg_shape_str(ndim, shape, b, sizeof b));
+            return VKG_NONE;
         }
     }
     int64_t numel = vkg_shape_numel(g->nodes[x].ndim, g->nodes[x].shape);

@@ -5,6 +5,7 @@
 #include "io/json.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,8 +125,25 @@ static int usable_in_place(const vkg_st_tensor *t) {
     return t->dtype == VKG_ST_F32 && ((uintptr_t)t->data % sizeof(float)) == 0;
 }
 
-/* Points each slot at its data: in place, or converted into one allocation. */
-static vkg_status place_tensors(vkg_gpt2 *m, wanted *w, int n, vkg_error *err) {
+/* A weight holding NaN or Inf would turn every answer into NaN (printed as token 0), so it is
+ * refused at load, naming the first bad element.  One pass over floats already in memory, small
+ * beside the upload and a single forward pass. */
+static vkg_status check_finite(const char *path, const vkg_st_tensor *t, const float *v, vkg_error *err) {
+    const size_t n = (size_t)vkg_st_tensor_numel(t);
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(v[i])) continue;
+        const char *what = isnan(v[i]) ? "NaN" : v[i] > 0 ? "Inf" : "-Inf";
+        char where[64] = "";
+        if (t->ndim == 2)
+            snprintf(where, sizeof where, " (row %zu, column %zu)", i / (size_t)t->shape[1], i % (size_t)t->shape[1]);
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s holds %s at index %zu%s", path, t->name, what, i,
+                             where);
+    }
+    return VKG_OK;
+}
+
+/* Points each slot at its data: in place, or converted into one allocation; checks each is finite. */
+static vkg_status place_tensors(vkg_gpt2 *m, wanted *w, int n, const char *path, vkg_error *err) {
     size_t total = 0;
     for (int i = 0; i < n; i++)
         if (!usable_in_place(w[i].found)) total += (size_t)vkg_st_tensor_numel(w[i].found);
@@ -141,13 +159,15 @@ static vkg_status place_tensors(vkg_gpt2 *m, wanted *w, int n, vkg_error *err) {
         const vkg_st_tensor *t = w[i].found;
         if (usable_in_place(t)) {
             *w[i].slot = t->data;
-            continue;
+        } else {
+            float *dst = m->converted + used;
+            vkg_status st = vkg_st_tensor_to_f32(t, dst, err);
+            if (st != VKG_OK) return st;
+            *w[i].slot = dst;
+            used += (size_t)vkg_st_tensor_numel(t);
         }
-        float *dst = m->converted + used;
-        vkg_status st = vkg_st_tensor_to_f32(t, dst, err);
+        vkg_status st = check_finite(path, t, *w[i].slot, err);
         if (st != VKG_OK) return st;
-        *w[i].slot = dst;
-        used += (size_t)vkg_st_tensor_numel(t);
     }
     return VKG_OK;
 }
@@ -218,7 +238,7 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, vkg_error *err) {
     if (st == VKG_OK) st = match_tensors(m, w, n, weights_path, err);
     if (st == VKG_OK) {
         m->dtype = w[0].found->dtype;
-        st = place_tensors(m, w, n, err);
+        st = place_tensors(m, w, n, weights_path, err);
     }
     if (st == VKG_OK && m->tied_head) m->lm_head = m->wte;
     if (st == VKG_OK) {

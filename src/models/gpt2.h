@@ -119,6 +119,7 @@ typedef struct vkg_gpt2_runner {
     vkg_plan *plan;
     vkg_session *session;
     int32_t *position_buf;               /* [T] scratch for the positions input             */
+    int32_t start;                       /* the first position of the last run              */
 } vkg_gpt2_runner;
 
 vkg_status vkg_gpt2_runner_new(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt2_build_options *o,

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,20 +62,66 @@ vkg_status vkg_gpt2_runner_run(vkg_gpt2_runner *r, const int32_t *ids, int32_t s
     if (st == VKG_OK) st = vkg_session_set_input(r->session, gg->positions, r->position_buf, bytes, err);
     if (st == VKG_OK && gg->pos != VKG_NONE) st = vkg_session_set_index(r->session, gg->pos, start, err);
     if (st == VKG_OK) st = vkg_session_run(r->session, err);
+    if (st == VKG_OK) r->start = start;
     return st;
+}
+
+/* Every output a caller reads passes here: NaN or Inf (weights that overflow, on either
+ * executor) is an error naming where it appears, never an answer (an argmax over NaN is token 0).
+ * The scan is one pass over what was just copied out, cheap beside the forward pass.  out holds
+ * the tensor t's values, rows of its last dimension; its second-to-last dimension is the
+ * position (the query position for attention). */
+static vkg_status check_outputs(const vkg_gpt2_runner *r, vkg_tensor t, const float *out, size_t floats,
+                                const char *what, vkg_error *err) {
+    for (size_t i = 0; i < floats; i++) {
+        if (isfinite(out[i])) continue;
+        int64_t shape[VKG_MAX_DIMS];
+        const int nd = vkg_tensor_shape(r->gg.graph, t, shape);
+        const size_t cols = (size_t)shape[nd - 1], rows = nd >= 2 ? (size_t)shape[nd - 2] : 1, row = (i / cols) % rows;
+        /* the last position only (logits without all_logits) is one row: the run's last token */
+        const int32_t position = r->start + (rows == 1 ? r->gg.tokens - 1 : (int32_t)row);
+        char head[48] = "";
+        if (nd >= 3) snprintf(head, sizeof head, " (head %zu)", (i / (cols * rows)) % (size_t)shape[nd - 3]);
+        return vkg_error_set(err, VKG_ERR_NOT_FINITE, "gpt2: the model's outputs overflowed: %s%s at position %d are "
+                             "not finite (%s at index %zu of that row); the weights are finite but too large",
+                             what, head, (int)position, isnan(out[i]) ? "NaN" : out[i] > 0 ? "Inf" : "-Inf",
+                             i % cols);
+    }
+    return VKG_OK;
 }
 
 vkg_status vkg_gpt2_runner_logits(vkg_gpt2_runner *r, float *out, size_t floats, vkg_error *err) {
     if (r->gg.logits == VKG_NONE)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: the graph was built without logits (no_logits)");
-    return vkg_session_get_output(r->session, r->gg.logits, out, floats * sizeof(float), err);
+    vkg_status st = vkg_session_get_output(r->session, r->gg.logits, out, floats * sizeof(float), err);
+    return st == VKG_OK ? check_outputs(r, r->gg.logits, out, floats, "logits", err) : st;
 }
 
 vkg_status vkg_gpt2_runner_attention(vkg_gpt2_runner *r, int layer, float *out, size_t floats, vkg_error *err) {
     if (layer < 0 || layer >= r->gg.n_layer || r->gg.attention[layer] == VKG_NONE)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: layer %d's attention was not requested when the "
                              "graph was built", layer);
-    return vkg_session_get_output(r->session, r->gg.attention[layer], out, floats * sizeof(float), err);
+    vkg_status st = vkg_session_get_output(r->session, r->gg.attention[layer], out, floats * sizeof(float), err);
+    if (st != VKG_OK) return st;
+    char what[64];
+    snprintf(what, sizeof what, "layer %d (index %d)'s attention", layer + 1, layer);
+    st = check_outputs(r, r->gg.attention[layer], out, floats, what, err);
+    if (st != VKG_OK) return st;
+    /* Each query sees at least itself, so each row sums to 1.  Scores that overflowed to -Inf or
+     * NaN can come out of a softmax as a row of zeros instead (the Vulkan kernel gives a row whose
+     * every entry is blocked zeros): finite, and just as wrong. */
+    int64_t shape[VKG_MAX_DIMS];
+    const int nd = vkg_tensor_shape(r->gg.graph, r->gg.attention[layer], shape);
+    const size_t cols = (size_t)shape[nd - 1], rows = (size_t)shape[nd - 2];
+    for (size_t i = 0; i + cols <= floats; i += cols) {
+        double sum = 0;
+        for (size_t j = 0; j < cols; j++) sum += out[i + j];
+        if (fabs(sum - 1.0) > 1e-2)
+            return vkg_error_set(err, VKG_ERR_NOT_FINITE, "gpt2: the model's outputs overflowed: %s (head %zu) at "
+                                 "position %d sums to %g, not 1 (its scores were not finite)", what,
+                                 i / (cols * rows), (int)(r->start + (int32_t)((i / cols) % rows)), sum);
+    }
+    return VKG_OK;
 }
 
 vkg_status vkg_gpt2_forward(const vkg_gpt2 *m, vkg_device *dev, const int32_t *ids, int n, int all_logits,

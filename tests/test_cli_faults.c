@@ -1,0 +1,98 @@
+/* Faults around the commands' input and output: id lists that are not exactly a list of ids are
+ * refused with the character where they go wrong, and every failure to write a result (stdout
+ * closed or full, a trace, .npy or PNG file that cannot be written) ends with a message and exit
+ * status 1, never 0. */
+#include "gpt2_cli_run.h"
+
+/* Runs `vkgraph ARGS REDIRECT` through the shell, so that stdout can be /dev/full or closed. */
+static result shell(const char *args, const char *redirect) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "exec '%s' %s %s", bin, args, redirect);
+    return run((const char *const[]){"/bin/sh", "-c", cmd, NULL}, NULL);
+}
+
+static void test_lenient_ids_refused(void **state) {
+    (void)state;
+    need_binary();
+    const char *out = in_tmp("ids.npy");
+    static const struct { const char *ids, *part; } bad[] = {
+        {"1,2,", "--ids \"1,2,\": at the end: a token id is missing"},
+        {",1", "--ids \",1\": at character 1: a token id is missing"},
+        {"1,,2", "--ids \"1,,2\": at character 3: a token id is missing"},
+        {"[1,2", "--ids \"[1,2\": at the end: \"[\" is not closed by \"]\""},
+        {"1 2", "--ids \"1 2\": at character 2: a space where a comma belongs"},
+        {"+1", "--ids \"+1\": at character 1: \"+1\" is not a token id"},
+        {" 1", "--ids \" 1\": at character 1: \" \" is not a token id"},
+        {"-1", "at character 1: \"-1\" is not a token id"},
+        {"1]", "at character 2: \"]\" without \"[\""},
+        {"[1,2]x", "at character 6: unexpected text after the ids"},
+        {"1,x,3", "at character 3: \"x\" is not a token id"},
+        {"2147483648", "\"2147483648\" is not a token id"},
+        {"[]", "--ids: no token ids given"},
+        {"", "--ids: no token ids given"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_fail(VKG("logits", "-m", tiny, "--ids", bad[i].ids, "-o", out, "--device", "cpu"), "logits",
+                    bad[i].part);
+    /* the forms valid before stay valid */
+    const char *good[] = {"1,2,3", "[1, 2, 3]", "[1,2,3]", "1, 2,3", "7"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        result r = VKG("logits", "-m", tiny, "--ids", good[i], "-o", out, "--device", "cpu");
+        expect_ok(&r, good[i]);
+        result_free(&r);
+    }
+}
+
+static void test_write_failures(void **state) {
+    (void)state;
+    need_binary();
+    char args[2400];
+    /* stdout full or closed */
+    snprintf(args, sizeof args, "dump -m '%s'", tiny);
+    expect_fail(shell(args, ">/dev/full"), "dump", "cannot write to standard output: No space left on device");
+    expect_fail(shell(args, ">&-"), "dump", "cannot write to standard output: Bad file descriptor");
+    snprintf(args, sizeof args, "dump -m '%s' --plan --format json", tiny);
+    expect_fail(shell(args, ">/dev/full"), "dump", "cannot write to standard output");
+    snprintf(args, sizeof args, "logits -m '%s' --ids 1,2 -o '%s' --device cpu", tiny, in_tmp("w.npy"));
+    expect_fail(shell(args, ">/dev/full"), "logits", "cannot write to standard output: No space left on device");
+    expect_fail(shell(args, ">&-"), "logits", "cannot write to standard output: Bad file descriptor");
+    snprintf(args, sizeof args, "attention -m '%s' --ids 1,2,3 --layer 0 --device cpu", tiny);
+    expect_fail(shell(args, ">/dev/full"), "attention", "cannot write to standard output");
+    expect_fail(shell("--version", ">/dev/full"), "--version", "cannot write to standard output");
+    /* with stdout closed, the .npy file does not take its descriptor: it is still a whole .npy */
+    struct stat sb;
+    assert_int_equal(stat(in_tmp("w.npy"), &sb), 0);
+    FILE *f = fopen(in_tmp("w.npy"), "rb");
+    assert_non_null(f);
+    char magic[6] = {0};
+    assert_int_equal(fread(magic, 1, 6, f), 6);
+    fclose(f);
+    assert_memory_equal(magic, "\x93NUMPY", 6);
+
+    /* files in a place that cannot be written (under a regular file: refused even for root) */
+    const char *file = in_tmp("plain");
+    f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    char trace[1300], npy[1300], png[1300];
+    snprintf(trace, sizeof trace, "%s/t.json", file);
+    snprintf(npy, sizeof npy, "%s/x.npy", file);
+    snprintf(png, sizeof png, "%s/x.png", file);
+    expect_fail(VKG("logits", "-m", tiny, "--ids", "1,2", "-o", in_tmp("w.npy"), "--device", "cpu", "--trace", trace),
+                "logits", "cannot write the trace to");
+    expect_fail(VKG("generate", "-m", tiny, "--ids", "1,2", "-n", "2", "--device", "cpu", "--trace", trace),
+                "generate", "Not a directory");
+    expect_fail(VKG("logits", "-m", tiny, "--ids", "1,2", "-o", npy, "--device", "cpu"), "logits", npy);
+    expect_fail(VKG("attention", "-m", tiny, "--ids", "1,2,3", "--layer", "0", "--npy", npy, "--device", "cpu"),
+                "attention", npy);
+    expect_fail(VKG("attention", "-m", tiny, "--ids", "1,2,3", "--layer", "0", "--png", png, "--device", "cpu"),
+                "attention", png);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lenient_ids_refused),
+        cmocka_unit_test(test_write_failures),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,131 @@
+/* NaN and Inf never become an answer.  A weight holding one is refused at load, for F32 used in
+ * place and for F16/BF16 converted alike, naming the tensor and the first bad element; finite
+ * weights so large that the forward pass overflows end logits, generate and attention with a
+ * "not finite" error naming the position, on the CPU and on Vulkan, never with a token. */
+#include "gpt2_cli_run.h"
+
+#include "models/gpt2.h"
+#include "models/gpt2_random.h"
+
+#include <math.h>
+
+/* Writes the default tiny random model (2 layers, 4 heads, n_embd 32, 16 positions, 64 tokens)
+ * to tmp/dir in dtype, with elements [first, first + count) of tensor `name` set to value. */
+static const char *write_poked(const char *dir, vkg_st_dtype dtype, int untied, const char *name, size_t first,
+                               size_t count, float value) {
+    static char d[1200];
+    snprintf(d, sizeof d, "%s", in_tmp(dir));
+    vkg_gpt2_random_options o;
+    vkg_gpt2_random_options_default(&o);
+    o.dtype = dtype;
+    o.untied_lm_head = untied;
+    vkg_error err = {0};
+    if (vkg_gpt2_write_random(d, &o, &err) != VKG_OK) fail_msg("%s", err.message);
+    char p[1300], q[1300];
+    snprintf(p, sizeof p, "%s/model.safetensors", d);
+    snprintf(q, sizeof q, "%s/poked.safetensors", d);
+    vkg_safetensors *st = NULL;
+    assert_int_equal(vkg_safetensors_open(p, &st, &err), VKG_OK);
+    int n = vkg_safetensors_count(st), found = 0;
+    vkg_st_write *w = calloc((size_t)n, sizeof *w);
+    void *copy = NULL;
+    for (int i = 0; i < n; i++) {
+        const vkg_st_tensor *t = vkg_safetensors_tensor(st, i);
+        w[i] = (vkg_st_write){.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .data = t->data};
+        memcpy(w[i].shape, t->shape, sizeof w[i].shape);
+        if (strcmp(t->name, name) != 0) continue;
+        found = 1;
+        copy = malloc(t->bytes);
+        memcpy(copy, t->data, t->bytes);
+        const size_t numel = (size_t)vkg_st_tensor_numel(t);
+        assert_true(first + count <= numel);
+        for (size_t k = first; k < first + count; k++) {
+            if (t->dtype == VKG_ST_F32) ((float *)copy)[k] = value;
+            else if (t->dtype == VKG_ST_F16) ((uint16_t *)copy)[k] = vkg_f32_to_f16(value);
+            else ((uint16_t *)copy)[k] = vkg_f32_to_bf16(value);
+        }
+        w[i].data = copy;
+    }
+    assert_true(found);
+    if (vkg_safetensors_write(q, w, n, &err) != VKG_OK) fail_msg("%s", err.message);
+    vkg_safetensors_close(st);
+    free(copy);
+    free(w);
+    assert_int_equal(rename(q, p), 0);
+    return d;
+}
+
+static void expect_load_error(const char *dir, const char *part) {
+    vkg_gpt2 *m = NULL;
+    vkg_error err = {0};
+    vkg_status st = vkg_gpt2_load(dir, &m, &err);
+    if (st != VKG_ERR_FORMAT) fail_msg("%s: status %s (%s)", dir, vkg_status_name(st), err.message);
+    assert_null(m);
+    if (!strstr(err.message, part)) fail_msg("message \"%s\" lacks \"%s\"", err.message, part);
+}
+
+static void test_nonfinite_weights_refused(void **state) {
+    (void)state;
+    /* c_attn.weight is [32, 96]: index 1234 is row 12, column 82 */
+    expect_load_error(write_poked("nan32", VKG_ST_F32, 0, "h.0.attn.c_attn.weight", 1234, 1, NAN),
+                      "model.safetensors: tensor h.0.attn.c_attn.weight holds NaN at index 1234 (row 12, column 82)");
+    expect_load_error(write_poked("inf16", VKG_ST_F16, 0, "h.1.mlp.c_proj.weight", 7, 1, INFINITY),
+                      "model.safetensors: tensor h.1.mlp.c_proj.weight holds Inf at index 7 (row 0, column 7)");
+    expect_load_error(write_poked("ninfbf16", VKG_ST_BF16, 0, "ln_f.bias", 5, 1, -INFINITY),
+                      "model.safetensors: tensor ln_f.bias holds -Inf at index 5");
+    expect_load_error(write_poked("nanwte", VKG_ST_F32, 0, "wte.weight", 2046, 2, NAN),
+                      "tensor wte.weight holds NaN at index 2046 (row 63, column 30)");
+}
+
+/* Layer 0's c_attn.weight all 3e38: finite, loads, and q, k and v overflow at every position. */
+static void test_overflow_is_an_error(void **state) {
+    (void)state;
+    need_binary();
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s", write_poked("big", VKG_ST_F32, 0, "h.0.attn.c_attn.weight", 0, 32 * 96, 3e38f));
+
+    /* the library: a status, not logits */
+    vkg_gpt2 *m = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_gpt2_load(dir, &m, &err), VKG_OK);
+    vkg_device *cpu = NULL;
+    vkg_device_options o = {.cpu_threads = 2, .quiet = 1};
+    assert_int_equal(vkg_device_open("cpu", &o, &cpu, &err), VKG_OK);
+    const int32_t ids[4] = {1, 2, 3, 5};
+    float logits[64];
+    assert_int_equal(vkg_gpt2_forward(m, cpu, ids, 4, 0, logits, VKG_GPT2_NO_ATTENTION, NULL, &err),
+                     VKG_ERR_NOT_FINITE);
+    assert_non_null(strstr(err.message, "the model's outputs overflowed: logits at position 3 are not finite"));
+    assert_string_equal(vkg_status_name(VKG_ERR_NOT_FINITE), "not finite");
+    vkg_device_free(cpu);
+    vkg_gpt2_free(m);
+
+    /* the commands, on both executors (Vulkan where a device is there: lavapipe in the test runs) */
+    vkg_device *vk = NULL;
+    const int has_vulkan = vkg_device_open("vulkan", &o, &vk, &err) == VKG_OK;
+    vkg_device_free(vk);
+    const char *devices[2] = {"cpu", "vulkan"};
+    for (int d = 0; d < 1 + has_vulkan; d++) {
+        const char *dev = devices[d];
+        expect_fail(VKG("logits", "-m", dir, "--ids", "1,2,3,5", "-o", in_tmp("o.npy"), "--device", dev), "logits",
+                    "the model's outputs overflowed: logits at position 3 are not finite");
+        expect_fail(VKG("logits", "-m", dir, "--ids", "1,2,3,5", "--all", "-o", in_tmp("o.npy"), "--device", dev),
+                    "logits", "logits at position 0 are not finite");
+        result r = VKG("generate", "-m", dir, "--ids", "1,2,3,5", "-n", "4", "--device", dev, "--ids-out");
+        if (r.status != 1 || !strstr(r.err, "vkgraph generate: gpt2: the model's outputs overflowed: logits at "
+                                            "position 3 are not finite"))
+            fail_msg("generate on %s: exit %d, stderr %s", dev, r.status, r.err);
+        assert_string_equal(r.out, "1 2 3 5 "); /* the prompt echoed, and no token after it */
+        result_free(&r);
+        expect_fail(VKG("attention", "-m", dir, "--ids", "1,2,3,5", "--layer", "0", "--device", dev), "attention",
+                    "the model's outputs overflowed: layer 1 (index 0)'s attention (head 0) at position 0");
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nonfinite_weights_refused),
+        cmocka_unit_test(test_overflow_is_an_error),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
