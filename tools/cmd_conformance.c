@@ -22,7 +22,8 @@ static void usage(FILE *f) {
             "  --device D    vulkan, vulkan:N (see vkgraph devices), or cpu: the CPU executor with\n"
             "                --threads threads against itself on one thread\n"
             "  --quick       small shapes only (seconds)\n"
-            "  --full        add GPT-2's largest shapes (768x3072 layers, 768x50257 logits, T = 1024)\n"
+            "  --full        add GPT-2 at T = 1024, GPT-2 XL's long prompts, the logits beyond T = 64,\n"
+            "                and a whole GPT-2 124M (random weights) at T = 1024\n"
             "  --op NAME     only this op:");
     for (int i = 0; i < vkg_conformance_op_count(); i++) fprintf(f, " %s", vkg_conformance_op_name(i));
     fprintf(f, "\n"
