@@ -50,21 +50,6 @@ static vkg_gpt2 *load(const char *dir) {
     return m;
 }
 
-/* ids.txt: comma-separated ids. */
-static int read_ids(const char *dir_rel, int32_t *ids, int cap) {
-    char rel[256];
-    snprintf(rel, sizeof rel, "%s/ids.txt", dir_rel);
-    FILE *f = fopen(test_data_path(rel), "r");
-    assert_non_null(f);
-    int n = 0, v;
-    while (n < cap && fscanf(f, "%d", &v) == 1) {
-        ids[n++] = v;
-        if (fgetc(f) != ',') break;
-    }
-    fclose(f);
-    return n;
-}
-
 static float *read_npy(const char *rel, int64_t expect_numel) {
     float *data = NULL;
     int ndim = 0;
@@ -99,7 +84,7 @@ static void check_golden(const char *dir_rel) {
     snprintf(path, sizeof path, "%s", test_data_path(dir_rel));
     vkg_gpt2 *m = load(path);
     int32_t ids[64];
-    const int T = read_ids(dir_rel, ids, 64), V = m->config.vocab_size, H = m->config.n_head, L = m->config.n_layer;
+    const int T = test_read_ids(dir_rel, ids, 64), V = m->config.vocab_size, H = m->config.n_head, L = m->config.n_layer;
     assert_int_equal(T, 12);
     snprintf(path, sizeof path, "%s/logits.npy", dir_rel);
     float *want_logits = read_npy(path, (int64_t)T * V);
@@ -165,7 +150,7 @@ static void test_cache_chunks_equal_full_pass(void **state) {
     (void)state;
     vkg_gpt2 *m = load(test_data_path("gpt2-tiny"));
     int32_t ids[12];
-    const int T = read_ids("gpt2-tiny", ids, 12), V = m->config.vocab_size, H = m->config.n_head, S = 12, C = 4;
+    const int T = test_read_ids("gpt2-tiny", ids, 12), V = m->config.vocab_size, H = m->config.n_head, S = 12, C = 4;
     float *want = full_logits(m, ids, T);
     float *want_attn = read_npy("gpt2-tiny/attention.npy", 2LL * H * T * T);
     vkg_gpt2_build_options o;
@@ -208,7 +193,7 @@ static void test_cache_attention_keys(void **state) {
     (void)state;
     vkg_gpt2 *m = load(test_data_path("gpt2-tiny"));
     int32_t ids[12];
-    const int T = read_ids("gpt2-tiny", ids, 12), H = m->config.n_head;
+    const int T = test_read_ids("gpt2-tiny", ids, 12), H = m->config.n_head;
     float *want_attn = read_npy("gpt2-tiny/attention.npy", 2LL * H * T * T);
     vkg_gpt2_build_options o;
     vkg_gpt2_build_options_default(&o, T);
@@ -235,7 +220,7 @@ static void test_decode_equals_full_pass(void **state) {
     (void)state;
     vkg_gpt2 *m = load(test_data_path("gpt2-tiny"));
     int32_t ids[12];
-    const int T = read_ids("gpt2-tiny", ids, 12), V = m->config.vocab_size;
+    const int T = test_read_ids("gpt2-tiny", ids, 12), V = m->config.vocab_size;
     float *want = full_logits(m, ids, T);
     vkg_gpt2_generator gen;
     vkg_error err = {0};

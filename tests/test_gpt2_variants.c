@@ -30,26 +30,14 @@
 
 static vkg_device *cpu, *gpu;
 
-/* gpu: the validated Vulkan device of support/vk_test.h (NULL only where none opens and
- * VKG_TEST_ALLOW_NO_VULKAN is set); its teardown fails on any validation message. */
 static int setup(void **state) {
     (void)state;
-    vkg_device_options o = {.cpu_threads = 2, .quiet = 1};
-    vkg_error err = {0};
-    if (vkg_device_open("cpu", &o, &cpu, &err) != VKG_OK) return -1;
-    void *g = NULL;
-    int rc = vk_test_group_setup(&g);
-    gpu = g;
-    return rc;
+    return vk_test_pair_setup(&cpu, &gpu);
 }
 
 static int teardown(void **state) {
     (void)state;
-    void *g = gpu;
-    gpu = NULL;
-    int rc = vk_test_group_teardown(&g);
-    vkg_device_free(cpu);
-    return rc;
+    return vk_test_pair_teardown(&cpu, &gpu);
 }
 
 /* Each model, what its config says, and what its plan must show: the activation fused into the
@@ -68,18 +56,6 @@ static const struct {
     {"attn-scale-by-layer", "gelu_new", 0, 1, 1, "matmul+bias+gelu"},
 };
 #define N_MODELS (sizeof models / sizeof models[0])
-
-static int read_ids(int32_t *ids, int cap) {
-    FILE *f = fopen(test_data_path("gpt2-config/ids.txt"), "r");
-    assert_non_null(f);
-    int n = 0, v;
-    while (n < cap && fscanf(f, "%d", &v) == 1) {
-        ids[n++] = v;
-        if (fgetc(f) != ',') break;
-    }
-    fclose(f);
-    return n;
-}
 
 /* Every position's logits [T, V] on dev, and the plan's text dump into text (when non-NULL). */
 static void run_all_logits(vkg_device *dev, const vkg_gpt2 *m, const int32_t *ids, int T, float *logits, char *text,
@@ -118,7 +94,7 @@ static void make_plain_gpt2(vkg_gpt2 *m) {
 static void test_against_numpy(void **state) {
     (void)state;
     int32_t ids[16];
-    const int T = read_ids(ids, 16);
+    const int T = test_read_ids("gpt2-config", ids, 16);
     assert_int_equal(T, 8);
     for (size_t k = 0; k < N_MODELS; k++) {
         char rel[256];

@@ -26,31 +26,14 @@
 
 static vkg_device *cpu, *gpu;
 
-/* gpu: the validated Vulkan device of support/vk_test.h (NULL where none opens and
- * VKG_TEST_ALLOW_NO_VULKAN is set); its teardown fails on any validation message. */
 static int setup(void **state) {
     (void)state;
-    vkg_device_options o = {.cpu_threads = 2, .quiet = 1};
-    vkg_error err = {0};
-    if (vkg_device_open("cpu", &o, &cpu, &err) != VKG_OK) return -1;
-    void *g = NULL;
-    int rc = vk_test_group_setup(&g);
-    gpu = g;
-    if (rc != 0) {
-        vkg_device_free(cpu);
-        cpu = NULL;
-    }
-    return rc;
+    return vk_test_pair_setup(&cpu, &gpu);
 }
 
 static int teardown(void **state) {
     (void)state;
-    void *g = gpu;
-    gpu = NULL;
-    int rc = vk_test_group_teardown(&g);
-    vkg_device_free(cpu);
-    cpu = NULL;
-    return rc;
+    return vk_test_pair_teardown(&cpu, &gpu);
 }
 
 static void expect_close(const float *got, const float *want, size_t n, double tol, const char *what) {

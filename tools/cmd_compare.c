@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "gpt2_cli.h"
+#include "graph/graph.h"
 #include "models/block.h"
 
 #include <stdio.h>
@@ -31,26 +32,17 @@ static void usage(FILE *f) {
             "  -h, --help          show this help\n");
 }
 
-/* "[3, 320, 17]", or "-" when nothing was compared. */
 static int shows_element(const vkg_step_comparison *c) {
     return c->worst_ndim > 0 && (c->max_abs_diff > 0 || c->nonfinite_mismatches > 0);
 }
 
+/* Where the worst element is, "[3, 320, 17]", or "-" when nothing differs. */
 static const char *coords(const vkg_step_comparison *c, char *buf, size_t size) {
-    if (!shows_element(c)) return "-";
-    size_t n = (size_t)snprintf(buf, size, "[");
-    for (int d = 0; d < c->worst_ndim && n < size; d++)
-        n += (size_t)snprintf(buf + n, size - n, d ? ", %lld" : "%lld", (long long)c->worst[d]);
-    if (n < size) snprintf(buf + n, size - n, "]");
-    return buf;
+    return shows_element(c) ? vkg_shape_str(c->worst_ndim, c->worst, buf, size) : "-";
 }
 
 static const char *shape_text(const vkg_step_comparison *c, char *buf, size_t size) {
-    size_t n = (size_t)snprintf(buf, size, "[");
-    for (int d = 0; d < c->ndim && n < size; d++)
-        n += (size_t)snprintf(buf + n, size - n, d ? ", %lld" : "%lld", (long long)c->shape[d]);
-    if (n < size) snprintf(buf + n, size - n, "]");
-    return buf;
+    return vkg_shape_str(c->ndim, c->shape, buf, size);
 }
 
 static void print_step(const vkg_step_comparison *c, FILE *f) {

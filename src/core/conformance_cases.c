@@ -448,12 +448,9 @@ static void attn_decode_cache(conf_build *b, const int64_t *d) {
 /* q, k, v as strided views of one [T, 3 C] projection, heads split without copies. */
 static void attn_views(conf_build *b, const int64_t *d) {
     int64_t h = d[0], t = d[1], dh = d[2], c = h * dh;
-    vkg_tensor qkv = in2(b, t, 3 * c, CONF_FILL_NORMAL), part[3];
-    for (int i = 0; i < 3; i++) {
-        vkg_tensor x = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, i * c, c), 3, S(t, h, dh));
-        part[i] = vkg_permute(b->g, x, (const int[]){1, 0, 2});
-    }
-    vkg_tensor o = attend(b, part[0], part[1], part[2], dh, VKG_NONE, 0, VKG_NONE);
+    vkg_tensor qkv = in2(b, t, 3 * c, CONF_FILL_NORMAL);
+    vkg_tensor o = attend(b, head_view(b, qkv, 0, h, t, dh), head_view(b, qkv, 1, h, t, dh),
+                          head_view(b, qkv, 2, h, t, dh), dh, VKG_NONE, 0, VKG_NONE);
     conf_output(b, vkg_reshape(b->g, vkg_permute(b->g, o, (const int[]){1, 0, 2}), 2, S(t, c)));
 }
 

@@ -5,6 +5,7 @@
 #include "io/json.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,9 +44,21 @@ vkg_gpt2_activation vkg_gpt2_activation_kind(const char *activation) {
     return VKG_GPT2_ACT_UNKNOWN;
 }
 
+/* The names of the table above, ", "-separated, written once (pthread_once: any thread may ask
+ * first), so the list in messages cannot drift from what is accepted. */
+static char activation_names[256];
+
+static void write_activation_names(void) {
+    size_t used = 0;
+    for (size_t i = 0; i < N_ACTIVATIONS && used < sizeof activation_names; i++)
+        used += (size_t)snprintf(activation_names + used, sizeof activation_names - used, "%s%s", i ? ", " : "",
+                                 activations[i].name);
+}
+
 const char *vkg_gpt2_activation_names(void) {
-    return "gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_accurate, gelu, gelu_python, quick_gelu, silu, swish, "
-           "relu";
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, write_activation_names);
+    return activation_names;
 }
 
 void vkg_gpt2_config_default(vkg_gpt2_config *c) {

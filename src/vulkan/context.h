@@ -97,6 +97,8 @@ const char *vkg_vk_unusable_reason(VkPhysicalDevice pd);
 
 /* The device's default tuning, from its limits (subgroup size, invocations, device type). */
 void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t);
+/* The widest 1-d workgroup the device runs: its x size limit or its invocation limit. */
+uint32_t vkg_vk_max_workgroup_x(const vkg_vk_context *c);
 
 /* How long a submission may take before VKG_ERR_TIMEOUT: VKG_TIMEOUT_MS, default 60 s. */
 uint64_t vkg_vk_timeout_ns(void);

@@ -49,10 +49,15 @@ static int texel_format_ok(const vkg_vk_context *c, VkFormat f) {
     return (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
 }
 
+uint32_t vkg_vk_max_workgroup_x(const vkg_vk_context *c) {
+    const VkPhysicalDeviceLimits *l = &c->props.limits;
+    return l->maxComputeWorkGroupSize[0] < l->maxComputeWorkGroupInvocations ? l->maxComputeWorkGroupSize[0]
+                                                                             : l->maxComputeWorkGroupInvocations;
+}
+
 void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
     const VkPhysicalDeviceLimits *l = &c->props.limits;
-    uint32_t max_x = l->maxComputeWorkGroupSize[0] < l->maxComputeWorkGroupInvocations
-                         ? l->maxComputeWorkGroupSize[0] : l->maxComputeWorkGroupInvocations;
+    uint32_t max_x = vkg_vk_max_workgroup_x(c);
     uint32_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
     int cpu = c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     int texel_ok = texel_format_ok(c, VK_FORMAT_R32_SFLOAT) && texel_format_ok(c, VK_FORMAT_R32G32B32A32_SFLOAT);
@@ -96,7 +101,7 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
 vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, vkg_error *err) {
     const VkPhysicalDeviceLimits *l = &c->props.limits;
     uint32_t inv = l->maxComputeWorkGroupInvocations, shared = l->maxComputeSharedMemorySize;
-    uint32_t max_x = l->maxComputeWorkGroupSize[0] < inv ? l->maxComputeWorkGroupSize[0] : inv;
+    uint32_t max_x = vkg_vk_max_workgroup_x(c);
     const struct { const char *name; uint32_t value, max; } checks[] = {
         {"elementwise_wg", t->elementwise_wg, max_x},
         {"row_wg", t->row_wg, max_x},

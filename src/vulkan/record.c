@@ -83,9 +83,7 @@ static vkg_status linear_groups(const vkg_vk_context *c, const vkg_step *st, uin
 /* The row workgroup for rows of `cols`: the tuned width, doubled while one row would run past
  * the loop budget (a softmax over a very wide row), up to the device's workgroup limit. */
 static uint32_t row_workgroup(const vkg_vk_context *c, uint64_t cols) {
-    const VkPhysicalDeviceLimits *l = &c->props.limits;
-    uint32_t max_wg = l->maxComputeWorkGroupSize[0] < l->maxComputeWorkGroupInvocations
-                          ? l->maxComputeWorkGroupSize[0] : l->maxComputeWorkGroupInvocations;
+    uint32_t max_wg = vkg_vk_max_workgroup_x(c);
     uint32_t wg = c->tuning.row_wg;
     while (row_iterations(c, cols, wg) > LOOP_BUDGET && wg * 2 <= max_wg) wg *= 2;
     return wg;

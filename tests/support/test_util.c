@@ -80,3 +80,17 @@ char *test_read_file(const char *path, size_t *len) {
     if (len) *len = used;
     return buf;
 }
+
+int test_read_ids(const char *dir_rel, int32_t *ids, int cap) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "%s/ids.txt", dir_rel);
+    FILE *f = fopen(test_data_path(rel), "r");
+    assert_non_null(f);
+    int n = 0, v;
+    while (n < cap && fscanf(f, "%d", &v) == 1) {
+        ids[n++] = v;
+        if (fgetc(f) != ',') break;
+    }
+    fclose(f);
+    return n;
+}

@@ -3,6 +3,7 @@
 #define VKG_TEST_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Normalised mean squared error: sum((a-b)^2) / max(sum(b^2), tiny). */
@@ -14,6 +15,9 @@ const char *test_data_path(const char *rel);
 /* A whole file, NUL-terminated (the caller frees it); fails the test when it cannot be read.
  * len may be NULL. */
 char *test_read_file(const char *path, size_t *len);
+/* The comma-separated token ids of DIR_REL/ids.txt under the test data folder (at most cap);
+ * fails the test when the file cannot be read.  Returns how many were read. */
+int test_read_ids(const char *dir_rel, int32_t *ids, int cap);
 /* A fresh directory under /tmp (caller frees the string; removes nothing). */
 char *test_tmpdir(const char *tag);
 

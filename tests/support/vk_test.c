@@ -181,3 +181,27 @@ void vk_test_fill(float *x, size_t n, uint64_t seed, float scale) {
     vkg_rng_seed(&r, seed);
     for (size_t i = 0; i < n; i++) x[i] = scale * (2.0f * vkg_rng_uniform(&r) - 1.0f);
 }
+
+int vk_test_pair_setup(vkg_device **cpu, vkg_device **gpu) {
+    vkg_device_options o = {.cpu_threads = 2, .quiet = 1};
+    vkg_error err = {0};
+    *gpu = NULL;
+    if (vkg_device_open("cpu", &o, cpu, &err) != VKG_OK) return -1;
+    void *g = NULL;
+    int rc = vk_test_group_setup(&g);
+    *gpu = g;
+    if (rc != 0) {
+        vkg_device_free(*cpu);
+        *cpu = NULL;
+    }
+    return rc;
+}
+
+int vk_test_pair_teardown(vkg_device **cpu, vkg_device **gpu) {
+    void *g = *gpu;
+    *gpu = NULL;
+    int rc = vk_test_group_teardown(&g);
+    vkg_device_free(*cpu);
+    *cpu = NULL;
+    return rc;
+}

@@ -36,6 +36,11 @@ int vk_test_group_setup(void **state);
 /* The same for the CPU device, so one list of tests can run on both (same teardown). */
 int vk_test_cpu_group_setup(void **state);
 int vk_test_group_teardown(void **state);
+/* For a test file that checks Vulkan against the CPU: a 2-thread CPU device and the validated
+ * Vulkan device of vk_test_group_setup (NULL where none opens and VKG_TEST_ALLOW_NO_VULKAN is
+ * set); the teardown frees both and fails on any validation message. */
+int vk_test_pair_setup(vkg_device **cpu, vkg_device **gpu);
+int vk_test_pair_teardown(vkg_device **cpu, vkg_device **gpu);
 /* What main returns: cmocka 1.1.5 prints a failed group teardown but leaves it out of the count
  * that cmocka_run_group_tests returns, so the count of failed tests is passed through this,
  * which adds the teardowns that reported validation messages (Vulkan objects left alive, say). */
