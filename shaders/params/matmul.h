@@ -11,6 +11,10 @@
 /* flags */
 #define VKG_MATMUL_BIAS 1u      /* add bias[n]                                     */
 #define VKG_MATMUL_RESIDUAL 4u  /* then, after the activation, add R                */
+#define VKG_MATMUL_B_F16 8u     /* B's elements are IEEE half floats (16 bits)      */
+#define VKG_MATMUL_B_BF16 16u   /* B's elements are bfloat16 (16 bits); with either
+                                   flag B's offset and strides count 16-bit
+                                   elements, and the sums stay in f32            */
 
 VKG_PARAMS_BEGIN(vkg_matmul_params)
     vkg_u32 M, N, K;
