@@ -192,10 +192,25 @@ typedef struct vkg_memory_stats {
 } vkg_memory_stats;
 void vkg_plan_memory(const vkg_plan *p, vkg_memory_stats *stats);
 int vkg_plan_step_count(const vkg_plan *p);
+/* Floating-point operations of the plan's matmul steps, 2 per multiply-add (what a GFLOP/s
+ * figure counts; the other steps are not counted). */
+double vkg_plan_matmul_flops(const vkg_plan *p);
 
 typedef enum vkg_dump_format { VKG_DUMP_TEXT = 0, VKG_DUMP_DOT = 1, VKG_DUMP_JSON = 2 } vkg_dump_format;
 vkg_status vkg_graph_dump(const vkg_graph *g, FILE *f, vkg_dump_format fmt);
 vkg_status vkg_plan_dump(const vkg_plan *p, FILE *f, vkg_dump_format fmt);
+
+/* Layers [begin, end) of a model.  What has no layer goes with its neighbours: what comes before
+ * every layer (GPT-2's embedding) is shown when begin is 0, what comes after them all (ln_f, the
+ * head) when end reaches the layer count, and anything between layers with the layer before it. */
+typedef struct vkg_dump_layers { int begin, end; } vkg_dump_layers;
+#define VKG_DUMP_ALL_LAYERS ((vkg_dump_layers){0, INT32_MAX})
+
+/* 1 + the largest layer of any node: the model's layer count; 0 for a graph without layers. */
+int vkg_graph_layer_count(const vkg_graph *g);
+
+vkg_status vkg_graph_dump_layers(const vkg_graph *g, FILE *f, vkg_dump_format fmt, vkg_dump_layers range);
+vkg_status vkg_plan_dump_layers(const vkg_plan *p, FILE *f, vkg_dump_format fmt, vkg_dump_layers range);
 
 /* ---------------------------------------------------------------------------------------------
  * Devices and sessions
@@ -318,6 +333,18 @@ uint64_t vkg_rng_next(vkg_rng *r);
 float vkg_rng_uniform(vkg_rng *r);                      /* [0, 1)                          */
 float vkg_rng_normal(vkg_rng *r);                       /* mean 0, standard deviation 1    */
 void vkg_rng_fill_normal(vkg_rng *r, float *x, size_t n, float std);
+
+/* ---------------------------------------------------------------------------------------------
+ * Ground utilities: the clock, shapes as text, the machine's memory.
+ * ------------------------------------------------------------------------------------------- */
+
+/* "[2, 10, 64]" into buf (cut to size, always terminated); returns buf. */
+const char *vkg_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
+/* Physical memory in bytes (sysconf _SC_PHYS_PAGES x page size); UINT64_MAX when unknown, so
+ * that an unknown size never refuses anything. */
+uint64_t vkg_host_memory_bytes(void);
+/* Seconds on the host's CLOCK_MONOTONIC: the clock of profiles, traces and model timings. */
+double vkg_clock_seconds(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Printing arrays, for examples and lessons.

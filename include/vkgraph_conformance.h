@@ -12,13 +12,17 @@
  * a run is the same on every machine.
  *
  * Used by `vkgraph conformance` (tools/cmd_conformance.c) and tests/test_conformance.c. */
-#ifndef VKG_CONFORMANCE_H
-#define VKG_CONFORMANCE_H
+#ifndef VKGRAPH_CONFORMANCE_H
+#define VKGRAPH_CONFORMANCE_H
 
 #include "vkgraph.h"
 
 #include <stdint.h>
 #include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Thresholds, by what an op does to rounding. */
 #define VKG_CONFORMANCE_NMSE_ELEMENTWISE 1e-7
@@ -98,4 +102,7 @@ void vkg_conformance_report_print(const vkg_conformance_report *r, FILE *f, int 
 /* One case as a line (the progress output and the verbose table use it). */
 void vkg_conformance_case_print(const vkg_conformance_case *c, FILE *f);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

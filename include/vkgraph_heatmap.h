@@ -23,10 +23,14 @@
  * each panel with none below it).  Panels are about 480 px (at most 2048 px for a row of them):
  * 64 tokens get 7 px cells and every second token labelled in 11 px; 12 heads make a 4 x 3 grid.
  */
-#ifndef VKG_IO_HEATMAP_H
-#define VKG_IO_HEATMAP_H
+#ifndef VKGRAPH_HEATMAP_H
+#define VKGRAPH_HEATMAP_H
 
 #include "vkgraph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Where things land in the image, in pixels (for tests and for callers that annotate). */
 typedef struct vkg_heatmap_layout {
@@ -62,4 +66,7 @@ vkg_status vkg_heatmap_grid_write_png(const char *path, const float *weights, in
 vkg_status vkg_heatmap_grid_measure(int panels, int n, const char *const *labels, const char *title,
                                     vkg_heatmap_layout *layout, vkg_error *err);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -8,10 +8,14 @@
  * padded with spaces and ended by '\n' so that magic + length + header is a multiple of 64 bytes,
  * then the data: little-endian float32 in C (row-major) order.
  */
-#ifndef VKG_IO_NPY_H
-#define VKG_IO_NPY_H
+#ifndef VKGRAPH_NPY_H
+#define VKGRAPH_NPY_H
 
 #include "vkgraph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define VKG_NPY_MAX_DIMS 8
 
@@ -28,4 +32,7 @@ vkg_status vkg_npy_write_f32(const char *path, const float *data, int ndim, cons
 vkg_status vkg_npy_read_f32(const char *path, float **data, int *ndim,
                             int64_t shape[VKG_NPY_MAX_DIMS], vkg_error *err);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

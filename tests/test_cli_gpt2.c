@@ -4,8 +4,8 @@
 
 #include <math.h>
 
-#include "io/heatmap.h"
-#include "io/npy.h"
+#include "vkgraph_heatmap.h"
+#include "vkgraph_npy.h"
 #include "models/gpt2.h"
 #include "models/sampling.h"
 

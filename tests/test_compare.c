@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "core/session.h"
-#include "models/block.h"
+#include "runtime/session.h"
+#include "vkgraph_lesson.h"
 #include "support/vk_test.h"
 #include "vkgraph.h"
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "core/conformance.h"
+#include "vkgraph_conformance.h"
 #include "support/vk_test.h"
 #include "vulkan/pipelines.h"
 

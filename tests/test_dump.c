@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "graph/dump.h"
-#include "models/block.h"
+#include "vkgraph_lesson.h"
 #include "models/gpt2.h"
 #include "support/test_util.h"
 

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "io/npy.h"
+#include "vkgraph_npy.h"
 #include "models/gpt2.h"
 #include "models/gpt2_random.h"
 #include "models/sampling.h"

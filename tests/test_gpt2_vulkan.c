@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "io/npy.h"
+#include "vkgraph_npy.h"
 #include "models/gpt2.h"
 #include "models/sampling.h"
 #include "support/test_util.h"

@@ -15,7 +15,7 @@
 /* The library links cairo privately, so its include directory is not on this target's path. */
 #include <cairo/cairo.h>
 
-#include "io/heatmap.h"
+#include "vkgraph_heatmap.h"
 
 typedef struct fixture {
     char dir[64];

@@ -5,7 +5,7 @@
 #include "gpt2_cli_run.h"
 
 #include "io/json.h"
-#include "io/npy.h"
+#include "vkgraph_npy.h"
 #include "io/safetensors.h"
 #include "io/tokenizer.h"
 #include "support/vk_test.h"

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/backend.h"
-#include "models/lesson.h"
+#include "runtime/backend.h"
+#include "vkgraph_lesson.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
 #include "vkgraph.h"

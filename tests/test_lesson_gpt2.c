@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/backend.h"
+#include "runtime/backend.h"
 #include "io/tokenizer.h"
 #include "models/gpt2.h"
 #include "models/gpt2_random.h"
-#include "models/lesson.h"
+#include "vkgraph_lesson.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
 #include "vkgraph.h"

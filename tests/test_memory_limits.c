@@ -9,7 +9,6 @@
 #include <string.h>
 #include <vkgraph.h>
 
-#include "core/host_memory.h"
 
 static void test_cpu_session_over_memory(void **state) {
     (void)state;

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/npy.h"
+#include "vkgraph_npy.h"
 #include "support/test_util.h"
 
 typedef struct fixture {

@@ -1,4 +1,4 @@
-#include "core/host_memory.h"
+#include "vkgraph.h"
 
 #include <unistd.h>
 

@@ -1,9 +1,9 @@
 /* Running the conformance suite: each case is compiled once for both devices' limits, run on the
  * reference and on the device under test, and the outputs compared by normalized mean squared
  * error and by where the non-finite values are. */
-#include "core/conformance.h"
-#include "core/conformance_cases.h"
-#include "core/error.h"
+#include "vkgraph_conformance.h"
+#include "conformance/conformance_cases.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -73,11 +73,7 @@ int vkg_conformance_diff_passes(const vkg_conformance_diff *d, double threshold)
 
 /* ---- running one case ------------------------------------------------------------------------ */
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return vkg_clock_seconds() * 1e3; }
 
 static size_t output_bytes(const conf_build *b, int i) {
     return (size_t)vkg_tensor_numel(b->g, b->out[i]) * sizeof(float);

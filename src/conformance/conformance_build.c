@@ -1,6 +1,6 @@
 /* The helpers a conformance case builds its graph with: leaves whose host data is drawn from the
  * case's rng and owned here until the case is done. */
-#include "core/conformance_cases.h"
+#include "conformance/conformance_cases.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,9 +4,9 @@
  *
  * A builder reads its sweep point d[] (meaning given by the sweep's comment), builds the graph
  * with the conf_* helpers and marks what to compare with conf_output. */
-#include "core/conformance.h"
-#include "core/conformance_cases.h"
-#include "models/block.h"
+#include "vkgraph_conformance.h"
+#include "conformance/conformance_cases.h"
+#include "vkgraph_lesson.h"
 
 #include <math.h>
 #include <stdio.h>

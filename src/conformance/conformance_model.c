@@ -4,7 +4,7 @@
  *
  * The model is written by the random-weights writer into a temporary folder and read back by the
  * loader every user goes through; the files are removed at once (the loader keeps them mapped). */
-#include "core/conformance_cases.h"
+#include "conformance/conformance_cases.h"
 #include "models/gpt2.h"
 #include "models/gpt2_random.h"
 

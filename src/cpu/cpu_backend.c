@@ -10,9 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/backend.h"
-#include "core/error.h"
-#include "core/host_memory.h"
+#include "runtime/backend.h"
+#include "base/error.h"
 #include "cpu/cpu_check.h"
 #include "cpu/kernels.h"
 #include "cpu/threadpool.h"
@@ -268,9 +267,9 @@ static vkg_status run_range(cpu_session *s, int first, int count, vkg_step_times
             vkg_status st = vkg_cpu_check_runtime_index(p, i, index, err);
             if (st != VKG_OK) return st;
         }
-        if (times) times->begin_ns[i] = vkg_profile_now_ns();
+        if (times) times->begin_ns[i] = vkg_clock_ns();
         run_step(s->pool, step, bind);
-        if (times) times->end_ns[i] = vkg_profile_now_ns();
+        if (times) times->end_ns[i] = vkg_clock_ns();
     }
     return VKG_OK;
 }

@@ -8,7 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu/kernels.h"
 
 typedef struct slot_use {

@@ -260,3 +260,14 @@ void vkg_plan_free(vkg_plan *p) {
 
 void vkg_plan_memory(const vkg_plan *p, vkg_memory_stats *stats) { *stats = p->stats; }
 int vkg_plan_step_count(const vkg_plan *p) { return p->n_steps; }
+
+double vkg_plan_matmul_flops(const vkg_plan *p) {
+    double flops = 0;
+    for (int i = 0; i < p->n_steps; i++) {
+        const vkg_step *s = &p->steps[i];
+        if (s->kernel != VKG_KERNEL_MATMUL) continue;
+        const vkg_matmul_params *m = &s->params.matmul;
+        flops += 2.0 * m->M * m->N * m->K * (m->batch0 ? m->batch0 : 1) * (m->batch1 ? m->batch1 : 1);
+    }
+    return flops;
+}

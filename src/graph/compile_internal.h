@@ -5,7 +5,7 @@
 #ifndef VKG_COMPILE_INTERNAL_H
 #define VKG_COMPILE_INTERNAL_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "graph/plan.h"
 
 /* A strided window onto a node's storage: element (i0..) at offset + sum(i_k * strides[k]). */

@@ -77,7 +77,5 @@ int64_t vkg_shape_numel(int ndim, const int64_t *shape);
 int vkg_tensor_layer(const vkg_graph *g, vkg_tensor t);
 /* The name a leaf or output is bound to (what sessions and vkg_find key on), else vkg_tensor_name. */
 const char *vkg_tensor_bound_name(const vkg_graph *g, vkg_tensor t);
-/* "[2, 10, 64]" into buf. */
-const char *vkg_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
 
 #endif

@@ -2,7 +2,7 @@
 #ifndef VKG_GRAPH_BUILD_H
 #define VKG_GRAPH_BUILD_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include "graph/graph.h"
 
 #include <stdio.h>

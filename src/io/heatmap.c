@@ -1,7 +1,7 @@
 /* Attention heatmaps drawn with cairo; what the picture shows is described in heatmap.h. */
-#include "io/heatmap.h"
+#include "vkgraph_heatmap.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <cairo.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* Strict JSON parser: recursive descent over bytes into a tree held in one arena. */
 #include "io/json.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/file_open.h"
 
 #include <errno.h>

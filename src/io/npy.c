@@ -1,7 +1,7 @@
 /* Writing and reading float32 .npy files; the format is described in npy.h. */
-#include "io/npy.h"
+#include "vkgraph_npy.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/file_open.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* .safetensors: map, validate every header entry, convert to f32; and a writer. */
 #include "io/safetensors.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/file_open.h"
 #include "io/json.h"
 

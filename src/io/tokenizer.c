@@ -2,7 +2,7 @@
  * The behaviour it matches, and why, is described in tokenizer.h. */
 #include "io/tokenizer.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/file_open.h"
 #include "io/json.h"
 
@@ -558,6 +558,18 @@ static vkg_status compile_split_pattern(vkg_tokenizer *t, vkg_error *err) {
      * the same matches, so a failure here is not an error. */
     (void)pcre2_jit_compile(t->split, PCRE2_JIT_COMPLETE);
     return VKG_OK;
+}
+
+static int is_regular(const char *dir, const char *name) {
+    char path[4096];
+    struct stat st;
+    return snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path && stat(path, &st) == 0 &&
+           S_ISREG(st.st_mode);
+}
+
+int vkg_tokenizer_present(const char *dir) {
+    return is_regular(dir, "tokenizer.json") || (is_regular(dir, "vocab.json") && is_regular(dir, "merges.txt")) ||
+           (is_regular(dir, "encoder.json") && is_regular(dir, "vocab.bpe"));
 }
 
 vkg_status vkg_tokenizer_load(const char *dir, vkg_tokenizer **out, vkg_error *err) {

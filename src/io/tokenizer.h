@@ -47,34 +47,9 @@
 #ifndef VKG_IO_TOKENIZER_H
 #define VKG_IO_TOKENIZER_H
 
-#include "vkgraph.h"
+#include "vkgraph_model.h"
 
-#include <stddef.h>
-#include <stdint.h>
-
-typedef struct vkg_tokenizer vkg_tokenizer;
-
-/* dir holds tokenizer.json, vocab.json + merges.txt (Hugging Face names) or encoder.json +
- * vocab.bpe (OpenAI names), looked for in that order: tokenizer.json wins when it is there, as
- * in transformers' AutoTokenizer, and the Hugging Face pair wins over OpenAI's.  Missing files give VKG_ERR_IO naming
- * the files looked for; malformed ones VKG_ERR_FORMAT naming the file and line or entry. */
-vkg_status vkg_tokenizer_load(const char *dir, vkg_tokenizer **out, vkg_error *err);
-void vkg_tokenizer_free(vkg_tokenizer *t); /* NULL is fine */
-
-int32_t vkg_tokenizer_vocab_size(const vkg_tokenizer *t); /* ids are 0..size-1 (50257 for GPT-2) */
-int32_t vkg_tokenizer_eot(const vkg_tokenizer *t);        /* <|endoftext|>, -1 if absent */
-
-/* text need not be NUL-terminated.  Invalid UTF-8 (a stray continuation byte, a truncated or
- * overlong sequence, an encoded surrogate, a code point above U+10FFFF) gives
- * VKG_ERR_INVALID_ARGUMENT with the byte offset.  On success the caller frees *ids (it is NULL
- * when *n is 0). */
-vkg_status vkg_tokenizer_encode(const vkg_tokenizer *t, const char *text, size_t len, int32_t **ids,
-                                size_t *n, vkg_error *err);
-/* An id outside the vocabulary gives VKG_ERR_INVALID_ARGUMENT naming it and its position.  On
- * success the caller frees *text, which holds *len bytes plus a terminating NUL. */
-vkg_status vkg_tokenizer_decode(const vkg_tokenizer *t, const int32_t *ids, size_t n, char **text,
-                                size_t *len, vkg_error *err);
-/* The raw bytes of one token (not NUL-terminated), NULL if id is not in the vocabulary. */
-const char *vkg_tokenizer_token_bytes(const vkg_tokenizer *t, int32_t id, size_t *len);
+/* The functions (vkg_tokenizer_load, _encode, _decode, _token_bytes, _vocab_size, _eot,
+ * _present) are public: vkgraph_model.h declares them. */
 
 #endif

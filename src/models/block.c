@@ -1,6 +1,6 @@
-#include "models/block.h"
+#include "vkgraph_lesson.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <stdio.h>

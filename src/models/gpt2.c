@@ -1,7 +1,7 @@
 /* Loading GPT-2 weights from a Hugging Face folder: config.json + model.safetensors. */
 #include "models/gpt2.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/json.h"
 
 #include <errno.h>

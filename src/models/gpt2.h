@@ -155,23 +155,50 @@ vkg_status vkg_gpt2_forward(const vkg_gpt2 *m, vkg_device *dev, const int32_t *i
  * positions is compiled once and run for every token with only the positions and the "pos"
  * index changing.  Several tokens fed at once (a prompt) go through one T-token prefill plan
  * whose session shares the weights and the cache with the decode session. */
+typedef struct vkg_gpt2_generator_options {
+    int cache_len;                       /* the longest sequence (prompt + generated) the
+                                            generator will hold, 1 to n_positions; 0 means
+                                            n_positions                                       */
+    int all_logits;                      /* logits after every token of a feed, [n, V]       */
+    int no_logits;                       /* no logits: only the layers up to the attention run */
+    int attention_layer;                 /* VKG_GPT2_NO_ATTENTION, a layer or VKG_GPT2_ALL_LAYERS:
+                                            each feed keeps their probabilities [H, n, S]     */
+} vkg_gpt2_generator_options;
+
 typedef struct vkg_gpt2_generator {
     const vkg_gpt2 *model;
     vkg_device *device;
+    vkg_gpt2_generator_options opts;
     vkg_gpt2_runner step;
     int32_t length;                      /* tokens in the cache                             */
-    float *logits;                       /* [V]: the prediction after the last token fed    */
+    int32_t fed;                         /* tokens of the last feed (0 before any)          */
+    float *logits;                       /* [V]: the prediction after the last token fed; with
+                                            all_logits [fed, V], one row after each         */
+    size_t logits_cap;                   /* floats allocated                                */
+    float *attention;                    /* with attention_layer: [layers, H, fed, S], the
+                                            layers asked for in order                      */
+    size_t attention_cap;
 } vkg_gpt2_generator;
 
 /* cache_len: the longest sequence (prompt + generated) the generator will hold, 1 to
- * n_positions; 0 means n_positions. */
+ * n_positions; 0 means n_positions.  Last-position logits, no attention. */
 vkg_status vkg_gpt2_generator_new(const vkg_gpt2 *m, vkg_device *dev, int cache_len, vkg_gpt2_generator *out,
                                   vkg_error *err);
+/* The same with what each feed keeps chosen by o. */
+vkg_status vkg_gpt2_generator_new_with(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt2_generator_options *o,
+                                       vkg_gpt2_generator *out, vkg_error *err);
 void vkg_gpt2_generator_free(vkg_gpt2_generator *gen);
 /* Runs n ids after those already fed; gen->logits then predicts the next one.  Feeding past the
  * cache is VKG_ERR_INVALID_ARGUMENT saying how long the cache is. */
 vkg_status vkg_gpt2_generator_feed(vkg_gpt2_generator *gen, const int32_t *ids, int n, vkg_error *err);
+/* The prediction after the last token fed: gen->logits, or its last row with all_logits. */
+float *vkg_gpt2_generator_last_logits(vkg_gpt2_generator *gen);
+/* Layer `layer`'s probabilities [H, fed, S] from the last feed; NULL when not kept. */
+const float *vkg_gpt2_generator_attention(const vkg_gpt2_generator *gen, int layer);
 /* Forgets every token fed (the cache is cleared). */
 vkg_status vkg_gpt2_generator_reset(vkg_gpt2_generator *gen, vkg_error *err);
+/* Keeps the first n tokens (0 <= n <= length): the next feed writes position n, and the rows
+ * after it get weight exactly 0 from the causal mask until they are written again. */
+vkg_status vkg_gpt2_generator_truncate(vkg_gpt2_generator *gen, int n, vkg_error *err);
 
 #endif

@@ -1,7 +1,7 @@
 /* GPT-2 config.json: read with defaults as Hugging Face's GPT2Config has them, check, write. */
 #include "models/gpt2_config.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/json.h"
 
 #include <errno.h>

@@ -26,7 +26,7 @@
 #ifndef VKG_MODELS_GPT2_CONFIG_H
 #define VKG_MODELS_GPT2_CONFIG_H
 
-#include "vkgraph.h"
+#include "vkgraph_model.h"
 
 #include <stddef.h>
 
@@ -77,8 +77,7 @@ vkg_status vkg_gpt2_config_write_tied(const char *path, const vkg_gpt2_config *c
 
 /* What an activation_function name computes; VKG_GPT2_ACT_UNKNOWN for a name not supported. */
 vkg_gpt2_activation vkg_gpt2_activation_kind(const char *activation);
-/* "gelu_new, gelu_pytorch_tanh, ...": every supported name, for messages. */
-const char *vkg_gpt2_activation_names(void);
+/* vkg_gpt2_activation_names is public (vkgraph_model.h). */
 
 /* The MLP's width: n_inner, or 4 * n_embd when it is 0. */
 int vkg_gpt2_inner_size(const vkg_gpt2_config *cfg);

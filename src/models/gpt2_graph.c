@@ -1,7 +1,7 @@
 /* GPT-2's forward pass as a graph (see gpt2.h for the shapes and the cache layout). */
 #include "models/gpt2.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@
  */
 #include "models/gpt2_random.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <math.h>

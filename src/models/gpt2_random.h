@@ -38,7 +38,7 @@ void vkg_gpt2_random_options_default(vkg_gpt2_random_options *o);
 
 /* The file `vkgraph gpt2-random` writes beside the weights, so that every output made from them
  * can say the weights are random. */
-#define VKG_GPT2_RANDOM_MARKER "RANDOM-WEIGHTS.txt"
+#define VKG_GPT2_RANDOM_MARKER VKG_RANDOM_WEIGHTS_MARKER /* vkgraph_model.h */
 /* 1 when dir holds VKG_GPT2_RANDOM_MARKER. */
 int vkg_gpt2_dir_is_random(const char *dir);
 

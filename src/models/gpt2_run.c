@@ -1,7 +1,7 @@
 /* Running GPT-2 graphs on a device: a compiled plan with its session, and one-shot forward passes. */
 #include "models/gpt2.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <stdio.h>

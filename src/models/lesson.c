@@ -1,8 +1,8 @@
 /* The lesson's building blocks as graphs (attention, multi-head attention, row-wise dot products),
  * and running a graph on a device. */
-#include "models/lesson.h"
+#include "vkgraph_lesson.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <math.h>
 

@@ -1,8 +1,8 @@
 /* Lesson steps 1 to 4: attention as a soft lookup, why scores are divided by sqrt(d_k),
  * self-attention with one and with several heads, and permutation equivariance. */
-#include "models/lesson.h"
+#include "vkgraph_lesson.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,10 +2,10 @@
  * layer index 4, that head 3's whole pattern as a heatmap, and Exercise 6: the heads whose
  * strongest earlier token for " it" moves from " animal" to " street" when "tired" becomes
  * "wide". */
-#include "models/lesson.h"
+#include "vkgraph_lesson.h"
 
-#include "core/error.h"
-#include "io/heatmap.h"
+#include "base/error.h"
+#include "vkgraph_heatmap.h"
 #include "io/tokenizer.h"
 #include "models/gpt2.h"
 #include "models/gpt2_random.h"

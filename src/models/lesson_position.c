@@ -1,9 +1,9 @@
 /* Lesson steps 5 and 6: sinusoidal positional encoding as a rotation, and the transformer block
  * with its parameter count, the causal mask and Exercise 1 (equal scores average the values). */
-#include "models/lesson.h"
+#include "vkgraph_lesson.h"
 
-#include "core/error.h"
-#include "models/block.h"
+#include "base/error.h"
+#include "vkgraph_lesson.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* The lesson's results printed as the lesson prints them: numpy-style arrays and the same
  * sentences, so a reader can hold the two side by side. */
-#include "models/lesson.h"
+#include "vkgraph_lesson.h"
 
 #include <stdio.h>
 

@@ -2,7 +2,7 @@
  * for the exact order). */
 #include "models/sampling.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,9 +19,7 @@ void vkg_sampling_options_default(vkg_sampling_options *o) {
     o->repeat_last_n = 64;
 }
 
-vkg_status vkg_sampler_init(vkg_sampler *s, const vkg_sampling_options *o, int vocab, vkg_error *err) {
-    memset(s, 0, sizeof *s);
-    if (vocab < 1) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "sampling: vocabulary of %d tokens", vocab);
+vkg_status vkg_sampling_options_check(const vkg_sampling_options *o, vkg_error *err) {
     if (!isfinite(o->temperature))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "sampling: temperature must be a finite number (0 = greedy)");
     if (o->top_k < 0) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "sampling: top-k %d; use 0 (no limit) or more",
@@ -36,6 +34,16 @@ vkg_status vkg_sampler_init(vkg_sampler *s, const vkg_sampling_options *o, int v
     if (o->repeat_last_n < -1)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "sampling: repeat-last-n %d; use -1 (the whole context), "
                              "0 (none) or more", o->repeat_last_n);
+    return VKG_OK;
+}
+
+int vkg_sampling_is_greedy(const vkg_sampling_options *o) { return o->temperature <= 0.0f || o->top_k == 1; }
+
+vkg_status vkg_sampler_init(vkg_sampler *s, const vkg_sampling_options *o, int vocab, vkg_error *err) {
+    memset(s, 0, sizeof *s);
+    if (vocab < 1) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "sampling: vocabulary of %d tokens", vocab);
+    vkg_status st = vkg_sampling_options_check(o, err);
+    if (st != VKG_OK) return st;
     s->opts = *o;
     s->vocab = vocab;
     vkg_rng_seed(&s->rng, o->seed);
@@ -56,7 +64,7 @@ void vkg_sampler_free(vkg_sampler *s) {
     memset(s, 0, sizeof *s);
 }
 
-int vkg_sampler_is_greedy(const vkg_sampler *s) { return s->opts.temperature <= 0.0f || s->opts.top_k == 1; }
+int vkg_sampler_is_greedy(const vkg_sampler *s) { return vkg_sampling_is_greedy(&s->opts); }
 
 int32_t vkg_argmax(const float *logits, int n) {
     int32_t best = 0;

@@ -26,22 +26,12 @@
 #ifndef VKG_MODELS_SAMPLING_H
 #define VKG_MODELS_SAMPLING_H
 
-#include "vkgraph.h"
+#include "vkgraph_model.h"
 
 #include <stdint.h>
 
-typedef struct vkg_sampling_options {
-    float temperature;   /* <= 0: greedy                                   */
-    int top_k;           /* 0: no limit                                    */
-    float top_p;         /* >= 1 (or <= 0): no limit                       */
-    float min_p;         /* 0: no limit; else in (0, 1]                    */
-    float repeat_penalty; /* 1: none; else > 0                             */
-    int repeat_last_n;   /* the penalty's window: 0 none, -1 whole context */
-    uint64_t seed;
-} vkg_sampling_options;
-
-/* temperature 1, no top-k, top-p or min-p, no penalty (window 64, llama.cpp's), seed 0. */
-void vkg_sampling_options_default(vkg_sampling_options *o);
+/* vkg_sampling_options, vkg_sampling_options_default, _check and _is_greedy are public
+ * (vkgraph_model.h). */
 
 typedef struct vkg_sampling_candidate {
     float value;         /* the logit, then the probability */
@@ -73,8 +63,5 @@ int32_t vkg_sampler_next(vkg_sampler *s, const float *logits, const int32_t *con
  * likely first, each with its probability (they sum to 1; greedy: one token of probability 1).
  * Draws nothing. */
 int vkg_sampler_candidates(vkg_sampler *s, const float *logits, const int32_t *context, int n_context);
-
-/* The largest finite logit's id (the lowest among equals); 0 when none is finite. */
-int32_t vkg_argmax(const float *logits, int n);
 
 #endif

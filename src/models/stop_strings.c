@@ -1,7 +1,7 @@
 /* Stop strings over streamed text: hold back what could begin one (see stop_strings.h). */
 #include "models/stop_strings.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdlib.h>
 #include <string.h>

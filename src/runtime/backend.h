@@ -4,7 +4,7 @@
 #ifndef VKG_BACKEND_H
 #define VKG_BACKEND_H
 
-#include "core/profile.h"
+#include "runtime/profile.h"
 #include "graph/plan.h"
 
 typedef struct vkg_backend_ops {

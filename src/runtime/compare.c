@@ -1,8 +1,8 @@
 /* vkg_session_compare: one plan run step by step on two devices, every step's output compared
  * by the conformance suite's measure and threshold (core/conformance.h). */
-#include "core/conformance.h"
-#include "core/error.h"
-#include "core/session.h"
+#include "vkgraph_conformance.h"
+#include "base/error.h"
+#include "runtime/session.h"
 
 #include <stdlib.h>
 #include <string.h>

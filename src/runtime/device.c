@@ -1,6 +1,6 @@
 /* Opening a device by name: "cpu", "vulkan", "vulkan:N", or NULL/"auto" for the best one. */
-#include "core/backend.h"
-#include "core/error.h"
+#include "runtime/backend.h"
+#include "base/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

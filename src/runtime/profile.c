@@ -1,8 +1,8 @@
 /* Recording the profile: sessions, runs with their steps, and marks (see profile.h). */
-#include "core/profile.h"
+#include "runtime/profile.h"
 
-#include "core/backend.h"
-#include "core/error.h"
+#include "runtime/backend.h"
+#include "base/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,12 +11,6 @@
 
 /* A long generation profiles every token: keep at most this many events (24 MB). */
 #define MAX_EVENTS (1u << 20)
-
-uint64_t vkg_profile_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int vkg_profile_layer_of(const char *node) {
     if (strncmp(node, "h.", 2) != 0 || node[2] < '0' || node[2] > '9') return -1;
@@ -92,7 +86,7 @@ void vkg_profile_free(vkg_profile *prof) {
 vkg_status vkg_device_profile_mark(vkg_device *d, const char *name, vkg_error *err) {
     vkg_profile *prof = &d->profile;
     if (!d->opts.profile && prof->n_sessions == 0) return VKG_OK;
-    uint64_t now = vkg_profile_now_ns();
+    uint64_t now = vkg_clock_ns();
     if (prof->n_marks > 0 && prof->marks[prof->n_marks - 1].end_ns == 0) {
         vkg_profile_mark *open = &prof->marks[prof->n_marks - 1];
         open->end_ns = now > open->begin_ns ? now : open->begin_ns + 1;

@@ -7,6 +7,7 @@
 #ifndef VKG_PROFILE_H
 #define VKG_PROFILE_H
 
+#include "base/clock.h"
 #include "graph/plan.h"
 
 /* What an executor's run reports when timed: for every step its begin and end on the host clock. */
@@ -51,7 +52,6 @@ typedef struct vkg_profile {
     const char *clock;             /* the executor's note on how step times were taken            */
 } vkg_profile;
 
-uint64_t vkg_profile_now_ns(void);
 /* Registers a session of plan p; *id receives its 1-based number. */
 vkg_status vkg_profile_add_session(vkg_profile *prof, const vkg_plan *p, const char *label, int *id,
                                    vkg_error *err);

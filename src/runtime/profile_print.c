@@ -1,7 +1,7 @@
 /* The profile as tables: for each profiled session, each step's mean time over its runs and its
  * share; then, when asked, the same time summed by layer ("h.<i>." names) or by op kind. */
-#include "core/backend.h"
-#include "core/error.h"
+#include "runtime/backend.h"
+#include "base/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

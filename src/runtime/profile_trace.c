@@ -2,8 +2,8 @@
  * Perfetto open.  One track (thread) per profiled session, named by "M" metadata events, holding
  * a span per run around that run's step spans; one more track for the marks (e.g. one span per
  * generated token).  Times are the host's CLOCK_MONOTONIC in microseconds, as recorded. */
-#include "core/backend.h"
-#include "core/error.h"
+#include "runtime/backend.h"
+#include "base/error.h"
 #include "io/json.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* Sessions: the backend-independent half of running a plan.  Maps graph tensors to the plan's
  * regions, checks sizes, and keeps the per-step profile. */
-#include "core/session.h"
-#include "core/error.h"
+#include "runtime/session.h"
+#include "base/error.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -116,9 +116,9 @@ vkg_status vkg_session_set_index(vkg_session *s, vkg_tensor index, int32_t value
 
 vkg_status vkg_session_run(vkg_session *s, vkg_error *err) {
     if (!s->profile_id) return s->device->ops->run(s->impl, NULL, err);
-    uint64_t begin = vkg_profile_now_ns();
+    uint64_t begin = vkg_clock_ns();
     vkg_status st = s->device->ops->run(s->impl, &s->times, err);
-    uint64_t end = vkg_profile_now_ns();
+    uint64_t end = vkg_clock_ns();
     if (st == VKG_OK) vkg_profile_add_run(&s->device->profile, s->profile_id, begin, end, &s->times);
     return st;
 }

@@ -3,7 +3,7 @@
 #ifndef VKG_CORE_SESSION_H
 #define VKG_CORE_SESSION_H
 
-#include "core/backend.h"
+#include "runtime/backend.h"
 
 struct vkg_session {
     vkg_device *device;

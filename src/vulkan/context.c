@@ -2,7 +2,7 @@
  * logical device with one compute queue. */
 #include "vulkan/context.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "vulkan/pipelines.h"
 
 #include <stdio.h>

@@ -18,7 +18,7 @@
 
 #include <volk.h>
 
-#include "core/backend.h"
+#include "runtime/backend.h"
 
 /* Sizes chosen per device when it is opened; every pipeline is specialised with them.  Tests may
  * change them on an open device (before creating sessions) to cover other shapes of the same

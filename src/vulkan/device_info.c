@@ -1,7 +1,7 @@
 /* `vkgraph devices`: every Vulkan device with the limits and features that shape a plan. */
 #include "vulkan/context.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Buffers for a session's regions, packed into a few allocations, and staged copies. */
 #include "vulkan/memory.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * compared with the open device, so the driver is only ever handed bytes it wrote itself. */
 #include "vulkan/pipelines.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "io/file_open.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* Pipelines made on first use, specialised with the device's tuning, and the tuning itself. */
 #include "vulkan/pipelines.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * descriptor sets, and the command buffer itself. */
 #include "vulkan/vk_session.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* The Vulkan executor: the backend operations of src/core/backend.h over a vkg_vk_context. */
 #include "vulkan/vk_session.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,9 +242,9 @@ static vkg_status session_run(void *impl, vkg_step_times *times, vkg_error *err)
     if (st != VKG_OK) return st;
     int timed = times && s->c->timestamp_valid_bits > 0;
     if (timed && (st = prepare_timed(s, err)) != VKG_OK) return st;
-    uint64_t submitted = vkg_profile_now_ns();
+    uint64_t submitted = vkg_clock_ns();
     st = vkg_vk_submit_wait(s->c, timed ? s->cmd_timed : s->cmd, s->fence, "running the plan", err);
-    uint64_t signalled = vkg_profile_now_ns();
+    uint64_t signalled = vkg_clock_ns();
     if (st == VKG_ERR_TIMEOUT) s->pending = 1;
     if (st == VKG_ERR_DEVICE_LOST) s->lost = 1;
     if (st != VKG_OK) return st;

@@ -11,7 +11,7 @@
 
 #include "support/vk_test.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "vkgraph.h"
 
 int vk_test_allow_no_vulkan(void) {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/backend.h"
+#include "runtime/backend.h"
 #include "vulkan/context.h"
 
 /* Where no Vulkan device opens, the Vulkan tests fail, saying so: CI and every default run must

@@ -1,0 +1,333 @@
+/*
+ * vkgraph models: a Hugging Face model folder opened on a device, its tokenizer, and generation
+ * with a KV cache, streamed token by token.  Built on the graph API (vkgraph.h), which it
+ * includes: every call returns a vkg_status and, given a vkg_error, a message a person can act on.
+ *
+ * The model of use:
+ *
+ *   vkg_device *dev;   vkg_device_open("vulkan", NULL, &dev, &err);
+ *   vkg_model *m;      vkg_model_open("gpt2", dev, NULL, &m, &err);
+ *   int32_t *ids;      vkg_tokenizer_encode(vkg_model_tokenizer(m), text, len, &ids, &n, &err);
+ *   vkg_context *ctx;  vkg_context_new(m, NULL, &ctx, &err);
+ *                      vkg_context_prefill(ctx, ids, n, &err);
+ *                      vkg_context_generate(ctx, &gen_options, on_token, user, &result, &err);
+ *
+ * Models.  A folder holds config.json and model.safetensors as Hugging Face writes them for GPT-2
+ * (GPT2LMHeadModel or GPT2Model names, a tied or separate lm_head, the attn.bias buffers of old
+ * checkpoints, F32, F16 or BF16 tensors), and the tokenizer files when it has them
+ * (tokenizer.json, vocab.json + merges.txt, or encoder.json + vocab.bpe).  The weights are memory
+ * mapped and borrowed by the device's sessions: free contexts before their model, and the model
+ * before its device.
+ *
+ * Contexts.  A context is a KV cache of n_ctx positions and the plans that run over it: one for a
+ * single token (decode), compiled once, and one for each prefill of several tokens, sharing the
+ * weights and the cache.  Position i of the cache holds the i-th token fed.  What a run computes
+ * beyond the next token's logits is chosen when the context is made: logits for every position
+ * fed, the attention probabilities of one layer or of all, or no logits at all (only the layers
+ * up to the attention asked for run).
+ */
+#ifndef VKGRAPH_MODEL_H
+#define VKGRAPH_MODEL_H
+
+#include "vkgraph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Tokenizer: GPT-2's byte-level BPE, UTF-8 bytes <-> token ids.  "<|endoftext|>" inside a text
+ * is plain text (the reference encoder's behaviour); decode(encode(x)) == x byte for byte.  A
+ * loaded tokenizer is read-only: encode and decode may run on several threads at once.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct vkg_tokenizer vkg_tokenizer;
+
+/* dir holds tokenizer.json, vocab.json + merges.txt (Hugging Face names) or encoder.json +
+ * vocab.bpe (OpenAI names), looked for in that order.  Missing files give VKG_ERR_IO naming the
+ * files looked for; malformed ones VKG_ERR_FORMAT naming the file and line or entry. */
+vkg_status vkg_tokenizer_load(const char *dir, vkg_tokenizer **out, vkg_error *err);
+void vkg_tokenizer_free(vkg_tokenizer *t); /* NULL is fine */
+/* 1 when dir holds one of the file sets vkg_tokenizer_load reads, as regular files (they may
+ * still be malformed). */
+int vkg_tokenizer_present(const char *dir);
+
+int32_t vkg_tokenizer_vocab_size(const vkg_tokenizer *t); /* ids are 0..size-1 (50257 for GPT-2) */
+int32_t vkg_tokenizer_eot(const vkg_tokenizer *t);        /* <|endoftext|>, -1 if absent */
+
+/* text need not be NUL-terminated.  Invalid UTF-8 (a stray continuation byte, a truncated or
+ * overlong sequence, an encoded surrogate, a code point above U+10FFFF) gives
+ * VKG_ERR_INVALID_ARGUMENT with the byte offset.  On success the caller frees *ids (it is NULL
+ * when *n is 0). */
+vkg_status vkg_tokenizer_encode(const vkg_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                                size_t *n, vkg_error *err);
+/* An id outside the vocabulary gives VKG_ERR_INVALID_ARGUMENT naming it and its position.  On
+ * success the caller frees *text, which holds *len bytes plus a terminating NUL. */
+vkg_status vkg_tokenizer_decode(const vkg_tokenizer *t, const int32_t *ids, size_t n, char **text,
+                                size_t *len, vkg_error *err);
+/* The raw bytes of one token (not NUL-terminated), NULL if id is not in the vocabulary. */
+const char *vkg_tokenizer_token_bytes(const vkg_tokenizer *t, int32_t id, size_t *len);
+
+/* ---------------------------------------------------------------------------------------------
+ * Models
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct vkg_model vkg_model;
+
+/* A special token the model does not have. */
+#define VKG_NO_TOKEN (-1)
+
+/* The precision the weights are kept in on the device.  The file's own dtype (F32, F16, BF16) is
+ * converted to it at load. */
+typedef enum vkg_weight_dtype {
+    VKG_WEIGHTS_F32 = 0,
+    VKG_WEIGHTS_F16 = 1,
+    VKG_WEIGHTS_BF16 = 2
+} vkg_weight_dtype;
+
+typedef struct vkg_model_options {
+    vkg_weight_dtype dtype;     /* default VKG_WEIGHTS_F32; 16-bit weights are VKG_ERR_UNSUPPORTED
+                                   in this build                                               */
+    const char *tokenizer_dir;  /* NULL: the model folder's own tokenizer, if it has one        */
+    int no_tokenizer;           /* load no tokenizer (a model for graphs and ids only)          */
+} vkg_model_options;
+
+void vkg_model_options_default(vkg_model_options *o);
+
+/* Opens dir on dev (weights are uploaded when the first context is made).  dev may be NULL for a
+ * model used only for its facts and its tokenizer; contexts then refuse to start.  opts may be
+ * NULL for the defaults.  Errors name the file, the tensor and the shapes; a folder without
+ * tokenizer files is not an error (vkg_model_tokenizer is NULL). */
+vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_options *opts, vkg_model **out,
+                          vkg_error *err);
+void vkg_model_free(vkg_model *m); /* NULL is fine */
+
+typedef struct vkg_model_info {
+    char architecture[16];     /* "gpt2"                                                        */
+    int n_layer, n_head, n_embd;
+    int n_ctx;                 /* the context: positions the model was trained for (n_positions) */
+    int n_vocab;
+    int n_inner;               /* the MLP's width                                                */
+    int64_t n_params;          /* parameters, a tied head counted once                          */
+    int32_t bos_token, eos_token; /* or VKG_NO_TOKEN                                             */
+    int tied_head;
+    vkg_weight_dtype dtype;    /* what the weights are kept in                                   */
+    int random_weights;        /* the folder says its weights are random (vkgraph gpt2-random)   */
+    char note[256];            /* what a user should know (a special token outside the
+                                  vocabulary); "" when nothing                                   */
+} vkg_model_info;
+
+vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_error *err);
+vkg_device *vkg_model_device(const vkg_model *m);
+/* The tokenizer of the folder (or of opts.tokenizer_dir); NULL when there is none.  Owned by m. */
+const vkg_tokenizer *vkg_model_tokenizer(const vkg_model *m);
+/* Loads the tokenizer from dir in place of the model's own (for a folder without one). */
+vkg_status vkg_model_load_tokenizer(vkg_model *m, const char *dir, vkg_error *err);
+/* Checks ids against the vocabulary and their count against the context, with messages a user
+ * can act on ("token id 60000 at position 3 is outside the vocabulary [0, 50257)"). */
+vkg_status vkg_model_check_ids(const vkg_model *m, const int32_t *ids, size_t n, vkg_error *err);
+
+/* What a run computes beyond the cache. */
+typedef enum vkg_logits_mode {
+    VKG_LOGITS_LAST = 0,       /* the prediction after the last token fed: [n_vocab]             */
+    VKG_LOGITS_ALL = 1,        /* the prediction after every token of the last feed: [n, n_vocab] */
+    VKG_LOGITS_NONE = 2        /* none: only the layers up to the attention asked for run        */
+} vkg_logits_mode;
+
+#define VKG_NO_ATTENTION (-1)
+#define VKG_ALL_LAYERS (-2)
+
+/* The forward pass as a graph of the graph API, for dumps, device comparisons and runs of one's
+ * own.  Inputs "ids" and "positions" (i32 [tokens]); with n_ctx, the runtime index "pos" (tokens
+ * already cached) and the states "h.L.k_cache", "h.L.v_cache" [n_head, n_ctx, n_embd / n_head].
+ * Outputs "logits" ([1, n_vocab], or [tokens, n_vocab] with VKG_LOGITS_ALL) and "attention.L"
+ * for the layers asked for ([n_head, tokens, tokens or n_ctx]).  Nodes are named by module path
+ * as Hugging Face names them ("h.3.attn.softmax").  The graph borrows the model's weights: free
+ * it (and its plans and sessions) before the model. */
+typedef struct vkg_model_graph_options {
+    int tokens;                /* tokens per run, 1 to n_ctx                                     */
+    int n_ctx;                 /* 0: no cache (positions from 0); else the cache's positions     */
+    vkg_logits_mode logits;
+    int attention_layer;       /* VKG_NO_ATTENTION, a layer, or VKG_ALL_LAYERS                   */
+} vkg_model_graph_options;
+
+void vkg_model_graph_options_default(vkg_model_graph_options *o, int tokens);
+vkg_status vkg_model_build_graph(const vkg_model *m, const vkg_model_graph_options *o, vkg_graph **out,
+                                 vkg_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * GPT-2 checkpoints with random weights, written exactly as Hugging Face lays a GPT-2 folder out
+ * (config.json, model.safetensors): models of any shape for tests and trials.  The same options
+ * give the same files on every machine.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The file `vkgraph gpt2-random` writes beside random weights, so that every output made from
+ * them can say so (vkg_model_info.random_weights). */
+#define VKG_RANDOM_WEIGHTS_MARKER "RANDOM-WEIGHTS.txt"
+
+typedef struct vkg_random_gpt2_options {
+    int n_layer, n_head, n_embd, n_positions, vocab_size;
+    int n_inner;                    /* the MLP's width; 0: 4 * n_embd                           */
+    char activation[32];            /* activation_function, by transformers' names (gelu_new..) */
+    int scale_attn_weights;         /* 1: scores / sqrt(n_embd / n_head)                        */
+    int scale_attn_by_inverse_layer_idx;
+    int32_t bos_token, eos_token;   /* in the vocabulary, or VKG_NO_TOKEN                       */
+    uint64_t seed;
+    vkg_weight_dtype dtype;         /* of the tensors in the file                               */
+    int prefix_transformer;         /* names start with "transformer." (GPT2Model's)            */
+    int untied_lm_head;             /* a separate lm_head.weight (tie_word_embeddings false)    */
+    int attn_bias_buffers;          /* the h.N.attn.bias / masked_bias buffers of old files     */
+} vkg_random_gpt2_options;
+
+/* A tiny model: 2 layers, 4 heads, n_embd 32, 16 positions, 64 tokens (bos = eos = 63), gelu_new,
+ * scaled attention, seed 1, F32, no prefix, tied head, no buffers. */
+void vkg_random_gpt2_options_default(vkg_random_gpt2_options *o);
+/* Creates dir (and missing parents) and writes dir/config.json and dir/model.safetensors. */
+vkg_status vkg_random_gpt2_write(const char *dir, const vkg_random_gpt2_options *o, vkg_error *err);
+/* Parameters of a model of that shape (a tied head counted once). */
+int64_t vkg_random_gpt2_parameter_count(const vkg_random_gpt2_options *o);
+/* 1 when transformers' activation_function name is one vkgraph computes. */
+int vkg_gpt2_activation_supported(const char *name);
+/* "gelu_new, gelu_pytorch_tanh, ...": every supported name, for messages. */
+const char *vkg_gpt2_activation_names(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Generation contexts
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct vkg_context vkg_context;
+
+
+typedef struct vkg_context_options {
+    int n_ctx;                 /* positions of the KV cache, 1 to the model's n_ctx; 0: n_ctx    */
+    vkg_logits_mode logits;    /* default VKG_LOGITS_LAST                                        */
+    int attention_layer;       /* VKG_NO_ATTENTION (default), a layer index, or VKG_ALL_LAYERS   */
+} vkg_context_options;
+
+void vkg_context_options_default(vkg_context_options *o);
+/* opts may be NULL for the defaults.  Compiles the decode plan and uploads the weights. */
+vkg_status vkg_context_new(vkg_model *m, const vkg_context_options *opts, vkg_context **out, vkg_error *err);
+void vkg_context_free(vkg_context *ctx); /* NULL is fine */
+
+/* Feeds n >= 1 tokens after those in the cache, in one pass (one token: the decode plan), with
+ * any token vkg_context_generate left pending first.  Ids outside the vocabulary and feeds past
+ * the cache are VKG_ERR_INVALID_ARGUMENT saying which. */
+vkg_status vkg_context_prefill(vkg_context *ctx, const int32_t *ids, int n, vkg_error *err);
+/* Feeds one token: vkg_context_prefill(ctx, &id, 1, err). */
+vkg_status vkg_context_decode(vkg_context *ctx, int32_t id, vkg_error *err);
+/* Tokens in the cache. */
+int vkg_context_length(const vkg_context *ctx);
+/* The tokens of the context, oldest first: the n_cached in the cache, then a token that
+ * vkg_context_generate chose last and did not feed (it goes in with the next feed).  *n gets the
+ * count; the array stays valid until the next call on ctx. */
+const int32_t *vkg_context_tokens(const vkg_context *ctx, int *n);
+int vkg_context_size(const vkg_context *ctx);   /* n_ctx: positions of the cache */
+/* Empties the cache (and the pending token). */
+vkg_status vkg_context_reset(vkg_context *ctx, vkg_error *err);
+/* Keeps the first n tokens (0 <= n <= length) and drops the pending token: the next feed writes
+ * position n.  The rows past n are not cleared: the causal mask gives them weight exactly 0. */
+vkg_status vkg_context_truncate(vkg_context *ctx, int n, vkg_error *err);
+
+/* The last feed's logits: n_vocab floats (VKG_LOGITS_LAST) or n * n_vocab (VKG_LOGITS_ALL, n the
+ * tokens of that feed).  floats must be exactly that.  VKG_ERR_INVALID_ARGUMENT before any feed,
+ * or with VKG_LOGITS_NONE. */
+vkg_status vkg_context_get_logits(const vkg_context *ctx, float *out, size_t floats, vkg_error *err);
+/* The last feed's probabilities of layer `layer` (which the context asked for): [n_head, n, L],
+ * n the tokens of that feed and L = vkg_context_length() after it, queries against every key in
+ * the cache (keys after a query's own position are exactly 0).  floats must be n_head * n * L. */
+vkg_status vkg_context_get_attention(const vkg_context *ctx, int layer, float *out, size_t floats, vkg_error *err);
+
+/* ---- sampling and streaming ------------------------------------------------------------------ */
+
+/* The next token from logits, in transformers' order: repetition penalty, then greedy
+ * (temperature <= 0 or top_k == 1) or temperature, top-k, top-p, min-p, and a draw from a seeded
+ * generator: the same seed gives the same tokens on every machine. */
+typedef struct vkg_sampling_options {
+    float temperature;    /* <= 0: greedy                                                     */
+    int top_k;            /* 0: no limit                                                      */
+    float top_p;          /* >= 1 (or <= 0): no limit                                         */
+    float min_p;          /* 0: no limit; else in (0, 1], relative to the best token          */
+    float repeat_penalty; /* 1: none; else > 0, dividing a positive logit, multiplying others */
+    int repeat_last_n;    /* the penalty's window: 0 none, -1 the whole context               */
+    uint64_t seed;
+} vkg_sampling_options;
+
+/* temperature 1, no top-k, top-p or min-p, no penalty (window 64), seed 0. */
+void vkg_sampling_options_default(vkg_sampling_options *o);
+/* Checks the options (temperature finite, top_k >= 0, top_p finite, min_p in [0, 1],
+ * repeat_penalty finite and > 0, repeat_last_n >= -1). */
+vkg_status vkg_sampling_options_check(const vkg_sampling_options *o, vkg_error *err);
+/* 1 when the options choose the most likely token (temperature <= 0 or top_k == 1). */
+int vkg_sampling_is_greedy(const vkg_sampling_options *o);
+
+/* The largest finite logit's id (the lowest among equals): the greedy choice; 0 when none is
+ * finite. */
+int32_t vkg_argmax(const float *logits, int n);
+
+/* Why vkg_context_generate stopped. */
+typedef enum vkg_stop_reason {
+    VKG_STOP_MAX_TOKENS = 0,   /* max_tokens were generated                                      */
+    VKG_STOP_EOS = 1,          /* the model chose its end-of-text token (not kept)               */
+    VKG_STOP_STRING = 2,       /* the text ended with a stop string (stop_index says which)      */
+    VKG_STOP_CONTEXT_FULL = 3, /* the cache is full                                              */
+    VKG_STOP_CALLBACK = 4      /* the callback returned nonzero                                  */
+} vkg_stop_reason;
+
+/* Called once per token generated, with the text that can be shown now: the token's bytes, less
+ * what might still begin a stop string (held back until the next token decides), and never the
+ * stop string or anything after it.  After the last token, text held back for a stop string that
+ * never completed comes in one more call with id VKG_NO_TOKEN.  text is empty when the model has
+ * no tokenizer.  Return 0 to go on, nonzero to stop (VKG_STOP_CALLBACK). */
+typedef int (*vkg_token_callback)(void *user, int32_t id, const char *text, size_t len);
+
+typedef struct vkg_generate_options {
+    int max_tokens;                 /* at most this many tokens (default 50); 0 generates none  */
+    vkg_sampling_options sampling;  /* default: greedy (temperature 0)                          */
+    int ignore_eos;                 /* never choose the end-of-text token                       */
+    const char *const *stops;       /* n_stops non-empty stop strings (need a tokenizer)        */
+    int n_stops;
+    const int32_t *prompt;          /* n_prompt tokens fed first, with any pending token, in one
+                                       pass (a prompt, or a conversation's next line)           */
+    int n_prompt;
+} vkg_generate_options;
+
+void vkg_generate_options_default(vkg_generate_options *o);
+
+typedef struct vkg_generate_result {
+    int generated;                  /* tokens passed to the callback (the eos is not)          */
+    vkg_stop_reason reason;
+    int stop_index;                 /* with VKG_STOP_STRING: which stop string; else -1         */
+} vkg_generate_result;
+
+/* Feeds what is pending and opts->prompt, then chooses up to max_tokens tokens from the logits, each fed before
+ * the next is chosen; the last one chosen is left pending (vkg_context_tokens), so a next turn
+ * feeds it with its own tokens.  The context's tokens (prompt included) are the repetition
+ * penalty's window.  The sampler's random stream goes on from one call to the next while the
+ * sampling options stay the same (a conversation is one stream); new options start it again
+ * from their seed.  With a device that profiles, each token is a span on the trace's marks
+ * track.  result may be NULL. */
+vkg_status vkg_context_generate(vkg_context *ctx, const vkg_generate_options *opts, vkg_token_callback on_token,
+                                void *user, vkg_generate_result *result, vkg_error *err);
+
+/* ---- timings ----------------------------------------------------------------------------------- */
+
+/* Seconds and counts of each stage since the context was made (or vkg_context_reset_timings):
+ * the stages do not overlap. */
+typedef struct vkg_context_timings {
+    double setup_s;                 /* vkg_context_new: plan compiled, weights uploaded        */
+    double prefill_s;               /* feeds through vkg_context_prefill (and the pending token
+                                       vkg_context_generate feeds first)                       */
+    long prefill_tokens, prefill_passes;
+    double decode_s;                /* the feeds inside vkg_context_generate, one token a step  */
+    long decode_steps;
+    double sample_s;                /* choosing tokens                                          */
+    long samples;
+} vkg_context_timings;
+
+vkg_status vkg_context_get_timings(const vkg_context *ctx, vkg_context_timings *out, vkg_error *err);
+void vkg_context_reset_timings(vkg_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,431 @@
+/* The public model API (vkgraph_model.h): opaque handles over GPT-2's loader, tokenizer,
+ * generator, sampler and stop strings.  What each call does lives in those files; this one
+ * holds the handles, the tokens of a context and the stage timings. */
+#include "vkgraph_model.h"
+
+#include "base/error.h"
+#include "io/tokenizer.h"
+#include "models/gpt2.h"
+#include "models/gpt2_random.h"
+#include "models/sampling.h"
+#include "models/stop_strings.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vkg_model {
+    vkg_gpt2 *gpt2;
+    vkg_tokenizer *tok;                  /* NULL when the folder has none            */
+    vkg_device *dev;                     /* borrowed; NULL: facts and tokenizer only */
+    vkg_weight_dtype dtype;
+    int random_weights;
+};
+
+struct vkg_context {
+    vkg_model *model;
+    vkg_gpt2_generator gen;
+    int32_t *tokens;                     /* [n_ctx + 1]: the cache's, then a pending one */
+    int n_tokens;                        /* >= gen.length; one more while a token is pending */
+    int64_t generated;                   /* every token generated, for the marks' names  */
+    vkg_sampler sampler;                 /* kept from one generate call to the next      */
+    int sampler_ready;
+    vkg_context_timings t;
+};
+
+static const char *dtype_name(vkg_weight_dtype d) {
+    switch (d) {
+    case VKG_WEIGHTS_F32: return "f32";
+    case VKG_WEIGHTS_F16: return "f16";
+    case VKG_WEIGHTS_BF16: return "bf16";
+    }
+    return "an unknown dtype";
+}
+
+void vkg_model_options_default(vkg_model_options *o) {
+    memset(o, 0, sizeof *o);
+    o->dtype = VKG_WEIGHTS_F32;
+}
+
+_Static_assert(VKG_NO_ATTENTION == VKG_GPT2_NO_ATTENTION && VKG_ALL_LAYERS == VKG_GPT2_ALL_LAYERS,
+               "the public attention sentinels are GPT-2's");
+_Static_assert(VKG_NO_TOKEN == VKG_GPT2_NO_TOKEN, "the public missing-token id is GPT-2's");
+
+vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_options *opts, vkg_model **out,
+                          vkg_error *err) {
+    if (out) *out = NULL;
+    if (!dir || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_open: NULL argument");
+    vkg_model_options o;
+    vkg_model_options_default(&o);
+    if (opts) o = *opts;
+    if (o.dtype != VKG_WEIGHTS_F32)
+        return vkg_error_set(err, o.dtype == VKG_WEIGHTS_F16 || o.dtype == VKG_WEIGHTS_BF16 ? VKG_ERR_UNSUPPORTED
+                                                                                             : VKG_ERR_INVALID_ARGUMENT,
+                             "%s weights: this build keeps weights in f32 only", dtype_name(o.dtype));
+    vkg_model *m = calloc(1, sizeof *m);
+    if (!m) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    m->dev = dev;
+    m->dtype = o.dtype;
+    vkg_status st = vkg_gpt2_load(dir, &m->gpt2, err);
+    const char *tok_dir = o.tokenizer_dir ? o.tokenizer_dir : dir;
+    if (st == VKG_OK && !o.no_tokenizer && (o.tokenizer_dir || vkg_tokenizer_present(tok_dir))) st = vkg_tokenizer_load(tok_dir, &m->tok, err);
+    if (st != VKG_OK) {
+        vkg_model_free(m);
+        return st;
+    }
+    m->random_weights = vkg_gpt2_dir_is_random(dir);
+    *out = m;
+    return VKG_OK;
+}
+
+void vkg_model_free(vkg_model *m) {
+    if (!m) return;
+    vkg_tokenizer_free(m->tok);
+    vkg_gpt2_free(m->gpt2);
+    free(m);
+}
+
+vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_error *err) {
+    if (!m || !info) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_get_info: NULL argument");
+    const vkg_gpt2_config *c = &m->gpt2->config;
+    memset(info, 0, sizeof *info);
+    snprintf(info->architecture, sizeof info->architecture, "gpt2");
+    info->n_layer = c->n_layer;
+    info->n_head = c->n_head;
+    info->n_embd = c->n_embd;
+    info->n_ctx = c->n_positions;
+    info->n_vocab = c->vocab_size;
+    info->n_inner = vkg_gpt2_inner_size(c);
+    info->n_params = vkg_gpt2_parameter_count(m->gpt2);
+    info->bos_token = c->bos_token_id;
+    info->eos_token = c->eos_token_id;
+    info->tied_head = m->gpt2->tied_head;
+    info->dtype = m->dtype;
+    info->random_weights = m->random_weights;
+    snprintf(info->note, sizeof info->note, "%s", m->gpt2->note);
+    return VKG_OK;
+}
+
+vkg_status vkg_model_load_tokenizer(vkg_model *m, const char *dir, vkg_error *err) {
+    if (!m || !dir) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_load_tokenizer: NULL argument");
+    vkg_tokenizer *t = NULL;
+    vkg_status st = vkg_tokenizer_load(dir, &t, err);
+    if (st != VKG_OK) return st;
+    vkg_tokenizer_free(m->tok);
+    m->tok = t;
+    return VKG_OK;
+}
+
+vkg_device *vkg_model_device(const vkg_model *m) { return m ? m->dev : NULL; }
+const vkg_tokenizer *vkg_model_tokenizer(const vkg_model *m) { return m ? m->tok : NULL; }
+
+vkg_status vkg_model_check_ids(const vkg_model *m, const int32_t *ids, size_t n, vkg_error *err) {
+    if (!m) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_check_ids: NULL model");
+    return vkg_gpt2_check_ids(m->gpt2, ids, n, err);
+}
+
+void vkg_model_graph_options_default(vkg_model_graph_options *o, int tokens) {
+    memset(o, 0, sizeof *o);
+    o->tokens = tokens;
+    o->logits = VKG_LOGITS_LAST;
+    o->attention_layer = VKG_NO_ATTENTION;
+}
+
+vkg_status vkg_model_build_graph(const vkg_model *m, const vkg_model_graph_options *o, vkg_graph **out,
+                                 vkg_error *err) {
+    if (out) *out = NULL;
+    if (!m || !o || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_build_graph: NULL argument");
+    vkg_gpt2_build_options bo;
+    vkg_gpt2_build_options_default(&bo, o->tokens);
+    bo.cache_len = o->n_ctx;
+    bo.all_logits = o->logits == VKG_LOGITS_ALL;
+    bo.no_logits = o->logits == VKG_LOGITS_NONE;
+    bo.attention_layer = o->attention_layer; /* the same two sentinels */
+    vkg_gpt2_graph gg;
+    vkg_status st = vkg_gpt2_build(m->gpt2, &bo, &gg, err);
+    if (st != VKG_OK) return st;
+    *out = gg.graph; /* the graph outlives the handles that index it */
+    gg.graph = NULL;
+    vkg_gpt2_graph_free(&gg);
+    return VKG_OK;
+}
+
+/* ---- contexts ------------------------------------------------------------------------------- */
+
+void vkg_context_options_default(vkg_context_options *o) {
+    memset(o, 0, sizeof *o);
+    o->logits = VKG_LOGITS_LAST;
+    o->attention_layer = VKG_NO_ATTENTION;
+}
+
+vkg_status vkg_context_new(vkg_model *m, const vkg_context_options *opts, vkg_context **out, vkg_error *err) {
+    if (out) *out = NULL;
+    if (!m || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_new: NULL argument");
+    if (!m->dev)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_new: the model was opened without a device");
+    vkg_context_options o;
+    vkg_context_options_default(&o);
+    if (opts) o = *opts;
+    if (o.logits != VKG_LOGITS_LAST && o.logits != VKG_LOGITS_ALL && o.logits != VKG_LOGITS_NONE)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_new: logits mode %d is none of "
+                             "VKG_LOGITS_LAST, _ALL, _NONE", (int)o.logits);
+    if (o.logits == VKG_LOGITS_NONE && o.attention_layer == VKG_NO_ATTENTION)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_new: neither logits nor attention asked "
+                             "for: a run would compute nothing");
+    const double t0 = vkg_clock_seconds();
+    vkg_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    ctx->model = m;
+    vkg_gpt2_generator_options go = {.cache_len = o.n_ctx,
+                                     .all_logits = o.logits == VKG_LOGITS_ALL,
+                                     .no_logits = o.logits == VKG_LOGITS_NONE,
+                                     .attention_layer = o.attention_layer}; /* the same two sentinels */
+    vkg_status st = vkg_gpt2_generator_new_with(m->gpt2, m->dev, &go, &ctx->gen, err);
+    if (st == VKG_OK && !(ctx->tokens = malloc(((size_t)ctx->gen.opts.cache_len + 1) * sizeof *ctx->tokens)))
+        st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st != VKG_OK) {
+        vkg_context_free(ctx);
+        return st;
+    }
+    ctx->t.setup_s = vkg_clock_seconds() - t0;
+    *out = ctx;
+    return VKG_OK;
+}
+
+void vkg_context_free(vkg_context *ctx) {
+    if (!ctx) return;
+    vkg_gpt2_generator_free(&ctx->gen);
+    vkg_sampler_free(&ctx->sampler);
+    free(ctx->tokens);
+    free(ctx);
+}
+
+int vkg_context_length(const vkg_context *ctx) { return ctx ? ctx->gen.length : 0; }
+int vkg_context_size(const vkg_context *ctx) { return ctx ? ctx->gen.opts.cache_len : 0; }
+
+const int32_t *vkg_context_tokens(const vkg_context *ctx, int *n) {
+    *n = ctx ? ctx->n_tokens : 0;
+    return ctx ? ctx->tokens : NULL;
+}
+
+/* Feeds tokens[gen.length .. n_tokens) in one pass, into the stage the time counts for. */
+static vkg_status feed_waiting(vkg_context *ctx, int decode, vkg_error *err) {
+    const int n = ctx->n_tokens - ctx->gen.length;
+    if (n == 0) return VKG_OK;
+    const double t0 = vkg_clock_seconds();
+    vkg_status st = vkg_gpt2_generator_feed(&ctx->gen, ctx->tokens + ctx->gen.length, n, err);
+    const double s = vkg_clock_seconds() - t0;
+    if (st != VKG_OK) {
+        ctx->n_tokens = ctx->gen.length; /* what failed is not in the cache */
+        return st;
+    }
+    if (decode) {
+        ctx->t.decode_s += s;
+        ctx->t.decode_steps++;
+    } else {
+        ctx->t.prefill_s += s;
+        ctx->t.prefill_tokens += n;
+        ctx->t.prefill_passes++;
+    }
+    return VKG_OK;
+}
+
+vkg_status vkg_context_prefill(vkg_context *ctx, const int32_t *ids, int n, vkg_error *err) {
+    if (!ctx || (!ids && n > 0)) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_prefill: NULL argument");
+    const int S = ctx->gen.opts.cache_len, used = ctx->n_tokens;
+    if (n < 1 || n > S - used)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%d tokens after %d would pass the end of the context "
+                             "(%d positions)%s", n, used, S, n < 1 ? ": feed at least one" : "");
+    vkg_status st = vkg_model_check_ids(ctx->model, ids, (size_t)n, err);
+    if (st != VKG_OK) return st;
+    memcpy(ctx->tokens + used, ids, (size_t)n * sizeof *ids);
+    ctx->n_tokens += n;
+    return feed_waiting(ctx, 0, err);
+}
+
+vkg_status vkg_context_decode(vkg_context *ctx, int32_t id, vkg_error *err) { return vkg_context_prefill(ctx, &id, 1, err); }
+
+vkg_status vkg_context_reset(vkg_context *ctx, vkg_error *err) {
+    if (!ctx) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_reset: NULL context");
+    ctx->n_tokens = 0;
+    return vkg_gpt2_generator_reset(&ctx->gen, err);
+}
+
+vkg_status vkg_context_truncate(vkg_context *ctx, int n, vkg_error *err) {
+    if (!ctx) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_truncate: NULL context");
+    vkg_status st = vkg_gpt2_generator_truncate(&ctx->gen, n, err);
+    if (st == VKG_OK) ctx->n_tokens = n;
+    return st;
+}
+
+vkg_status vkg_context_get_logits(const vkg_context *ctx, float *out, size_t floats, vkg_error *err) {
+    if (!ctx || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_get_logits: NULL argument");
+    if (ctx->gen.opts.no_logits)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "the context was made with VKG_LOGITS_NONE");
+    if (!ctx->gen.fed) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "no logits yet: feed a token first");
+    const size_t V = (size_t)ctx->model->gpt2->config.vocab_size;
+    const size_t want = (ctx->gen.opts.all_logits ? (size_t)ctx->gen.fed : 1) * V;
+    if (floats != want)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "logits: %zu floats asked for, the last feed has %zu "
+                             "(%s x %zu)", floats, want, ctx->gen.opts.all_logits ? "its tokens" : "1", V);
+    memcpy(out, ctx->gen.logits, want * sizeof *out);
+    return VKG_OK;
+}
+
+vkg_status vkg_context_get_attention(const vkg_context *ctx, int layer, float *out, size_t floats, vkg_error *err) {
+    if (!ctx || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_get_attention: NULL argument");
+    const float *probs = vkg_gpt2_generator_attention(&ctx->gen, layer);
+    if (!probs)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: layer %d's attention %s", ctx->gen.fed ? "attention"
+                             : "no attention yet", layer, ctx->gen.fed ? "was not asked for when the context was made"
+                                                                      : "comes after a feed");
+    const size_t H = (size_t)ctx->model->gpt2->config.n_head, T = (size_t)ctx->gen.fed;
+    const size_t S = (size_t)ctx->gen.opts.cache_len, L = (size_t)ctx->gen.length;
+    if (floats != H * T * L)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "attention: %zu floats asked for, the last feed has %zu "
+                             "(%zu heads x %zu queries x %zu keys)", floats, H * T * L, H, T, L);
+    for (size_t row = 0; row < H * T; row++) memcpy(out + row * L, probs + row * S, L * sizeof *out);
+    return VKG_OK;
+}
+
+vkg_status vkg_context_get_timings(const vkg_context *ctx, vkg_context_timings *out, vkg_error *err) {
+    if (!ctx || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_get_timings: NULL argument");
+    *out = ctx->t;
+    return VKG_OK;
+}
+
+void vkg_context_reset_timings(vkg_context *ctx) {
+    if (ctx) memset(&ctx->t, 0, sizeof ctx->t);
+}
+
+/* ---- generation ------------------------------------------------------------------------------ */
+
+void vkg_generate_options_default(vkg_generate_options *o) {
+    memset(o, 0, sizeof *o);
+    o->max_tokens = 50;
+    vkg_sampling_options_default(&o->sampling);
+    o->sampling.temperature = 0.0f;
+}
+
+/* With a device that profiles: ends the span the previous mark opened and opens "token k" (k = 0:
+ * ends only). */
+static vkg_status mark_token(vkg_context *ctx, int64_t k, vkg_error *err) {
+    char name[32];
+    snprintf(name, sizeof name, "token %lld", (long long)k);
+    return vkg_device_profile_mark(ctx->model->dev, k ? name : NULL, err);
+}
+
+typedef struct generation {
+    vkg_context *ctx;
+    const vkg_generate_options *o;
+    vkg_stop stop;
+    vkg_token_callback on_token;
+    void *user;
+    vkg_generate_result *res;
+} generation;
+
+/* Passes token id's text, through the stop strings, to the callback. */
+static vkg_status deliver(generation *g, int32_t id, int *stop, vkg_error *err) {
+    size_t len = 0;
+    const char *bytes = g->ctx->model->tok ? vkg_tokenizer_token_bytes(g->ctx->model->tok, id, &len) : NULL;
+    const char *ready = "";
+    size_t ready_len = 0;
+    vkg_status st = vkg_stop_push(&g->stop, bytes ? bytes : "", len, &ready, &ready_len, err);
+    if (st != VKG_OK) return st;
+    if (g->stop.matched >= 0) {
+        g->res->reason = VKG_STOP_STRING;
+        g->res->stop_index = g->stop.matched;
+        *stop = 1;
+    }
+    if (g->on_token && g->on_token(g->user, id, ready, ready_len) != 0) {
+        if (!*stop) g->res->reason = VKG_STOP_CALLBACK;
+        *stop = 1;
+    }
+    return VKG_OK;
+}
+
+static vkg_status generate_loop(generation *g, vkg_error *err) {
+    vkg_context *ctx = g->ctx;
+    const vkg_generate_options *o = g->o;
+    const int eos = ctx->model->gpt2->config.eos_token_id, S = ctx->gen.opts.cache_len;
+    vkg_status st = mark_token(ctx, ctx->generated + 1, err);
+    if (st == VKG_OK && o->n_prompt) {
+        memcpy(ctx->tokens + ctx->n_tokens, o->prompt, (size_t)o->n_prompt * sizeof *o->prompt);
+        ctx->n_tokens += o->n_prompt;
+    }
+    if (st == VKG_OK) st = feed_waiting(ctx, 0, err);
+    int stop = 0;
+    for (int produced = 0; st == VKG_OK && produced < o->max_tokens && !stop;) {
+        if (!ctx->gen.fed) {
+            st = vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "generate: no logits to choose from: give a prompt (the "
+                               "context is empty or was truncated)");
+            break;
+        }
+        float *logits = vkg_gpt2_generator_last_logits(&ctx->gen);
+        if (o->ignore_eos && eos != VKG_NO_TOKEN) logits[eos] = -INFINITY; /* as llama.cpp */
+        double t0 = vkg_clock_seconds();
+        const int32_t next = vkg_sampler_next(&ctx->sampler, logits, ctx->tokens, ctx->gen.length);
+        ctx->t.sample_s += vkg_clock_seconds() - t0;
+        ctx->t.samples++;
+        if (eos != VKG_NO_TOKEN && next == eos) {
+            g->res->reason = VKG_STOP_EOS;
+            break;
+        }
+        ctx->tokens[ctx->n_tokens++] = next; /* pending until the next feed */
+        produced++;
+        ctx->generated++;
+        g->res->generated++;
+        if ((st = deliver(g, next, &stop, err)) != VKG_OK || stop) break;
+        if (produced == o->max_tokens) break;
+        if (ctx->gen.length >= S) {
+            g->res->reason = VKG_STOP_CONTEXT_FULL;
+            break;
+        }
+        if ((st = mark_token(ctx, ctx->generated + 1, err)) == VKG_OK) st = feed_waiting(ctx, 1, err);
+    }
+    if (st == VKG_OK) st = mark_token(ctx, 0, err);
+    if (st == VKG_OK && g->res->reason != VKG_STOP_STRING && g->res->reason != VKG_STOP_CALLBACK && g->on_token) {
+        /* A stop string that began but never completed is text after all. */
+        size_t len;
+        const char *rest = vkg_stop_flush(&g->stop, &len);
+        if (len && g->on_token(g->user, VKG_NO_TOKEN, rest, len) != 0 && g->res->reason == VKG_STOP_MAX_TOKENS)
+            g->res->reason = VKG_STOP_CALLBACK;
+    }
+    return st;
+}
+
+vkg_status vkg_context_generate(vkg_context *ctx, const vkg_generate_options *opts, vkg_token_callback on_token,
+                                void *user, vkg_generate_result *result, vkg_error *err) {
+    vkg_generate_result local;
+    vkg_generate_result *res = result ? result : &local;
+    memset(res, 0, sizeof *res);
+    res->stop_index = -1;
+    if (!ctx) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_generate: NULL context");
+    vkg_generate_options o;
+    vkg_generate_options_default(&o);
+    if (opts) o = *opts;
+    if (o.max_tokens < 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "generate: max_tokens %d; use 0 or more", o.max_tokens);
+    if (ctx->gen.opts.no_logits)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "generate: the context was made with VKG_LOGITS_NONE");
+    if (o.n_stops && !ctx->model->tok)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "generate: stop strings match text, and the model has no "
+                             "tokenizer");
+    if (o.n_prompt < 0 || (o.n_prompt && !o.prompt) || o.n_prompt > ctx->gen.opts.cache_len - ctx->n_tokens)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "generate: a prompt of %d tokens after %d would pass the "
+                             "end of the context (%d positions)", o.n_prompt, ctx->n_tokens, ctx->gen.opts.cache_len);
+    vkg_status st = vkg_model_check_ids(ctx->model, o.prompt, (size_t)o.n_prompt, err);
+    if (st != VKG_OK) return st;
+    if (!ctx->sampler_ready || memcmp(&ctx->sampler.opts, &o.sampling, sizeof o.sampling) != 0) {
+        vkg_sampler_free(&ctx->sampler);
+        ctx->sampler_ready = 0;
+        st = vkg_sampler_init(&ctx->sampler, &o.sampling, ctx->model->gpt2->config.vocab_size, err);
+        if (st != VKG_OK) return st;
+        ctx->sampler_ready = 1;
+    }
+    generation g = {.ctx = ctx, .o = &o, .on_token = on_token, .user = user, .res = res};
+    st = vkg_stop_init(&g.stop, o.stops, o.n_stops, err);
+    if (st == VKG_OK) st = generate_loop(&g, err);
+    vkg_stop_free(&g.stop);
+    return st;
+}
