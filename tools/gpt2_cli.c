@@ -1,14 +1,11 @@
 #include "gpt2_cli.h"
 
 #include "cli.h"
-#include "models/gpt2_random.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 void gpt2_cli_usage_common(FILE *f) {
@@ -44,18 +41,6 @@ int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i) {
     return (*slot = cli_value(c->cmd, argc, argv, i)) ? 1 : -1;
 }
 
-static int file_exists(const char *dir, const char *name) {
-    char path[PATH_MAX];
-    struct stat sb;
-    return snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path && stat(path, &sb) == 0 &&
-           S_ISREG(sb.st_mode);
-}
-
-static int has_tokenizer(const char *dir) {
-    return file_exists(dir, "tokenizer.json") || (file_exists(dir, "vocab.json") && file_exists(dir, "merges.txt")) ||
-           (file_exists(dir, "encoder.json") && file_exists(dir, "vocab.bpe"));
-}
-
 /* Where `cmake --install` puts data/gpt2-tokenizer, relative to the installed binary's folder. */
 #ifndef VKG_BIN_TO_TOKENIZER
 #define VKG_BIN_TO_TOKENIZER "../share/vkgraph/gpt2-tokenizer"
@@ -65,7 +50,7 @@ int gpt2_cli_project_tokenizer(char *out, size_t size) {
     const char *env = getenv("VKG_GPT2_TOKENIZER");
     if (env && *env) {
         snprintf(out, size, "%s", env);
-        return has_tokenizer(out);
+        return vkg_tokenizer_present(out);
     }
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -77,47 +62,48 @@ int gpt2_cli_project_tokenizer(char *out, size_t size) {
                                         VKG_BIN_TO_TOKENIZER};
     for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
         if (snprintf(out, size, "%s/%s", exe, tries[i]) >= (int)size) continue;
-        if (has_tokenizer(out)) return 1;
+        if (vkg_tokenizer_present(out)) return 1;
     }
     return 0;
 }
 
+/* The model folder's tokenizer, else the project's GPT-2 tokenizer for a model of GPT-2's
+ * vocabulary; none is needed for ids in, ids out. */
 static int load_tokenizer(gpt2_cli *c) {
-    vkg_error err = {0};
-    const char *dir = c->model_dir;
+    c->tok = vkg_model_tokenizer(c->model);
+    if (c->tok) return 0;
     char fallback[PATH_MAX];
-    if (!has_tokenizer(dir)) {
-        int gpt2_vocab = c->model->config.vocab_size == 50257;
-        if (gpt2_vocab && gpt2_cli_project_tokenizer(fallback, sizeof fallback)) {
-            fprintf(stderr, "vkgraph %s: %s has no tokenizer files; using GPT-2's tokenizer from %s\n", c->cmd,
-                    c->model_dir, fallback);
-            dir = fallback;
-        } else if (!c->prompt && !c->file) {
-            return 0; /* ids in, ids out */
-        } else {
-            return cli_fail(c->cmd, "%s has no tokenizer (tokenizer.json, vocab.json + merges.txt, or encoder.json + "
-                            "vocab.bpe)%s",
-                            c->model_dir, gpt2_vocab ? " and GPT-2's own was not found (set VKG_GPT2_TOKENIZER to "
-                                                       "the source tree's data/gpt2-tokenizer)"
-                                                     : "; with its own vocabulary size GPT-2's tokenizer does not "
-                                                       "fit: give the prompt as --ids");
-        }
+    int gpt2_vocab = c->info.n_vocab == 50257;
+    if (gpt2_vocab && gpt2_cli_project_tokenizer(fallback, sizeof fallback)) {
+        fprintf(stderr, "vkgraph %s: %s has no tokenizer files; using GPT-2's tokenizer from %s\n", c->cmd,
+                c->model_dir, fallback);
+        vkg_error err = {0};
+        if (vkg_model_load_tokenizer(c->model, fallback, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
+        c->tok = vkg_model_tokenizer(c->model);
+        return 0;
     }
-    if (vkg_tokenizer_load(dir, &c->tok, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
-    return 0;
+    if (!c->prompt && !c->file) return 0; /* ids in, ids out */
+    return cli_fail(c->cmd, "%s has no tokenizer (tokenizer.json, vocab.json + merges.txt, or encoder.json + "
+                    "vocab.bpe)%s",
+                    c->model_dir, gpt2_vocab ? " and GPT-2's own was not found (set VKG_GPT2_TOKENIZER to "
+                                               "the source tree's data/gpt2-tokenizer)"
+                                             : "; with its own vocabulary size GPT-2's tokenizer does not "
+                                               "fit: give the prompt as --ids");
 }
 
 int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
     if (!c->model_dir) return cli_fail(c->cmd, "say which model: -m DIR (see vkgraph %s --help)", c->cmd);
     if ((c->prompt != NULL) + (c->file != NULL) + (c->ids_text != NULL) != 1)
         return cli_fail(c->cmd, "give the prompt as exactly one of -p TEXT, -f FILE or --ids IDS");
+    if (cli_open_device(c->cmd, c->device, (int)c->threads, &c->dev)) return 1;
     vkg_error err = {0};
-    if (vkg_gpt2_load(c->model_dir, &c->model, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
-    c->random_weights = vkg_gpt2_dir_is_random(c->model_dir);
-    if (c->random_weights)
+    if (vkg_model_open(c->model_dir, c->dev, NULL, &c->model, &err) != VKG_OK ||
+        vkg_model_get_info(c->model, &c->info, &err) != VKG_OK)
+        return cli_fail(c->cmd, "%s", err.message);
+    if (c->info.random_weights)
         fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph gpt2-random): its outputs "
                 "mean nothing\n", c->cmd, c->model_dir);
-    if (c->model->note[0]) fprintf(stderr, "vkgraph %s: note: %s\n", c->cmd, c->model->note); /* one line */
+    if (c->info.note[0]) fprintf(stderr, "vkgraph %s: note: %s\n", c->cmd, c->info.note); /* one line */
     if (load_tokenizer(c)) return 1;
 
     if (c->ids_text) {
@@ -133,8 +119,8 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
     if (c->n_ids == 0 && empty_is_eot) {
         /* As transformers' generate() without input ids: start from bos_token_id (GPT-2's
          * <|endoftext|>, its start for unconditional text). */
-        const int bos = c->model->config.bos_token_id;
-        if (bos == VKG_GPT2_NO_TOKEN)
+        const int bos = c->info.bos_token;
+        if (bos == VKG_NO_TOKEN)
             return cli_fail(c->cmd, "the prompt is empty and the model has no start token (its config.json gives "
                             "no bos_token_id inside the vocabulary): give a prompt");
         int32_t *start = realloc(c->ids, sizeof *start);
@@ -145,16 +131,13 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
         fprintf(stderr, "vkgraph %s: the prompt is empty: starting from the start token bos_token_id (%d)\n", c->cmd,
                 (int)c->ids[0]);
     }
-    if (vkg_gpt2_check_ids(c->model, c->ids, c->n_ids, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
+    if (vkg_model_check_ids(c->model, c->ids, c->n_ids, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
     return 0;
 }
 
-int gpt2_cli_open_device(gpt2_cli *c) { return cli_open_device(c->cmd, c->device, (int)c->threads, &c->dev); }
-
 void gpt2_cli_free(gpt2_cli *c) {
+    vkg_model_free(c->model);
     cli_close_device(c->cmd, c->dev);
-    vkg_tokenizer_free(c->tok);
-    vkg_gpt2_free(c->model);
     free(c->ids);
     c->dev = NULL;
     c->tok = NULL;
@@ -256,10 +239,4 @@ int gpt2_cli_repr(const char *bytes, size_t len, char *out, size_t size) {
 #undef EMIT
     if (size) out[o < size ? o : size - 1] = '\0';
     return chars;
-}
-
-double gpt2_cli_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -4,9 +4,7 @@
 #ifndef VKG_GPT2_CLI_H
 #define VKG_GPT2_CLI_H
 
-#include "io/tokenizer.h"
-#include "models/gpt2.h"
-#include "vkgraph.h"
+#include "vkgraph_model.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,12 +14,12 @@ typedef struct gpt2_cli {
     const char *cmd;                     /* "generate", for messages                         */
     const char *model_dir, *prompt, *file, *ids_text, *device;
     long threads;                        /* CPU executor threads; 0 = every core             */
-    vkg_gpt2 *model;
-    vkg_tokenizer *tok;                  /* NULL when the model has none and ids were given   */
+    vkg_device *dev;
+    vkg_model *model;
+    vkg_model_info info;                 /* the model's facts                                */
+    const vkg_tokenizer *tok;            /* NULL when the model has none and ids were given   */
     int32_t *ids;
     size_t n_ids;
-    vkg_device *dev;
-    int random_weights;                  /* the folder says its weights are random (gpt2-random) */
 } gpt2_cli;
 
 /* The common options' help lines. */
@@ -32,16 +30,15 @@ void gpt2_cli_usage_common(FILE *f);
  * an error. */
 int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i);
 
-/* After the options: checks that -m and exactly one prompt form were given, loads the model and
- * its tokenizer (the model folder's files, or the project's GPT-2 tokenizer when the model has
+/* After the options: checks that -m and exactly one prompt form were given, opens --device
+ * (default: the best one) and the model on it, with its tokenizer
+ * (the model folder's files, or the project's GPT-2 tokenizer when the model has
  * GPT-2's 50257 tokens, saying so on stderr; none is needed when the prompt is --ids), turns the
  * prompt into ids and checks them against the model.  empty_is_eot: an empty prompt becomes the
  * start token bos_token_id alone (for GPT-2 the end-of-text token, its start for unconditional
  * text; an error when the model has none), else it is an error.  Returns 0, or 1 after printing
  * the error. */
 int gpt2_cli_load(gpt2_cli *c, int empty_is_eot);
-/* Opens --device (default: the best one).  0 or 1. */
-int gpt2_cli_open_device(gpt2_cli *c);
 void gpt2_cli_free(gpt2_cli *c);
 
 /* A token's raw bytes (not NUL-terminated) or, without a tokenizer, "[id]" in buf. */
@@ -57,8 +54,5 @@ int gpt2_cli_repr(const char *bytes, size_t len, char *out, size_t size);
  * the executable's folder (a build folder in the source tree, or an installed share/vkgraph).
  * 1 when found (out holds it), else 0. */
 int gpt2_cli_project_tokenizer(char *out, size_t size);
-
-/* Seconds from a monotonic clock. */
-double gpt2_cli_now(void);
 
 #endif
