@@ -2,8 +2,7 @@
  * block's forward time, on the CPU executor and on a Vulkan device side by side. */
 #include "cli.h"
 #include "commands.h"
-#include "graph/plan.h"
-#include "models/block.h"
+#include "vkgraph_lesson.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +20,7 @@ static void usage(FILE *f) {
                "  --threads N   CPU executor threads (default: every core)\n");
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return vkg_clock_seconds() * 1e3; }
 
 static int compare_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -84,18 +79,6 @@ static int make_block(bench_case *b, vkg_rng *rng, int64_t batch, int64_t t, int
     return vkg_output(b->g, "y", vkg_block_build(b->g, b->input, &cfg, &b->block, "block", NULL)) != VKG_OK;
 }
 
-/* Floating-point operations of the plan's matmul steps (2 per multiply-add). */
-static double plan_flops(const vkg_plan *p) {
-    double flops = 0;
-    for (int i = 0; i < p->n_steps; i++) {
-        const vkg_step *s = &p->steps[i];
-        if (s->kernel != VKG_KERNEL_MATMUL) continue;
-        const vkg_matmul_params *m = &s->params.matmul;
-        flops += 2.0 * m->M * m->N * m->K * (m->batch0 ? m->batch0 : 1) * (m->batch1 ? m->batch1 : 1);
-    }
-    return flops;
-}
-
 /* Median milliseconds of one vkg_session_run over repeat runs, after a warm-up run. */
 static vkg_status time_runs(vkg_device *d, const vkg_plan *p, const bench_case *b, int repeat, double *median,
                             vkg_error *err) {
@@ -148,7 +131,7 @@ static int run_case(vkg_device *cpu, vkg_device *gpu, bench_case *b, int repeat)
     vkg_error err = {0};
     if (vkg_graph_status(b->g) != VKG_OK) return cli_fail("bench", "%s: %s", b->name, vkg_graph_error(b->g));
     if (vkg_plan_compile(b->g, &co, &p, &err) != VKG_OK) return cli_fail("bench", "%s: %s", b->name, err.message);
-    double flops = plan_flops(p);
+    double flops = vkg_plan_matmul_flops(p);
     printf("%-36s %9.3f", b->name, flops / 1e9);
     print_figure(cpu, p, b, flops, repeat);
     print_figure(gpu, p, b, flops, repeat);
