@@ -2,12 +2,11 @@
  * lesson prints it, for one layer or every layer; the probabilities as .npy; and heatmaps, of
  * one head or of every head of a layer as a grid.  Every layer comes from one forward pass. */
 #include "cli.h"
-#include "core/host_memory.h"
 #include "commands.h"
 #include "gpt2_cli.h"
-#include "io/heatmap.h"
-#include "io/npy.h"
-#include "models/lesson.h"
+#include "vkgraph_heatmap.h"
+#include "vkgraph_lesson.h"
+#include "vkgraph_npy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -122,7 +121,7 @@ static long chosen_position(const gpt2_cli *c, const attn_options *o) {
 
 /* The layer, head and token exist: checked before the device opens.  0, or 1 after an error. */
 static int check_choice(const gpt2_cli *c, const attn_options *o, attn_choice *ch) {
-    const vkg_gpt2_config *cfg = &c->model->config;
+    const vkg_model_info *cfg = &c->info;
     if (parse_index("--layer", o->layer, cfg->n_layer, "the model has", "layer", 1, &ch->layer)) return 1;
     ch->head = ALL;
     if (o->head && parse_index("--head", o->head, cfg->n_head, "the model has", "head", 1, &ch->head)) return 1;
@@ -140,7 +139,7 @@ static void token_repr(const gpt2_cli *c, long i, char *out, size_t size) {
 /* The lesson's table for one layer: for each head, the position in 1..it with the largest
  * weight.  probs: that layer's [H, T, T]. */
 static void print_layer_table(const gpt2_cli *c, const float *probs, long layer, long it) {
-    const int H = c->model->config.n_head;
+    const int H = c->info.n_head;
     const size_t T = c->n_ids;
     char buf[32], who[256], whom[256];
     size_t len;
@@ -171,8 +170,8 @@ static void png_path(const char *png, long layer, int every_layer, char *out, si
 /* One layer's picture: head ch->head's heatmap, or every head as a grid.  probs: [H, T, T]. */
 static int write_layer_png(const gpt2_cli *c, const attn_choice *ch, const char *png, const float *probs, long layer,
                            char **labels) {
-    const int H = c->model->config.n_head, T = (int)c->n_ids;
-    const char *random = c->random_weights ? (ch->head == ALL ? " \xe2\x80\x94 RANDOM WEIGHTS: these patterns mean nothing"
+    const int H = c->info.n_head, T = (int)c->n_ids;
+    const char *random = c->info.random_weights ? (ch->head == ALL ? " \xe2\x80\x94 RANDOM WEIGHTS: these patterns mean nothing"
                                                               : " \xe2\x80\x94 RANDOM WEIGHTS: this pattern means nothing")
                                            : "";
     char path[4096], title[256], what[64];
@@ -203,12 +202,12 @@ static int write_layer_png(const gpt2_cli *c, const attn_choice *ch, const char 
     }
     if (st != VKG_OK) return cli_fail(CMD, "%s", err.message);
     fprintf(stderr, "vkgraph %s: heatmap of layer %ld (index %ld), %s%s written to %s\n", CMD, layer + 1, layer, what,
-            c->random_weights ? " (RANDOM WEIGHTS)" : "", path);
+            c->info.random_weights ? " (RANDOM WEIGHTS)" : "", path);
     return 0;
 }
 
 static int write_pngs(const gpt2_cli *c, const attn_choice *ch, const char *png, const float *probs) {
-    const size_t T = c->n_ids, per_layer = (size_t)c->model->config.n_head * T * T;
+    const size_t T = c->n_ids, per_layer = (size_t)c->info.n_head * T * T;
     char **labels = calloc(T, sizeof *labels);
     if (!labels) return cli_fail(CMD, "out of memory");
     for (size_t i = 0; i < T; i++) {
@@ -220,7 +219,7 @@ static int write_pngs(const gpt2_cli *c, const attn_choice *ch, const char *png,
             labels[i][len] = '\0';
         }
     }
-    long first = ch->layer == ALL ? 0 : ch->layer, last = ch->layer == ALL ? c->model->config.n_layer - 1 : ch->layer;
+    long first = ch->layer == ALL ? 0 : ch->layer, last = ch->layer == ALL ? c->info.n_layer - 1 : ch->layer;
     int rc = 0;
     for (long l = first; rc == 0 && l <= last; l++)
         rc = write_layer_png(c, ch, png, probs + (size_t)(l - first) * per_layer, l, labels);
@@ -231,7 +230,7 @@ static int write_pngs(const gpt2_cli *c, const attn_choice *ch, const char *png,
 
 /* The .npy: [layers,] [heads,] T, T, the axes chosen as "all" kept.  probs: [layers, H, T, T]. */
 static int write_npy(const gpt2_cli *c, const attn_choice *ch, const char *npy, const float *probs, size_t layers) {
-    const size_t T = c->n_ids, H = (size_t)c->model->config.n_head, square = T * T;
+    const size_t T = c->n_ids, H = (size_t)c->info.n_head, square = T * T;
     int64_t shape[4];
     int nd = 0;
     if (ch->layer == ALL) shape[nd++] = (int64_t)layers;
@@ -258,7 +257,7 @@ static int write_npy(const gpt2_cli *c, const attn_choice *ch, const char *npy, 
 }
 
 static int run(gpt2_cli *c, const attn_options *o, const attn_choice *ch) {
-    const vkg_gpt2_config *cfg = &c->model->config;
+    const vkg_model_info *cfg = &c->info;
     const size_t T = c->n_ids, H = (size_t)cfg->n_head, per_layer = H * T * T;
     const size_t layers = ch->layer == ALL ? (size_t)cfg->n_layer : 1;
     /* The [layers, H, T, T] probabilities, checked against the machine before asking for them. */
@@ -274,10 +273,21 @@ static int run(gpt2_cli *c, const attn_options *o, const attn_choice *ch) {
                         T, T, (double)(layers * per_layer * sizeof *probs) / 1e6);
     vkg_error err = {0};
     int rc = 0;
-    /* One pass, without logits: only the layers up to the last one asked for run. */
-    if (vkg_gpt2_forward(c->model, c->dev, c->ids, (int)T, 0, NULL, ch->layer == ALL ? VKG_GPT2_ALL_LAYERS : (int)ch->layer,
-                         probs, &err) != VKG_OK)
+    /* One pass over the prompt from position 0, without logits: only the layers up to the last
+     * one asked for run. */
+    vkg_context_options co;
+    vkg_context_options_default(&co);
+    co.n_ctx = (int)T;
+    co.logits = VKG_LOGITS_NONE;
+    co.attention_layer = ch->layer == ALL ? VKG_ALL_LAYERS : (int)ch->layer;
+    vkg_context *ctx = NULL;
+    if (vkg_context_new(c->model, &co, &ctx, &err) != VKG_OK || vkg_context_prefill(ctx, c->ids, (int)T, &err) != VKG_OK)
         rc = cli_fail(CMD, "%s", err.message);
+    const long first_layer = ch->layer == ALL ? 0 : ch->layer;
+    for (size_t l = 0; rc == 0 && l < layers; l++)
+        if (vkg_context_get_attention(ctx, (int)(first_layer + (long)l), probs + l * per_layer, per_layer, &err) != VKG_OK)
+            rc = cli_fail(CMD, "%s", err.message);
+    vkg_context_free(ctx);
     if (rc == 0) {
         char shown[256], which[64];
         token_repr(c, ch->it, shown, sizeof shown);
@@ -285,7 +295,7 @@ static int run(gpt2_cli *c, const attn_options *o, const attn_choice *ch) {
         else snprintf(which, sizeof which, "layer %ld (index %ld)", ch->layer + 1, ch->layer);
         fprintf(stderr, "vkgraph %s: %s, token %s at position %ld of %zu, on %s\n", CMD, which, shown, ch->it, T,
                 vkg_device_name(c->dev));
-        if (c->random_weights) printf("%s\n", VKG_LESSON_RANDOM_NOTE);
+        if (c->info.random_weights) printf("%s\n", VKG_LESSON_RANDOM_NOTE);
         printf("%d layers; %d heads per layer\n", cfg->n_layer, cfg->n_head);
         long first = ch->layer == ALL ? 0 : ch->layer;
         for (size_t l = 0; l < layers; l++) {
@@ -319,7 +329,6 @@ int cmd_attention(int argc, char **argv) {
     attn_choice ch;
     int rc = gpt2_cli_load(&c, 0);
     if (rc == 0) rc = check_choice(&c, &o, &ch);
-    if (rc == 0) rc = gpt2_cli_open_device(&c);
     if (rc == 0) rc = run(&c, &o, &ch);
     gpt2_cli_free(&c);
     return rc;

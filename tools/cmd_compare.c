@@ -4,8 +4,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "gpt2_cli.h"
-#include "graph/graph.h"
-#include "models/block.h"
+#include "vkgraph_lesson.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,38 +116,38 @@ static int compare_graph(vkg_graph *g, vkg_device *test, vkg_device *ref, set_in
 /* ---- GPT-2 ----------------------------------------------------------------------------------- */
 
 typedef struct gpt2_inputs {
-    const vkg_gpt2_graph *gg;
+    vkg_tensor ids_input, positions_input;
     const int32_t *ids, *positions;
     size_t n;
 } gpt2_inputs;
 
 static vkg_status set_gpt2(vkg_session *s, void *arg, vkg_error *err) {
     const gpt2_inputs *in = arg;
-    vkg_status st = vkg_session_set_input(s, in->gg->ids, in->ids, in->n * sizeof *in->ids, err);
-    if (st == VKG_OK) st = vkg_session_set_input(s, in->gg->positions, in->positions, in->n * sizeof *in->positions, err);
+    vkg_status st = vkg_session_set_input(s, in->ids_input, in->ids, in->n * sizeof *in->ids, err);
+    if (st == VKG_OK) st = vkg_session_set_input(s, in->positions_input, in->positions, in->n * sizeof *in->positions, err);
     return st;
 }
 
 static int compare_gpt2(gpt2_cli *c, vkg_device *ref, int quiet) {
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, (int)c->n_ids);
-    o.all_logits = 1;
-    vkg_gpt2_graph gg = {0};
+    vkg_model_graph_options o;
+    vkg_model_graph_options_default(&o, (int)c->n_ids);
+    o.logits = VKG_LOGITS_ALL;
+    vkg_graph *g = NULL;
     vkg_error err = {0};
-    if (vkg_gpt2_build(c->model, &o, &gg, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    if (vkg_model_build_graph(c->model, &o, &g, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
     int32_t *positions = malloc(c->n_ids * sizeof *positions);
     int rc = 1;
     if (!positions) {
         cli_fail(CMD, "out of memory");
     } else {
         for (size_t i = 0; i < c->n_ids; i++) positions[i] = (int32_t)i;
-        gpt2_inputs in = {&gg, c->ids, positions, c->n_ids};
+        gpt2_inputs in = {vkg_find(g, "ids"), vkg_find(g, "positions"), c->ids, positions, c->n_ids};
         char what[128];
         snprintf(what, sizeof what, "GPT-2 forward pass over %zu tokens (logits at every position)", c->n_ids);
-        rc = compare_graph(gg.graph, c->dev, ref, set_gpt2, &in, what, quiet);
+        rc = compare_graph(g, c->dev, ref, set_gpt2, &in, what, quiet);
     }
     free(positions);
-    vkg_gpt2_graph_free(&gg);
+    vkg_graph_free(g);
     return rc;
 }
 
@@ -220,7 +219,7 @@ int cmd_compare(int argc, char **argv) {
     int rc = 0;
     vkg_device *ref = NULL;
     if (c.model_dir) rc = gpt2_cli_load(&c, 0);
-    if (rc == 0) rc = gpt2_cli_open_device(&c);
+    else rc = cli_open_device(CMD, c.device, (int)c.threads, &c.dev);
     if (rc == 0) rc = cli_open_device(CMD, against, (int)c.threads, &ref);
     if (rc == 0 && vkg_device_is_cpu(c.dev) && vkg_device_is_cpu(ref))
         fprintf(stderr, "vkgraph %s: note: both sides run on the CPU executor\n", CMD);

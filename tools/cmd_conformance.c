@@ -2,7 +2,7 @@
  * prints a pass/fail table: the way to check a new GPU or driver. */
 #include "cli.h"
 #include "commands.h"
-#include "core/conformance.h"
+#include "vkgraph_conformance.h"
 
 #include <inttypes.h>
 #include <stdio.h>

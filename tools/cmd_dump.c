@@ -1,9 +1,8 @@
 /* vkgraph dump: print a model's graph or its compiled plan as text, DOT or JSON. */
 #include "cli.h"
 #include "commands.h"
-#include "graph/dump.h"
-#include "models/block.h"
-#include "models/gpt2.h"
+#include "vkgraph_lesson.h"
+#include "vkgraph_model.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -97,25 +96,30 @@ int cmd_dump(int argc, char **argv) {
     vkg_error err = {0};
     vkg_block_config cfg = {.d_model = 64, .n_heads = 4, .d_ff = 256, .causal = causal};
     vkg_block_weights w = {0};
-    vkg_gpt2 *model = NULL;
-    vkg_gpt2_graph gg = {0};
+    vkg_model *model = NULL;
     vkg_graph *g = NULL;
     vkg_plan *p = NULL;
     vkg_device *dev = NULL;
     vkg_dump_layers range = VKG_DUMP_ALL_LAYERS;
     if (model_dir) {
-        vkg_gpt2_build_options o;
-        vkg_gpt2_build_options_default(&o, decode ? 1 : (int)seq);
-        if (vkg_gpt2_load(model_dir, &model, &err) != VKG_OK) return cli_fail("dump", "%s", err.message);
-        if (decode) o.cache_len = model->config.n_positions;
-        if (vkg_gpt2_build(model, &o, &gg, &err) != VKG_OK) {
-            vkg_gpt2_free(model);
+        vkg_model_graph_options o;
+        vkg_model_graph_options_default(&o, decode ? 1 : (int)seq);
+        vkg_model_options mo;
+        vkg_model_options_default(&mo);
+        mo.no_tokenizer = 1; /* a graph of ids */
+        vkg_model_info info;
+        if (vkg_model_open(model_dir, NULL, &mo, &model, &err) != VKG_OK || vkg_model_get_info(model, &info, &err) != VKG_OK) {
+            vkg_model_free(model);
             return cli_fail("dump", "%s", err.message);
         }
-        g = gg.graph;
-        if (layers && parse_layers(layers, gg.n_layer, &range)) {
-            vkg_gpt2_graph_free(&gg);
-            vkg_gpt2_free(model);
+        if (decode) o.n_ctx = info.n_ctx;
+        if (vkg_model_build_graph(model, &o, &g, &err) != VKG_OK) {
+            vkg_model_free(model);
+            return cli_fail("dump", "%s", err.message);
+        }
+        if (layers && parse_layers(layers, info.n_layer, &range)) {
+            vkg_graph_free(g);
+            vkg_model_free(model);
             return 1;
         }
     } else {
@@ -140,12 +144,8 @@ int cmd_dump(int argc, char **argv) {
     }
     vkg_plan_free(p);
     cli_close_device("dump", dev);
-    if (model_dir) {
-        vkg_gpt2_graph_free(&gg);
-        vkg_gpt2_free(model);
-    } else {
-        vkg_graph_free(g);
-        vkg_block_weights_free(&w);
-    }
+    vkg_graph_free(g);
+    vkg_model_free(model);
+    vkg_block_weights_free(&w);
     return rc;
 }

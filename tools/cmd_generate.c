@@ -3,8 +3,6 @@
 #include "cli.h"
 #include "commands.h"
 #include "gpt2_cli.h"
-#include "models/sampling.h"
-#include "models/stop_strings.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -129,24 +127,21 @@ static int own_option(gen_options *g, int argc, char **argv, int *i) {
     return 1;
 }
 
-/* What one run of the command did and how long it took, for the summary. */
-typedef struct gen_timing {
-    double load_s, prompt_s, decode_s, sample_s;
-    long prompt_tokens, prompt_passes, decode_steps, samples, generated;
+/* What one run of the command did beyond the context's own timings, for the summary. */
+typedef struct gen_counts {
+    double load_s;
+    long generated;
     long first_from_prefill;             /* replies whose first token came from a prefill pass */
-} gen_timing;
+} gen_counts;
 
-/* A generation or a conversation: the cache, and ctx, which mirrors it: ctx[0..gen.length) are
- * in the cache, ctx[gen.length..n_ctx) wait to be fed (a prompt, a line, a reply's last token). */
+/* A generation or a conversation over one context (its cache and its tokens). */
 typedef struct gen_state {
     gpt2_cli *c;
     const gen_options *g;
-    vkg_gpt2_generator gen;
-    vkg_sampler sampler;
-    vkg_stop stop;
-    int32_t *ctx;                        /* [cache_len + 1] */
-    int n_ctx, cache_len;
-    gen_timing t;
+    vkg_context *ctx;
+    int cache_len;
+    int write_failed;                    /* a write failed (message printed): stop, exit 1 */
+    gen_counts t;
 } gen_state;
 
 static int write_out(const void *bytes, size_t len) {
@@ -171,92 +166,46 @@ static int write_token(const gen_state *st, int32_t id) {
     return write_out(bytes, len);
 }
 
-/* Writes a generated token at once, through the stop strings (none with --ids-out); *stopped is
- * set when its text completed a stop string. */
-static int emit(gen_state *st, int32_t id, int *stopped) {
-    char buf[32];
-    size_t len;
-    const char *bytes = token_bytes(st, id, buf, sizeof buf, &len), *ready;
-    vkg_error err = {0};
-    if (vkg_stop_push(&st->stop, bytes, len, &ready, &len, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
-    *stopped = st->stop.matched >= 0;
-    return write_out(ready, len);
+/* The context's streaming callback: prints what is ready of each token at once (its id with
+ * --ids-out or without a tokenizer; stop strings need text, so there are none then). */
+static int on_token(void *user, int32_t id, const char *text, size_t len) {
+    gen_state *st = user;
+    if (st->write_failed) return 1;
+    int rc;
+    if (id != VKG_NO_TOKEN && (st->g->ids_out || !st->c->tok)) rc = write_token(st, id);
+    else rc = write_out(text, len);
+    if (rc) st->write_failed = 1;
+    return rc;
 }
 
-/* With --profile, one span per generated token: mark_token opens token k's span before the pass
- * that computes its logits, and the next mark ends it (k = 0: ends the last one). */
-static int mark_token(vkg_device *dev, long k) {
-    char name[32];
-    snprintf(name, sizeof name, "token %ld", k);
-    vkg_error err = {0};
-    if (vkg_device_profile_mark(dev, k ? name : NULL, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
-    return 0;
-}
-
-/* Feeds what waits in ctx as one prefill pass. */
-static int feed_pending(gen_state *st) {
-    int n = st->n_ctx - st->gen.length;
-    if (n == 0) return 0;
-    vkg_error err = {0};
-    double t0 = gpt2_cli_now();
-    if (vkg_gpt2_generator_feed(&st->gen, st->ctx + st->gen.length, n, &err) != VKG_OK)
-        return cli_fail(CMD, "%s", err.message);
-    st->t.prompt_s += gpt2_cli_now() - t0;
-    st->t.prompt_tokens += n;
-    st->t.prompt_passes++;
-    return 0;
-}
-
-/* Feeds what waits, then generates up to g->n tokens.  The last one generated stays in ctx, not
- * yet fed: only a next turn needs it in the cache.  An end-of-text token ends the reply and is
- * not kept. */
-static int reply(gen_state *st) {
+/* Feeds the tokens waiting (a prompt or a line, after the last reply's last token) with one
+ * prefill pass, then generates up to g->n tokens.  The last one generated stays pending: only a
+ * next turn needs it in the cache.  An end-of-text token ends the reply and is not kept. */
+static int reply(gen_state *st, const int32_t *ids, int n) {
     const gen_options *g = st->g;
-    const int eos = st->c->model->config.eos_token_id;
-    const char *why = "the requested number of tokens";
-    int rc = mark_token(st->c->dev, st->t.generated + 1), stopped = 0;
-    if (rc == 0) rc = feed_pending(st);
-    vkg_stop_reset(&st->stop);
-    for (long produced = 0; rc == 0 && produced < g->n;) {
-        if (g->ignore_eos && eos != VKG_GPT2_NO_TOKEN) st->gen.logits[eos] = -INFINITY; /* as llama.cpp */
-        double t0 = gpt2_cli_now();
-        int32_t next = vkg_sampler_next(&st->sampler, st->gen.logits, st->ctx, st->gen.length);
-        st->t.sample_s += gpt2_cli_now() - t0;
-        st->t.samples++;
-        if (eos != VKG_GPT2_NO_TOKEN && next == eos) {
-            why = "the end-of-text token";
-            break;
-        }
-        st->ctx[st->n_ctx++] = next;
-        if (produced++ == 0) st->t.first_from_prefill++;
-        st->t.generated++;
-        if ((rc = emit(st, next, &stopped)) != 0) break;
-        if (stopped) {
-            why = "a stop string";
-            break;
-        }
-        if (produced == g->n) break;
-        if (st->gen.length >= st->cache_len) {
-            why = "the end of the model's context";
-            break;
-        }
-        vkg_error err = {0};
-        if ((rc = mark_token(st->c->dev, st->t.generated + 1)) != 0) break;
-        t0 = gpt2_cli_now();
-        if (vkg_gpt2_generator_feed(&st->gen, &next, 1, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
-        st->t.decode_s += gpt2_cli_now() - t0;
-        st->t.decode_steps++;
-    }
-    if (rc == 0) rc = mark_token(st->c->dev, 0);
-    if (rc == 0 && !stopped) { /* a stop string that began but never completed is text after all */
-        size_t len;
-        const char *rest = vkg_stop_flush(&st->stop, &len);
-        rc = write_out(rest, len);
-    }
-    if (rc == 0) rc = write_out("\n", 1);
+    vkg_generate_options o;
+    vkg_generate_options_default(&o);
+    o.max_tokens = (int)g->n;
+    o.sampling = g->sampling;
+    o.ignore_eos = g->ignore_eos;
+    o.stops = g->stops;
+    o.n_stops = g->n_stops;
+    o.prompt = ids;
+    o.n_prompt = n;
+    vkg_generate_result res;
+    vkg_error err = {0};
+    if (vkg_context_generate(st->ctx, &o, on_token, st, &res, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    if (st->write_failed) return 1;
+    st->t.generated += res.generated;
+    if (res.generated > 0) st->t.first_from_prefill++;
+    int rc = write_out("\n", 1);
     if (rc == 0) {
-        if (stopped) fprintf(stderr, "vkgraph %s: stopped at the stop string '%s'\n", CMD, st->g->stops[st->stop.matched]);
-        else fprintf(stderr, "vkgraph %s: stopped at %s\n", CMD, why);
+        static const char *const why[] = {
+            [VKG_STOP_MAX_TOKENS] = "the requested number of tokens", [VKG_STOP_EOS] = "the end-of-text token",
+            [VKG_STOP_CONTEXT_FULL] = "the end of the model's context", [VKG_STOP_CALLBACK] = "a failed write"};
+        if (res.reason == VKG_STOP_STRING)
+            fprintf(stderr, "vkgraph %s: stopped at the stop string '%s'\n", CMD, g->stops[res.stop_index]);
+        else fprintf(stderr, "vkgraph %s: stopped at %s\n", CMD, why[res.reason]);
     }
     return rc;
 }
@@ -277,21 +226,24 @@ static void phase(const char *label, double s, long n, const char *what, int per
  * phases do not overlap, and the total runs from the command's start, so it is at least their
  * sum. */
 static void summary(const gen_state *st, double total_s) {
-    const gen_timing *t = &st->t;
+    const gen_counts *t = &st->t;
+    vkg_context_timings ct;
+    vkg_context_get_timings(st->ctx, &ct, NULL);
     char what[64];
     fprintf(stderr, "vkgraph %s: %s\n", CMD, vkg_device_name(st->c->dev));
     fprintf(stderr, "vkgraph %s: %-11s %9.2f ms (model, tokenizer, device, plan compiled, weights uploaded)\n", CMD,
             "load:", 1e3 * t->load_s);
-    snprintf(what, sizeof what, "tokens in %ld prefill pass%s", t->prompt_passes, t->prompt_passes == 1 ? "" : "es");
-    phase("prompt:", t->prompt_s, t->prompt_tokens, what, 1);
-    phase("generation:", t->decode_s, t->decode_steps, "tokens decoded, 1 per step", 1);
-    phase("sampling:", t->sample_s, t->samples, "tokens chosen", 0);
+    snprintf(what, sizeof what, "tokens in %ld prefill pass%s", ct.prefill_passes, ct.prefill_passes == 1 ? "" : "es");
+    phase("prompt:", ct.prefill_s, ct.prefill_tokens, what, 1);
+    phase("generation:", ct.decode_s, ct.decode_steps, "tokens decoded, 1 per step", 1);
+    phase("sampling:", ct.sample_s, ct.samples, "tokens chosen", 0);
     fprintf(stderr, "vkgraph %s: %-11s %9.2f ms / %5ld tokens generated: %ld from a prefill pass's logits, %ld from "
             "decode steps\n", CMD, "total:", 1e3 * total_s, t->generated, t->first_from_prefill,
             t->generated - t->first_from_prefill);
 }
 
-/* -i: one turn per line of standard input until its end, or until the context is full. */
+/* -i: one turn per line of standard input until its end, or until the context is full.  The
+ * first turn feeds the prompt (if any) with the line. */
 static int converse(gen_state *st) {
     char *line = NULL;
     size_t cap = 0;
@@ -305,19 +257,33 @@ static int converse(gen_state *st) {
             rc = cli_fail(CMD, "%s", err.message);
             break;
         }
-        int waiting = st->n_ctx - st->gen.length;
-        if ((size_t)st->n_ctx + n > (size_t)st->cache_len) {
+        int n_ctx;
+        vkg_context_tokens(st->ctx, &n_ctx);
+        const int cached = vkg_context_length(st->ctx);
+        /* Waiting: the last reply's last token, or on the first turn the prompt. */
+        const size_t prompt = turn == 1 ? st->c->n_ids : 0;
+        const int waiting = n_ctx - cached + (int)prompt;
+        if ((size_t)n_ctx + prompt + n > (size_t)st->cache_len) {
             fprintf(stderr, "vkgraph %s: the context is full: turn %d needs %zu more positions, %d of %d are used; "
-                    "the conversation ends\n", CMD, turn, (size_t)waiting + n, st->gen.length, st->cache_len);
+                    "the conversation ends\n", CMD, turn, (size_t)waiting + n, cached, st->cache_len);
             free(ids);
             break;
         }
-        memcpy(st->ctx + st->n_ctx, ids, n * sizeof *ids);
-        st->n_ctx += (int)n;
-        free(ids);
+        int32_t *feed = ids;
+        if (prompt) { /* the prompt goes in with the first line */
+            if (!(feed = malloc((prompt + n) * sizeof *feed))) {
+                free(ids);
+                rc = cli_fail(CMD, "out of memory");
+                break;
+            }
+            memcpy(feed, st->c->ids, prompt * sizeof *feed);
+            if (n) memcpy(feed + prompt, ids, n * sizeof *feed);
+        }
         fprintf(stderr, "vkgraph %s: turn %d: feeding %d new tokens (%d waiting, %zu of the line) after %d in the "
-                "cache\n", CMD, turn, waiting + (int)n, waiting, n, st->gen.length);
-        rc = reply(st);
+                "cache\n", CMD, turn, waiting + (int)n, waiting, n, cached);
+        rc = reply(st, feed, (int)(prompt + n));
+        if (feed != ids) free(feed);
+        free(ids);
     }
     free(line);
     if (rc == 0 && ferror(stdin)) rc = cli_fail(CMD, "cannot read standard input: %s", strerror(errno));
@@ -325,16 +291,12 @@ static int converse(gen_state *st) {
 }
 
 static int run(gpt2_cli *c, gen_options *g) {
-    const vkg_gpt2_config *cfg = &c->model->config;
+    const vkg_model_info *info = &c->info;
     vkg_error err = {0};
     gen_state st = {.c = c, .g = g};
-    if (vkg_sampler_init(&st.sampler, &g->sampling, cfg->vocab_size, &err) != VKG_OK ||
-        vkg_stop_init(&st.stop, g->stops, g->n_stops, &err) != VKG_OK) {
-        vkg_sampler_free(&st.sampler);
-        return cli_fail(CMD, "%s", err.message);
-    }
+    if (vkg_sampling_options_check(&g->sampling, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
     const vkg_sampling_options *so = &g->sampling;
-    if (!vkg_sampler_is_greedy(&st.sampler))
+    if (!vkg_sampling_is_greedy(so))
         fprintf(stderr, "vkgraph %s: sampling with temperature %g, top-k %d, top-p %g, min-p %g, seed %llu\n", CMD,
                 (double)so->temperature, so->top_k, (double)so->top_p, (double)so->min_p,
                 (unsigned long long)so->seed);
@@ -347,32 +309,27 @@ static int run(gpt2_cli *c, gen_options *g) {
     /* The cache holds the prompt and what follows, up to the model's context; a conversation may
      * use all of it. */
     long want = (long)c->n_ids + g->n;
-    st.cache_len = g->interactive || want > cfg->n_positions ? cfg->n_positions : (int)want;
-    st.ctx = malloc(((size_t)st.cache_len + 1) * sizeof *st.ctx);
-    int rc = st.ctx ? 0 : cli_fail(CMD, "out of memory");
-    if (rc == 0 && vkg_gpt2_generator_new(c->model, c->dev, st.cache_len, &st.gen, &err) != VKG_OK)
-        rc = cli_fail(CMD, "%s", err.message);
-    st.t.load_s = gpt2_cli_now() - g->t_start;
-    if (rc == 0) {
-        memcpy(st.ctx, c->ids, c->n_ids * sizeof *c->ids); /* the prompt fits: gpt2_cli_load checked it */
-        st.n_ctx = (int)c->n_ids;
-    }
+    st.cache_len = g->interactive || want > info->n_ctx ? info->n_ctx : (int)want;
+    vkg_context_options co;
+    vkg_context_options_default(&co);
+    co.n_ctx = st.cache_len;
+    int rc = 0;
+    if (vkg_context_new(c->model, &co, &st.ctx, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
+    st.t.load_s = vkg_clock_seconds() - g->t_start;
     if (rc == 0 && !g->no_prompt && !g->interactive)
         for (size_t i = 0; i < c->n_ids && rc == 0; i++)
-            if ((c->ids[i] != cfg->eos_token_id && c->ids[i] != cfg->bos_token_id) || g->ids_out)
-                rc = write_token(&st, c->ids[i]); /* markers are not text; ids are never VKG_GPT2_NO_TOKEN */
-    if (rc == 0) rc = g->interactive ? converse(&st) : reply(&st);
-    if (rc == 0) summary(&st, gpt2_cli_now() - g->t_start);
-    vkg_gpt2_generator_free(&st.gen);
-    vkg_stop_free(&st.stop);
-    vkg_sampler_free(&st.sampler);
-    free(st.ctx);
+            if ((c->ids[i] != info->eos_token && c->ids[i] != info->bos_token) || g->ids_out)
+                rc = write_token(&st, c->ids[i]); /* markers are not text; ids are never VKG_NO_TOKEN */
+    /* The prompt fits: gpt2_cli_load checked it. */
+    if (rc == 0) rc = g->interactive ? converse(&st) : reply(&st, c->ids, (int)c->n_ids);
+    if (rc == 0) summary(&st, vkg_clock_seconds() - g->t_start);
+    vkg_context_free(st.ctx);
     return rc;
 }
 
 int cmd_generate(int argc, char **argv) {
     gpt2_cli c = {.cmd = CMD};
-    gen_options g = {.n = 50, .t_start = gpt2_cli_now()};
+    gen_options g = {.n = 50, .t_start = vkg_clock_seconds()};
     vkg_sampling_options_default(&g.sampling);
     g.stops = calloc((size_t)argc, sizeof *g.stops);
     if (!g.stops) return cli_fail(CMD, "out of memory");
@@ -398,7 +355,6 @@ int cmd_generate(int argc, char **argv) {
     if (rc == 0 && !c.tok && (g.interactive || g.n_stops))
         rc = cli_fail(CMD, "%s needs a tokenizer, and %s has none", g.interactive ? "--interactive" : "--stop",
                       c.model_dir);
-    if (rc == 0) rc = gpt2_cli_open_device(&c);
     if (rc == 0) rc = run(&c, &g);
     gpt2_cli_free(&c);
     free(g.stops);

@@ -3,8 +3,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "gpt2_cli.h"
-#include "io/file_open.h"
-#include "models/gpt2_random.h"
+#include "vkgraph_model.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -58,7 +57,7 @@ static int exists_in(const char *dir, const char *name) {
 /* A folder's model is overwritten only when asked, or when it is random itself: a real
  * checkpoint (a download, a fine-tune) cannot be recreated, random weights can. */
 static int check_not_a_model(const char *dir, int force) {
-    if (force || exists_in(dir, "RANDOM-WEIGHTS.txt")) return 0;
+    if (force || exists_in(dir, VKG_RANDOM_WEIGHTS_MARKER)) return 0;
     const char *found = exists_in(dir, "model.safetensors") ? "model.safetensors"
                         : exists_in(dir, "config.json")     ? "config.json"
                                                             : NULL;
@@ -69,9 +68,9 @@ static int check_not_a_model(const char *dir, int force) {
 
 /* Copies src to dst byte for byte.  0, or 1 after printing the error. */
 static int copy_file(const char *src, const char *dst) {
-    const char *what;
-    FILE *in = vkg_fopen_regular(src, NULL, &what);
-    if (!in && what) return cli_fail(CMD, "%s: is %s, not a regular file", src, what);
+    struct stat sb;
+    if (stat(src, &sb) == 0 && !S_ISREG(sb.st_mode)) return cli_fail(CMD, "%s: is not a regular file", src);
+    FILE *in = fopen(src, "rb");
     if (!in) return cli_fail(CMD, "cannot read %s: %s", src, strerror(errno));
     FILE *out = fopen(dst, "wb");
     if (!out) {
@@ -89,9 +88,9 @@ static int copy_file(const char *src, const char *dst) {
     return bad ? cli_fail(CMD, "copying %s to %s failed", src, dst) : 0;
 }
 
-static int write_marker(const char *dir, const vkg_gpt2_random_options *o) {
+static int write_marker(const char *dir, const vkg_random_gpt2_options *o) {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/RANDOM-WEIGHTS.txt", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, VKG_RANDOM_WEIGHTS_MARKER);
     FILE *f = fopen(path, "w");
     if (!f) return cli_fail(CMD, "cannot write %s: %s", path, strerror(errno));
     fprintf(f, "The weights in this folder are RANDOM (vkgraph gpt2-random, seed %llu): the model has GPT-2's\n"
@@ -101,12 +100,12 @@ static int write_marker(const char *dir, const vkg_gpt2_random_options *o) {
 }
 
 int cmd_gpt2_random(int argc, char **argv) {
-    vkg_gpt2_random_options o;
-    vkg_gpt2_random_options_default(&o);
-    o.config.vocab_size = 50257;
-    o.config.bos_token_id = o.config.eos_token_id = 50256;
-    o.config.n_embd = 64;
-    o.config.n_positions = 64;
+    vkg_random_gpt2_options o;
+    vkg_random_gpt2_options_default(&o);
+    o.vocab_size = 50257;
+    o.bos_token = o.eos_token = 50256;
+    o.n_embd = 64;
+    o.n_positions = 64;
     const char *dir = NULL;
     int force = 0;
     for (int i = 1; i < argc; i++) {
@@ -121,8 +120,8 @@ int cmd_gpt2_random(int argc, char **argv) {
             {"--prefix", &o.prefix_transformer, 1},
             {"--untied", &o.untied_lm_head, 1},
             {"--attn-buffers", &o.attn_bias_buffers, 1},
-            {"--unscaled-attn", &o.config.scale_attn_weights, 0},
-            {"--attn-scale-by-layer", &o.config.scale_attn_by_inverse_layer_idx, 1},
+            {"--unscaled-attn", &o.scale_attn_weights, 0},
+            {"--attn-scale-by-layer", &o.scale_attn_by_inverse_layer_idx, 1},
             {"--force", &force, 1},
         };
         int is_switch = 0;
@@ -141,53 +140,53 @@ int cmd_gpt2_random(int argc, char **argv) {
         if (!val) return 1;
         if (strcmp(a, "--layers") == 0) {
             if (cli_int(CMD, a, val, 1, 256, &v)) return 1;
-            o.config.n_layer = (int)v;
+            o.n_layer = (int)v;
         } else if (strcmp(a, "--heads") == 0) {
             if (cli_int(CMD, a, val, 1, 256, &v)) return 1;
-            o.config.n_head = (int)v;
+            o.n_head = (int)v;
         } else if (strcmp(a, "--embd") == 0) {
             if (cli_int(CMD, a, val, 1, 8192, &v)) return 1;
-            o.config.n_embd = (int)v;
+            o.n_embd = (int)v;
         } else if (strcmp(a, "--ctx") == 0) {
             if (cli_int(CMD, a, val, 1, 8192, &v)) return 1;
-            o.config.n_positions = (int)v;
+            o.n_positions = (int)v;
         } else if (strcmp(a, "--seed") == 0) {
             if (cli_int(CMD, a, val, 0, LONG_MAX, &v)) return 1;
             o.seed = (uint64_t)v;
         } else if (strcmp(a, "--vocab") == 0) {
             if (cli_int(CMD, a, val, 2, 1 << 24, &v)) return 1;
-            o.config.vocab_size = (int)v;
-            o.config.bos_token_id = o.config.eos_token_id = (int)v - 1;
+            o.vocab_size = (int)v;
+            o.bos_token = o.eos_token = (int32_t)v - 1;
         } else if (strcmp(a, "--inner") == 0) {
             if (cli_int(CMD, a, val, 1, 1 << 18, &v)) return 1;
-            o.config.n_inner = (int)v;
+            o.n_inner = (int)v;
         } else if (strcmp(a, "--activation") == 0) {
-            if (strlen(val) >= sizeof o.config.activation || !vkg_gpt2_activation_kind(val))
+            if (strlen(val) >= sizeof o.activation || !vkg_gpt2_activation_supported(val))
                 return cli_fail(CMD, "--activation: '%s' is not supported; use one of %s", val,
                                 vkg_gpt2_activation_names());
-            memset(o.config.activation, 0, sizeof o.config.activation);
-            memcpy(o.config.activation, val, strlen(val));
+            memset(o.activation, 0, sizeof o.activation);
+            memcpy(o.activation, val, strlen(val));
         } else if (strcmp(a, "--dtype") == 0) {
-            if (strcmp(val, "f32") == 0) o.dtype = VKG_ST_F32;
-            else if (strcmp(val, "f16") == 0) o.dtype = VKG_ST_F16;
-            else if (strcmp(val, "bf16") == 0) o.dtype = VKG_ST_BF16;
+            if (strcmp(val, "f32") == 0) o.dtype = VKG_WEIGHTS_F32;
+            else if (strcmp(val, "f16") == 0) o.dtype = VKG_WEIGHTS_F16;
+            else if (strcmp(val, "bf16") == 0) o.dtype = VKG_WEIGHTS_BF16;
             else return cli_fail(CMD, "--dtype: '%s'; use f32, f16 or bf16", val);
         } else {
             return cli_unknown_option(CMD, a, usage);
         }
     }
     if (!dir) return cli_fail(CMD, "say where to write the model: vkgraph gpt2-random DIR");
-    if (o.config.n_embd % o.config.n_head)
-        return cli_fail(CMD, "--embd %d must be a multiple of --heads %d", o.config.n_embd, o.config.n_head);
+    if (o.n_embd % o.n_head)
+        return cli_fail(CMD, "--embd %d must be a multiple of --heads %d", o.n_embd, o.n_head);
 
     if (check_not_a_model(dir, force)) return 1;
     vkg_error err = {0};
-    if (vkg_gpt2_write_random(dir, &o, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    if (vkg_random_gpt2_write(dir, &o, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
     if (write_marker(dir, &o)) return 1;
     char tok[PATH_MAX];
-    if (o.config.vocab_size != 50257) {
+    if (o.vocab_size != 50257) {
         printf("no tokenizer copied: the vocabulary has %d tokens, not GPT-2's 50257; give prompts as --ids\n",
-               o.config.vocab_size);
+               o.vocab_size);
     } else if (!gpt2_cli_project_tokenizer(tok, sizeof tok)) {
         return cli_fail(CMD, "wrote the model, but GPT-2's tokenizer was not found to copy beside it: set "
                         "VKG_GPT2_TOKENIZER to the source tree's data/gpt2-tokenizer, or give prompts as --ids");
@@ -200,10 +199,12 @@ int cmd_gpt2_random(int argc, char **argv) {
             if (copy_file(src, dst)) return 1;
         }
     }
-    const vkg_gpt2_config *c = &o.config;
+    const vkg_random_gpt2_options *c = &o;
+    static const char *const dtype_names[] = {[VKG_WEIGHTS_F32] = "F32", [VKG_WEIGHTS_F16] = "F16",
+                                              [VKG_WEIGHTS_BF16] = "BF16"};
     printf("wrote a GPT-2-shaped model with RANDOM weights to %s: %d layers, %d heads, %d channels, %d positions, "
            "%d tokens, %lld parameters (%s, %s); its outputs mean nothing\n",
            dir, c->n_layer, c->n_head, c->n_embd, c->n_positions, c->vocab_size,
-           (long long)vkg_gpt2_config_parameter_count(c, !o.untied_lm_head), vkg_st_dtype_name(o.dtype), c->activation);
+           (long long)vkg_random_gpt2_parameter_count(c), dtype_names[o.dtype], c->activation);
     return 0;
 }

@@ -2,7 +2,7 @@
  * prints it.  Steps 1-6 need nothing but a device; step 7 looks inside GPT-2 (-m DIR). */
 #include "cli.h"
 #include "commands.h"
-#include "models/lesson.h"
+#include "vkgraph_lesson.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,8 +2,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "gpt2_cli.h"
-#include "io/npy.h"
-#include "models/sampling.h"
+#include "vkgraph_npy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,16 +49,23 @@ int cmd_logits(int argc, char **argv) {
     if (!out_path) return cli_fail(CMD, "say where to write the logits: -o OUT.npy");
     if (cli_check_extension(CMD, "-o", out_path, ".npy", "a NumPy .npy file")) return 1;
     int rc = gpt2_cli_load(&c, 0);
-    if (rc == 0) rc = gpt2_cli_open_device(&c);
     const int T = (int)c.n_ids;
-    const int V = rc == 0 ? c.model->config.vocab_size : 0;
+    const int V = rc == 0 ? c.info.n_vocab : 0;
+    const size_t floats = (size_t)(all ? T : 1) * (size_t)V;
     float *logits = NULL;
-    if (rc == 0 && !(logits = malloc((size_t)(all ? T : 1) * (size_t)V * sizeof *logits))) rc = cli_fail(CMD, "out of memory");
+    if (rc == 0 && !(logits = malloc(floats * sizeof *logits))) rc = cli_fail(CMD, "out of memory");
     vkg_error err = {0};
-    double t0 = gpt2_cli_now();
-    if (rc == 0 && vkg_gpt2_forward(c.model, c.dev, c.ids, T, all, logits, VKG_GPT2_NO_ATTENTION, NULL, &err) != VKG_OK)
+    vkg_context *ctx = NULL;
+    vkg_context_options co;
+    vkg_context_options_default(&co);
+    co.n_ctx = T; /* one pass over the prompt, from position 0 */
+    co.logits = all ? VKG_LOGITS_ALL : VKG_LOGITS_LAST;
+    double t0 = vkg_clock_seconds();
+    if (rc == 0 && (vkg_context_new(c.model, &co, &ctx, &err) != VKG_OK || vkg_context_prefill(ctx, c.ids, T, &err) != VKG_OK ||
+                    vkg_context_get_logits(ctx, logits, floats, &err) != VKG_OK))
         rc = cli_fail(CMD, "%s", err.message);
-    double t1 = gpt2_cli_now();
+    vkg_context_free(ctx);
+    double t1 = vkg_clock_seconds();
     if (rc == 0) {
         int64_t shape[2] = {T, V};
         vkg_status st = all ? vkg_npy_write_f32(out_path, logits, 2, shape, &err)

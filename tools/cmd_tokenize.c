@@ -2,8 +2,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "gpt2_cli.h"
-#include "io/tokenizer.h"
-#include "vkgraph.h"
+#include "vkgraph_model.h"
 
 #include <errno.h>
 #include <limits.h>
