@@ -218,12 +218,31 @@ vkg_status vkg_plan_dump_layers(const vkg_plan *p, FILE *f, vkg_dump_format fmt,
 
 typedef struct vkg_device vkg_device;
 
+/* Which matmul shaders a Vulkan device runs. */
+typedef enum vkg_matmul_shaders {
+    VKG_MATMUL_SHADERS_AUTO = 0,  /* the device's best: texel buffers on a software rasteriser,
+                                     shared-memory tiles on a GPU                              */
+    VKG_MATMUL_SHADERS_TEXEL = 1, /* A and B read through uniform texel buffers (where the
+                                     device supports the formats)                              */
+    VKG_MATMUL_SHADERS_TILED = 2  /* shared-memory tiles                                       */
+} vkg_matmul_shaders;
+
+/* Every setting of a device; all zero is the default of each.  The library reads no
+ * environment variables: the vkgraph tool maps its VKG_* variables onto these fields. */
 typedef struct vkg_device_options {
     int cpu_threads;      /* CPU executor threads; 0 = number of cores                   */
     int validation;       /* enable the Khronos validation layer; validation messages are
                              counted (vkg_device_validation_errors) and printed to stderr   */
     int quiet;            /* no notes on stderr (e.g. "falling back to the CPU")           */
     int profile;          /* every session records per-step times (vkg_device_profile_*)  */
+    /* Vulkan only; the CPU executor ignores them. */
+    uint32_t timeout_ms;  /* how long one run may take before VKG_ERR_TIMEOUT; 0: 60000    */
+    int no_sync_validation; /* with validation: leave out its synchronization checks       */
+    int no_pipeline_cache; /* neither read nor write the pipeline cache file
+                              ($XDG_CACHE_HOME/vkgraph, else ~/.cache/vkgraph)              */
+    int print_steps;      /* one line per step on stderr as a session is made: shader,
+                             workgroups, specialization                                    */
+    vkg_matmul_shaders matmul;
 } vkg_device_options;
 
 /* spec: "cpu", "vulkan" (best Vulkan device), "vulkan:N" (N-th in vkgraph devices order), or

@@ -175,6 +175,32 @@ static void test_true_ranges(void **state) {
                 "--layers: '0' is not a whole number from 1 to 256");
 }
 
+/* The library reads no environment: the tool maps its VKG_* variables onto vkg_device_options,
+ * refusing values it cannot read, and each one still does what it says. */
+#define VKG_ENV(env, ...) run((const char *const[]){bin, __VA_ARGS__, NULL}, env)
+static void test_environment(void **state) {
+    (void)state;
+    const char *npy = in_tmp("env.npy");
+    expect_fail(VKG_ENV("VKG_MATMUL=fast", "logits", "-m", tiny, "--ids", "1,2", "-o", npy, "--device", "cpu"), "logits",
+                "VKG_MATMUL=fast: use texel or tiled");
+    expect_fail(VKG_ENV("VKG_TIMEOUT_MS=soon", "logits", "-m", tiny, "--ids", "1,2", "-o", npy, "--device", "cpu"),
+                "logits", "VKG_TIMEOUT_MS");
+    /* Steps printed as the Vulkan session is made, and both matmul shader families give the
+     * same next token. */
+    result steps = VKG_ENV("VKG_VULKAN_STEPS=1", "logits", "-m", tiny, "--ids", "1,2", "-o", npy, "--device", "vulkan");
+    expect_ok(&steps, "logits with VKG_VULKAN_STEPS=1");
+    assert_non_null(strstr(steps.err, "vkgraph: step   0 "));
+    result quiet = VKG("logits", "-m", tiny, "--ids", "1,2", "-o", npy, "--device", "vulkan");
+    expect_ok(&quiet, "logits on Vulkan");
+    assert_null(strstr(quiet.err, "vkgraph: step"));
+    result texel = VKG_ENV("VKG_MATMUL=texel", "logits", "-m", tiny, "--ids", "1,2", "-o", npy, "--device", "vulkan");
+    result tiled = VKG_ENV("VKG_MATMUL=tiled", "logits", "-m", tiny, "--ids", "1,2", "-o", npy, "--device", "vulkan");
+    expect_ok(&texel, "logits with VKG_MATMUL=texel");
+    expect_ok(&tiled, "logits with VKG_MATMUL=tiled");
+    assert_string_equal(strstr(texel.out, "most likely"), strstr(tiled.out, "most likely"));
+    result_free(&steps), result_free(&quiet), result_free(&texel), result_free(&tiled);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_command),
@@ -184,6 +210,7 @@ int main(void) {
         cmocka_unit_test(test_gpt2_random_keeps_models),
         cmocka_unit_test(test_devices),
         cmocka_unit_test(test_true_ranges),
+        cmocka_unit_test(test_environment),
     };
     return cmocka_run_group_tests_name("cli options", tests, setup_all, teardown);
 }

@@ -1,6 +1,6 @@
 /* The Vulkan device layer: opening and describing devices, the device list, the on-disk pipeline
- * cache (a damaged, truncated or foreign file is ignored and does no harm; VKG_PIPELINE_CACHE=0
- * writes nothing), the run timeout (VKG_TIMEOUT_MS) failing cleanly and the session recovering,
+ * cache (a damaged, truncated or foreign file is ignored and does no harm; no_pipeline_cache
+ * writes nothing), the run timeout (timeout_ms) failing cleanly and the session recovering,
  * and the executor's own barrier check catching a plan that lacks a barrier. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,8 +105,8 @@ static void spill(const char *path, const void *data, size_t n) {
 /* Opens a device (reading whatever cache file is there), runs a binary add through a fresh
  * pipeline, checks the sums, and closes (writing the cache).  path, when non-NULL, receives the
  * cache file's path. */
-static void use_device(char *path, size_t size, VkPhysicalDeviceProperties *props) {
-    vkg_device *d = vk_test_open();
+static void use_device_with(vkg_device_options opts, char *path, size_t size, VkPhysicalDeviceProperties *props) {
+    vkg_device *d = vk_test_open_with(opts);
     vkg_vk_context *c = vk_test_context(d);
     if (path) assert_true(vkg_vk_cache_path(&c->props, path, size));
     if (props) *props = c->props;
@@ -134,6 +134,10 @@ static void use_device(char *path, size_t size, VkPhysicalDeviceProperties *prop
     vk_test_close(d);
 }
 
+static void use_device(char *path, size_t size, VkPhysicalDeviceProperties *props) {
+    use_device_with((vkg_device_options){0}, path, size, props);
+}
+
 static void test_pipeline_cache(void **state) {
     (void)state;
     /* Kept in a static buffer: nothing to free when the test stops early (fails or skips). */
@@ -143,7 +147,6 @@ static void test_pipeline_cache(void **state) {
     snprintf(dir, sizeof dir, "%s", made);
     free(made);
     assert_int_equal(setenv("XDG_CACHE_HOME", dir, 1), 0);
-    unsetenv("VKG_PIPELINE_CACHE");
     char path[1024];
     VkPhysicalDeviceProperties props;
     use_device(path, sizeof path, &props);
@@ -203,10 +206,8 @@ static void test_pipeline_cache(void **state) {
 
     /* Disabled: nothing written. */
     assert_int_equal(remove(path), 0);
-    assert_int_equal(setenv("VKG_PIPELINE_CACHE", "0", 1), 0);
-    use_device(NULL, 0, NULL);
+    use_device_with((vkg_device_options){.no_pipeline_cache = 1}, NULL, 0, NULL);
     assert_int_equal(access(path, F_OK), -1);
-    unsetenv("VKG_PIPELINE_CACHE");
 
     free(good), free(foreign), free(huge_header), free(flipped);
     char dirs[1100];
@@ -244,14 +245,17 @@ static void test_timeout(void **state) {
     void *session = NULL;
     vkg_error err = {0};
     assert_int_equal(d->ops->session_new(d->impl, &tp.plan, NULL, NULL, &session, &err), VKG_OK);
-    assert_int_equal(setenv("VKG_TIMEOUT_MS", "1", 1), 0);
+    vkg_vk_context *ctx = vk_test_context(d);
+    const uint64_t timeout = ctx->timeout_ns; /* what the options gave: the default, 60 s */
+    assert_true(timeout == 60000000000ull);
+    ctx->timeout_ns = 1000000; /* as timeout_ms = 1 would set it */
     vkg_status st = d->ops->run(session, NULL, &err);
-    unsetenv("VKG_TIMEOUT_MS");
+    ctx->timeout_ns = timeout;
     if (st == VKG_OK) {
         fprintf(stderr, "the device ran 0.5 GFLOP within 1 ms: timeout not exercised\n");
     } else {
         assert_int_equal(st, VKG_ERR_TIMEOUT);
-        assert_non_null(strstr(err.message, "VKG_TIMEOUT_MS"));
+        assert_non_null(strstr(err.message, "timeout_ms"));
     }
     /* The session waits for the late run before touching memory, and runs again normally. */
     assert_int_equal(d->ops->read(session, rc, 0, c, sizeof(float) * M * N, &err), VKG_OK);
@@ -268,9 +272,9 @@ static void test_timeout(void **state) {
 
     /* A run that times out and is never waited for: freeing the session still waits for it. */
     assert_int_equal(d->ops->session_new(d->impl, &tp.plan, NULL, NULL, &session, &err), VKG_OK);
-    assert_int_equal(setenv("VKG_TIMEOUT_MS", "1", 1), 0);
+    ctx->timeout_ns = 1000000;
     st = d->ops->run(session, NULL, &err);
-    unsetenv("VKG_TIMEOUT_MS");
+    ctx->timeout_ns = timeout;
     assert_true(st == VKG_OK || st == VKG_ERR_TIMEOUT);
     d->ops->session_free(session);
     free(a), free(b), free(c);

@@ -113,8 +113,7 @@ void cli_close_device(const char *cmd, vkg_device *dev) {
 
 int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device **dev) {
     vkg_device_options o = {.cpu_threads = threads, .profile = profile_request.on};
-    const char *v = getenv("VKG_VALIDATION");
-    o.validation = v && strcmp(v, "1") == 0;
+    if (cli_device_options_from_env(cmd, &o)) return 1;
     vkg_error err = {0};
     if (vkg_device_open(spec, &o, dev, &err) != VKG_OK) return cli_fail(cmd, "%s", err.message);
     return 0;

@@ -34,8 +34,12 @@ char *cli_read_file(const char *cmd, const char *path, size_t *len);
  * (caller frees) and *n, or 1 after printing what is wrong and at which character (an empty list
  * is an error, and so is anything lenient: "1,2,", ",1", "1,,2", "[1,2", "1 2", "+1", " 1"). */
 int cli_parse_ids(const char *cmd, const char *opt, const char *spec, int32_t **ids, size_t *n);
-/* Opens the device named by --device (NULL: the best one), printing errors.  With --profile,
- * every session on it records the time of each step. */
+/* Fills the Vulkan settings of o from the environment (cli_env.c: VKG_VALIDATION,
+ * VKG_SYNC_VALIDATION, VKG_TIMEOUT_MS, VKG_PIPELINE_CACHE, VKG_MATMUL, VKG_VULKAN_STEPS): 0, or 1
+ * after printing what is wrong with a value. */
+int cli_device_options_from_env(const char *cmd, vkg_device_options *o);
+/* Opens the device named by --device (NULL: the best one), with the environment's settings,
+ * printing errors.  With --profile, every session on it records the time of each step. */
 int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device **dev);
 /* Frees a device opened by cli_open_device; with --profile, first prints its profile to stderr
  * and writes the Chrome trace (--trace FILE, default vkgraph-trace.json). */

@@ -91,11 +91,6 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
     return VK_FALSE;
 }
 
-static int env_flag(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 static int layer_present(const char *name) {
     uint32_t n = 0;
     if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0) return 0;
@@ -120,7 +115,7 @@ static int instance_extension_present(const char *layer, const char *name) {
     return found;
 }
 
-vkg_status vkg_vk_instance_create(int validation, uint64_t *counter, VkInstance *out,
+vkg_status vkg_vk_instance_create(int validation, int sync_validation, uint64_t *counter, VkInstance *out,
                                   VkDebugUtilsMessengerEXT *messenger, vkg_error *err) {
     *out = VK_NULL_HANDLE;
     if (messenger) *messenger = VK_NULL_HANDLE;
@@ -151,8 +146,7 @@ vkg_status vkg_vk_instance_create(int validation, uint64_t *counter, VkInstance 
         } else {
             layers[n_layers++] = VALIDATION_LAYER;
             extensions[n_ext++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
-            const char *sync = getenv("VKG_SYNC_VALIDATION");
-            if ((!sync || strcmp(sync, "0") != 0) &&
+            if (sync_validation &&
                 instance_extension_present(VALIDATION_LAYER, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME)) {
                 extensions[n_ext++] = VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME;
                 with_features = 1;
@@ -161,7 +155,7 @@ vkg_status vkg_vk_instance_create(int validation, uint64_t *counter, VkInstance 
     }
 
     /* Synchronization validation checks the barriers between steps as well as API usage
-     * (VKG_SYNC_VALIDATION=0 leaves it off). */
+     * (vkg_device_options.no_sync_validation leaves it off). */
     VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
     VkValidationFeaturesEXT features = {
         .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
@@ -400,15 +394,17 @@ static void read_properties(vkg_vk_context *c) {
     vkGetPhysicalDeviceMemoryProperties(c->phys, &c->memory);
 }
 
-vkg_status vkg_vk_context_create(int index, int validation, int quiet, uint64_t *counter,
+vkg_status vkg_vk_context_create(int index, const vkg_device_options *opts, uint64_t *counter,
                                  vkg_vk_context **out, vkg_error *err) {
     *out = NULL;
     vkg_vk_context *c = calloc(1, sizeof *c);
     if (!c) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory opening a Vulkan device");
-    c->quiet = quiet;
+    c->opts = *opts;
+    c->quiet = opts->quiet;
     c->validation_counter = counter;
-    validation = validation || env_flag("VKG_VALIDATION");
-    vkg_status st = vkg_vk_instance_create(validation, counter, &c->instance, &c->messenger, err);
+    c->timeout_ns = (opts->timeout_ms ? (uint64_t)opts->timeout_ms : 60000u) * 1000000ull;
+    vkg_status st = vkg_vk_instance_create(opts->validation, !opts->no_sync_validation, counter, &c->instance,
+                                           &c->messenger, err);
     c->validation = c->messenger != VK_NULL_HANDLE;
     if (st == VKG_OK) st = choose_device(c, index, err);
     if (st == VKG_OK) {
@@ -439,16 +435,6 @@ void vkg_vk_context_free(vkg_vk_context *c) {
     free(c);
 }
 
-uint64_t vkg_vk_timeout_ns(void) {
-    const char *v = getenv("VKG_TIMEOUT_MS");
-    if (v && *v) {
-        char *end = NULL;
-        unsigned long long ms = strtoull(v, &end, 10);
-        if (end && *end == '\0' && ms > 0) return (uint64_t)ms * 1000000ull;
-    }
-    return 60ull * 1000000000ull;
-}
-
 vkg_status vkg_vk_submit_wait(vkg_vk_context *c, VkCommandBuffer cmd, VkFence fence, const char *what,
                               vkg_error *err) {
     VkSubmitInfo si = {
@@ -458,11 +444,12 @@ vkg_status vkg_vk_submit_wait(vkg_vk_context *c, VkCommandBuffer cmd, VkFence fe
     };
     VkResult r = vkQueueSubmit(c->queue, 1, &si, fence);
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, what);
-    uint64_t timeout = vkg_vk_timeout_ns();
+    uint64_t timeout = c->timeout_ns;
     r = vkWaitForFences(c->device, 1, &fence, VK_TRUE, timeout);
     if (r == VK_TIMEOUT)
         return vkg_error_set(err, VKG_ERR_TIMEOUT,
-                             "%s: the device did not finish within %llu ms (raise VKG_TIMEOUT_MS to wait longer)",
+                             "%s: the device did not finish within %llu ms (raise vkg_device_options.timeout_ms, "
+                             "VKG_TIMEOUT_MS for the vkgraph tool, to wait longer)",
                              what, (unsigned long long)(timeout / 1000000ull));
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, what);
     r = vkResetFences(c->device, 1, &fence);

@@ -6,13 +6,8 @@
  * so device-level calls go through the loader's dispatch and stay correct when several devices,
  * even from different drivers, are open at once.
  *
- * Environment variables read by the Vulkan executor:
- *   VKG_VALIDATION=1        the Khronos validation layer, as vkg_device_options.validation
- *   VKG_SYNC_VALIDATION=0   ... without its synchronization checks (on by default with it)
- *   VKG_TIMEOUT_MS=N        how long a run may take before VKG_ERR_TIMEOUT (default 60000)
- *   VKG_PIPELINE_CACHE=0    no pipeline cache file (see pipelines.h for where it lives)
- *   VKG_MATMUL=texel|tiled  force the texel-buffer or the shared-memory matmul shaders
- *   VKG_VULKAN_STEPS=1      print each step's shader, workgroups and specialization */
+ * Its settings are the vkg_device_options it was opened with (validation, timeout, pipeline
+ * cache, matmul shaders, step printing); it reads no environment variables. */
 #ifndef VKG_VK_CONTEXT_H
 #define VKG_VK_CONTEXT_H
 
@@ -67,6 +62,10 @@ typedef struct vkg_vk_context {
     int validation;                           /* the Khronos layer is active                   */
     uint64_t *validation_counter;             /* the owning vkg_device's counter               */
     int quiet;
+    vkg_device_options opts;                  /* what the device was opened with               */
+    uint64_t timeout_ns;                      /* how long a submission may take before
+                                                 VKG_ERR_TIMEOUT: opts.timeout_ms, default 60 s
+                                                 (tests shorten it on an open device)          */
 
     vkg_vk_tuning tuning;
     vkg_vk_pipelines *pipelines;              /* made on first use, see pipelines.h            */
@@ -74,12 +73,12 @@ typedef struct vkg_vk_context {
 
 /* Opens Vulkan device `index` (enumeration order), or the best one when index < 0.  counter
  * receives one count per validation error or warning. */
-vkg_status vkg_vk_context_create(int index, int validation, int quiet, uint64_t *counter,
+vkg_status vkg_vk_context_create(int index, const vkg_device_options *opts, uint64_t *counter,
                                  vkg_vk_context **out, vkg_error *err);
 void vkg_vk_context_free(vkg_vk_context *c);
 
 /* Loader and instance only (for listing devices): volk initialised, no validation. */
-vkg_status vkg_vk_instance_create(int validation, uint64_t *counter, VkInstance *out,
+vkg_status vkg_vk_instance_create(int validation, int sync_validation, uint64_t *counter, VkInstance *out,
                                   VkDebugUtilsMessengerEXT *messenger, vkg_error *err);
 void vkg_vk_instance_free(VkInstance instance, VkDebugUtilsMessengerEXT messenger);
 
@@ -100,8 +99,6 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t);
 /* The widest 1-d workgroup the device runs: its x size limit or its invocation limit. */
 uint32_t vkg_vk_max_workgroup_x(const vkg_vk_context *c);
 
-/* How long a submission may take before VKG_ERR_TIMEOUT: VKG_TIMEOUT_MS, default 60 s. */
-uint64_t vkg_vk_timeout_ns(void);
 /* Submits cmd on the context's queue, signalling fence, and waits for it (fence reset after).
  * what names the work in messages ("running the plan"). */
 vkg_status vkg_vk_submit_wait(vkg_vk_context *c, VkCommandBuffer cmd, VkFence fence, const char *what,

@@ -103,7 +103,7 @@ static void print_device(FILE *f, int index, VkPhysicalDevice pd, int is_best) {
 /* which: -2 every device, -1 the default one, else vulkan:which alone. */
 static vkg_status print_devices(FILE *f, int which, vkg_error *err) {
     VkInstance instance;
-    vkg_status st = vkg_vk_instance_create(0, NULL, &instance, NULL, err);
+    vkg_status st = vkg_vk_instance_create(0, 0, NULL, &instance, NULL, err);
     if (st != VKG_OK) return st;
     uint32_t n = 0;
     VkResult r = vkEnumeratePhysicalDevices(instance, &n, NULL);

@@ -218,7 +218,7 @@ static vkg_status staged_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_v
                               VkDeviceSize bytes, int to_device, vkg_error *err) {
     VkResult r;
     if (st->pending) {   /* an earlier copy timed out: it must finish before its buffers are reused */
-        r = vkWaitForFences(c->device, 1, &st->fence, VK_TRUE, vkg_vk_timeout_ns());
+        r = vkWaitForFences(c->device, 1, &st->fence, VK_TRUE, c->timeout_ns);
         if (r == VK_TIMEOUT)
             return vkg_error_set(err, VKG_ERR_TIMEOUT, "an earlier copy to or from the device is still running");
         if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "waiting for an earlier copy");

@@ -52,8 +52,6 @@ const void *vkg_vk_cache_payload(const VkPhysicalDeviceProperties *props, const 
 }
 
 int vkg_vk_cache_path(const VkPhysicalDeviceProperties *props, char *path, size_t size) {
-    const char *flag = getenv("VKG_PIPELINE_CACHE");
-    if (flag && strcmp(flag, "0") == 0) return 0;
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     int n;

@@ -83,9 +83,8 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
         t->mm_wg_x = 16, t->mm_wg_y = 16, t->mm_tm = 4, t->mm_tn = 4, t->mm_bk = 16;
         t->mv_wg = 256, t->mv_cols = 32, t->mv_tn = 4;
     }
-    const char *mm = getenv("VKG_MATMUL");
-    if (mm && strcmp(mm, "texel") == 0 && texel_ok) t->matmul_texel = 1;
-    if (mm && strcmp(mm, "tiled") == 0) t->matmul_texel = 0;
+    if (c->opts.matmul == VKG_MATMUL_SHADERS_TEXEL && texel_ok) t->matmul_texel = 1;
+    if (c->opts.matmul == VKG_MATMUL_SHADERS_TILED) t->matmul_texel = 0;
     /* Devices with small limits: shrink until the tuning fits. */
     while (t->mm_wg_x * t->mm_wg_y > l->maxComputeWorkGroupInvocations && t->mm_wg_x > 1) {
         t->mm_wg_x /= 2;
@@ -138,7 +137,8 @@ vkg_status vkg_vk_pipelines_new(vkg_vk_context *c, vkg_vk_pipelines **out, vkg_e
     *out = NULL;
     vkg_vk_pipelines *ps = calloc(1, sizeof *ps);
     if (!ps) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for pipelines");
-    if (!vkg_vk_cache_path(&c->props, ps->cache_path, sizeof ps->cache_path)) ps->cache_path[0] = '\0';
+    if (c->opts.no_pipeline_cache || !vkg_vk_cache_path(&c->props, ps->cache_path, sizeof ps->cache_path))
+        ps->cache_path[0] = '\0';
     VkResult r = vkg_vk_cache_create(c, ps->cache_path[0] ? ps->cache_path : NULL, &ps->cache);
     if (r != VK_SUCCESS) {
         free(ps);

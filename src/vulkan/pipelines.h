@@ -64,7 +64,8 @@ vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, 
 /* --- pipeline_cache.c --------------------------------------------------------------------- */
 
 /* Where the cache of this device lives: $XDG_CACHE_HOME/vkgraph/pipeline-cache-<vendor>-<device>.bin
- * (or ~/.cache/...).  Returns 0 when disabled (VKG_PIPELINE_CACHE=0) or no home is known. */
+ * (or ~/.cache/...).  Returns 0 when no home is known (vkg_device_options.no_pipeline_cache is
+ * checked by the caller). */
 int vkg_vk_cache_path(const VkPhysicalDeviceProperties *props, char *path, size_t size);
 /* A VkPipelineCache primed from the file when the file is intact and made by this very device
  * and driver; a missing, corrupt or foreign file gives an empty cache (never an error). */

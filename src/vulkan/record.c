@@ -266,9 +266,9 @@ vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
     s->steps = calloc((size_t)p->n_steps + 1, sizeof *s->steps);
     if (!s->steps) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory preparing %d steps", p->n_steps);
     int last_barrier = 0;
-    /* VKG_VULKAN_STEPS=1: one line per step on stderr (shader, workgroups, specialization). */
-    const char *env = getenv("VKG_VULKAN_STEPS");
-    int show = env && strcmp(env, "0") != 0 && *env;
+    /* vkg_device_options.print_steps: one line per step on stderr (shader, workgroups,
+     * specialization). */
+    const int show = s->c->opts.print_steps;
     for (int i = 0; i < p->n_steps; i++) {
         vkg_vk_step *vs = &s->steps[i];
         vkg_vk_shader sh;

@@ -15,7 +15,7 @@ static vkg_status settle(vkg_vk_session *s, vkg_error *err) {
         return vkg_error_set(err, VKG_ERR_DEVICE_LOST, "the Vulkan device %s was lost earlier; reopen the device",
                              s->c->props.deviceName);
     if (!s->pending) return VKG_OK;
-    uint64_t timeout = vkg_vk_timeout_ns();
+    uint64_t timeout = s->c->timeout_ns;
     VkResult r = vkWaitForFences(s->c->device, 1, &s->fence, VK_TRUE, timeout);
     if (r == VK_TIMEOUT)
         return vkg_error_set(err, VKG_ERR_TIMEOUT, "an earlier run is still executing after another %llu ms",
@@ -289,7 +289,7 @@ static const vkg_backend_ops vulkan_ops = {
 
 vkg_status vkg_vulkan_device_open(struct vkg_device *d, int index, vkg_error *err) {
     vkg_vk_context *c;
-    vkg_status st = vkg_vk_context_create(index, d->opts.validation, d->opts.quiet, &d->validation_errors, &c, err);
+    vkg_status st = vkg_vk_context_create(index, &d->opts, &d->validation_errors, &c, err);
     if (st != VKG_OK) return st;
     d->ops = &vulkan_ops;
     d->impl = c;

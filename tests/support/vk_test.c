@@ -38,8 +38,9 @@ void vk_test_no_vulkan(const char *why) {
 
 /* The best Vulkan device with validation on: VKG_OK, VKG_ERR_NO_DEVICE (*d NULL), or another
  * status when it opened without an active layer or not at all (*d NULL). */
-static vkg_status open_validated(vkg_device **d, vkg_error *err) {
-    vkg_device_options opts = {.validation = 1, .quiet = 1};
+static vkg_status open_validated(vkg_device **d, vkg_device_options opts, vkg_error *err) {
+    opts.validation = 1;
+    opts.quiet = 1;
     *d = NULL;
     vkg_status st = vkg_device_open("vulkan", &opts, d, err);
     if (st == VKG_OK && !vk_test_context(*d)->validation) {
@@ -60,10 +61,12 @@ static uint64_t close_counting(vkg_device *d) {
     return messages;
 }
 
-vkg_device *vk_test_open(void) {
+vkg_device *vk_test_open(void) { return vk_test_open_with((vkg_device_options){0}); }
+
+vkg_device *vk_test_open_with(vkg_device_options opts) {
     vkg_device *d = NULL;
     vkg_error err = {0};
-    vkg_status st = open_validated(&d, &err);
+    vkg_status st = open_validated(&d, opts, &err);
     if (st == VKG_ERR_NO_DEVICE) vk_test_no_vulkan(err.message);
     if (st != VKG_OK) fail_msg("opening the Vulkan device with validation: %s", err.message);
     return d;
@@ -79,7 +82,7 @@ void vk_test_close(vkg_device *d) {
 int vk_test_group_setup(void **state) {
     vkg_device *d = NULL;
     vkg_error err = {0};
-    vkg_status st = open_validated(&d, &err);
+    vkg_status st = open_validated(&d, (vkg_device_options){0}, &err);
     *state = d;
     if (st == VKG_ERR_NO_DEVICE) {
         report_no_vulkan(err.message);

@@ -21,6 +21,8 @@ void vk_test_no_vulkan(const char *why);
 /* The best Vulkan device with validation on; where none opens, see vk_test_no_vulkan.  Fails
  * the test when the validation layer is not active. */
 vkg_device *vk_test_open(void);
+/* The same with other settings (validation is always on). */
+vkg_device *vk_test_open_with(vkg_device_options opts);
 /* Frees the device and asserts that validation reported no error or warning, including the
  * messages of its teardown (objects leaked, for example). */
 void vk_test_close(vkg_device *d);
