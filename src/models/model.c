@@ -414,7 +414,7 @@ vkg_status vkg_context_generate(vkg_context *ctx, const vkg_generate_options *op
     if (o.n_prompt < 0 || (o.n_prompt && !o.prompt) || o.n_prompt > ctx->gen.opts.cache_len - ctx->n_tokens)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "generate: a prompt of %d tokens after %d would pass the "
                              "end of the context (%d positions)", o.n_prompt, ctx->n_tokens, ctx->gen.opts.cache_len);
-    vkg_status st = vkg_model_check_ids(ctx->model, o.prompt, (size_t)o.n_prompt, err);
+    vkg_status st = o.n_prompt ? vkg_model_check_ids(ctx->model, o.prompt, (size_t)o.n_prompt, err) : VKG_OK;
     if (st != VKG_OK) return st;
     if (!ctx->sampler_ready || memcmp(&ctx->sampler.opts, &o.sampling, sizeof o.sampling) != 0) {
         vkg_sampler_free(&ctx->sampler);
