@@ -362,6 +362,15 @@ const char *vkg_shape_str(int ndim, const int64_t *shape, char *buf, size_t size
 /* Physical memory in bytes (sysconf _SC_PHYS_PAGES x page size); UINT64_MAX when unknown, so
  * that an unknown size never refuses anything. */
 uint64_t vkg_host_memory_bytes(void);
+/* UTF-8.  vkg_utf8_encode writes cp (at most U+10FFFF) as 1 to 4 bytes to out and returns how
+ * many.  vkg_utf8_decode reads the character at s[0..len) (len >= 1) and returns the bytes it
+ * takes; a sequence that is not well-formed (RFC 3629: a stray or missing continuation byte, an
+ * overlong form, a surrogate, past U+10FFFF) sets *cp to VKG_UTF8_INVALID and takes its maximal
+ * subpart (at least 1 byte), so that each such run shows as one U+FFFD, as Python's and Hugging
+ * Face's "replace" decoding shows it. */
+#define VKG_UTF8_INVALID 0xFFFFFFFFu
+size_t vkg_utf8_encode(uint32_t cp, char *out);
+size_t vkg_utf8_decode(const char *s, size_t len, uint32_t *cp);
 /* Seconds on the host's CLOCK_MONOTONIC: the clock of profiles, traces and model timings. */
 double vkg_clock_seconds(void);
 

@@ -155,29 +155,6 @@ const char *gpt2_cli_token(const gpt2_cli *c, int32_t id, char *buf, size_t size
 
 /* ---- Python's repr of a decoded token --------------------------------------------------------- */
 
-/* One code point from UTF-8, Python's "replace" way: a maximal invalid prefix is one U+FFFD. */
-static uint32_t next_code_point(const unsigned char *s, size_t len, size_t *used) {
-    unsigned char b = s[0];
-    int need = b < 0x80 ? 0 : (b >= 0xC2 && b <= 0xDF) ? 1 : (b >= 0xE0 && b <= 0xEF) ? 2 : (b >= 0xF0 && b <= 0xF4) ? 3 : -1;
-    if (need <= 0) {
-        *used = 1;
-        return need == 0 ? b : 0xFFFD;
-    }
-    uint32_t cp = b & (0x3F >> need);
-    size_t k = 1;
-    for (; k <= (size_t)need && k < len; k++) {
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (k == 1 && b == 0xE0) lo = 0xA0;
-        if (k == 1 && b == 0xED) hi = 0x9F;
-        if (k == 1 && b == 0xF0) lo = 0x90;
-        if (k == 1 && b == 0xF4) hi = 0x8F;
-        if (s[k] < lo || s[k] > hi) break;
-        cp = (cp << 6) | (s[k] & 0x3F);
-    }
-    *used = k;
-    return k == (size_t)need + 1 ? cp : 0xFFFD;
-}
-
 /* str.isprintable() for the characters a GPT-2 token can hold: not control, format, separator
  * (other than the ASCII space), private-use or non-character code points. */
 static int printable(uint32_t cp) {
@@ -189,20 +166,7 @@ static int printable(uint32_t cp) {
     return 1;
 }
 
-static size_t put_utf8(uint32_t cp, char *out) {
-    if (cp < 0x80) { out[0] = (char)cp; return 1; }
-    if (cp < 0x800) { out[0] = (char)(0xC0 | cp >> 6); out[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12); out[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18); out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 int gpt2_cli_repr(const char *bytes, size_t len, char *out, size_t size) {
-    const unsigned char *s = (const unsigned char *)bytes;
     int has_single = memchr(bytes, '\'', len) != NULL, has_double = memchr(bytes, '"', len) != NULL;
     char quote = has_single && !has_double ? '"' : '\'';
     size_t o = 0;
@@ -215,8 +179,9 @@ int gpt2_cli_repr(const char *bytes, size_t len, char *out, size_t size) {
     } while (0)
     EMIT(&quote, 1, 1);
     for (size_t i = 0; i < len;) {
-        size_t used;
-        uint32_t cp = next_code_point(s + i, len - i, &used);
+        uint32_t cp;
+        size_t used = vkg_utf8_decode(bytes + i, len - i, &cp);
+        if (cp == VKG_UTF8_INVALID) cp = 0xFFFD; /* a maximal invalid subpart is one U+FFFD */
         i += used;
         if (cp == '\\' || cp == (uint32_t)quote) {
             piece[0] = '\\';
@@ -231,7 +196,7 @@ int gpt2_cli_repr(const char *bytes, size_t len, char *out, size_t size) {
                              (unsigned)cp);
             EMIT(piece, (size_t)n, n);
         } else {
-            size_t n = put_utf8(cp, piece);
+            size_t n = vkg_utf8_encode(cp, piece);
             EMIT(piece, n, 1);
         }
     }

@@ -1,5 +1,6 @@
-/* vkg_format_array from vkgraph.h: a float array printed the way numpy 1.24 prints a float32 array
- * after np.round, so examples and lessons can be read side by side with their Python originals. */
+/* Text for people: vkg_shape_str, the one shape printer, and vkg_format_array, a float array printed
+ * the way numpy 1.24 prints a float32 array after np.round, so examples and lessons can be read side
+ * by side with their Python originals. */
 #include "vkgraph.h"
 
 #include <math.h>
@@ -76,5 +77,14 @@ char *vkg_format_array(char *buf, size_t size, const float *x, int rows, int col
     }
     APPEND("]");
 #undef APPEND
+    return buf;
+}
+
+const char *vkg_shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
+    size_t used = 0;
+    used += (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < ndim && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (used < size) snprintf(buf + used, size - used, "]");
     return buf;
 }

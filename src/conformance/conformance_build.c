@@ -175,10 +175,8 @@ void conf_describe(const conf_build *b, char *buf, size_t size) {
         if (b->data[i].tensor < 0) continue;
         int64_t shape[VKG_MAX_DIMS];
         int nd = vkg_tensor_shape(b->g, b->data[i].tensor, shape);
-        int w = snprintf(buf + used, size - used, "%s[", i ? " " : "");
-        for (int k = 0; k < nd && w >= 0 && used + (size_t)w < size; k++)
-            w += snprintf(buf + used + w, size - used - (size_t)w, "%s%lld", k ? ", " : "", (long long)shape[k]);
-        if (w >= 0 && used + (size_t)w < size) w += snprintf(buf + used + w, size - used - (size_t)w, "]");
+        char one[96];
+        int w = snprintf(buf + used, size - used, "%s%s", i ? " " : "", vkg_shape_str(nd, shape, one, sizeof one));
         if (w < 0) break;
         used += (size_t)w;
     }

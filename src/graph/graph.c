@@ -46,15 +46,6 @@ static int shape_fits(vkg_graph *g, const char *what, const char *name, int ndim
     return 1;
 }
 
-const char *vkg_shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
-    size_t used = 0;
-    used += (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < ndim && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
-    if (used < size) snprintf(buf + used, size - used, "]");
-    return buf;
-}
-
 vkg_graph *vkg_graph_new(void) { return calloc(1, sizeof(vkg_graph)); }
 
 void vkg_graph_free(vkg_graph *g) {

@@ -78,66 +78,17 @@ static uint32_t blues_rgb(double t) {
  * later call), and a GPT-2 token can be half of a character, so every string is re-encoded.
  * ------------------------------------------------------------------------------------------- */
 
-/* Decodes one code point from s[0..len); returns the bytes used (>= 1).  Anything invalid
- * (stray continuation, overlong form, surrogate, beyond U+10FFFF) is U+FFFD; a sequence cut
- * short (a token holding half of a character) is one U+FFFD for its lead and continuations. */
-static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp) {
-    unsigned char b = s[0];
-    size_t need;
-    uint32_t min, value;
-    *cp = 0xfffd;
-    if (b < 0x80) {
-        *cp = b;
-        return 1;
-    } else if (b >= 0xc2 && b <= 0xdf) {
-        need = 1, min = 0x80, value = b & 0x1fu;
-    } else if (b >= 0xe0 && b <= 0xef) {
-        need = 2, min = 0x800, value = b & 0x0fu;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-        need = 3, min = 0x10000, value = b & 0x07u;
-    } else {
-        return 1;
-    }
-    for (size_t i = 1; i <= need; i++) {
-        if (i >= len || (s[i] & 0xc0) != 0x80) return i;
-        value = (value << 6) | (s[i] & 0x3fu);
-    }
-    if (value >= min && value <= 0x10ffff && !(value >= 0xd800 && value <= 0xdfff)) *cp = value;
-    return need + 1;
-}
-
-static size_t utf8_encode(uint32_t cp, char *out) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    } else if (cp < 0x800) {
-        out[0] = (char)(0xc0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    } else if (cp < 0x10000) {
-        out[0] = (char)(0xe0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    out[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
 /* Copies in to out (4 * max_chars + 1 bytes) as valid UTF-8 with visible control characters, at most
  * max_chars code points; mark_leading_spaces draws each leading space as '␣'. */
 static void prepare_text(const char *in, char *out, int max_chars, int mark_leading_spaces) {
-    const unsigned char *s = (const unsigned char *)in;
     size_t len = strlen(in), pos = 0, o = 0;
     int chars = 0, leading = mark_leading_spaces;
     while (pos < len) {
         uint32_t cp;
-        pos += utf8_decode(s + pos, len - pos, &cp);
+        pos += vkg_utf8_decode(in + pos, len - pos, &cp);
+        if (cp == VKG_UTF8_INVALID) cp = 0xfffd; /* '�' */
         if (chars == max_chars - 1 && pos < len) {
-            o += utf8_encode(0x2026, out + o); /* '…': there is more than fits */
+            o += vkg_utf8_encode(0x2026, out + o); /* '…': there is more than fits */
             break;
         }
         if (cp != ' ') leading = 0;
@@ -147,7 +98,7 @@ static void prepare_text(const char *in, char *out, int max_chars, int mark_lead
         else if (cp == '\t') cp = 0x21e5;           /* '⇥'                            */
         else if (cp == '\r') cp = 0x2190;           /* '←'                            */
         else if (cp < 0x20 || cp == 0x7f) cp = 0x2b1a; /* '⬚': another control character */
-        o += utf8_encode(cp, out + o);
+        o += vkg_utf8_encode(cp, out + o);
         chars++;
     }
     out[o] = '\0';

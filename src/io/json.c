@@ -172,47 +172,6 @@ static long read_hex4(const unsigned char *p) {
     return v;
 }
 
-static char *put_utf8(char *o, unsigned long cp) {
-    if (cp < 0x80) {
-        *o++ = (char)cp;
-    } else if (cp < 0x800) {
-        *o++ = (char)(0xC0 | (cp >> 6));
-        *o++ = (char)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        *o++ = (char)(0xE0 | (cp >> 12));
-        *o++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-        *o++ = (char)(0x80 | (cp & 0x3F));
-    } else {
-        *o++ = (char)(0xF0 | (cp >> 18));
-        *o++ = (char)(0x80 | ((cp >> 12) & 0x3F));
-        *o++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-        *o++ = (char)(0x80 | (cp & 0x3F));
-    }
-    return o;
-}
-
-/* Length of the well-formed UTF-8 sequence at p (before limit), or 0 (Unicode table 3-7). */
-static int utf8_sequence(const unsigned char *p, const unsigned char *limit) {
-    unsigned char c = p[0];
-    int n;
-    unsigned char lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) n = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0) lo = 0xA0;      /* no overlong forms         */
-        if (c == 0xED) hi = 0x9F;      /* no encoded surrogates     */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;      /* nothing above U+10FFFF    */
-    } else return 0;
-    if (limit - p < n) return 0;
-    if (p[1] < lo || p[1] > hi) return 0;
-    for (int i = 2; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80) return 0;
-    return n;
-}
-
 /* ps->p is at the opening quote.  Decodes into the arena; *out is NUL-terminated. */
 static int parse_string(json_parser *ps, const char **out, size_t *out_len) {
     const unsigned char *open = ps->p, *q = open + 1, *end = ps->end;
@@ -240,12 +199,13 @@ static int parse_string(json_parser *ps, const char **out, size_t *out_len) {
                              "\\n or \\u%04X)", c, c);
             return 0;
         } else if (c >= 0x80) {
-            int n = utf8_sequence(p, q);
-            if (!n) {
+            uint32_t cp;
+            size_t n = vkg_utf8_decode((const char *)p, (size_t)(q - p), &cp);
+            if (cp == VKG_UTF8_INVALID) {
                 json_fail(ps, p, "invalid UTF-8 byte 0x%02X in string", c);
                 return 0;
             }
-            memcpy(o, p, (size_t)n);
+            memcpy(o, p, n);
             o += n;
             p += n;
         } else {
@@ -280,7 +240,7 @@ static int parse_string(json_parser *ps, const char **out, size_t *out_len) {
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                     p += 6;
                 }
-                o = put_utf8(o, (unsigned long)cp);
+                o += vkg_utf8_encode((uint32_t)cp, o);
                 p += 4;
                 break;
             }

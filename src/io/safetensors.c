@@ -141,15 +141,6 @@ vkg_status vkg_st_tensor_to_f32(const vkg_st_tensor *t, float *dst, vkg_error *e
 
 /* ---- header validation ------------------------------------------------------------------------- */
 
-/* "[768, 2304]" into buf, for messages. */
-static const char *shape_text(const int64_t *shape, int ndim, char *buf, size_t n) {
-    size_t k = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < ndim && k < n; i++)
-        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
-    if (k < n) snprintf(buf + k, n - k, "]");
-    return buf;
-}
-
 /* A JSON number that is a whole number in [0, 2^53] (exact in a double), else -1. */
 static int64_t json_count(const vkg_json *v) {
     if (vkg_json_type_of(v) != VKG_JSON_NUMBER) return -1;
@@ -201,7 +192,7 @@ static vkg_status parse_entry(const char *path, const char *name, const vkg_json
         else numel *= (uint64_t)dim;
     }
     char sbuf[200];
-    shape_text(t->shape, t->ndim, sbuf, sizeof sbuf);
+    vkg_shape_str(t->ndim, t->shape, sbuf, sizeof sbuf);
 
     int64_t begin = json_count(vkg_json_at(offsets, 0)), end = json_count(vkg_json_at(offsets, 1));
     if (vkg_json_type_of(offsets) != VKG_JSON_ARRAY || vkg_json_length(offsets) != 2 || begin < 0 || end < 0)

@@ -41,22 +41,6 @@ static void alphabet_tables(uint32_t byte_cp[256], int16_t cp_byte[ALPHABET_END]
     }
 }
 
-static size_t utf8_put(uint32_t cp, char *out) {
-    if (cp < 0x80) { out[0] = (char)cp; return 1; }
-    if (cp < 0x800) { out[0] = (char)(0xC0 | (cp >> 6)); out[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* Checks RFC 3629 UTF-8.  Returns 1 when valid; else sets *bad to the offset of the offending
  * sequence and writes the reason into why. */
 static int utf8_validate(const unsigned char *s, size_t len, size_t *bad, char *why, size_t why_size) {
@@ -323,7 +307,7 @@ static vkg_status build_vocab(vkg_tokenizer *t, const vkg_json *vocab, const vkg
 
     for (unsigned b = 0; b < 256; b++) {
         char spelled[4];
-        size_t slen = utf8_put(byte_cp[b], spelled);
+        size_t slen = vkg_utf8_encode(byte_cp[b], spelled);
         const vkg_json *id = vkg_json_get_n(vocab, spelled, slen);
         if (!id)
             return vkg_error_set(err, VKG_ERR_FORMAT,

@@ -21,14 +21,6 @@ typedef struct wanted {
     const vkg_st_tensor *found;
 } wanted;
 
-static const char *shape_text(int ndim, const int64_t *shape, char *buf, size_t size) {
-    size_t used = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < ndim && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)shape[i]);
-    if (used < size) snprintf(buf + used, size - used, "]");
-    return buf;
-}
-
 /* config.json's tie_word_embeddings (default true, as in Hugging Face's PretrainedConfig). */
 static vkg_status read_tie(const char *path, int *tie, vkg_error *err) {
     vkg_json *root = NULL;
@@ -100,7 +92,7 @@ static vkg_status match_tensors(vkg_gpt2 *m, wanted *w, int n, const char *path,
             return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s%s is missing (expected shape %s; config.json "
                                  "says n_layer %d, n_embd %d, n_inner %d, vocab_size %d, n_positions %d)",
                                  path, prefix, w[i].name,
-                                 shape_text(w[i].ndim, w[i].shape, want_s, sizeof want_s), m->config.n_layer,
+                                 vkg_shape_str(w[i].ndim, w[i].shape, want_s, sizeof want_s), m->config.n_layer,
                                  m->config.n_embd, vkg_gpt2_inner_size(&m->config), m->config.vocab_size,
                                  m->config.n_positions);
         }
@@ -109,8 +101,8 @@ static vkg_status match_tensors(vkg_gpt2 *m, wanted *w, int n, const char *path,
         if (!same)
             return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s has shape %s, expected %s (from config.json: "
                                  "n_embd %d, n_inner %d, vocab_size %d, n_positions %d)", path, t->name,
-                                 shape_text(t->ndim, t->shape, got_s, sizeof got_s),
-                                 shape_text(w[i].ndim, w[i].shape, want_s, sizeof want_s), m->config.n_embd,
+                                 vkg_shape_str(t->ndim, t->shape, got_s, sizeof got_s),
+                                 vkg_shape_str(w[i].ndim, w[i].shape, want_s, sizeof want_s), m->config.n_embd,
                                  vkg_gpt2_inner_size(&m->config), m->config.vocab_size, m->config.n_positions);
         if (!vkg_st_dtype_convertible(t->dtype))
             return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: tensor %s is %s; only F32, F16 and BF16 weights are "
