@@ -4,7 +4,7 @@
  * case, so that a regression fails instead of hanging the suite. */
 #include "gpt2_cli_run.h"
 
-#include "io/json.h"
+#include "base/json.h"
 #include "vkgraph_npy.h"
 #include "io/safetensors.h"
 #include "io/tokenizer.h"

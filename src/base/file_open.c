@@ -1,4 +1,4 @@
-#include "io/file_open.h"
+#include "base/file_open.h"
 
 #include <errno.h>
 #include <fcntl.h>

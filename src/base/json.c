@@ -1,8 +1,8 @@
 /* Strict JSON parser: recursive descent over bytes into a tree held in one arena. */
-#include "io/json.h"
+#include "base/json.h"
 
 #include "base/error.h"
-#include "io/file_open.h"
+#include "base/file_open.h"
 
 #include <errno.h>
 #include <locale.h>

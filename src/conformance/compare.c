@@ -1,5 +1,5 @@
 /* vkg_session_compare: one plan run step by step on two devices, every step's output compared
- * by the conformance suite's measure and threshold (core/conformance.h). */
+ * by the conformance suite's measure and threshold (vkgraph_conformance.h). */
 #include "vkgraph_conformance.h"
 #include "base/error.h"
 #include "runtime/session.h"

@@ -1,7 +1,7 @@
 /* Dumps of graphs and plans as text (one line per node or step) and JSON, whole or a range of
  * layers; the DOT writers are in dump_dot.c. */
 #include "graph/dump.h"
-#include "io/json.h"
+#include "base/json.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 #include "vkgraph_npy.h"
 
 #include "base/error.h"
-#include "io/file_open.h"
+#include "base/file_open.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,8 +2,8 @@
 #include "io/safetensors.h"
 
 #include "base/error.h"
-#include "io/file_open.h"
-#include "io/json.h"
+#include "base/file_open.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <fcntl.h>

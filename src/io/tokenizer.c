@@ -3,8 +3,8 @@
 #include "io/tokenizer.h"
 
 #include "base/error.h"
-#include "io/file_open.h"
-#include "io/json.h"
+#include "base/file_open.h"
+#include "base/json.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

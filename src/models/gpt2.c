@@ -2,7 +2,7 @@
 #include "models/gpt2.h"
 
 #include "base/error.h"
-#include "io/json.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <math.h>

@@ -2,7 +2,7 @@
 #include "models/gpt2_config.h"
 
 #include "base/error.h"
-#include "io/json.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <pthread.h>

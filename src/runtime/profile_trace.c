@@ -4,7 +4,7 @@
  * generated token).  Times are the host's CLOCK_MONOTONIC in microseconds, as recorded. */
 #include "runtime/backend.h"
 #include "base/error.h"
-#include "io/json.h"
+#include "base/json.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #include "vulkan/pipelines.h"
 
 #include "base/error.h"
-#include "io/file_open.h"
+#include "base/file_open.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/json.h"
+#include "base/json.h"
 
 #define VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "io/json.h"
+#include "base/json.h"
 
 #include <stdio.h>
 #include <string.h>
