@@ -97,7 +97,7 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
         return cli_fail(c->cmd, "give the prompt as exactly one of -p TEXT, -f FILE or --ids IDS");
     if (cli_open_device(c->cmd, c->device, (int)c->threads, &c->dev)) return 1;
     vkg_error err = {0};
-    if (vkg_model_open(c->model_dir, c->dev, NULL, &c->model, &err) != VKG_OK ||
+    if (vkg_model_open(c->model_dir, c->dev, &c->model_opts, &c->model, &err) != VKG_OK ||
         vkg_model_get_info(c->model, &c->info, &err) != VKG_OK)
         return cli_fail(c->cmd, "%s", err.message);
     if (c->info.random_weights)

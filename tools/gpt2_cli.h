@@ -14,6 +14,7 @@ typedef struct gpt2_cli {
     const char *cmd;                     /* "generate", for messages                         */
     const char *model_dir, *prompt, *file, *ids_text, *device;
     long threads;                        /* CPU executor threads; 0 = every core             */
+    vkg_model_options model_opts;        /* how the model is opened (all zero: the defaults)  */
     vkg_device *dev;
     vkg_model *model;
     vkg_model_info info;                 /* the model's facts                                */
