@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
      * do not run. */
     vkg_context_options co;
     vkg_context_options_default(&co);
-    co.n_ctx = (int)n;
+    co.n_ctx = co.n_batch = (int)n; /* one plan, for the prompt */
     co.logits = VKG_LOGITS_NONE;
     co.attention_layer = layer;
     vkg_context *ctx = NULL;

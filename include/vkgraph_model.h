@@ -202,6 +202,11 @@ typedef struct vkg_context_options {
     int n_ctx;                 /* positions of the KV cache, 1 to the model's n_ctx; 0: n_ctx    */
     vkg_logits_mode logits;    /* default VKG_LOGITS_LAST                                        */
     int attention_layer;       /* VKG_NO_ATTENTION (default), a layer index, or VKG_ALL_LAYERS   */
+    int n_batch;               /* the tokens of the feeds the context is made for: its first
+                                  plan (compiled by vkg_context_new) runs this many; 0 means 1,
+                                  for decoding.  A feed of another size compiles a plan of its
+                                  own (one token: kept for the next ones).  One pass over a
+                                  prompt of n tokens: n_batch = n_ctx = n                       */
 } vkg_context_options;
 
 void vkg_context_options_default(vkg_context_options *o);

@@ -208,6 +208,45 @@ static void test_truncate_reset(void **state) {
     vkg_context_free(ctx);
 }
 
+/* A context made for 5-token feeds: that plan, then a one-token plan made on the first decode,
+ * then a plan for a 3-token feed, all over one cache; and one made for attention alone, whose
+ * plan stops at the layer asked for. */
+static void test_feed_sizes(void **state) {
+    fixture *f = *state;
+    vkg_context_options o;
+    vkg_context_options_default(&o);
+    o.n_batch = 5;
+    vkg_context *ctx = NULL;
+    vkg_error err = {0};
+    check(vkg_context_new(f->model, &o, &ctx, &err), &err);
+    float logits[V];
+    check(vkg_context_prefill(ctx, f->ids, 5, &err), &err);
+    check(vkg_context_get_logits(ctx, logits, V, &err), &err);
+    expect_close(logits, f->logits + 4 * V, V, LOGIT_TOL, "the 5-token plan");
+    check(vkg_context_decode(ctx, f->ids[5], &err), &err);
+    check(vkg_context_get_logits(ctx, logits, V, &err), &err);
+    expect_close(logits, f->logits + 5 * V, V, LOGIT_TOL, "the one-token plan");
+    check(vkg_context_prefill(ctx, f->ids + 6, 3, &err), &err);
+    check(vkg_context_get_logits(ctx, logits, V, &err), &err);
+    expect_close(logits, f->logits + 8 * V, V, LOGIT_TOL, "a 3-token plan");
+    vkg_context_free(ctx);
+    o.n_batch = CTX + 1;
+    assert_int_equal(vkg_context_new(f->model, &o, &ctx, &err), VKG_ERR_INVALID_ARGUMENT);
+
+    vkg_context_options_default(&o);
+    o.n_ctx = o.n_batch = T;
+    o.logits = VKG_LOGITS_NONE;
+    o.attention_layer = 0;
+    check(vkg_context_new(f->model, &o, &ctx, &err), &err);
+    check(vkg_context_prefill(ctx, f->ids, T, &err), &err);
+    float *attn = malloc(sizeof(float) * H * T * T);
+    check(vkg_context_get_attention(ctx, 0, attn, (size_t)H * T * T, &err), &err);
+    expect_close(attn, f->attn, (size_t)H * T * T, PROB_TOL, "layer 0 alone");
+    assert_int_equal(vkg_context_get_logits(ctx, logits, V, &err), VKG_ERR_INVALID_ARGUMENT);
+    free(attn);
+    vkg_context_free(ctx);
+}
+
 typedef struct collected {
     int32_t ids[64];
     int n, stop_after;
@@ -499,6 +538,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_facts),           cmocka_unit_test(test_prefill_golden),
         cmocka_unit_test(test_decode_golden),   cmocka_unit_test(test_truncate_reset),
+        cmocka_unit_test(test_feed_sizes),
         cmocka_unit_test(test_generate_greedy), cmocka_unit_test(test_generate_sampled),
         cmocka_unit_test(test_errors),          cmocka_unit_test(test_tokenizer),
         cmocka_unit_test(test_model_graph),     cmocka_unit_test(test_random_checkpoint),

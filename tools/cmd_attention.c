@@ -277,7 +277,7 @@ static int run(gpt2_cli *c, const attn_options *o, const attn_choice *ch) {
      * one asked for run. */
     vkg_context_options co;
     vkg_context_options_default(&co);
-    co.n_ctx = (int)T;
+    co.n_ctx = co.n_batch = (int)T;
     co.logits = VKG_LOGITS_NONE;
     co.attention_layer = ch->layer == ALL ? VKG_ALL_LAYERS : (int)ch->layer;
     vkg_context *ctx = NULL;

@@ -58,7 +58,7 @@ int cmd_logits(int argc, char **argv) {
     vkg_context *ctx = NULL;
     vkg_context_options co;
     vkg_context_options_default(&co);
-    co.n_ctx = T; /* one pass over the prompt, from position 0 */
+    co.n_ctx = co.n_batch = T; /* one pass over the prompt, from position 0 */
     co.logits = all ? VKG_LOGITS_ALL : VKG_LOGITS_LAST;
     double t0 = vkg_clock_seconds();
     if (rc == 0 && (vkg_context_new(c.model, &co, &ctx, &err) != VKG_OK || vkg_context_prefill(ctx, c.ids, T, &err) != VKG_OK ||

@@ -85,7 +85,8 @@ typedef struct vkg_gpt2_build_options {
                               else S, the KV cache's length (T <= S <= n_positions)           */
     int all_logits;        /* logits for every position [T, V]; else the last one [1, V]     */
     int no_logits;         /* no logits output: only the attention asked for is computed
-                              (the layers after it and the head drop out of the plan)         */
+                              (the layers after it and the head are not built, nor their
+                              caches written)                                                 */
     int attention_layer;   /* VKG_GPT2_NO_ATTENTION, a layer, or VKG_GPT2_ALL_LAYERS: those
                               layers' probabilities become outputs "attention.L"             */
     int attention_keys;    /* with a cache: 0 gives [H, T, S]; k > 0 gives keys [0, k) only,
@@ -163,13 +164,20 @@ typedef struct vkg_gpt2_generator_options {
     int no_logits;                       /* no logits: only the layers up to the attention run */
     int attention_layer;                 /* VKG_GPT2_NO_ATTENTION, a layer or VKG_GPT2_ALL_LAYERS:
                                             each feed keeps their probabilities [H, n, S]     */
+    int batch;                           /* the tokens of the feeds the generator is made for:
+                                            its first plan runs this many (0 means 1, decoding);
+                                            a feed of another size compiles its own plan     */
 } vkg_gpt2_generator_options;
 
 typedef struct vkg_gpt2_generator {
     const vkg_gpt2 *model;
     vkg_device *device;
     vkg_gpt2_generator_options opts;
-    vkg_gpt2_runner step;
+    vkg_gpt2_runner base;                /* the first plan (opts.batch tokens a run): its session
+                                            owns the weights and the KV cache                */
+    vkg_gpt2_runner step;                /* one token a run, sharing base's weights and cache;
+                                            made on the first one-token feed (batch > 1)     */
+    int has_step;
     int32_t length;                      /* tokens in the cache                             */
     int32_t fed;                         /* tokens of the last feed (0 before any)          */
     float *logits;                       /* [V]: the prediction after the last token fed; with

@@ -1,5 +1,7 @@
 /* Decoding with a KV cache: one compiled T = 1 plan reused for every token, and a T-token
- * prefill plan sharing its cache for prompts (see gpt2.h). */
+ * prefill plan sharing its cache for prompts (see gpt2.h).  The first plan is made for the feeds
+ * the caller expects (opts.batch tokens: 1 for decoding, the prompt's length for one pass over a
+ * prompt); its session owns the weights and the cache, and every other plan shares them. */
 #include "models/gpt2.h"
 
 #include "base/error.h"
@@ -10,7 +12,7 @@
 /* The build options of a run of `tokens` over the generator's cache, keeping what o asks for. */
 static void run_options(const vkg_gpt2_generator *gen, int tokens, vkg_gpt2_build_options *o) {
     vkg_gpt2_build_options_default(o, tokens);
-    o->cache_len = gen->step.gg.cache_len ? gen->step.gg.cache_len : gen->opts.cache_len;
+    o->cache_len = gen->opts.cache_len;
     o->all_logits = gen->opts.all_logits;
     o->no_logits = gen->opts.no_logits;
     o->attention_layer = gen->opts.attention_layer;
@@ -32,12 +34,16 @@ vkg_status vkg_gpt2_generator_new_with(const vkg_gpt2 *m, vkg_device *dev, const
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: a cache of %d tokens; the model's context holds 1 "
                              "to %d (n_positions)", o->cache_len, P);
     out->opts.cache_len = o->cache_len ? o->cache_len : P;
+    out->opts.batch = o->batch ? o->batch : 1;
+    if (out->opts.batch < 1 || out->opts.batch > out->opts.cache_len)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: feeds of %d tokens into a cache of %d", o->batch,
+                             out->opts.cache_len);
     vkg_gpt2_build_options bo;
-    run_options(out, 1, &bo);
+    run_options(out, out->opts.batch, &bo);
     out->logits_cap = (size_t)m->config.vocab_size;
     out->logits = malloc(out->logits_cap * sizeof *out->logits);
     if (!out->logits) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the logits");
-    vkg_status st = vkg_gpt2_runner_new(m, dev, &bo, &out->step, err);
+    vkg_status st = vkg_gpt2_runner_new(m, dev, &bo, &out->base, err);
     if (st != VKG_OK) vkg_gpt2_generator_free(out);
     return st;
 }
@@ -49,7 +55,8 @@ vkg_status vkg_gpt2_generator_new(const vkg_gpt2 *m, vkg_device *dev, int cache_
 }
 
 void vkg_gpt2_generator_free(vkg_gpt2_generator *gen) {
-    if (gen->step.session) vkg_gpt2_runner_free(&gen->step);
+    if (gen->has_step) vkg_gpt2_runner_free(&gen->step); /* before the session it shares */
+    if (gen->base.session) vkg_gpt2_runner_free(&gen->base);
     free(gen->logits);
     free(gen->attention);
     memset(gen, 0, sizeof *gen);
@@ -87,27 +94,34 @@ static vkg_status keep_outputs(vkg_gpt2_generator *gen, vkg_gpt2_runner *r, int 
 }
 
 vkg_status vkg_gpt2_generator_feed(vkg_gpt2_generator *gen, const int32_t *ids, int n, vkg_error *err) {
-    const int S = gen->step.gg.cache_len;
+    const int S = gen->opts.cache_len;
     if (n < 0 || gen->length + n > S)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: %d tokens after %d would pass the end of the KV "
                              "cache (%d positions%s)", n, (int)gen->length, S,
                              S == gen->model->config.n_positions ? ", the model's whole context" : "");
     vkg_status st = vkg_gpt2_check_ids(gen->model, ids, (size_t)n, err);
     if (st != VKG_OK || n == 0) return st;
-    if (n == 1) {
-        st = vkg_gpt2_runner_run(&gen->step, ids, gen->length, err);
-        if (st == VKG_OK) st = keep_outputs(gen, &gen->step, n, err);
-    } else {
-        /* One pass over all n tokens, writing the shared cache at gen->length.. */
+    vkg_gpt2_runner *r = &gen->base, other;
+    int temporary = 0;
+    if (n != gen->base.gg.tokens) {
+        /* Another size: one pass over all n tokens, writing the shared cache at gen->length.
+         * A one-token plan is kept for the next tokens; other sizes are made for this feed. */
         vkg_gpt2_build_options o;
         run_options(gen, n, &o);
-        vkg_gpt2_runner prefill;
-        st = vkg_gpt2_runner_new_shared(gen->model, gen->device, &o, gen->step.session, &prefill, err);
-        if (st != VKG_OK) return st;
-        st = vkg_gpt2_runner_run(&prefill, ids, gen->length, err);
-        if (st == VKG_OK) st = keep_outputs(gen, &prefill, n, err);
-        vkg_gpt2_runner_free(&prefill);
+        if (n == 1 && !gen->has_step) {
+            st = vkg_gpt2_runner_new_shared(gen->model, gen->device, &o, gen->base.session, &gen->step, err);
+            if (st != VKG_OK) return st;
+            gen->has_step = 1;
+        } else if (n != 1) {
+            st = vkg_gpt2_runner_new_shared(gen->model, gen->device, &o, gen->base.session, &other, err);
+            if (st != VKG_OK) return st;
+            temporary = 1;
+        }
+        r = temporary ? &other : &gen->step;
     }
+    st = vkg_gpt2_runner_run(r, ids, gen->length, err);
+    if (st == VKG_OK) st = keep_outputs(gen, r, n, err);
+    if (temporary) vkg_gpt2_runner_free(&other);
     if (st == VKG_OK) {
         gen->length += n;
         gen->fed = n;
@@ -125,14 +139,14 @@ const float *vkg_gpt2_generator_attention(const vkg_gpt2_generator *gen, int lay
     if (!gen->fed || !gen->attention || (a != VKG_GPT2_ALL_LAYERS && a != layer) || layer < 0 ||
         layer >= gen->model->config.n_layer)
         return NULL;
-    const size_t per_layer = (size_t)gen->model->config.n_head * (size_t)gen->fed * (size_t)gen->step.gg.cache_len;
+    const size_t per_layer = (size_t)gen->model->config.n_head * (size_t)gen->fed * (size_t)gen->opts.cache_len;
     return gen->attention + (a == VKG_GPT2_ALL_LAYERS ? (size_t)layer * per_layer : 0);
 }
 
 vkg_status vkg_gpt2_generator_reset(vkg_gpt2_generator *gen, vkg_error *err) {
     gen->length = 0;
     gen->fed = 0;
-    return vkg_session_reset_state(gen->step.session, err);
+    return vkg_session_reset_state(gen->base.session, err); /* the states every plan shares */
 }
 
 vkg_status vkg_gpt2_generator_truncate(vkg_gpt2_generator *gen, int n, vkg_error *err) {

@@ -197,7 +197,10 @@ static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o,
     vkg_tensor pos = named(&b, vkg_embedding(g, weight(&b, "wpe.weight", m->wpe, c->n_positions, b.C), gg->positions),
                            "embed.wpe");
     vkg_tensor x = named(&b, vkg_add(g, tok, pos), "embed.sum");
-    for (int i = 0; i < c->n_layer; i++) x = block(&b, i, x, gg);
+    /* Without logits only the layers up to the last attention asked for are built: with a cache
+     * their k/v writes would keep every later layer alive, and no run of this graph reads them. */
+    const int layers = o->no_logits && o->attention_layer >= 0 ? o->attention_layer + 1 : c->n_layer;
+    for (int i = 0; i < layers; i++) x = block(&b, i, x, gg);
 
     b.prefix[0] = '\0';
     gg->logits = VKG_NONE;

@@ -179,7 +179,8 @@ vkg_status vkg_context_new(vkg_model *m, const vkg_context_options *opts, vkg_co
     vkg_gpt2_generator_options go = {.cache_len = o.n_ctx,
                                      .all_logits = o.logits == VKG_LOGITS_ALL,
                                      .no_logits = o.logits == VKG_LOGITS_NONE,
-                                     .attention_layer = o.attention_layer}; /* the same two sentinels */
+                                     .attention_layer = o.attention_layer, /* the same two sentinels */
+                                     .batch = o.n_batch};
     vkg_status st = vkg_gpt2_generator_new_with(m->gpt2, m->dev, &go, &ctx->gen, err);
     if (st == VKG_OK && !(ctx->tokens = malloc(((size_t)ctx->gen.opts.cache_len + 1) * sizeof *ctx->tokens)))
         st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
