@@ -19,9 +19,10 @@
  * mapped and borrowed by the device's sessions: free contexts before their model, and the model
  * before its device.
  *
- * Contexts.  A context is a KV cache of n_ctx positions and the plans that run over it: one for a
- * single token (decode), compiled once, and one for each prefill of several tokens, sharing the
- * weights and the cache.  Position i of the cache holds the i-th token fed.  What a run computes
+ * Contexts.  A context is a KV cache of n_ctx positions and the plans that run over it, all
+ * sharing the weights and the cache: one for feeds of n_batch tokens (1, decoding, by default),
+ * compiled when the context is made; one for a single token, compiled once on first use; and
+ * one for each feed of another size.  Position i of the cache holds the i-th token fed.  What a run computes
  * beyond the next token's logits is chosen when the context is made: logits for every position
  * fed, the attention probabilities of one layer or of all, or no logits at all (only the layers
  * up to the attention asked for run).
