@@ -237,11 +237,11 @@ vkg_status vkg_context_truncate(vkg_context *ctx, int n, vkg_error *err);
 /* The last feed's logits: n_vocab floats (VKG_LOGITS_LAST) or n * n_vocab (VKG_LOGITS_ALL, n the
  * tokens of that feed).  floats must be exactly that.  VKG_ERR_INVALID_ARGUMENT before any feed,
  * or with VKG_LOGITS_NONE. */
-vkg_status vkg_context_get_logits(const vkg_context *ctx, float *out, size_t floats, vkg_error *err);
+vkg_status vkg_context_get_logits(vkg_context *ctx, float *out, size_t floats, vkg_error *err);
 /* The last feed's probabilities of layer `layer` (which the context asked for): [n_head, n, L],
  * n the tokens of that feed and L = vkg_context_length() after it, queries against every key in
  * the cache (keys after a query's own position are exactly 0).  floats must be n_head * n * L. */
-vkg_status vkg_context_get_attention(const vkg_context *ctx, int layer, float *out, size_t floats, vkg_error *err);
+vkg_status vkg_context_get_attention(vkg_context *ctx, int layer, float *out, size_t floats, vkg_error *err);
 
 /* ---- sampling and streaming ------------------------------------------------------------------ */
 

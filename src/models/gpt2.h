@@ -177,15 +177,16 @@ typedef struct vkg_gpt2_generator {
                                             owns the weights and the KV cache                */
     vkg_gpt2_runner step;                /* one token a run, sharing base's weights and cache;
                                             made on the first one-token feed (batch > 1)     */
-    int has_step;
+    vkg_gpt2_runner other;               /* a feed of another size: kept until the next feed,
+                                            so that its outputs can still be read           */
+    int has_step, has_other;
+    vkg_gpt2_runner *last;               /* the runner of the last feed; NULL before any    */
     int32_t length;                      /* tokens in the cache                             */
     int32_t fed;                         /* tokens of the last feed (0 before any)          */
-    float *logits;                       /* [V]: the prediction after the last token fed; with
-                                            all_logits [fed, V], one row after each         */
+    float *logits;                       /* [V]: the prediction after the last token fed
+                                            (read after each feed; with all_logits only when
+                                            vkg_gpt2_generator_last_logits asks for it)     */
     size_t logits_cap;                   /* floats allocated                                */
-    float *attention;                    /* with attention_layer: [layers, H, fed, S], the
-                                            layers asked for in order                      */
-    size_t attention_cap;
 } vkg_gpt2_generator;
 
 /* cache_len: the longest sequence (prompt + generated) the generator will hold, 1 to
@@ -199,10 +200,13 @@ void vkg_gpt2_generator_free(vkg_gpt2_generator *gen);
 /* Runs n ids after those already fed; gen->logits then predicts the next one.  Feeding past the
  * cache is VKG_ERR_INVALID_ARGUMENT saying how long the cache is. */
 vkg_status vkg_gpt2_generator_feed(vkg_gpt2_generator *gen, const int32_t *ids, int n, vkg_error *err);
-/* The prediction after the last token fed: gen->logits, or its last row with all_logits. */
-float *vkg_gpt2_generator_last_logits(vkg_gpt2_generator *gen);
-/* Layer `layer`'s probabilities [H, fed, S] from the last feed; NULL when not kept. */
-const float *vkg_gpt2_generator_attention(const vkg_gpt2_generator *gen, int layer);
+/* The prediction after the last token fed: *out = gen->logits, [V]. */
+vkg_status vkg_gpt2_generator_last_logits(vkg_gpt2_generator *gen, float **out, vkg_error *err);
+/* The last feed's outputs, read from its session: logits (fed * V floats with all_logits, else
+ * V) and layer `layer`'s probabilities [H, fed, S] (a layer the generator was made to keep). */
+vkg_status vkg_gpt2_generator_logits(vkg_gpt2_generator *gen, float *out, size_t floats, vkg_error *err);
+vkg_status vkg_gpt2_generator_attention(vkg_gpt2_generator *gen, int layer, float *out, size_t floats,
+                                        vkg_error *err);
 /* Forgets every token fed (the cache is cleared). */
 vkg_status vkg_gpt2_generator_reset(vkg_gpt2_generator *gen, vkg_error *err);
 /* Keeps the first n tokens (0 <= n <= length): the next feed writes position n, and the rows

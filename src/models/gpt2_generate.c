@@ -18,11 +18,6 @@ static void run_options(const vkg_gpt2_generator *gen, int tokens, vkg_gpt2_buil
     o->attention_layer = gen->opts.attention_layer;
 }
 
-static int kept_layers(const vkg_gpt2_generator *gen) {
-    const int a = gen->opts.attention_layer;
-    return a == VKG_GPT2_ALL_LAYERS ? gen->model->config.n_layer : a == VKG_GPT2_NO_ATTENTION ? 0 : 1;
-}
-
 vkg_status vkg_gpt2_generator_new_with(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt2_generator_options *o,
                                        vkg_gpt2_generator *out, vkg_error *err) {
     memset(out, 0, sizeof *out);
@@ -54,14 +49,6 @@ vkg_status vkg_gpt2_generator_new(const vkg_gpt2 *m, vkg_device *dev, int cache_
     return vkg_gpt2_generator_new_with(m, dev, &o, out, err);
 }
 
-void vkg_gpt2_generator_free(vkg_gpt2_generator *gen) {
-    if (gen->has_step) vkg_gpt2_runner_free(&gen->step); /* before the session it shares */
-    if (gen->base.session) vkg_gpt2_runner_free(&gen->base);
-    free(gen->logits);
-    free(gen->attention);
-    memset(gen, 0, sizeof *gen);
-}
-
 /* Makes *buf hold at least want floats. */
 static vkg_status reserve(float **buf, size_t *cap, size_t want, const char *what, vkg_error *err) {
     if (want <= *cap) return VKG_OK;
@@ -72,25 +59,19 @@ static vkg_status reserve(float **buf, size_t *cap, size_t want, const char *wha
     return VKG_OK;
 }
 
-/* Copies what a run of n tokens computed out of r, before r is freed. */
-static vkg_status keep_outputs(vkg_gpt2_generator *gen, vkg_gpt2_runner *r, int n, vkg_error *err) {
-    const size_t V = (size_t)gen->model->config.vocab_size, H = (size_t)gen->model->config.n_head;
-    const size_t S = (size_t)r->gg.cache_len;
-    vkg_status st = VKG_OK;
-    if (!gen->opts.no_logits) {
-        const size_t floats = (gen->opts.all_logits ? (size_t)n : 1) * V;
-        st = reserve(&gen->logits, &gen->logits_cap, floats, "logits", err);
-        if (st == VKG_OK) st = vkg_gpt2_runner_logits(r, gen->logits, floats, err);
-    }
-    const int layers = kept_layers(gen);
-    if (st == VKG_OK && layers) {
-        const size_t per_layer = H * (size_t)n * S;
-        st = reserve(&gen->attention, &gen->attention_cap, (size_t)layers * per_layer, "attention probabilities", err);
-        const int first = layers == 1 ? gen->opts.attention_layer : 0;
-        for (int l = 0; st == VKG_OK && l < layers; l++)
-            st = vkg_gpt2_runner_attention(r, first + l, gen->attention + (size_t)l * per_layer, per_layer, err);
-    }
-    return st;
+/* Frees the runner of a feed of another size, if one is kept. */
+static void drop_other(vkg_gpt2_generator *gen) {
+    if (gen->has_other) vkg_gpt2_runner_free(&gen->other);
+    gen->has_other = 0;
+    if (gen->last == &gen->other) gen->last = NULL;
+}
+
+void vkg_gpt2_generator_free(vkg_gpt2_generator *gen) {
+    drop_other(gen); /* before the session they share */
+    if (gen->has_step) vkg_gpt2_runner_free(&gen->step);
+    if (gen->base.session) vkg_gpt2_runner_free(&gen->base);
+    free(gen->logits);
+    memset(gen, 0, sizeof *gen);
 }
 
 vkg_status vkg_gpt2_generator_feed(vkg_gpt2_generator *gen, const int32_t *ids, int n, vkg_error *err) {
@@ -101,49 +82,72 @@ vkg_status vkg_gpt2_generator_feed(vkg_gpt2_generator *gen, const int32_t *ids, 
                              S == gen->model->config.n_positions ? ", the model's whole context" : "");
     vkg_status st = vkg_gpt2_check_ids(gen->model, ids, (size_t)n, err);
     if (st != VKG_OK || n == 0) return st;
-    vkg_gpt2_runner *r = &gen->base, other;
-    int temporary = 0;
+    drop_other(gen);
+    gen->fed = 0; /* until this feed has run */
+    vkg_gpt2_runner *r = &gen->base;
     if (n != gen->base.gg.tokens) {
         /* Another size: one pass over all n tokens, writing the shared cache at gen->length.
-         * A one-token plan is kept for the next tokens; other sizes are made for this feed. */
+         * A one-token plan is kept for the next tokens; another size's, until the next feed. */
         vkg_gpt2_build_options o;
         run_options(gen, n, &o);
-        if (n == 1 && !gen->has_step) {
-            st = vkg_gpt2_runner_new_shared(gen->model, gen->device, &o, gen->base.session, &gen->step, err);
+        r = n == 1 ? &gen->step : &gen->other;
+        if (n != 1 || !gen->has_step) {
+            st = vkg_gpt2_runner_new_shared(gen->model, gen->device, &o, gen->base.session, r, err);
             if (st != VKG_OK) return st;
-            gen->has_step = 1;
-        } else if (n != 1) {
-            st = vkg_gpt2_runner_new_shared(gen->model, gen->device, &o, gen->base.session, &other, err);
-            if (st != VKG_OK) return st;
-            temporary = 1;
+            *(n == 1 ? &gen->has_step : &gen->has_other) = 1;
         }
-        r = temporary ? &other : &gen->step;
     }
+    gen->last = r;
     st = vkg_gpt2_runner_run(r, ids, gen->length, err);
-    if (st == VKG_OK) st = keep_outputs(gen, r, n, err);
-    if (temporary) vkg_gpt2_runner_free(&other);
-    if (st == VKG_OK) {
-        gen->length += n;
-        gen->fed = n;
-    }
+    if (st != VKG_OK) return st;
+    gen->length += n;
+    gen->fed = n;
+    /* The prediction sampling reads; every position's logits stay in the session until asked for. */
+    if (!gen->opts.no_logits && !gen->opts.all_logits)
+        st = vkg_gpt2_runner_logits(r, gen->logits, (size_t)gen->model->config.vocab_size, err);
     return st;
 }
 
-float *vkg_gpt2_generator_last_logits(vkg_gpt2_generator *gen) {
-    const size_t V = (size_t)gen->model->config.vocab_size;
-    return gen->logits + (gen->opts.all_logits && gen->fed > 1 ? (size_t)(gen->fed - 1) * V : 0);
+static vkg_status need_feed(const vkg_gpt2_generator *gen, vkg_error *err) {
+    return gen->fed && gen->last ? VKG_OK
+                                 : vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: nothing fed since the cache "
+                                                 "was made, reset or truncated");
 }
 
-const float *vkg_gpt2_generator_attention(const vkg_gpt2_generator *gen, int layer) {
-    const int a = gen->opts.attention_layer;
-    if (!gen->fed || !gen->attention || (a != VKG_GPT2_ALL_LAYERS && a != layer) || layer < 0 ||
-        layer >= gen->model->config.n_layer)
-        return NULL;
-    const size_t per_layer = (size_t)gen->model->config.n_head * (size_t)gen->fed * (size_t)gen->opts.cache_len;
-    return gen->attention + (a == VKG_GPT2_ALL_LAYERS ? (size_t)layer * per_layer : 0);
+vkg_status vkg_gpt2_generator_last_logits(vkg_gpt2_generator *gen, float **out, vkg_error *err) {
+    *out = gen->logits;
+    vkg_status st = need_feed(gen, err);
+    if (st != VKG_OK || !gen->opts.all_logits) return st;
+    /* Every position's logits are in the session: read them, keep the last row. */
+    const size_t V = (size_t)gen->model->config.vocab_size, all = (size_t)gen->fed * V;
+    st = reserve(&gen->logits, &gen->logits_cap, all, "logits", err);
+    if (st == VKG_OK) st = vkg_gpt2_runner_logits(gen->last, gen->logits, all, err);
+    if (st == VKG_OK) memmove(gen->logits, gen->logits + all - V, V * sizeof *gen->logits);
+    *out = gen->logits;
+    return st;
+}
+
+vkg_status vkg_gpt2_generator_logits(vkg_gpt2_generator *gen, float *out, size_t floats, vkg_error *err) {
+    vkg_status st = need_feed(gen, err);
+    if (st != VKG_OK) return st;
+    if (!gen->opts.all_logits) {
+        const size_t V = (size_t)gen->model->config.vocab_size;
+        if (floats != V)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: %zu floats for logits of %zu", floats, V);
+        memcpy(out, gen->logits, V * sizeof *out);
+        return VKG_OK;
+    }
+    return vkg_gpt2_runner_logits(gen->last, out, floats, err);
+}
+
+vkg_status vkg_gpt2_generator_attention(vkg_gpt2_generator *gen, int layer, float *out, size_t floats,
+                                        vkg_error *err) {
+    vkg_status st = need_feed(gen, err);
+    return st == VKG_OK ? vkg_gpt2_runner_attention(gen->last, layer, out, floats, err) : st;
 }
 
 vkg_status vkg_gpt2_generator_reset(vkg_gpt2_generator *gen, vkg_error *err) {
+    drop_other(gen);
     gen->length = 0;
     gen->fed = 0;
     return vkg_session_reset_state(gen->base.session, err); /* the states every plan shares */
@@ -153,6 +157,7 @@ vkg_status vkg_gpt2_generator_truncate(vkg_gpt2_generator *gen, int n, vkg_error
     if (n < 0 || n > gen->length)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: cannot keep %d tokens of a cache holding %d", n,
                              (int)gen->length);
+    drop_other(gen);
     gen->length = n;
     gen->fed = 0; /* what the last feed computed no longer follows the cache */
     return VKG_OK;

@@ -259,7 +259,7 @@ vkg_status vkg_context_truncate(vkg_context *ctx, int n, vkg_error *err) {
     return st;
 }
 
-vkg_status vkg_context_get_logits(const vkg_context *ctx, float *out, size_t floats, vkg_error *err) {
+vkg_status vkg_context_get_logits(vkg_context *ctx, float *out, size_t floats, vkg_error *err) {
     if (!ctx || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_get_logits: NULL argument");
     if (ctx->gen.opts.no_logits)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "the context was made with VKG_LOGITS_NONE");
@@ -269,14 +269,13 @@ vkg_status vkg_context_get_logits(const vkg_context *ctx, float *out, size_t flo
     if (floats != want)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "logits: %zu floats asked for, the last feed has %zu "
                              "(%s x %zu)", floats, want, ctx->gen.opts.all_logits ? "its tokens" : "1", V);
-    memcpy(out, ctx->gen.logits, want * sizeof *out);
-    return VKG_OK;
+    return vkg_gpt2_generator_logits(&ctx->gen, out, floats, err);
 }
 
-vkg_status vkg_context_get_attention(const vkg_context *ctx, int layer, float *out, size_t floats, vkg_error *err) {
+vkg_status vkg_context_get_attention(vkg_context *ctx, int layer, float *out, size_t floats, vkg_error *err) {
     if (!ctx || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_get_attention: NULL argument");
-    const float *probs = vkg_gpt2_generator_attention(&ctx->gen, layer);
-    if (!probs)
+    const int a = ctx->gen.opts.attention_layer;
+    if (!ctx->gen.fed || (a != VKG_ALL_LAYERS && a != layer) || layer < 0 || layer >= ctx->model->gpt2->config.n_layer)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: layer %d's attention %s", ctx->gen.fed ? "attention"
                              : "no attention yet", layer, ctx->gen.fed ? "was not asked for when the context was made"
                                                                       : "comes after a feed");
@@ -285,8 +284,15 @@ vkg_status vkg_context_get_attention(const vkg_context *ctx, int layer, float *o
     if (floats != H * T * L)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "attention: %zu floats asked for, the last feed has %zu "
                              "(%zu heads x %zu queries x %zu keys)", floats, H * T * L, H, T, L);
-    for (size_t row = 0; row < H * T; row++) memcpy(out + row * L, probs + row * S, L * sizeof *out);
-    return VKG_OK;
+    if (L == S) return vkg_gpt2_generator_attention(&ctx->gen, layer, out, floats, err); /* a full cache */
+    /* The run's rows hold every cache position: keep the first L of each. */
+    float *rows = malloc(H * T * S * sizeof *rows);
+    if (!rows) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %zu attention rows", H * T);
+    vkg_status st = vkg_gpt2_generator_attention(&ctx->gen, layer, rows, H * T * S, err);
+    if (st == VKG_OK)
+        for (size_t row = 0; row < H * T; row++) memcpy(out + row * L, rows + row * S, L * sizeof *out);
+    free(rows);
+    return st;
 }
 
 vkg_status vkg_context_get_timings(const vkg_context *ctx, vkg_context_timings *out, vkg_error *err) {
@@ -362,7 +368,8 @@ static vkg_status generate_loop(generation *g, vkg_error *err) {
                                "context is empty or was truncated)");
             break;
         }
-        float *logits = vkg_gpt2_generator_last_logits(&ctx->gen);
+        float *logits = NULL;
+        if ((st = vkg_gpt2_generator_last_logits(&ctx->gen, &logits, err)) != VKG_OK) break;
         if (o->ignore_eos && eos != VKG_NO_TOKEN) logits[eos] = -INFINITY; /* as llama.cpp */
         double t0 = vkg_clock_seconds();
         const int32_t next = vkg_sampler_next(&ctx->sampler, logits, ctx->tokens, ctx->gen.length);
