@@ -169,6 +169,29 @@ static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, 
     }
 }
 
+/* Whether attention's q, k and v can be read as vec4 texels: unit stride along their rows, whole
+ * vec4 rows, every other stride and offset whole vec4s, bindings a vec4 view can take. */
+static int attention_vec4(const vkg_vk_context *c, const vkg_step *st) {
+    const vkg_attention_params *a = &st->params.attention;
+    const uint32_t words[] = {a->D, a->Dv, a->q_offset, a->q_stride_t, a->q_stride_b0, a->q_stride_b1,
+                              a->k_offset, a->k_stride_s, a->k_stride_b0, a->k_stride_b1,
+                              a->v_offset, a->v_stride_s, a->v_stride_b0, a->v_stride_b1};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (!mult4(words[i])) return 0;
+    return a->q_stride_d == 1 && a->k_stride_d == 1 && a->v_stride_d == 1 && texel_fits(c, &st->bind[0], 16) &&
+           texel_fits(c, &st->bind[1], 16) && texel_fits(c, &st->bind[2], 16);
+}
+
+/* Loop iterations of one attention row for an invocation of a workgroup of `wg`: its share of
+ * the keys, each a dot product of D4 vec4s, a rescale and an update of DV4 (counted as if none
+ * of these fixed-length loops were unrolled), then the merge: four workgroup sums per output
+ * vec4 (each a loop over the subgroups, reduce.glsl) and the writes. */
+static uint64_t attention_iterations(const vkg_vk_context *c, const vkg_attention_params *a, uint32_t wg) {
+    uint64_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
+    uint64_t d4 = div_up(a->D, 4), dv4 = div_up(a->Dv, 4), merge = 4 * (div_up(wg, sg) + 1) + 6;
+    return (div_up(a->S, wg) + 1) * (d4 + 2 * dv4 + 4) + d4 + dv4 * (merge + 1) + 2 * (div_up(wg, sg) + 1) + 8;
+}
+
 vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                               uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
     const vkg_vk_tuning *t = &c->tuning;
@@ -225,6 +248,18 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
         *sh = VKG_SH_EMBEDDING;
         uint64_t n = (uint64_t)e->n_ids * e->dim;
         return linear_groups(c, st, div_up(n, t->elementwise_wg), n, 1, g, err);
+    }
+    case VKG_KERNEL_ATTENTION: {
+        const vkg_attention_params *a = &st->params.attention;
+        if (!texel_fits(c, &st->bind[0], 4) || !texel_fits(c, &st->bind[1], 4) || !texel_fits(c, &st->bind[2], 4))
+            return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: q, k or v spans more than a texel buffer of %s holds",
+                                 st->label, c->props.deviceName);
+        *sh = attention_vec4(c, st) ? VKG_SH_ATTENTION4 : VKG_SH_ATTENTION;
+        spec[0] = c->tuning.row_wg, spec[1] = div_up(a->D, 4), spec[2] = div_up(a->Dv, 4), *n_spec = 3;
+        if (spec[1] == 0) spec[1] = 1;
+        if (spec[2] == 0) spec[2] = 1;
+        uint64_t rows = (uint64_t)a->batch0 * a->batch1 * a->T;
+        return linear_groups(c, st, rows, rows * a->S * (a->D + a->Dv), attention_iterations(c, a, spec[0]), g, err);
     }
     default:
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "the Vulkan executor has no kernel %d", (int)st->kernel);
