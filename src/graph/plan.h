@@ -95,4 +95,10 @@ struct vkg_plan {
     vkg_memory_stats stats;
 };
 
+/* Whether step i of p reads or writes bytes that a step in [since, i) wrote, or writes bytes such
+ * a step read: the one definition of a hazard.  The planner sets each step's barrier flag from it
+ * (since = the step after the last barrier); executors that run steps concurrently check the
+ * flags against it. */
+int vkg_plan_step_hazard(const vkg_plan *p, int i, int since);
+
 #endif

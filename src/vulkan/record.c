@@ -10,28 +10,6 @@
 
 static uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
 
-static int ranges_overlap(const vkg_binding *a, const vkg_binding *b) {
-    return a->region == b->region && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
-}
-
-int vkg_vk_step_hazard(const vkg_plan *p, int i, int last_barrier) {
-    const vkg_step *st = &p->steps[i];
-    int nb = vkg_kernel_binding_count(st->kernel);
-    for (int j = last_barrier; j < i; j++) {
-        const vkg_step *prev = &p->steps[j];
-        int pb = vkg_kernel_binding_count(prev->kernel);
-        for (int a = 0; a < nb; a++) {
-            if (st->bind[a].region < 0) continue;
-            for (int b = 0; b < pb; b++) {
-                if (prev->bind[b].region < 0 || !ranges_overlap(&st->bind[a], &prev->bind[b])) continue;
-                /* read after write, write after write, write after read */
-                if (prev->bind[b].writes || st->bind[a].writes) return 1;
-            }
-        }
-    }
-    return 0;
-}
-
 /* Mesa's llvmpipe (lavapipe) stops every loop of a shader invocation, silently, once that
  * invocation has run 65535 loop iterations in all, counted over all of its loops together
  * (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, a guard against GL shaders that never end).  The work
@@ -182,15 +160,10 @@ static int attention_vec4(const vkg_vk_context *c, const vkg_step *st) {
            texel_fits(c, &st->bind[1], 16) && texel_fits(c, &st->bind[2], 16);
 }
 
-/* Loop iterations of one attention row for an invocation of a workgroup of `wg`: its share of
- * the keys, each a dot product of D4 vec4s, a rescale and an update of DV4 (counted as if none
- * of these fixed-length loops were unrolled), then the merge: four workgroup sums per output
- * vec4 (each a loop over the subgroups, reduce.glsl) and the writes. */
-static uint64_t attention_iterations(const vkg_vk_context *c, const vkg_attention_params *a, uint32_t wg) {
-    uint64_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
-    uint64_t d4 = div_up(a->D, 4), dv4 = div_up(a->Dv, 4), merge = 4 * (div_up(wg, sg) + 1) + 6;
-    return (div_up(a->S, wg) + 1) * (d4 + 2 * dv4 + 4) + d4 + dv4 * (merge + 1) + 2 * (div_up(wg, sg) + 1) + 8;
-}
+/* Loop iterations of one attention invocation (one query row): the walk over its keys, one
+ * iteration each, plus a few; the loops over a row's vec4s have constant bounds (specialization
+ * constants) and are unrolled, as matmul's register blocks are. */
+static uint64_t attention_iterations(const vkg_attention_params *a) { return (uint64_t)a->S + 8; }
 
 vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                               uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
@@ -258,8 +231,9 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
         spec[0] = c->tuning.row_wg, spec[1] = div_up(a->D, 4), spec[2] = div_up(a->Dv, 4), *n_spec = 3;
         if (spec[1] == 0) spec[1] = 1;
         if (spec[2] == 0) spec[2] = 1;
-        uint64_t rows = (uint64_t)a->batch0 * a->batch1 * a->T;
-        return linear_groups(c, st, rows, rows * a->S * (a->D + a->Dv), attention_iterations(c, a, spec[0]), g, err);
+        /* one unit: a workgroup's tile of consecutive query rows of one batch entry */
+        uint64_t rows = (uint64_t)a->batch0 * a->batch1 * a->T, units = (uint64_t)a->batch0 * a->batch1 * div_up(a->T, spec[0]);
+        return linear_groups(c, st, units, rows * a->S * (a->D + a->Dv), attention_iterations(a), g, err);
     }
     default:
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "the Vulkan executor has no kernel %d", (int)st->kernel);
@@ -312,7 +286,7 @@ vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
         if (st == VKG_OK) st = check_bindings(s, i, sh, err);
         if (st == VKG_OK) st = vkg_vk_pipeline_get(s->c, sh, spec, n_spec, &vs->pipeline, err);
         if (st != VKG_OK) return st;
-        int hazard = vkg_vk_step_hazard(p, i, last_barrier);
+        int hazard = vkg_plan_step_hazard(p, i, last_barrier);
         if (hazard && !p->steps[i].barrier) {
             /* A planner bug: run correctly anyway, and make it loud where validation is on. */
             s->missing_barriers++;
