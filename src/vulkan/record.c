@@ -360,7 +360,7 @@ vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err) {
             const vkg_binding *bd = &st->bind[b];
             int used = bd->region >= 0 && bd->bytes > 0;
             const vkg_vk_buffer *buf = used ? &s->buffers[bd->region] : dummy;
-            VkDeviceSize offset = used ? bd->offset : 0, range = used ? bd->bytes : dummy->size;
+            VkDeviceSize offset = used ? buf->start + bd->offset : 0, range = used ? bd->bytes : dummy->size;
             writes[b] = (VkWriteDescriptorSet){
                 .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                 .dstSet = vs->set,
