@@ -147,7 +147,11 @@ vkg_status vkg_vk_import_host(vkg_vk_context *c, int n, const vkg_vk_buffer_requ
     free(cand);
     for (int i = 0; i < n; i++)
         if (bufs[i].imported) mem->imported_bytes += req[i].bytes;
-    mem->imported = blocks;
-    mem->n_imported = n_blocks;
+    if (n_blocks) {
+        mem->imported = blocks;
+        mem->n_imported = n_blocks;
+    } else {
+        free(blocks);
+    }
     return VKG_OK;
 }
