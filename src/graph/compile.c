@@ -72,7 +72,6 @@ static void fuse_softmax(vkg_compiler *c, vkg_tensor sm) {
     c->fused_input[sm] = x;
 }
 
-
 static int same_shape(const vkg_node *a, const vkg_node *b) {
     return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
@@ -150,7 +149,8 @@ vkg_status vkg_compile_fuse(vkg_compiler *c) {
         if (c->g->nodes[i].op == VKG_OP_SOFTMAX) {
             fuse_softmax(c, i);
             fuse_attention(c, i);
-        } else if (c->g->nodes[i].op == VKG_OP_MATMUL && c->role[i] == VKG_FUSE_NONE && c->fused_softmax[i] == VKG_NONE) {
+        } else if (c->g->nodes[i].op == VKG_OP_MATMUL && c->role[i] == VKG_FUSE_NONE &&
+                   c->fused_softmax[i] == VKG_NONE) {
             fuse_matmul(c, i);
         }
     }

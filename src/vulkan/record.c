@@ -232,7 +232,7 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
         if (spec[1] == 0) spec[1] = 1;
         if (spec[2] == 0) spec[2] = 1;
         /* one unit: a workgroup's tile of consecutive query rows of one batch entry */
-        uint64_t rows = (uint64_t)a->batch0 * a->batch1 * a->T, units = (uint64_t)a->batch0 * a->batch1 * div_up(a->T, spec[0]);
+        uint64_t batch = (uint64_t)a->batch0 * a->batch1, rows = batch * a->T, units = batch * div_up(a->T, spec[0]);
         return linear_groups(c, st, units, rows * a->S * (a->D + a->Dv), attention_iterations(a), g, err);
     }
     default:
