@@ -1,6 +1,7 @@
 // Fused attention (params/attention.h): one invocation per query row.  A workgroup takes WG
 // consecutive rows of one batch entry (b0, b1), so its invocations read the same key and value
-// rows at each step of the walk (one fetch serves the whole SIMD row on a CPU device).  Each
+// rows at each step of the walk: the same cache lines.  (Fetching each row once per subgroup and
+// handing it on with subgroupBroadcast was measured slower on llvmpipe.)  Each
 // invocation walks its visible keys once, keeping the online softmax (running max m, sum l, the
 // output acc, rescaled when m grows) in registers; no [T, S] matrix is stored.
 //
