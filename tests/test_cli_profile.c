@@ -72,11 +72,11 @@ static void generate_profiled(const char *device) {
         check_summary(r.err, &t, threads[i], "op", &s);
         assert_non_null(profile_summary_find(&s, "matmul"));
         assert_non_null(profile_summary_find(&s, "layernorm"));
-        assert_non_null(profile_summary_find(&s, "softmax"));
+        assert_non_null(profile_summary_find(&s, "attention"));   /* fused: no probabilities asked for */
         check_summary(r.err, &t, threads[i], "layer", &s);
         /* Layers come from node names "h.<i>.": both layers are listed, and every step outside
          * them is before (embed) or after (head) them. */
-        assert_non_null(strstr(r.err, " h.0.attn.softmax "));
+        assert_non_null(strstr(r.err, " h.0.attn.heads "));
         assert_non_null(profile_summary_find(&s, "embed"));
         assert_non_null(profile_summary_find(&s, "layer 1 (index 0)"));
         assert_non_null(profile_summary_find(&s, "layer 2 (index 1)"));

@@ -200,8 +200,9 @@ static void test_plan_text_names(void **state) {
     vkg_plan *p = compile(gg.graph);
     char *text = plan_dump(p, VKG_DUMP_TEXT, VKG_DUMP_ALL_LAYERS);
     char line[512];
-    assert_non_null(step_line(text, "h.1.attn.softmax", line, sizeof line));
-    assert_non_null(strstr(line, "softmax+scale+causal"));
+    /* no probabilities asked for: scores, softmax and the product are one attention step */
+    assert_non_null(step_line(text, "h.1.attn.heads", line, sizeof line));
+    assert_non_null(strstr(line, "attention+scale+causal"));
     assert_non_null(step_line(text, "h.0.attn.k_cache.write", line, sizeof line));
     assert_non_null(strstr(line, "write_at"));
     assert_non_null(step_line(text, "h.1.mlp.act", line, sizeof line));
@@ -222,7 +223,7 @@ static void test_plan_text_names(void **state) {
 
     /* JSON names the node of each step and its layer. */
     text = plan_dump(p, VKG_DUMP_JSON, VKG_DUMP_ALL_LAYERS);
-    assert_non_null(strstr(text, "\"node\": \"h.1.attn.softmax\", \"layer\": 1,"));
+    assert_non_null(strstr(text, "\"node\": \"h.1.attn.heads\", \"layer\": 1,"));
     assert_non_null(strstr(text, "\"node\": \"logits\", \"layer\": null,"));
     free(text);
     text = graph_dump(gg.graph, VKG_DUMP_JSON, VKG_DUMP_ALL_LAYERS);
@@ -319,10 +320,10 @@ static void test_plan_dot(void **state) {
             else assert_true(d->to[e][0] == 's' || d->from[e][0] == 's');
         }
         check_no_hub(d, 6);
-        /* The data flow: scores -> softmax -> heads; the residual stream from layer to layer. */
+        /* The data flow: the projection -> fused attention (scores, softmax and the product in one
+         * step); the residual stream from layer to layer. */
         int ln = step_of(p, "h.1.ln_1"), res = step_of(p, "h.0.residual_2");
-        assert_true(dot_has_edge(d, step_of(p, "h.0.attn.scores"), step_of(p, "h.0.attn.softmax")));
-        assert_true(dot_has_edge(d, step_of(p, "h.0.attn.softmax"), step_of(p, "h.0.attn.heads")));
+        assert_true(dot_has_edge(d, step_of(p, "h.0.attn.c_attn"), step_of(p, "h.0.attn.heads")));
         assert_true(dot_has_edge(d, res, ln));
         /* The arena bytes h.1.ln_1 reads were written by many steps before; only the last writer
          * counts, so h.0.residual_2 is its one source. */
@@ -332,8 +333,8 @@ static void test_plan_dot(void **state) {
         for (int e = 0; e < d->n_edges; e++) into += !strcmp(d->to[e], to);
         assert_int_equal(into, 1);
         if (decode) {
-            /* The cache write feeds the scores through the state, and the position is a leaf per reader. */
-            assert_true(dot_has_edge(d, step_of(p, "h.1.attn.k_cache.write"), step_of(p, "h.1.attn.scores")));
+            /* The cache write feeds attention through the state, and the position is a leaf per reader. */
+            assert_true(dot_has_edge(d, step_of(p, "h.1.attn.k_cache.write"), step_of(p, "h.1.attn.heads")));
             assert_non_null(strstr(text, "[label=\"state(h.1.k_cache)+0:"));
             assert_true(count(text, "[label=\"index pos\"") >= 4);
         }
@@ -372,7 +373,7 @@ static void test_layer_ranges(void **state) {
     assert_non_null(strstr(text, "layer 2 (index 1) of 2 with the head:"));
     assert_null(strstr(text, "h.0."));
     assert_null(strstr(text, "embed."));
-    assert_non_null(strstr(text, "  h.1.attn.softmax  "));
+    assert_non_null(strstr(text, "  h.1.attn.heads  "));
     assert_non_null(strstr(text, "  ln_f  "));
     assert_non_null(strstr(text, "  logits  "));
     assert_null(strstr(text, "h.0.ln_1.weight")); /* regions only of the steps shown */

@@ -603,6 +603,61 @@ static void test_sum_of_matmuls(void **state) {
     vkg_graph_free(g);
 }
 
+/* softmax(causal(scale(q k^T))) @ v becomes one fused attention step unless the probabilities are
+ * an output; every option set (fused and not) must give the reference's values.  Shapes: heads
+ * [B, H, T, D] with k and v broadcast over B, a prompt after `cached` keys (causal offset), and
+ * one query against a cache of S rows, the offset given at run time. */
+static void check_attention(vkg_device *dev, int64_t B, int64_t H, int64_t T, int64_t S, int64_t D, int32_t offset,
+                            int runtime, int probs_out) {
+    size_t nq = (size_t)(B * H * T * D), nkv = (size_t)(H * S * D);
+    float *qs = malloc(nq * 4), *ks = malloc(nkv * 4), *vs = malloc(nkv * 4);
+    assert_true(qs && ks && vs);
+    vkg_rng rng;
+    vkg_rng_seed(&rng, (uint64_t)(B * 1000 + T * 10 + S));
+    vkg_rng_fill_normal(&rng, qs, nq, 1.0f);
+    vkg_rng_fill_normal(&rng, ks, nkv, 1.0f);
+    vkg_rng_fill_normal(&rng, vs, nkv, 1.0f);
+    vkg_graph *g = vkg_graph_new();
+    vkg_tensor q = IN(g, "q", B, H, T, D), k = IN(g, "k", 1, H, S, D), v = IN(g, "v", 1, H, S, D);
+    vkg_tensor pos = runtime ? vkg_index(g, "pos") : VKG_NONE;
+    vkg_tensor sc = vkg_scale(g, vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf((float)D));
+    vkg_tensor probs = vkg_softmax(g, vkg_mask_causal(g, sc, runtime ? 0 : offset, pos));
+    vkg_tensor outs[2] = {vkg_matmul(g, probs, v, VKG_NONE, 0), probs};
+    mark_outputs(g, outs, probs_out ? 2 : 1);
+    feed feeds[4] = {{q, qs, 0}, {k, ks, 0}, {v, vs, 0}, {pos, NULL, offset}};
+    runs r = run_sets(dev, g, feeds, runtime ? 4 : 3, outs, probs_out ? 2 : 1);
+    ref_inputs in;
+    float **ref;
+    assert_int_equal(ref_inputs_init(&in, g), 0);
+    ref_inputs_set(&in, q, qs);
+    ref_inputs_set(&in, k, ks);
+    ref_inputs_set(&in, v, vs);
+    if (runtime) ref_inputs_set_index(&in, pos, offset);
+    assert_int_equal(ref_eval(g, &in, &ref), 0);
+    for (int set = 0; set < N_SETS; set++)
+        assert_true(ref_compare(r.out[set][0], ref[outs[0]], (int64_t)nq, 1e-4, 1e-5) < 0);
+    /* fused: one step; with the probabilities an output, scores, softmax+scale+causal and the
+     * product; without fusion, five (matmul, scale, mask, softmax, matmul) */
+    assert_int_equal(r.stats[0].steps, probs_out ? 3 : 1);
+    assert_int_equal(r.stats[1].steps, 5);
+    ref_free(g, ref);
+    ref_inputs_free(&in);
+    runs_free(&r);
+    vkg_graph_free(g);
+    free(qs);
+    free(ks);
+    free(vs);
+}
+
+static void test_fused_attention(void **state) {
+    vkg_device *dev = *state;
+    check_attention(dev, 1, 3, 7, 7, 8, 0, 0, 0);      /* a prompt from position 0            */
+    check_attention(dev, 2, 2, 5, 9, 4, 4, 0, 0);      /* after 4 cached keys, k/v broadcast  */
+    check_attention(dev, 1, 4, 1, 33, 16, 20, 1, 0);   /* decode: key 20 of 33, at run time   */
+    check_attention(dev, 1, 2, 3, 6, 5, -2, 0, 0);     /* rows whose keys are all blocked     */
+    check_attention(dev, 1, 3, 7, 7, 8, 0, 0, 1);      /* probabilities requested: unfused    */
+}
+
 static int open_cpu(void **state) {
     vkg_device *dev = NULL;
     vkg_error err;
@@ -637,6 +692,7 @@ int main(void) {
         cmocka_unit_test(test_state_write_at),
         cmocka_unit_test(test_fusion_in_place_same),
         cmocka_unit_test(test_sum_of_matmuls),
+        cmocka_unit_test(test_fused_attention),
     };
     return cmocka_run_group_tests(tests, open_cpu, close_cpu);
 }

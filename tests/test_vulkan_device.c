@@ -308,20 +308,20 @@ static void test_barrier_check(void **state) {
     vk_test_plan tp;
     int rx, ry, rz;
     two_step_plan(&tp, &rx, &ry, &rz, 1);
-    assert_int_equal(vkg_vk_step_hazard(&tp.plan, 1, 0), 1);   /* read after write */
-    assert_int_equal(vkg_vk_step_hazard(&tp.plan, 1, 1), 0);   /* after a barrier: none */
+    assert_int_equal(vkg_plan_step_hazard(&tp.plan, 1, 0), 1);   /* read after write */
+    assert_int_equal(vkg_plan_step_hazard(&tp.plan, 1, 1), 0);   /* after a barrier: none */
     /* two readers of x, writing different regions: no hazard */
     tp.steps[1].bind[0].region = rx;
-    assert_int_equal(vkg_vk_step_hazard(&tp.plan, 1, 0), 0);
+    assert_int_equal(vkg_plan_step_hazard(&tp.plan, 1, 0), 0);
     /* write after read: step 1 overwrites x, which step 0 read */
     tp.steps[1].bind[2].region = rx;
-    assert_int_equal(vkg_vk_step_hazard(&tp.plan, 1, 0), 1);
+    assert_int_equal(vkg_plan_step_hazard(&tp.plan, 1, 0), 1);
     /* disjoint byte ranges of one region do not conflict */
     tp.steps[1].bind[0] = (vkg_binding){.region = ry, .offset = 128, .bytes = 128};
     tp.steps[1].bind[1] = (vkg_binding){.region = ry, .offset = 128, .bytes = 128};
     tp.steps[1].bind[2] = (vkg_binding){.region = ry, .offset = 128, .bytes = 128, .writes = 1};
     tp.steps[0].bind[2] = (vkg_binding){.region = ry, .offset = 0, .bytes = 128, .writes = 1};
-    assert_int_equal(vkg_vk_step_hazard(&tp.plan, 1, 0), 0);
+    assert_int_equal(vkg_plan_step_hazard(&tp.plan, 1, 0), 0);
 
     /* A plan without the flag still runs correctly; the executor says so once. */
     vkg_device *d = vk_test_open();

@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A matmul's long sums may be reordered; every other kernel rounds each element once or twice. */
+/* A matmul's and attention's long sums may be reordered; every other kernel rounds each element
+ * once or twice. */
 static double kernel_threshold(vkg_kernel k) {
-    return k == VKG_KERNEL_MATMUL ? VKG_CONFORMANCE_NMSE_REDUCTION : VKG_CONFORMANCE_NMSE_ELEMENTWISE;
+    return k == VKG_KERNEL_MATMUL || k == VKG_KERNEL_ATTENTION ? VKG_CONFORMANCE_NMSE_REDUCTION
+                                                               : VKG_CONFORMANCE_NMSE_ELEMENTWISE;
 }
 
 /* Where element `index` of binding b lies in node t's coordinates: the node's row-major position

@@ -119,6 +119,12 @@ static const conf_point sweep_gpt2_heads[] = {
     {D, {12, 1, 64}},  {D, {12, 64, 64}}, {D, {12, 480, 64}}, {D, {12, 512, 64}}, {F, {12, 1024, 64}},
     {D, {25, 1, 64}},  {D, {25, 64, 64}}, {F, {25, 480, 64}}, {F, {25, 512, 64}}, {F, {25, 1024, 64}},
     {END, {0}}};
+/* {H, T, 64}: fused attention at the head counts of GPT-2 124M, medium, large and XL (12, 16, 20,
+ * 25; heads of 64 in all four): a T-token prompt, or T keys of a 1024-row cache written. */
+#define ATTN_POINTS(H, big)                                                                                   \
+    {D, {H, 1, 64}}, {D, {H, 7, 64}}, {D, {H, 64, 64}}, {big, {H, 480, 64}}, {big, {H, 512, 64}}, {F, {H, 1024, 64}}
+static const conf_point sweep_gpt2_attn[] = {ATTN_POINTS(12, D), ATTN_POINTS(16, D), ATTN_POINTS(20, F),
+                                             ATTN_POINTS(25, F), {END, {0}}};
 /* {V, C, N}: token and position tables, N ids. */
 static const conf_point sweep_gpt2_emb[] = {
     {D, {50257, 768, 64}}, {D, {1024, 768, 512}}, {F, {50257, 768, 1024}}, {F, {50257, XL, 1024}},
@@ -445,6 +451,20 @@ static void attn_decode_cache(conf_build *b, const int64_t *d) {
     vkg_tensor q = heads(b, d[0], 1, d[2]), k = heads(b, d[0], 1024, d[2]), v = heads(b, d[0], 1024, d[2]);
     conf_output(b, attend(b, q, k, v, d[2], VKG_NONE, 0, conf_index(b, (int32_t)d[1] - 1)));
 }
+/* A T-token prompt after 1024 - T cached tokens: T queries against the whole 1024-row cache, the
+ * offset given at run time, d = {H, T, Dh}. */
+static void attn_prefill_cache(conf_build *b, const int64_t *d) {
+    vkg_tensor q = heads(b, d[0], d[1], d[2]), k = heads(b, d[0], 1024, d[2]), v = heads(b, d[0], 1024, d[2]);
+    conf_output(b, attend(b, q, k, v, d[2], VKG_NONE, 0, conf_index(b, (int32_t)(1024 - d[1]))));
+}
+/* The probabilities an output too (as `vkgraph attention` asks): nothing fuses into attention. */
+static void attn_with_probs(conf_build *b, const int64_t *d) {
+    vkg_tensor q = heads(b, d[0], d[1], d[2]), k = heads(b, d[0], d[1], d[2]), v = heads(b, d[0], d[1], d[2]);
+    vkg_tensor s = vkg_scale(b->g, vkg_matmul(b->g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf((float)d[2]));
+    vkg_tensor probs = vkg_softmax(b->g, vkg_mask_causal(b->g, s, 0, VKG_NONE));
+    conf_output(b, vkg_matmul(b->g, probs, v, VKG_NONE, 0));
+    conf_output(b, probs);
+}
 /* q, k, v as strided views of one [T, 3 C] projection, heads split without copies. */
 static void attn_views(conf_build *b, const int64_t *d) {
     int64_t h = d[0], t = d[1], dh = d[2], c = h * dh;
@@ -578,6 +598,11 @@ static const conf_case_def cases[] = {
     {"attention", "q, k, v as views of [T, 3C]", RED, attn_views, sweep_attn},
     {"attention", "GPT-2 q, k, v views of [T, 3C]", RED, attn_views, sweep_gpt2_heads},
     {"attention", "GPT-2 decode, 1024-row cache", RED, attn_decode_cache, sweep_gpt2_heads},
+    {"attention", "fused, GPT-2 heads 12-25 x 64", VKG_CONFORMANCE_NMSE_ATTENTION, attn_views, sweep_gpt2_attn},
+    {"attention", "fused, decode vs 1024-row cache", VKG_CONFORMANCE_NMSE_ATTENTION, attn_decode_cache,
+     sweep_gpt2_attn},
+    {"attention", "fused, prompt after a cache", VKG_CONFORMANCE_NMSE_ATTENTION, attn_prefill_cache, sweep_gpt2_attn},
+    {"attention", "probs requested: unfused", RED, attn_with_probs, sweep_gpt2_heads},
     {"block", "lesson block + attention probs", RED, block_lesson, sweep_block},
     {"block", "causal", RED, block_causal, sweep_block},
     {"block", "GPT-2 sized", RED, block_causal, sweep_block_gpt2},

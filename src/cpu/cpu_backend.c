@@ -66,6 +66,12 @@ static void embedding_range(void *ctx, size_t begin, size_t end) {
     vkg_cpu_embedding(&j->step->params.embedding, j->bind[0], j->bind[1], j->bind[2], begin, end);
 }
 
+static void attention_range(void *ctx, size_t begin, size_t end) {
+    const step_job *j = ctx;
+    vkg_cpu_attention(&j->step->params.attention, j->bind[0], j->bind[1], j->bind[2], j->bind[3], j->bind[4],
+                      begin, end);
+}
+
 /* The step's work units, the function that computes a range of them, and a rough count of
  * element operations per unit (to decide whether threads are worth waking). */
 static void step_work(const vkg_step *s, size_t *units, double *unit_cost, vkg_parallel_fn *fn) {
@@ -95,6 +101,11 @@ static void step_work(const vkg_step *s, size_t *units, double *unit_cost, vkg_p
         *units = p->layernorm.rows;
         *unit_cost = 4.0 * p->layernorm.cols;
         *fn = layernorm_range;
+        break;
+    case VKG_KERNEL_ATTENTION:
+        *units = vkg_cpu_attention_units(&p->attention);
+        *unit_cost = 2.0 * p->attention.S * (p->attention.D + p->attention.Dv);
+        *fn = attention_range;
         break;
     case VKG_KERNEL_EMBEDDING:
     default: /* the plan check rejected every other kernel id */

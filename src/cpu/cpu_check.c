@@ -24,6 +24,7 @@ static const char *const slot_names[VKG_KERNEL_COUNT][VKG_MAX_BINDINGS] = {
     [VKG_KERNEL_SOFTMAX] = {"in", "out", "mask", "indices", "-"},
     [VKG_KERNEL_LAYERNORM] = {"in", "out", "gamma", "beta", "-"},
     [VKG_KERNEL_EMBEDDING] = {"ids", "table", "out", "-", "-"},
+    [VKG_KERNEL_ATTENTION] = {"q", "k", "v", "out", "indices"},
 };
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
@@ -148,6 +149,29 @@ static int embedding_uses(const vkg_embedding_params *p, slot_use *u) {
     return 0;
 }
 
+static int attention_uses(const vkg_attention_params *p, slot_use *u, char *why, size_t size) {
+    if (p->mask_kind > VKG_ATTENTION_MASK_CAUSAL)
+        return snprintf(why, size, "unknown attention mask kind %u", p->mask_kind), -1;
+    if (p->Dv > VKG_ATTENTION_MAX_DV)
+        return snprintf(why, size, "attention rows of %u values; at most %u", p->Dv, VKG_ATTENTION_MAX_DV), -1;
+    if (p->batch0 == 0 || p->batch1 == 0 || p->T == 0) return 0;
+    uint64_t q_ext[4] = {p->batch0, p->batch1, p->T, p->D}, o_ext[4] = {p->batch0, p->batch1, p->T, p->Dv};
+    uint64_t k_ext[4] = {p->batch0, p->batch1, p->S, p->D}, v_ext[4] = {p->batch0, p->batch1, p->S, p->Dv};
+    uint64_t q_str[4] = {p->q_stride_b0, p->q_stride_b1, p->q_stride_t, p->q_stride_d};
+    uint64_t k_str[4] = {p->k_stride_b0, p->k_stride_b1, p->k_stride_s, p->k_stride_d};
+    uint64_t v_str[4] = {p->v_stride_b0, p->v_stride_b1, p->v_stride_s, p->v_stride_d};
+    uint64_t o_str[4] = {p->o_stride_b0, p->o_stride_b1, p->o_stride_t, p->o_stride_d};
+    if (p->S > 0 && p->D > 0) {
+        use(&u[0], reach(p->q_offset, 4, q_ext, q_str), 0);
+        use(&u[1], reach(p->k_offset, 4, k_ext, k_str), 0);
+    }
+    if (p->S > 0 && p->Dv > 0) use(&u[2], reach(p->v_offset, 4, v_ext, v_str), 0);
+    if (p->Dv > 0) use(&u[3], reach(p->o_offset, 4, o_ext, o_str), 1);
+    if (p->mask_kind == VKG_ATTENTION_MASK_CAUSAL && p->dyn_index != VKG_NO_INDEX)
+        use(&u[4], (uint64_t)p->dyn_index + 1, 0);
+    return 0;
+}
+
 static int step_uses(const vkg_step *s, slot_use *u, char *why, size_t size) {
     switch (s->kernel) {
     case VKG_KERNEL_MATMUL: return matmul_uses(&s->params.matmul, u, why, size);
@@ -156,6 +180,7 @@ static int step_uses(const vkg_step *s, slot_use *u, char *why, size_t size) {
     case VKG_KERNEL_SOFTMAX: return softmax_uses(&s->params.softmax, u, why, size);
     case VKG_KERNEL_LAYERNORM: return layernorm_uses(&s->params.layernorm, u, why, size);
     case VKG_KERNEL_EMBEDDING: return embedding_uses(&s->params.embedding, u);
+    case VKG_KERNEL_ATTENTION: return attention_uses(&s->params.attention, u, why, size);
     default: return snprintf(why, size, "unknown kernel %d", (int)s->kernel), -1;
     }
 }

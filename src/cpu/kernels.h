@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "params/attention.h"
 #include "params/binary.h"
 #include "params/embedding.h"
 #include "params/layernorm.h"
@@ -90,5 +91,10 @@ void vkg_cpu_layernorm(const vkg_layernorm_params *p, const float *in, float *ou
 /* embedding: units are ids (one output row each). */
 void vkg_cpu_embedding(const vkg_embedding_params *p, const int32_t *ids, const float *table,
                        float *out, size_t id_begin, size_t id_end);
+
+/* attention: units are query rows (b0, b1, t). */
+size_t vkg_cpu_attention_units(const vkg_attention_params *p);
+void vkg_cpu_attention(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
+                       const int32_t *indices, size_t row_begin, size_t row_end);
 
 #endif

@@ -224,24 +224,32 @@ static int overlaps(const vkg_binding *a, const vkg_binding *b) {
     return a->region == b->region && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
 }
 
-/* A barrier before a step that reads what a step since the last barrier wrote, or writes what
- * such a step read or wrote. */
+int vkg_plan_step_hazard(const vkg_plan *p, int i, int since) {
+    const vkg_step *cur = &p->steps[i];
+    int nb = vkg_kernel_binding_count(cur->kernel);
+    for (int e = since; e < i; e++) {
+        const vkg_step *prev = &p->steps[e];
+        int pb = vkg_kernel_binding_count(prev->kernel);
+        for (int a = 0; a < nb; a++) {
+            const vkg_binding *x = &cur->bind[a];
+            if (x->region < 0) continue;
+            for (int b = 0; b < pb; b++) {
+                const vkg_binding *y = &prev->bind[b];
+                /* read after write, write after write, write after read */
+                if (y->region >= 0 && (x->writes || y->writes) && overlaps(x, y)) return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A barrier exactly where vkg_plan_step_hazard finds one: the fewest a plan in this order can
+ * have, since each barrier orders everything before it. */
 static void place_barriers(vkg_plan *p) {
     int since = 0; /* first step after the last barrier */
     for (int s = 0; s < p->n_steps; s++) {
-        vkg_step *cur = &p->steps[s];
-        int need = 0;
-        for (int e = since; e < s && !need; e++)
-            for (int i = 0; i < VKG_MAX_BINDINGS && !need; i++) {
-                const vkg_binding *x = &cur->bind[i];
-                if (x->region < 0) continue;
-                for (int j = 0; j < VKG_MAX_BINDINGS && !need; j++) {
-                    const vkg_binding *y = &p->steps[e].bind[j];
-                    if (y->region >= 0 && (x->writes || y->writes) && overlaps(x, y)) need = 1;
-                }
-            }
-        cur->barrier = need;
-        if (need) since = s;
+        p->steps[s].barrier = vkg_plan_step_hazard(p, s, since);
+        if (p->steps[s].barrier) since = s;
     }
 }
 

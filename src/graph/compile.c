@@ -35,6 +35,17 @@ static int absorbable(const vkg_compiler *c, vkg_tensor t, vkg_op op) {
     return n->op == op && c->consumers[t] == 1 && !n->output_name && c->role[t] == VKG_FUSE_NONE;
 }
 
+/* The single consumer of t, or VKG_NONE. */
+static vkg_tensor sole_consumer(const vkg_compiler *c, vkg_tensor t) {
+    if (c->consumers[t] != 1 || c->g->nodes[t].output_name) return VKG_NONE;
+    for (int i = t + 1; i < c->n; i++) {
+        if (!c->keep[i]) continue;
+        for (int s = 0; s < VKG_MAX_SRC; s++)
+            if (c->g->nodes[i].src[s] == t) return i;
+    }
+    return VKG_NONE;
+}
+
 /* softmax(mask(scale(x))), softmax(scale(mask(x))) for causal/boolean masks, and
  * softmax(additive_mask(scale(x))): the kernel computes scale * x, then applies the mask. */
 static void fuse_softmax(vkg_compiler *c, vkg_tensor sm) {
@@ -61,19 +72,28 @@ static void fuse_softmax(vkg_compiler *c, vkg_tensor sm) {
     c->fused_input[sm] = x;
 }
 
-/* The single consumer of t, or VKG_NONE. */
-static vkg_tensor sole_consumer(const vkg_compiler *c, vkg_tensor t) {
-    if (c->consumers[t] != 1 || c->g->nodes[t].output_name) return VKG_NONE;
-    for (int i = t + 1; i < c->n; i++) {
-        if (!c->keep[i]) continue;
-        for (int s = 0; s < VKG_MAX_SRC; s++)
-            if (c->g->nodes[i].src[s] == t) return i;
-    }
-    return VKG_NONE;
-}
-
 static int same_shape(const vkg_node *a, const vkg_node *b) {
     return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+
+/* softmax(causal(scale(q k^T))) @ v, the probabilities read by nothing else (not an output, as the
+ * `attention` command and every probs request make them): one fused attention step, which never
+ * stores the [T, S] scores.  Runs after fuse_softmax has absorbed the scale and the mask. */
+static void fuse_attention(vkg_compiler *c, vkg_tensor sm) {
+    const vkg_graph *g = c->g;
+    vkg_tensor x = c->fused_input[sm], mk = c->fused_mask[sm];
+    if (mk != VKG_NONE && g->nodes[mk].op != VKG_OP_MASK_CAUSAL) return;
+    if (!absorbable(c, x, VKG_OP_MATMUL) || g->nodes[x].attr.matmul.flags != VKG_TRANSPOSE_B ||
+        g->nodes[x].src[2] != VKG_NONE || g->nodes[x].ndim > 4)
+        return;
+    vkg_tensor pv = sole_consumer(c, sm);
+    if (pv == VKG_NONE || g->nodes[pv].op != VKG_OP_MATMUL || c->role[pv] != VKG_FUSE_NONE ||
+        g->nodes[pv].src[0] != sm || g->nodes[pv].src[1] == sm || g->nodes[pv].attr.matmul.flags != 0 ||
+        g->nodes[pv].src[2] != VKG_NONE || g->nodes[pv].shape[g->nodes[pv].ndim - 1] > (int64_t)VKG_ATTENTION_MAX_DV)
+        return;
+    c->role[sm] = VKG_FUSE_ABSORBED;
+    c->role[x] = VKG_FUSE_ABSORBED;
+    c->fused_softmax[pv] = sm;
 }
 
 /* The activations a matmul's epilogue absorbs: the GELUs and silu.  relu, which the epilogue could
@@ -126,8 +146,13 @@ vkg_status vkg_compile_fuse(vkg_compiler *c) {
     if (!c->opts.fuse) return VKG_OK;
     for (int i = 0; i < c->n; i++) {
         if (!c->keep[i]) continue;
-        if (c->g->nodes[i].op == VKG_OP_SOFTMAX) fuse_softmax(c, i);
-        else if (c->g->nodes[i].op == VKG_OP_MATMUL && c->role[i] == VKG_FUSE_NONE) fuse_matmul(c, i);
+        if (c->g->nodes[i].op == VKG_OP_SOFTMAX) {
+            fuse_softmax(c, i);
+            fuse_attention(c, i);
+        } else if (c->g->nodes[i].op == VKG_OP_MATMUL && c->role[i] == VKG_FUSE_NONE &&
+                   c->fused_softmax[i] == VKG_NONE) {
+            fuse_matmul(c, i);
+        }
     }
     return VKG_OK;
 }
@@ -161,6 +186,7 @@ static void compiler_free(vkg_compiler *c) {
     free(c->fused_residual);
     free(c->fused_activation);
     free(c->fused_input);
+    free(c->fused_softmax);
     free(c->materialize);
     free(c->own_storage);
     free(c->view);
@@ -188,6 +214,7 @@ static vkg_status compiler_init(vkg_compiler *c, const vkg_graph *g, const vkg_c
     c->fused_residual = malloc(n * sizeof *c->fused_residual);
     c->fused_activation = malloc(n * sizeof *c->fused_activation);
     c->fused_input = malloc(n * sizeof *c->fused_input);
+    c->fused_softmax = malloc(n * sizeof *c->fused_softmax);
     c->materialize = calloc(n, 1);
     c->own_storage = calloc(n, 1);
     c->view = calloc(n, sizeof *c->view);
@@ -195,13 +222,14 @@ static vkg_status compiler_init(vkg_compiler *c, const vkg_graph *g, const vkg_c
     c->index_max = malloc(n * sizeof *c->index_max);
     c->alias = malloc(n * sizeof *c->alias);
     if (!c->keep || !c->consumers || !c->role || !c->fused_scale || !c->fused_mask || !c->fused_bias ||
-        !c->fused_residual || !c->fused_activation || !c->fused_input || !c->materialize || !c->own_storage ||
+        !c->fused_residual || !c->fused_activation || !c->fused_input || !c->fused_softmax || !c->materialize || !c->own_storage ||
         !c->view || !c->index_slot || !c->index_max || !c->alias)
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling a graph of %d nodes", c->n);
     for (int i = 0; i < c->n; i++) {
         c->fused_scale[i] = c->fused_mask[i] = c->fused_bias[i] = c->fused_residual[i] = VKG_NONE;
         c->fused_activation[i] = VKG_NONE;
         c->fused_input[i] = VKG_NONE;
+        c->fused_softmax[i] = VKG_NONE;
         c->index_slot[i] = -1;
         c->index_max[i] = INT32_MAX;
         c->alias[i] = i;

@@ -47,6 +47,7 @@ typedef struct vkg_compiler {
     /* For a node that roots a fused group: the nodes it absorbed. */
     vkg_tensor *fused_scale, *fused_mask, *fused_bias, *fused_residual, *fused_activation;
     vkg_tensor *fused_input;         /* softmax: the tensor under the absorbed scale/mask   */
+    vkg_tensor *fused_softmax;       /* probs @ v computed as fused attention: its softmax  */
     char *materialize;               /* node gets its own contiguous storage (and a copy)   */
     char *own_storage;               /* node has storage of its own                         */
     vkg_view *view;                  /* how each node's value is read                       */
@@ -74,6 +75,10 @@ static inline uint32_t vkg_activation_code(vkg_op op) {
 vkg_status vkg_compile_fuse(vkg_compiler *c);
 vkg_status vkg_compile_lower(vkg_compiler *c);
 vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root);
+vkg_status vkg_compile_lower_attention(vkg_compiler *c, vkg_tensor pv);
+/* An operand's batch strides mapped onto the output's (batch0, batch1): out has 2 to 4 dims, the
+ * last two the matrix; a dimension the operand lacks or has of size 1 broadcasts (stride 0). */
+void vkg_compile_batch_strides(const vkg_view *v, const vkg_node *out, uint32_t *s0, uint32_t *s1);
 vkg_status vkg_compile_place(vkg_compiler *c, vkg_plan *p);
 
 /* Appends a symbolic step (NULL when out of memory). */

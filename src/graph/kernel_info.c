@@ -11,6 +11,7 @@ static const struct {
     [VKG_KERNEL_SOFTMAX] = {"softmax", 4},     /* in, out, mask, indices   */
     [VKG_KERNEL_LAYERNORM] = {"layernorm", 4}, /* in, out, gamma, beta     */
     [VKG_KERNEL_EMBEDDING] = {"embedding", 3}, /* ids, table, out          */
+    [VKG_KERNEL_ATTENTION] = {"attention", 5}, /* q, k, v, out, indices    */
 };
 
 const char *vkg_kernel_name(vkg_kernel k) {

@@ -450,7 +450,9 @@ vkg_status vkg_compile_lower(vkg_compiler *c) {
         case VKG_OP_EMBEDDING: st = lower_embedding(c, i); break;
         case VKG_OP_CONCAT: st = lower_concat(c, i); break;
         case VKG_OP_WRITE_AT: st = lower_write_at(c, i); break;
-        case VKG_OP_MATMUL: st = vkg_compile_lower_matmul(c, i); break;
+        case VKG_OP_MATMUL:
+            st = c->fused_softmax[i] != VKG_NONE ? vkg_compile_lower_attention(c, i) : vkg_compile_lower_matmul(c, i);
+            break;
         default:
             st = c->fused_input[i] != VKG_NONE ? vkg_compile_lower_matmul(c, i) : lower_elementwise(c, i);
             break;

@@ -9,8 +9,7 @@
 
 #define WORD(field) ((int)(offsetof(vkg_matmul_params, field) / 4))
 
-/* The operand's batch strides mapped onto the output's (batch0, batch1). */
-static void batch_strides(const vkg_view *v, const vkg_node *out, uint32_t *s0, uint32_t *s1) {
+void vkg_compile_batch_strides(const vkg_view *v, const vkg_node *out, uint32_t *s0, uint32_t *s1) {
     int nb = out->ndim - 2, nbv = v->ndim - 2;
     int64_t s[2] = {0, 0};
     for (int j = 0; j < nb; j++) {
@@ -71,9 +70,9 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int
     p->b_stride_k = (uint32_t)G->b.strides[G->b.ndim - 2];
     p->b_stride_n = (uint32_t)G->b.strides[G->b.ndim - 1];
     p->c_stride_m = (uint32_t)G->N;
-    batch_strides(&G->a, out, &p->a_stride_b0, &p->a_stride_b1);
-    batch_strides(&G->b, out, &p->b_stride_b0, &p->b_stride_b1);
-    batch_strides(&G->c, out, &p->c_stride_b0, &p->c_stride_b1);
+    vkg_compile_batch_strides(&G->a, out, &p->a_stride_b0, &p->a_stride_b1);
+    vkg_compile_batch_strides(&G->b, out, &p->b_stride_b0, &p->b_stride_b1);
+    vkg_compile_batch_strides(&G->c, out, &p->c_stride_b0, &p->c_stride_b1);
     vkg_view a = block(G->a, m0, mn, 0, G->K), b = block(G->b, 0, G->K, n0, nn), cc = block(G->c, m0, mn, n0, nn);
     /* Each binding spans its view as shaped: a broadcast batch (size 1 in the operand) spans one. */
     vkg_compile_bind(s, 0, &a, WORD(a_offset), 0);
@@ -91,7 +90,7 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int
         p->flags |= VKG_MATMUL_RESIDUAL;
         vkg_view r = block(G->r, m0, mn, n0, nn);
         p->r_stride_m = (uint32_t)G->r.strides[G->r.ndim - 2];
-        batch_strides(&G->r, out, &p->r_stride_b0, &p->r_stride_b1);
+        vkg_compile_batch_strides(&G->r, out, &p->r_stride_b0, &p->r_stride_b1);
         vkg_compile_bind(s, 4, &r, WORD(r_offset), 0);
     }
     return VKG_OK;

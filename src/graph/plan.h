@@ -6,6 +6,7 @@
 
 #include "vkgraph.h"
 #include "graph/graph.h"
+#include "params/attention.h"
 #include "params/binary.h"
 #include "params/embedding.h"
 #include "params/layernorm.h"
@@ -20,6 +21,7 @@ typedef enum vkg_kernel {
     VKG_KERNEL_SOFTMAX,
     VKG_KERNEL_LAYERNORM,
     VKG_KERNEL_EMBEDDING,
+    VKG_KERNEL_ATTENTION,  /* scores, mask, softmax and times V in one step (no [T, S] matrix) */
     VKG_KERNEL_COUNT
 } vkg_kernel;
 
@@ -59,6 +61,7 @@ typedef union vkg_params {
     vkg_softmax_params softmax;
     vkg_layernorm_params layernorm;
     vkg_embedding_params embedding;
+    vkg_attention_params attention;
     uint32_t words[32];
 } vkg_params;
 
@@ -91,5 +94,11 @@ struct vkg_plan {
     vkg_placement *place;   /* one per graph node                                              */
     vkg_memory_stats stats;
 };
+
+/* Whether step i of p reads or writes bytes that a step in [since, i) wrote, or writes bytes such
+ * a step read: the one definition of a hazard.  The planner sets each step's barrier flag from it
+ * (since = the step after the last barrier); executors that run steps concurrently check the
+ * flags against it. */
+int vkg_plan_step_hazard(const vkg_plan *p, int i, int since);
 
 #endif

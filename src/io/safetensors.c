@@ -473,7 +473,9 @@ vkg_status vkg_safetensors_write(const char *path, const vkg_st_write *tensors, 
         offset += bytes[i];
     }
     fputc('}', h);
-    while ((8 + ftell(h)) % 8) fputc(' ', h); /* the data section starts 8-byte aligned */
+    /* The data section starts 64-byte aligned (the format asks for 8): a device that reads host
+     * memory in place (vulkan/host_import.c) can then bind each tensor where it lies. */
+    while ((8 + ftell(h)) % 64) fputc(' ', h);
     int mem_failed = fclose(h) != 0;
     FILE *f = NULL;
     if (status == VKG_OK && mem_failed)

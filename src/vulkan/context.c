@@ -341,9 +341,23 @@ static vkg_status create_device(vkg_vk_context *c, vkg_error *err) {
     c->has_f16 = f12.shaderFloat16 != 0;
     c->has_16bit_storage = f11.storageBuffer16BitAccess != 0;
 
-    const char *extensions[2];
+    const char *extensions[3];
     uint32_t n_ext = 0;
     if (device_extension_present(c->phys, "VK_KHR_portability_subset")) extensions[n_ext++] = "VK_KHR_portability_subset";
+    /* Where device memory is host memory, constants are imported where they lie rather than
+     * copied (host_import.c); VKG_HOST_IMPORT=0 copies them as on a discrete GPU. */
+    VkPhysicalDeviceType type = c->props.deviceType;
+    const char *import_env = getenv("VKG_HOST_IMPORT");
+    if ((type == VK_PHYSICAL_DEVICE_TYPE_CPU || type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU) &&
+        !(import_env && strcmp(import_env, "0") == 0) &&
+        device_extension_present(c->phys, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+        VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &hp};
+        vkGetPhysicalDeviceProperties2(c->phys, &p2);
+        c->host_import_alignment = hp.minImportedHostPointerAlignment;
+        if (c->host_import_alignment) extensions[n_ext++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
+    }
     if (c->timestamp_valid_bits && (c->calibrated = calibrateable(c->phys)))
         extensions[n_ext++] = VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
 

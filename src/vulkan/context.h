@@ -58,6 +58,9 @@ typedef struct vkg_vk_context {
     VkPhysicalDeviceMemoryProperties memory;
     VkDeviceSize max_allocation;              /* maxMemoryAllocationSize                       */
     int has_f16, has_16bit_storage;           /* features enabled on the logical device        */
+    VkDeviceSize host_import_alignment;       /* VK_EXT_external_memory_host enabled on a device
+                                                 whose memory is the host's (CPU, integrated):
+                                                 minImportedHostPointerAlignment; 0: not used  */
 
     int validation;                           /* the Khronos layer is active                   */
     uint64_t *validation_counter;             /* the owning vkg_device's counter               */

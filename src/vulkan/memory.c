@@ -56,6 +56,8 @@ vkg_status vkg_vk_memory_create(vkg_vk_context *c, int n, const vkg_vk_buffer_re
                                 vkg_vk_buffer *bufs, vkg_vk_memory *mem, vkg_error *err) {
     memset(mem, 0, sizeof *mem);
     memset(bufs, 0, (size_t)n * sizeof *bufs);
+    vkg_status imported = vkg_vk_import_host(c, n, req, bufs, mem, err);
+    if (imported != VKG_OK) return imported;
     /* Blocks of at most 1 GiB (easier for a driver to place), but one buffer may fill a block
      * of its own up to the device's largest allocation. */
     VkDeviceSize max_buffer = c->max_allocation ? c->max_allocation : BLOCK_CAP;
@@ -72,6 +74,8 @@ vkg_status vkg_vk_memory_create(vkg_vk_context *c, int n, const vkg_vk_buffer_re
     }
 
     for (int i = 0; i < n && st == VKG_OK; i++) {
+        type[i] = -1;
+        if (bufs[i].imported) continue;
         VkBufferCreateInfo bci = {
             .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
             .size = align_up(req[i].bytes ? req[i].bytes : 16, 256),
@@ -109,7 +113,7 @@ vkg_status vkg_vk_memory_create(vkg_vk_context *c, int n, const vkg_vk_buffer_re
         for (int host = 0; host <= 1; host++) {
             int cur = -1;
             for (int i = 0; i < n; i++) {
-                if (type[i] != t || (req[i].host != 0) != host) continue;
+                if (bufs[i].imported || type[i] != t || (req[i].host != 0) != host) continue;
                 VkDeviceSize at = cur >= 0 ? align_up(blocks[cur].size, mr[i].alignment) : 0;
                 if (cur < 0 || at + mr[i].size > cap) {
                     cur = n_blocks++;
@@ -143,6 +147,7 @@ vkg_status vkg_vk_memory_create(vkg_vk_context *c, int n, const vkg_vk_buffer_re
         }
     }
     for (int i = 0; i < n && st == VKG_OK; i++) {
+        if (bufs[i].imported) continue;
         VkResult r = vkBindBufferMemory(c->device, bufs[i].buffer, mem->blocks[block[i]], offset[i]);
         if (r != VK_SUCCESS) st = vkg_vk_fail(err, r, "vkBindBufferMemory");
         if (maps[block[i]] && (req[i].host || !force_staging)) bufs[i].mapped = (uint8_t *)maps[block[i]] + offset[i];
@@ -164,7 +169,9 @@ void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_me
         if (bufs[i].buffer) vkDestroyBuffer(c->device, bufs[i].buffer, NULL);
     memset(bufs, 0, (size_t)n * sizeof *bufs);
     for (int b = 0; b < mem->n_blocks; b++) vkFreeMemory(c->device, mem->blocks[b], NULL);
+    for (int b = 0; b < mem->n_imported; b++) vkFreeMemory(c->device, mem->imported[b], NULL);
     free(mem->blocks);
+    free(mem->imported);
     memset(mem, 0, sizeof *mem);
 }
 
@@ -275,6 +282,7 @@ static vkg_status check_range(const vkg_vk_buffer *b, VkDeviceSize offset, size_
 
 vkg_status vkg_vk_buffer_write(vkg_vk_context *c, vkg_vk_staging *st, const vkg_vk_buffer *b, VkDeviceSize offset,
                                const void *data, size_t bytes, vkg_error *err) {
+    offset += b->start;
     vkg_status s = check_range(b, offset, bytes, err);
     if (s != VKG_OK || bytes == 0) return s;
     if (b->mapped) {
@@ -296,6 +304,7 @@ vkg_status vkg_vk_buffer_write(vkg_vk_context *c, vkg_vk_staging *st, const vkg_
 vkg_status vkg_vk_buffer_read(vkg_vk_context *c, vkg_vk_staging *st, const vkg_vk_buffer *b, VkDeviceSize offset,
                               void *data, size_t bytes, vkg_error *err) {
     if (!data) return vkg_vk_buffer_write(c, st, b, offset, NULL, bytes, err);
+    offset += b->start;
     vkg_status s = check_range(b, offset, bytes, err);
     if (s != VKG_OK || bytes == 0) return s;
     if (b->mapped) {

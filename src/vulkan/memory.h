@@ -9,25 +9,39 @@ typedef struct vkg_vk_buffer_request {
     VkDeviceSize bytes;
     int host;                /* 1: the host writes or reads it every run (inputs, outputs,
                                 indices): host-visible memory; 0: device-local              */
+    const void *import_host; /* constants: their host bytes, which host_import.c may import
+                                instead of allocating (and the caller then copies nothing)  */
 } vkg_vk_buffer_request;
 
 typedef struct vkg_vk_buffer {
     VkBuffer buffer;
     VkDeviceSize size;       /* bytes of the VkBuffer (the request rounded up)               */
     uint8_t *mapped;         /* host address of byte 0, or NULL: reached through staging     */
+    VkDeviceSize start;      /* the byte of the buffer where the region's byte 0 lies: 0, but
+                                for an imported constant its offset from the alignment below */
+    int imported;            /* bound to imported host memory: already holds its bytes       */
 } vkg_vk_buffer;
 
 typedef struct vkg_vk_memory {
     VkDeviceMemory *blocks;
     int n_blocks;
     VkDeviceSize total_bytes;
+    VkDeviceMemory *imported;    /* host ranges imported for constants (host_import.c)      */
+    int n_imported;
+    VkDeviceSize imported_bytes; /* the constants' bytes read in place, never copied          */
 } vkg_vk_memory;
 
-/* Creates n buffers and the allocations behind them.  force_staging leaves device-local buffers
+/* Creates n buffers and the allocations behind them, importing constants where the device can
+ * (vkg_vk_import_host) and allocating the rest.  force_staging leaves device-local buffers
  * unmapped even where the memory is host-visible (so the staging path can be tested on any
  * device).  what names the owner in messages. */
 vkg_status vkg_vk_memory_create(vkg_vk_context *c, int n, const vkg_vk_buffer_request *req, int force_staging,
                                 vkg_vk_buffer *bufs, vkg_vk_memory *mem, vkg_error *err);
+/* host_import.c: binds each request that has import_host to the host bytes themselves where the
+ * device's memory is the host's (VK_EXT_external_memory_host), marking its buffer imported; the
+ * rest are left untouched, for vkg_vk_memory_create.  Fails only when out of host memory. */
+vkg_status vkg_vk_import_host(vkg_vk_context *c, int n, const vkg_vk_buffer_request *req, vkg_vk_buffer *bufs,
+                              vkg_vk_memory *mem, vkg_error *err);
 void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_memory *mem);
 
 /* A host-visible buffer plus a command buffer, for copies to and from unmapped buffers. */
@@ -41,7 +55,7 @@ typedef struct vkg_vk_staging {
     int pending;             /* a copy timed out: wait for it before reusing anything        */
 } vkg_vk_staging;
 
-/* Writes bytes at offset of b: a memcpy when b is mapped, else staged copies (created on first
+/* Offsets are the region's (buffer_write and buffer_read add b->start).  Writes bytes at offset of b: a memcpy when b is mapped, else staged copies (created on first
  * use in st). */
 vkg_status vkg_vk_buffer_write(vkg_vk_context *c, vkg_vk_staging *st, const vkg_vk_buffer *b, VkDeviceSize offset,
                                const void *data, size_t bytes, vkg_error *err);

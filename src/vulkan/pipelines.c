@@ -33,6 +33,8 @@ static const struct {
     [VKG_SH_SOFTMAX] = {"softmax", 4, 0x0, 0, sizeof(vkg_softmax_params)},
     [VKG_SH_LAYERNORM] = {"layernorm", 4, 0x0, 0, sizeof(vkg_layernorm_params)},
     [VKG_SH_EMBEDDING] = {"embedding", 3, 0x0, 0, sizeof(vkg_embedding_params)},
+    [VKG_SH_ATTENTION] = {"attention", 5, 0x7, 0, sizeof(vkg_attention_params)},
+    [VKG_SH_ATTENTION4] = {"attention4", 5, 0x7, 1, sizeof(vkg_attention_params)},
 };
 
 const char *vkg_vk_shader_file(vkg_vk_shader s) { return shader_info[s].file; }

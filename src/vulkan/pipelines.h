@@ -26,6 +26,8 @@ typedef enum vkg_vk_shader {
     VKG_SH_SOFTMAX,
     VKG_SH_LAYERNORM,
     VKG_SH_EMBEDDING,
+    VKG_SH_ATTENTION,          /* fused attention, texel buffers of floats, any strides          */
+    VKG_SH_ATTENTION4,         /* fused attention, vec4 texel fetches along rows                 */
     VKG_SH_COUNT
 } vkg_vk_shader;
 

@@ -10,28 +10,6 @@
 
 static uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
 
-static int ranges_overlap(const vkg_binding *a, const vkg_binding *b) {
-    return a->region == b->region && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
-}
-
-int vkg_vk_step_hazard(const vkg_plan *p, int i, int last_barrier) {
-    const vkg_step *st = &p->steps[i];
-    int nb = vkg_kernel_binding_count(st->kernel);
-    for (int j = last_barrier; j < i; j++) {
-        const vkg_step *prev = &p->steps[j];
-        int pb = vkg_kernel_binding_count(prev->kernel);
-        for (int a = 0; a < nb; a++) {
-            if (st->bind[a].region < 0) continue;
-            for (int b = 0; b < pb; b++) {
-                if (prev->bind[b].region < 0 || !ranges_overlap(&st->bind[a], &prev->bind[b])) continue;
-                /* read after write, write after write, write after read */
-                if (prev->bind[b].writes || st->bind[a].writes) return 1;
-            }
-        }
-    }
-    return 0;
-}
-
 /* Mesa's llvmpipe (lavapipe) stops every loop of a shader invocation, silently, once that
  * invocation has run 65535 loop iterations in all, counted over all of its loops together
  * (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, a guard against GL shaders that never end).  The work
@@ -169,6 +147,24 @@ static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, 
     }
 }
 
+/* Whether attention's q, k and v can be read as vec4 texels: unit stride along their rows, whole
+ * vec4 rows, every other stride and offset whole vec4s, bindings a vec4 view can take. */
+static int attention_vec4(const vkg_vk_context *c, const vkg_step *st) {
+    const vkg_attention_params *a = &st->params.attention;
+    const uint32_t words[] = {a->D, a->Dv, a->q_offset, a->q_stride_t, a->q_stride_b0, a->q_stride_b1,
+                              a->k_offset, a->k_stride_s, a->k_stride_b0, a->k_stride_b1,
+                              a->v_offset, a->v_stride_s, a->v_stride_b0, a->v_stride_b1};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (!mult4(words[i])) return 0;
+    return a->q_stride_d == 1 && a->k_stride_d == 1 && a->v_stride_d == 1 && texel_fits(c, &st->bind[0], 16) &&
+           texel_fits(c, &st->bind[1], 16) && texel_fits(c, &st->bind[2], 16);
+}
+
+/* Loop iterations of one attention invocation (one query row): the walk over its keys, one
+ * iteration each, plus a few; the loops over a row's vec4s have constant bounds (specialization
+ * constants) and are unrolled, as matmul's register blocks are. */
+static uint64_t attention_iterations(const vkg_attention_params *a) { return (uint64_t)a->S + 8; }
+
 vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                               uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
     const vkg_vk_tuning *t = &c->tuning;
@@ -226,6 +222,19 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
         uint64_t n = (uint64_t)e->n_ids * e->dim;
         return linear_groups(c, st, div_up(n, t->elementwise_wg), n, 1, g, err);
     }
+    case VKG_KERNEL_ATTENTION: {
+        const vkg_attention_params *a = &st->params.attention;
+        if (!texel_fits(c, &st->bind[0], 4) || !texel_fits(c, &st->bind[1], 4) || !texel_fits(c, &st->bind[2], 4))
+            return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: q, k or v spans more than a texel buffer of %s holds",
+                                 st->label, c->props.deviceName);
+        *sh = attention_vec4(c, st) ? VKG_SH_ATTENTION4 : VKG_SH_ATTENTION;
+        spec[0] = c->tuning.row_wg, spec[1] = div_up(a->D, 4), spec[2] = div_up(a->Dv, 4), *n_spec = 3;
+        if (spec[1] == 0) spec[1] = 1;
+        if (spec[2] == 0) spec[2] = 1;
+        /* one unit: a workgroup's tile of consecutive query rows of one batch entry */
+        uint64_t batch = (uint64_t)a->batch0 * a->batch1, rows = batch * a->T, units = batch * div_up(a->T, spec[0]);
+        return linear_groups(c, st, units, rows * a->S * (a->D + a->Dv), attention_iterations(a), g, err);
+    }
     default:
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "the Vulkan executor has no kernel %d", (int)st->kernel);
     }
@@ -277,7 +286,7 @@ vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
         if (st == VKG_OK) st = check_bindings(s, i, sh, err);
         if (st == VKG_OK) st = vkg_vk_pipeline_get(s->c, sh, spec, n_spec, &vs->pipeline, err);
         if (st != VKG_OK) return st;
-        int hazard = vkg_vk_step_hazard(p, i, last_barrier);
+        int hazard = vkg_plan_step_hazard(p, i, last_barrier);
         if (hazard && !p->steps[i].barrier) {
             /* A planner bug: run correctly anyway, and make it loud where validation is on. */
             s->missing_barriers++;
@@ -351,7 +360,7 @@ vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err) {
             const vkg_binding *bd = &st->bind[b];
             int used = bd->region >= 0 && bd->bytes > 0;
             const vkg_vk_buffer *buf = used ? &s->buffers[bd->region] : dummy;
-            VkDeviceSize offset = used ? bd->offset : 0, range = used ? bd->bytes : dummy->size;
+            VkDeviceSize offset = used ? buf->start + bd->offset : 0, range = used ? bd->bytes : dummy->size;
             writes[b] = (VkWriteDescriptorSet){
                 .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                 .dstSet = vs->set,

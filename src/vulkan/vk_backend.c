@@ -44,6 +44,7 @@ static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share,
         s->borrowed[r] = share && share_map[r] >= 0;
         req[r].bytes = s->borrowed[r] ? 16 : p->regions[r].bytes; /* a placeholder for a shared region */
         req[r].host = k == VKG_REGION_INPUT || k == VKG_REGION_OUTPUT || k == VKG_REGION_INDICES;
+        if (k == VKG_REGION_CONSTANT && !s->borrowed[r] && !s->force_staging) req[r].import_host = p->regions[r].host;
     }
     req[n - 1].bytes = 256;
     vkg_status st = vkg_vk_memory_create(s->c, n, req, s->force_staging, s->own, &s->memory, err);
@@ -54,7 +55,7 @@ static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share,
      * A shared region keeps what its owner holds. */
     for (int r = 0; r < p->n_regions && st == VKG_OK; r++) {
         const vkg_region *rg = &p->regions[r];
-        if (s->borrowed[r]) continue;
+        if (s->borrowed[r] || s->buffers[r].imported) continue;
         if (rg->kind == VKG_REGION_CONSTANT && rg->host)
             st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[r], 0, rg->host, rg->bytes, err);
         else
@@ -149,6 +150,9 @@ static vkg_status session_write(void *impl, int region, uint64_t offset, const v
                                 vkg_error *err) {
     vkg_vk_session *s = impl;
     vkg_status st = check_region(s, region, offset, bytes, err);
+    if (st == VKG_OK && s->buffers[region].imported)   /* its bytes are the caller's own memory */
+        st = vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "region %d is a constant read in place from host memory "
+                           "(VKG_HOST_IMPORT=0 copies constants instead): it cannot be written", region);
     if (st == VKG_OK) st = settle(s, err);
     if (st != VKG_OK) return st;
     return vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[region], offset, data, bytes, err);

@@ -52,9 +52,4 @@ vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err);
 vkg_status vkg_vk_record(vkg_vk_session *s, VkCommandBuffer cmd, VkQueryPool queries, int first, int count,
                          vkg_error *err);
 
-/* Whether step i of p reads or writes bytes that a step since the last barrier wrote, or writes
- * bytes such a step read.  last_barrier is the index of the step that follows the last barrier
- * (0 at the start).  Exposed for tests. */
-int vkg_vk_step_hazard(const vkg_plan *p, int i, int last_barrier);
-
 #endif

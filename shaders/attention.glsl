@@ -1,0 +1,67 @@
+// Fused attention (params/attention.h): one invocation per query row.  A workgroup takes WG
+// consecutive rows of one batch entry (b0, b1), so its invocations read the same key and value
+// rows at each step of the walk: the same cache lines.  (Fetching each row once per subgroup and
+// handing it on with subgroupBroadcast was measured slower on llvmpipe.)  Each
+// invocation walks its visible keys once, keeping the online softmax (running max m, sum l, the
+// output acc, rescaled when m grows) in registers; no [T, S] matrix is stored.
+//
+// Include after declaring the bindings (Q, K, V, o_data, indices) and defining LOAD_Q(row, d4),
+// LOAD_K(row, d4) and LOAD_V(row, d4): elements 4 d4 .. 4 d4 + 3 of the row that starts at
+// element `row`, zeros past D (q, k) or Dv (v).  The loops over a row's vec4s have constant
+// bounds and are unrolled, so the walk over the keys is the only loop that runs long (record.c
+// sizes dispatches by it).
+#ifndef VKG_ATTENTION_GLSL
+#define VKG_ATTENTION_GLSL
+
+#extension GL_EXT_control_flow_attributes : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint D4 = 16;    // vec4s of a q / k row: ceil(D / 4)
+layout(constant_id = 2) const uint DV4 = 16;   // vec4s of a v / out row: ceil(Dv / 4)
+
+void main() {
+    uint WG = gl_WorkGroupSize.x;
+    int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index] : 0;
+    uint tiles = (p.T + WG - 1u) / WG;           // workgroup tiles per batch entry
+    uint units = p.batch0 * p.batch1 * tiles;
+    for (uint u = vkg_group_index(); u < units; u += vkg_group_count()) {
+        uint bb = u / tiles, t = (u % tiles) * WG + gl_LocalInvocationID.x;
+        if (t >= p.T) continue;
+        uint b1 = bb % p.batch1, b0 = bb / p.batch1;
+        uint q_row = p.q_offset + b0 * p.q_stride_b0 + b1 * p.q_stride_b1 + t * p.q_stride_t;
+        uint k_base = p.k_offset + b0 * p.k_stride_b0 + b1 * p.k_stride_b1;
+        uint v_base = p.v_offset + b0 * p.v_stride_b0 + b1 * p.v_stride_b1;
+        int keys = int(p.S);
+        if (p.mask_kind == VKG_ATTENTION_MASK_CAUSAL) keys = clamp(int(t) + p.causal_offset + dyn + 1, 0, int(p.S));
+
+        vec4 q[D4];
+        [[unroll]] for (uint d = 0; d < D4; d++) q[d] = LOAD_Q(q_row, d);
+        vec4 acc[DV4];
+        [[unroll]] for (uint d = 0; d < DV4; d++) acc[d] = vec4(0.0);
+        float m = vkg_neg_inf(), l = 0.0;
+        for (int j = 0; j < keys; j++) {
+            uint k_row = k_base + uint(j) * p.k_stride_s, v_row = v_base + uint(j) * p.v_stride_s;
+            float dot_qk = 0.0;
+            [[unroll]] for (uint d = 0; d < D4; d++) dot_qk += dot(q[d], LOAD_K(k_row, d));
+            float s = p.scale * dot_qk;
+            if (s == vkg_neg_inf()) continue;   // weight exactly 0, as softmax gives it
+            if (!(s <= m)) {                    // a new maximum (or NaN, which then stays)
+                float corr = exp(m - s);
+                l *= corr;
+                [[unroll]] for (uint d = 0; d < DV4; d++) acc[d] *= corr;
+                m = s;
+            }
+            float e = exp(s - m);
+            l += e;
+            [[unroll]] for (uint d = 0; d < DV4; d++) acc[d] += e * LOAD_V(v_row, d);
+        }
+
+        float inv = l == 0.0 ? 0.0 : 1.0 / l;   // no visible key: zeros
+        uint o_row = p.o_offset + b0 * p.o_stride_b0 + b1 * p.o_stride_b1 + t * p.o_stride_t;
+        [[unroll]] for (uint d = 0; d < DV4; d++)
+            [[unroll]] for (uint e = 0; e < 4u; e++)
+                if (4u * d + e < p.Dv) o_data[o_row + (4u * d + e) * p.o_stride_d] = acc[d][e] * inv;
+    }
+}
+
+#endif

@@ -1,0 +1,34 @@
+/* Fused attention: for each query row t of each batch entry (b0, b1),
+ *   s_j   = scale * sum_d q[t, d] k[j, d]            for keys j = 0 .. S-1
+ *   o[t]  = sum_j softmax_j(s_j, masked) v[j, :]
+ * without the [T, S] matrix of probabilities ever being stored: the keys are walked once with a
+ * running maximum and sum (the online softmax), rescaling the accumulated output whenever the
+ * maximum grows.  The mask is causal (key j > t + causal_offset (+ index) is blocked) or none.
+ * A row whose keys are all blocked gives zeros, as softmax then matmul does.
+ * Every operand is read through strides (stride 0 broadcasts a batch dimension).
+ * Bindings: 0 q, 1 k, 2 v, 3 out, 4 runtime indices (i32). */
+#ifndef VKG_PARAMS_ATTENTION_H
+#define VKG_PARAMS_ATTENTION_H
+#include "common.h"
+
+#define VKG_ATTENTION_MASK_NONE 0u
+#define VKG_ATTENTION_MASK_CAUSAL 1u
+
+/* The widest v row the kernels keep in registers; the compiler fuses only up to it. */
+#define VKG_ATTENTION_MAX_DV 256u
+
+VKG_PARAMS_BEGIN(vkg_attention_params)
+    vkg_u32 T, S, D, Dv;              /* query rows, keys, q/k width, v/out width           */
+    vkg_u32 batch0, batch1;
+    vkg_u32 q_offset, q_stride_t, q_stride_b0, q_stride_b1;
+    vkg_u32 k_offset, k_stride_s, k_stride_b0, k_stride_b1;
+    vkg_u32 v_offset, v_stride_s, v_stride_b0, v_stride_b1;
+    vkg_u32 o_offset, o_stride_t, o_stride_b0, o_stride_b1;
+    vkg_u32 q_stride_d, k_stride_d, v_stride_d, o_stride_d;
+    vkg_f32 scale;
+    vkg_u32 mask_kind;
+    vkg_i32 causal_offset;
+    vkg_u32 dyn_index;
+VKG_PARAMS_END(vkg_attention_params)
+
+#endif
