@@ -242,6 +242,9 @@ typedef struct vkg_device_options {
                               ($XDG_CACHE_HOME/vkgraph, else ~/.cache/vkgraph)              */
     int print_steps;      /* one line per step on stderr as a session is made: shader,
                              workgroups, specialization                                    */
+    int no_host_import;   /* on a device whose memory is the host's, copy constants to the
+                             device as on a discrete GPU instead of importing them where
+                             they lie (VK_EXT_external_memory_host)                        */
     vkg_matmul_shaders matmul;
 } vkg_device_options;
 

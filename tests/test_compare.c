@@ -15,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Constants copied to the device, not read in place from host memory (lavapipe would import
+ * them), so that a test can corrupt the device's copy alone. */
+static const vkg_device_options copied_constants = {.no_host_import = 1};
+
 typedef struct block_case {
     vkg_block_config cfg;
     vkg_block_weights w;
@@ -96,7 +100,7 @@ static void agree(vkg_device *test, vkg_device *ref, int bit_identical) {
 
 static void test_vulkan_agrees_with_cpu(void **state) {
     (void)state;
-    vkg_device *vk = vk_test_open(), *cpu = NULL;
+    vkg_device *vk = vk_test_open_with(copied_constants), *cpu = NULL;
     vkg_error err = {0};
     assert_int_equal(vkg_device_open("cpu", NULL, &cpu, &err), VKG_OK);
     agree(vk, cpu, 0);
@@ -161,7 +165,7 @@ static void corrupt_on(vkg_device *test, vkg_device *ref) {
 
 static void test_corrupted_weight_found_on_vulkan(void **state) {
     (void)state;
-    vkg_device *vk = vk_test_open(), *cpu = NULL;
+    vkg_device *vk = vk_test_open_with(copied_constants), *cpu = NULL;
     vkg_error err = {0};
     assert_int_equal(vkg_device_open("cpu", NULL, &cpu, &err), VKG_OK);
     corrupt_on(vk, cpu);
@@ -193,9 +197,6 @@ static void test_needs_one_plan(void **state) {
 }
 
 int main(void) {
-    /* Constants copied to the device, not read in place from host memory (lavapipe would import
-     * them), so that a test can corrupt the device's copy alone. */
-    setenv("VKG_HOST_IMPORT", "0", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vulkan_agrees_with_cpu),
         cmocka_unit_test(test_cpu_threads_bit_identical),

@@ -19,6 +19,8 @@ int cli_device_options_from_env(const char *cmd, vkg_device_options *o) {
     const char *cache = getenv("VKG_PIPELINE_CACHE");
     o->no_pipeline_cache = cache && strcmp(cache, "0") == 0;
     o->print_steps = env_flag("VKG_VULKAN_STEPS");
+    const char *import = getenv("VKG_HOST_IMPORT");
+    o->no_host_import = import && strcmp(import, "0") == 0;
     const char *timeout = getenv("VKG_TIMEOUT_MS");
     if (timeout && *timeout) {
         long ms;

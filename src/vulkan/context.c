@@ -345,11 +345,10 @@ static vkg_status create_device(vkg_vk_context *c, vkg_error *err) {
     uint32_t n_ext = 0;
     if (device_extension_present(c->phys, "VK_KHR_portability_subset")) extensions[n_ext++] = "VK_KHR_portability_subset";
     /* Where device memory is host memory, constants are imported where they lie rather than
-     * copied (host_import.c); VKG_HOST_IMPORT=0 copies them as on a discrete GPU. */
+     * copied (host_import.c); no_host_import copies them as on a discrete GPU. */
     VkPhysicalDeviceType type = c->props.deviceType;
-    const char *import_env = getenv("VKG_HOST_IMPORT");
     if ((type == VK_PHYSICAL_DEVICE_TYPE_CPU || type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU) &&
-        !(import_env && strcmp(import_env, "0") == 0) &&
+        !c->opts.no_host_import &&
         device_extension_present(c->phys, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
         VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp = {
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};

@@ -12,7 +12,7 @@
  * importing saves memory, it is never a reason to fail. */
 #include "vulkan/memory.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -152,7 +152,7 @@ static vkg_status session_write(void *impl, int region, uint64_t offset, const v
     vkg_status st = check_region(s, region, offset, bytes, err);
     if (st == VKG_OK && s->buffers[region].imported)   /* its bytes are the caller's own memory */
         st = vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "region %d is a constant read in place from host memory "
-                           "(VKG_HOST_IMPORT=0 copies constants instead): it cannot be written", region);
+                           "(vkg_device_options.no_host_import copies constants instead): it cannot be written", region);
     if (st == VKG_OK) st = settle(s, err);
     if (st != VKG_OK) return st;
     return vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[region], offset, data, bytes, err);
