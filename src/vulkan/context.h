@@ -66,6 +66,7 @@ typedef struct vkg_vk_context {
 
     int validation;                           /* the Khronos layer is active                   */
     uint64_t *validation_counter;             /* the owning vkg_device's counter               */
+    vkg_memory_count *device_memory;          /* the owning vkg_device's count (NULL: none)     */
     int quiet;
 
     vkg_vk_tuning tuning;

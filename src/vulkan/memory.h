@@ -21,6 +21,7 @@ typedef struct vkg_vk_memory {
     VkDeviceMemory *blocks;
     int n_blocks;
     VkDeviceSize total_bytes;
+    VkDeviceSize allocated_bytes;  /* of the blocks allocated so far: what freeing gives back */
 } vkg_vk_memory;
 
 /* Creates n buffers and the allocations behind them.  force_staging leaves device-local buffers
@@ -34,6 +35,7 @@ void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_me
 typedef struct vkg_vk_staging {
     VkBuffer buffer;
     VkDeviceMemory memory;
+    VkDeviceSize memory_bytes;
     uint8_t *mapped;
     VkDeviceSize size;
     VkCommandBuffer cmd;
