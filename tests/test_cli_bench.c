@@ -110,6 +110,7 @@ static void check_report(const vkg_json *j, int cpu) {
     near("share_of_read_bandwidth", number(d, "share_of_read_bandwidth"), number(d, "weight_gbs") / positive(m, "read_gbs"));
     assert_true(number(m, "read_buffer_bytes") >= 256.0 * 1024 * 1024);
     field(m, "fma_isa", VKG_JSON_STRING);
+    field(m, "cpu", VKG_JSON_STRING);
 
     const vkg_json *mem = field(j, "memory", VKG_JSON_OBJECT);
     /* the weights are mapped and read: resident */

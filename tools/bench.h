@@ -43,6 +43,9 @@ int bench_ops(const bench_options *o);
 /* ---- the machine -------------------------------------------------------------------------- */
 
 typedef struct bench_machine {
+    char cpu[128];               /* the CPU's model name, "" when unknown                       */
+    double load_average;         /* the 1-minute load average when the benchmark began; -1:
+                                    unknown (other work on the machine skews every figure)      */
     int cores;                   /* online processors                                           */
     int threads;                 /* the threads the figures below were measured with           */
     const char *fma_isa;         /* the widest FMA the CPU has: "avx512f fma", "avx2 fma", or
@@ -55,6 +58,8 @@ typedef struct bench_machine {
 
 /* Measures the FMA peak and the read bandwidth with `threads` threads (0: every core). */
 int bench_machine_measure(int threads, bench_machine *m);
+/* /proc/loadavg's 1-minute figure; -1 when unknown. */
+double bench_load_average(void);
 /* The process's peak resident memory (VmHWM) in bytes; 0 when unknown. */
 uint64_t bench_peak_rss_bytes(void);
 /* Restarts the VmHWM count from the current resident size (Linux's /proc/self/clear_refs):

@@ -55,7 +55,8 @@ __attribute__((target("avx2,fma"))) static float fma_avx2(long iterations) {
 }
 #endif
 
-/* Without FMA: a multiply and an add per element, 4 lanes (SSE, which every x86-64 has). */
+/* Without FMA: a multiply and an add per element, 4 lanes (SSE, which every x86-64 has; the
+ * compiler's own vectors elsewhere). */
 static float mul_add_scalar(long iterations) {
     float acc[CHAINS * 4];
     for (int c = 0; c < CHAINS * 4; c++) acc[c] = (float)c;
@@ -71,8 +72,10 @@ static const char *widest_fma(int *lanes) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return *lanes = 16, "avx512f fma";
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return *lanes = 8, "avx2 fma";
-#endif
     return *lanes = 4, "sse";
+#else
+    return *lanes = 4, "portable C";
+#endif
 }
 
 static float fma_run(const char *isa, long iterations) {
@@ -161,8 +164,26 @@ static double measure_read(vkg_threadpool *pool, uint64_t bytes) {
     return best;
 }
 
+/* /proc/cpuinfo's "model name", or "". */
+static void cpu_name(char *out, size_t size) {
+    out[0] = '\0';
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        const char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !colon) continue;
+        snprintf(out, size, "%s", colon + 2 <= line + strlen(line) ? colon + 2 : "");
+        out[strcspn(out, "\n")] = '\0';
+        break;
+    }
+    fclose(f);
+}
+
 int bench_machine_measure(int threads, bench_machine *m) {
     memset(m, 0, sizeof *m);
+    cpu_name(m->cpu, sizeof m->cpu);
+    m->load_average = -1;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     m->cores = cores > 0 ? (int)cores : 1;
     m->threads = threads > 0 ? threads : m->cores;
@@ -175,6 +196,14 @@ int bench_machine_measure(int threads, bench_machine *m) {
     m->read_gbs = measure_read(pool, m->read_bytes);
     vkg_threadpool_free(pool);
     return m->read_gbs > 0 ? 0 : 1;
+}
+
+double bench_load_average(void) {
+    FILE *f = fopen("/proc/loadavg", "r");
+    double load = -1;
+    if (f && fscanf(f, "%lf", &load) != 1) load = -1;
+    if (f) fclose(f);
+    return load;
 }
 
 /* "VmHWM:   123456 kB" in /proc/self/status. */

@@ -228,6 +228,7 @@ int bench_model(const bench_options *o) {
     if (check_dtype(o->dtype)) return 1;
     bench_model_result r;
     memset(&r, 0, sizeof r);
+    const double load_average = bench_load_average();
     r.dtype = o->dtype;
     r.name = o->random_size ? o->random_size : o->model_dir;
     vkg_gpt2 *m = NULL;
@@ -271,6 +272,7 @@ int bench_model(const bench_options *o) {
         if (bench_machine_measure((int)o->threads, &r.machine))
             rc = cli_fail(CMD, "out of memory for the read bandwidth's %llu MB buffer",
                           (unsigned long long)(r.machine.read_bytes >> 20));
+        r.machine.load_average = load_average;
     }
     if (!rc && o->json) bench_report_json(o, &r);
     else if (!rc) bench_report_text(o, &r);

@@ -104,7 +104,11 @@ void bench_report_json(const bench_options *o, const bench_model_result *r) {
         fputs("null", f);
     }
     char how[256];
-    fprintf(f, ",\n \"machine\": {\"cores\": %d, \"threads\": %d, \"fma_isa\": \"%s\", ", m->cores, m->threads, m->fma_isa);
+    fputs(",\n \"machine\": {\"cpu\": ", f);
+    vkg_json_write_string(f, m->cpu);
+    fputs(", ", f);
+    num(f, "load_average", m->load_average >= 0 ? m->load_average : NAN);
+    fprintf(f, ", \"cores\": %d, \"threads\": %d, \"fma_isa\": \"%s\", ", m->cores, m->threads, m->fma_isa);
     num(f, "fma_peak_gflops", m->fma_gflops);
     snprintf(how, sizeof how, FMA_HOW, m->fma_isa, m->threads, m->threads == 1 ? "" : "s");
     fputs(", \"fma_peak_how\": ", f);
@@ -144,7 +148,8 @@ void bench_report_text(const bench_options *o, const bench_model_result *r) {
     fprintf(f, "load     %.1f ms\n", r->load_ms);
     char how[256];
     snprintf(how, sizeof how, FMA_HOW, m->fma_isa, m->threads, m->threads == 1 ? "" : "s");
-    fprintf(f, "machine  %d cores; FMA peak %.1f GFLOP/s (%s)\n", m->cores, m->fma_gflops, how);
+    fprintf(f, "machine  %s, %d cores, load average %.2f; FMA peak %.1f GFLOP/s (%s)\n", m->cpu[0] ? m->cpu : "a CPU",
+            m->cores, m->load_average, m->fma_gflops, how);
     snprintf(how, sizeof how, READ_HOW, (double)m->read_bytes / MIB, m->threads, m->threads == 1 ? "" : "s");
     fprintf(f, "         read bandwidth %.1f GB/s (%s)\n", m->read_gbs, how);
     if (r->n_forward) {
