@@ -256,6 +256,9 @@ void vkg_device_free(vkg_device *d);
 const char *vkg_device_name(const vkg_device *d);
 int vkg_device_is_cpu(const vkg_device *d);
 uint64_t vkg_device_validation_errors(const vkg_device *d);
+/* The most bytes of device memory (Vulkan allocations of sessions and staging) held at once
+ * since d opened; 0 on the CPU executor, whose memory is the host's. */
+uint64_t vkg_device_peak_memory_bytes(const vkg_device *d);
 /* Writes the limits that shape a plan for this device (alignment, largest binding) to opts. */
 void vkg_device_compile_options(const vkg_device *d, vkg_compile_options *opts);
 
@@ -308,6 +311,12 @@ vkg_status vkg_device_profile_mark(vkg_device *d, const char *name, vkg_error *e
 enum { VKG_PROFILE_STEPS = 0, VKG_PROFILE_BY_LAYER = 1, VKG_PROFILE_BY_OP = 2 };
 vkg_status vkg_device_profile_print(const vkg_device *d, unsigned group_by, FILE *f);
 vkg_status vkg_device_profile_write_trace(const vkg_device *d, const char *path, vkg_error *err);
+/* Step records in d's profile so far: where a later vkg_device_profile_kernel_seconds starts. */
+size_t vkg_device_profile_event_count(const vkg_device *d);
+/* Seconds of the profiled steps recorded from record `from` on whose kernel is `kernel` ("matmul",
+ * with whatever was fused into it); *steps (may be NULL) gets the steps recorded from `from` on,
+ * of every kernel, so a caller can tell a run recorded whole. */
+double vkg_device_profile_kernel_seconds(const vkg_device *d, size_t from, const char *kernel, int *steps);
 
 /* ---------------------------------------------------------------------------------------------
  * Where two devices part ways: one plan run step by step on a device under test and on a
@@ -376,6 +385,8 @@ size_t vkg_utf8_encode(uint32_t cp, char *out);
 size_t vkg_utf8_decode(const char *s, size_t len, uint32_t *cp);
 /* Seconds on the host's CLOCK_MONOTONIC: the clock of profiles, traces and model timings. */
 double vkg_clock_seconds(void);
+/* Writes s as a JSON string: quotes, backslashes and control characters escaped. */
+void vkg_json_write_string(FILE *f, const char *s);
 
 /* ---------------------------------------------------------------------------------------------
  * Printing arrays, for examples and lessons.

@@ -185,6 +185,12 @@ typedef struct vkg_random_gpt2_options {
 void vkg_random_gpt2_options_default(vkg_random_gpt2_options *o);
 /* Creates dir (and missing parents) and writes dir/config.json and dir/model.safetensors. */
 vkg_status vkg_random_gpt2_write(const char *dir, const vkg_random_gpt2_options *o, vkg_error *err);
+/* Sets the shape (layers, heads, width, positions, vocabulary and special tokens) of a GPT-2
+ * release by its Hugging Face name ("gpt2", "gpt2-medium", ...), or "gpt2-tiny" for tests;
+ * VKG_ERR_NOT_FOUND naming the sizes for any other name. */
+vkg_status vkg_random_gpt2_size(const char *name, vkg_random_gpt2_options *o, vkg_error *err);
+/* "gpt2-tiny, gpt2, ...": every size name, for messages. */
+const char *vkg_random_gpt2_size_names(void);
 /* Parameters of a model of that shape (a tied head counted once). */
 int64_t vkg_random_gpt2_parameter_count(const vkg_random_gpt2_options *o);
 /* 1 when transformers' activation_function name is one vkgraph computes. */
@@ -228,6 +234,13 @@ int vkg_context_length(const vkg_context *ctx);
  * count; the array stays valid until the next call on ctx. */
 const int32_t *vkg_context_tokens(const vkg_context *ctx, int *n);
 int vkg_context_size(const vkg_context *ctx);   /* n_ctx: positions of the cache */
+/* The plan a feed of `tokens` runs (for vkg_plan_memory, vkg_plan_matmul_flops); NULL while no
+ * feed of that size has compiled it (the first plan, of n_batch tokens, exists from the start).
+ * Owned by ctx. */
+const vkg_plan *vkg_context_plan(const vkg_context *ctx, int tokens);
+/* Turns profiling on or off for the sessions ctx has now (those of the plans compiled so far;
+ * the device's profile receives the steps: vkg_device_profile_*). */
+vkg_status vkg_context_enable_profiling(vkg_context *ctx, int enable, vkg_error *err);
 /* Empties the cache (and the pending token). */
 vkg_status vkg_context_reset(vkg_context *ctx, vkg_error *err);
 /* Keeps the first n tokens (0 <= n <= length) and drops the pending token: the next feed writes

@@ -1,198 +1,136 @@
-/* vkgraph bench: figures, never verdicts.  Matmul throughput at GPT-2's shapes and a transformer
- * block's forward time, on the CPU executor and on a Vulkan device side by side. */
+/* `vkgraph bench`: the options, and the helpers every benchmark shares (bench.h). */
+#include "bench.h"
 #include "cli.h"
 #include "commands.h"
-#include "vkgraph_lesson.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: vkgraph bench [matmul|block|all] [--device D] [--repeat N] [--threads N]\n\n"
-               "Times each vkg_session_run (one warm-up run first, then the median of N runs) on the CPU\n"
-               "executor and on device D (default: the best Vulkan device) and prints a table:\n"
-               "  matmul  M x K x N = 768x768x768, 128x768x3072 and 1x768x3072 (GFLOP/s)\n"
-               "  block   the lesson's block (d_model 64, 4 heads, d_ff 256; B=2, T=10) and a\n"
-               "          GPT-2-sized block (768, 12 heads, 3072; T=128): forward time\n"
-               "  --repeat N    timed runs per figure (default 10)\n"
-               "  --threads N   CPU executor threads (default: every core)\n");
+    fprintf(f,
+            "usage: vkgraph bench (-m DIR | --random NAME) [--device D] [-T 8,64,256,1024] [--decode N]\n"
+            "                     [--threads N] [--dtype f32|f16] [--repeat N] [--logits DIR] [--json]\n"
+            "       vkgraph bench [matmul|block|all] [--device D] [--repeat N] [--threads N]\n"
+            "\n"
+            "Times a GPT-2 model: -m DIR (a Hugging Face folder) or --random NAME (GPT-2's shapes with\n"
+            "random weights, written to a temporary folder: %s).\n"
+            "  forward  for each T of -T, one pass over T tokens with the logits of every position, [T, V]:\n"
+            "           one warm-up run, then the median of --repeat runs (default 5; after 3 runs, no more\n"
+            "           once they have taken 20 s), in ms and tokens/s; the graph, plan and session (weights\n"
+            "           uploaded) are timed apart, as is loading the model; then one more run, profiled: the\n"
+            "           matmul steps' GFLOP/s beside the machine's FMA peak\n"
+            "  decode   a prompt of the smallest T, then --decode N tokens (default 64) one at a time with the\n"
+            "           KV cache, greedy (each step: run, read the logits, argmax): tokens/s, the median ms per\n"
+            "           token, and the weights read per second as a share of the machine's read bandwidth\n"
+            "  machine  measured in the same run with --threads threads: the FMA peak (a loop of independent\n"
+            "           FMAs, the widest the CPU has) and the read bandwidth (a streaming read of a buffer\n"
+            "           twice the last-level cache, best of 5 passes)\n"
+            "  memory   peak host memory (VmHWM, from loading the model on), peak device memory, and each\n"
+            "           plan's arena against naive (every tensor in its own buffer) and the lower bound (the\n"
+            "           most bytes alive at one step)\n"
+            "The prompt is the same pseudo-random ids on every run and machine (vkg_rng, seed 1); --json\n"
+            "lists them.\n"
+            "  --device D    cpu, vulkan or vulkan:N (default: the best device)\n"
+            "  --threads N   CPU executor threads (default: every core); lavapipe takes LP_NUM_THREADS\n"
+            "  --dtype D     weight storage: f32 (default) or f16 (not supported yet)\n"
+            "  --logits DIR  also write the logits computed: DIR/forward-T.npy [T, V] for each T and\n"
+            "                DIR/decode.npy [N + 1, V] (the predictions after the prompt and each step)\n"
+            "  --json        one JSON object on stdout instead of the table\n"
+            "\n"
+            "Without -m or --random, the op benchmarks, each on the CPU executor and on device D (default:\n"
+            "the best Vulkan device), one warm-up run, then the median of --repeat runs (default 10):\n"
+            "  matmul  M x K x N = 768x768x768, 128x768x3072 and 1x768x3072 (GFLOP/s)\n"
+            "  block   the lesson's block (d_model 64, 4 heads, d_ff 256; B=2, T=10) and a\n"
+            "          GPT-2-sized block (768, 12 heads, 3072; T=128): forward time\n",
+            vkg_random_gpt2_size_names());
 }
 
-static double now_ms(void) { return vkg_clock_seconds() * 1e3; }
+double bench_now_ms(void) { return vkg_clock_seconds() * 1e3; }
 
 static int compare_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* What one benchmark runs: a graph with a single f32 input. */
-typedef struct bench_case {
-    char name[64];
-    vkg_graph *g;
-    vkg_tensor input;
-    float *input_data;
-    size_t input_bytes;
-    float *weights;             /* constants the graph borrows */
-    vkg_block_weights block;
-    int has_block;
-} bench_case;
-
-static void bench_case_free(bench_case *b) {
-    vkg_graph_free(b->g);
-    free(b->input_data);
-    free(b->weights);
-    if (b->has_block) vkg_block_weights_free(&b->block);
-    memset(b, 0, sizeof *b);
+double bench_median(double *x, int n) {
+    if (n <= 0) return NAN;
+    qsort(x, (size_t)n, sizeof *x, compare_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-static int bench_input(bench_case *b, vkg_rng *rng, int ndim, const int64_t *shape) {
-    size_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
-    b->input_bytes = n * sizeof(float);
-    b->input_data = malloc(b->input_bytes);
-    if (!b->input_data) return 1;
-    vkg_rng_fill_normal(rng, b->input_data, n, 1.0f);
-    b->input = vkg_input(b->g, "x", VKG_F32, ndim, shape);
-    return 0;
-}
-
-/* x [M, K] @ w [K, N], as GPT-2's Conv1D weights are stored. */
-static int make_matmul(bench_case *b, vkg_rng *rng, int64_t m, int64_t k, int64_t n) {
-    snprintf(b->name, sizeof b->name, "matmul %lldx%lldx%lld", (long long)m, (long long)k, (long long)n);
-    b->g = vkg_graph_new();
-    b->weights = malloc((size_t)(k * n) * sizeof(float));
-    if (!b->g || !b->weights || bench_input(b, rng, 2, (const int64_t[]){m, k})) return 1;
-    vkg_rng_fill_normal(rng, b->weights, (size_t)(k * n), 0.02f);
-    vkg_tensor w = vkg_constant(b->g, "w", VKG_F32, 2, (const int64_t[]){k, n}, b->weights);
-    return vkg_output(b->g, "y", vkg_matmul(b->g, b->input, w, VKG_NONE, 0)) != VKG_OK;
-}
-
-static int make_block(bench_case *b, vkg_rng *rng, int64_t batch, int64_t t, int c, int heads, const char *what) {
-    vkg_block_config cfg = {.d_model = c, .n_heads = heads, .d_ff = 4 * c, .causal = 1};
-    snprintf(b->name, sizeof b->name, "block %s B=%lld T=%lld", what, (long long)batch, (long long)t);
-    b->g = vkg_graph_new();
-    if (!b->g || vkg_block_weights_init(&b->block, &cfg, vkg_rng_next(rng), NULL) != VKG_OK) return 1;
-    b->has_block = 1;
-    if (bench_input(b, rng, 3, (const int64_t[]){batch, t, c})) return 1;
-    return vkg_output(b->g, "y", vkg_block_build(b->g, b->input, &cfg, &b->block, "block", NULL)) != VKG_OK;
-}
-
-/* Median milliseconds of one vkg_session_run over repeat runs, after a warm-up run. */
-static vkg_status time_runs(vkg_device *d, const vkg_plan *p, const bench_case *b, int repeat, double *median,
-                            vkg_error *err) {
-    vkg_session *s = NULL;
-    vkg_status st = vkg_session_new(d, p, &s, err);
-    if (st == VKG_OK) st = vkg_session_set_input(s, b->input, b->input_data, b->input_bytes, err);
-    if (st == VKG_OK) st = vkg_session_run(s, err);
-    double *ms = calloc((size_t)repeat, sizeof *ms);
-    if (!ms && st == VKG_OK) st = VKG_ERR_OUT_OF_MEMORY;
-    for (int i = 0; i < repeat && st == VKG_OK; i++) {
-        double t0 = now_ms();
-        st = vkg_session_run(s, err);
-        ms[i] = now_ms() - t0;
+/* -T 8,64,256: distinct lengths, kept in the order given. */
+static int parse_tokens(const char *spec, bench_options *o) {
+    int32_t *t = NULL;
+    size_t n = 0;
+    if (cli_parse_ids("bench", "-T", spec, &t, &n)) return 1;
+    int rc = 0;
+    if (n > BENCH_MAX_T) rc = cli_fail("bench", "-T: %zu lengths; at most %d", n, BENCH_MAX_T);
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (t[i] < 1) rc = cli_fail("bench", "-T: %d tokens; each length is 1 or more", (int)t[i]);
+        for (size_t j = 0; j < i && !rc; j++)
+            if (t[j] == t[i]) rc = cli_fail("bench", "-T: %d is given twice", (int)t[i]);
+        o->tokens[i] = t[i];
     }
-    if (st == VKG_OK) {
-        qsort(ms, (size_t)repeat, sizeof *ms, compare_double);
-        *median = repeat % 2 ? ms[repeat / 2] : 0.5 * (ms[repeat / 2 - 1] + ms[repeat / 2]);
-    }
-    free(ms);
-    vkg_session_free(s);
-    return st;
-}
-
-static void print_figure(vkg_device *d, const vkg_plan *p, const bench_case *b, double flops, int repeat) {
-    double ms = 0;
-    vkg_error err = {0};
-    if (!d) {
-        printf(" %10s %10s", "-", "-");
-    } else if (time_runs(d, p, b, repeat, &ms, &err) != VKG_OK) {
-        printf(" %10s %10s", "error", "");
-        fprintf(stderr, "vkgraph bench: %s on %s: %s\n", b->name, vkg_device_name(d), err.message);
-    } else {
-        printf(" %10.3f %10.2f", ms, flops / (ms * 1e6));
-    }
-    fflush(stdout);
-}
-
-/* 0 when b can run; a graph in error is left for run_case to report with its message. */
-static int built(const bench_case *b, int failed) {
-    if (failed && (!b->g || vkg_graph_status(b->g) == VKG_OK)) return cli_fail("bench", "%s: out of memory", b->name);
-    return 0;
-}
-
-static int run_case(vkg_device *cpu, vkg_device *gpu, bench_case *b, int repeat) {
-    vkg_compile_options co;
-    vkg_compile_options_default(&co);
-    vkg_device_compile_options(cpu, &co);
-    if (gpu) vkg_device_compile_options(gpu, &co);
-    vkg_plan *p = NULL;
-    vkg_error err = {0};
-    if (vkg_graph_status(b->g) != VKG_OK) return cli_fail("bench", "%s: %s", b->name, vkg_graph_error(b->g));
-    if (vkg_plan_compile(b->g, &co, &p, &err) != VKG_OK) return cli_fail("bench", "%s: %s", b->name, err.message);
-    double flops = vkg_plan_matmul_flops(p);
-    printf("%-36s %9.3f", b->name, flops / 1e9);
-    print_figure(cpu, p, b, flops, repeat);
-    print_figure(gpu, p, b, flops, repeat);
-    printf("\n");
-    vkg_plan_free(p);
-    return 0;
+    o->n_tokens = (int)n;
+    free(t);
+    return rc;
 }
 
 int cmd_bench(int argc, char **argv) {
-    const char *what = "all", *spec = "vulkan";
-    long repeat = 10, threads = 0;
+    bench_options o = {.dtype = "f32", .tokens = {8, 64, 256, 1024}, .n_tokens = 4, .decode = 64,
+                       .argc = argc, .argv = argv};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "matmul") || !strcmp(a, "block") || !strcmp(a, "all")) what = a;
-        else if (!strcmp(a, "--device")) { if (!(spec = cli_value("bench", argc, argv, &i))) return 1; }
-        else if (!strcmp(a, "--repeat") || !strcmp(a, "--threads")) {
-            const char *v = cli_value("bench", argc, argv, &i);
-            int is_repeat = !strcmp(a, "--repeat");
-            if (!v || cli_int("bench", a, v, is_repeat ? 1 : 0, is_repeat ? 100000 : 1024, is_repeat ? &repeat : &threads))
+        const char *v = NULL;
+        long n = 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "matmul") || !strcmp(a, "block") || !strcmp(a, "all")) {
+            o.ops = a;
+        } else if (!strcmp(a, "--json")) {
+            o.json = 1;
+        } else if (a[0] != '-') {
+            return cli_fail("bench", "unknown benchmark '%s': matmul, block or all (or a model: -m DIR, --random "
+                            "NAME)", a);
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "--random") || !strcmp(a, "--device") ||
+                   !strcmp(a, "--dtype") || !strcmp(a, "--logits") || !strcmp(a, "-T") || !strcmp(a, "--tokens") ||
+                   !strcmp(a, "--decode") || !strcmp(a, "--repeat") || !strcmp(a, "--threads")) {
+            if (!(v = cli_value("bench", argc, argv, &i))) return 1;
+            if (!strcmp(a, "-m") || !strcmp(a, "--model")) o.model_dir = v;
+            else if (!strcmp(a, "--random")) o.random_size = v;
+            else if (!strcmp(a, "--device")) o.device = v;
+            else if (!strcmp(a, "--dtype")) o.dtype = v;
+            else if (!strcmp(a, "--logits")) o.logits_dir = v;
+            else if (!strcmp(a, "-T") || !strcmp(a, "--tokens")) {
+                if (parse_tokens(v, &o)) return 1;
+            } else if (!strcmp(a, "--decode")) {
+                if (cli_int("bench", a, v, 0, 1 << 20, &n)) return 1;
+                o.decode = (int)n;
+            } else if (!strcmp(a, "--repeat")) {
+                if (cli_int("bench", a, v, 1, 100000, &o.repeat)) return 1;
+            } else if (cli_int("bench", a, v, 0, 1024, &o.threads)) {
                 return 1;
+            }
         } else {
             return cli_unknown_option("bench", a, usage);
         }
     }
-    vkg_device *cpu = NULL, *gpu = NULL;
-    if (cli_open_device("bench", "cpu", (int)threads, &cpu)) return 1;
-    if (strcmp(spec, "cpu") != 0 && cli_open_device("bench", spec, (int)threads, &gpu))
-        fprintf(stderr, "vkgraph bench: no device %s; timing the CPU only\n", spec);
-
-    printf("# vkgraph");
-    for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
-    printf("\n# time per vkg_session_run: median of %ld runs after one warm-up run\n", repeat);
-    printf("# GFLOP: 2 x the multiply-adds of the plan's matmul steps (the rest is not counted)\n");
-    printf("# cpu:    %s\n# device: %s\n", vkg_device_name(cpu), gpu ? vkg_device_name(gpu) : "(none)");
-    printf("%-36s %9s %10s %10s %10s %10s\n", "", "", "cpu", "cpu", "device", "device");
-    printf("%-36s %9s %10s %10s %10s %10s\n", "benchmark", "GFLOP", "ms", "GFLOP/s", "ms", "GFLOP/s");
-
-    vkg_rng rng;
-    vkg_rng_seed(&rng, 7);
-    int rc = 0;
-    if (!strcmp(what, "matmul") || !strcmp(what, "all")) {
-        static const int64_t shapes[][3] = {{768, 768, 768}, {128, 768, 3072}, {1, 768, 3072}};
-        for (int i = 0; i < 3 && !rc; i++) {
-            bench_case b = {0};
-            int failed = make_matmul(&b, &rng, shapes[i][0], shapes[i][1], shapes[i][2]);
-            rc = built(&b, failed) || run_case(cpu, gpu, &b, (int)repeat);
-            bench_case_free(&b);
-        }
+    const int model = o.model_dir || o.random_size;
+    if (o.model_dir && o.random_size) return cli_fail("bench", "give one model: -m DIR or --random NAME, not both");
+    if (model && o.ops) return cli_fail("bench", "'%s' times ops, -m / --random a model: give one", o.ops);
+    if (!model) {
+        const char *model_only = o.json ? "--json" : o.logits_dir ? "--logits" : strcmp(o.dtype, "f32") ? "--dtype"
+                                                                                                        : NULL;
+        if (model_only) return cli_fail("bench", "%s is for a model: give -m DIR or --random NAME", model_only);
+        if (!o.ops) o.ops = "all";
+        if (!o.repeat) o.repeat = 10;
+        return bench_ops(&o);
     }
-    if (!strcmp(what, "block") || !strcmp(what, "all")) {
-        static const struct { int64_t batch, t; int c, heads; const char *what; } blocks[] = {
-            {2, 10, 64, 4, "lesson (64/4/256)"}, {1, 128, 768, 12, "GPT-2 (768/12/3072)"}};
-        for (int i = 0; i < 2 && !rc; i++) {
-            bench_case b = {0};
-            int failed = make_block(&b, &rng, blocks[i].batch, blocks[i].t, blocks[i].c, blocks[i].heads, blocks[i].what);
-            rc = built(&b, failed) || run_case(cpu, gpu, &b, (int)repeat);
-            bench_case_free(&b);
-        }
-    }
-    cli_close_device("bench", gpu);
-    cli_close_device("bench", cpu);
-    return rc;
+    if (strcmp(o.dtype, "f32") && strcmp(o.dtype, "f16"))
+        return cli_fail("bench", "--dtype: '%s'; use f32 or f16", o.dtype);
+    if (!o.repeat) o.repeat = 5;
+    return bench_model(&o);
 }

@@ -16,7 +16,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: vkgraph gpt2-random DIR [--layers N] [--heads H] [--embd C] [--ctx P] [--seed S]\n"
+            "usage: vkgraph gpt2-random DIR [--size NAME] [--layers N] [--heads H] [--embd C] [--ctx P] [--seed S]\n"
             "                               [--vocab V] [--dtype f32|f16|bf16] [--prefix] [--untied]\n"
             "                               [--attn-buffers] [--activation NAME] [--inner I]\n"
             "                               [--unscaled-attn] [--attn-scale-by-layer] [--force]\n"
@@ -29,6 +29,8 @@ static void usage(FILE *f) {
             "(config.json or model.safetensors) is left alone unless --force is given, or its model was\n"
             "itself written by gpt2-random (it holds RANDOM-WEIGHTS.txt).\n"
             "\n"
+            "  --size NAME  the shape of a GPT-2 release: %s; sets the\n"
+            "               layers, heads, width, positions and vocabulary (options after it change them)\n"
             "  --layers N   transformer blocks (default 2; GPT-2 124M has 12)\n"
             "  --heads H    attention heads per block (default 4; 124M: 12)\n"
             "  --embd C     channels, a multiple of --heads (default 64; 124M: 768)\n"
@@ -45,7 +47,7 @@ static void usage(FILE *f) {
             "  --unscaled-attn       scale_attn_weights false: scores are not divided by sqrt(head size)\n"
             "  --attn-scale-by-layer scale_attn_by_inverse_layer_idx true: layer i's scores also / (i + 1)\n"
             "  --force      overwrite the model in DIR, even one that is not random\n",
-            vkg_gpt2_activation_names());
+            vkg_random_gpt2_size_names(), vkg_gpt2_activation_names());
 }
 
 static int exists_in(const char *dir, const char *name) {
@@ -138,7 +140,10 @@ int cmd_gpt2_random(int argc, char **argv) {
         }
         const char *val = cli_value(CMD, argc, argv, &i);
         if (!val) return 1;
-        if (strcmp(a, "--layers") == 0) {
+        if (strcmp(a, "--size") == 0) {
+            vkg_error size_err = {0};
+            if (vkg_random_gpt2_size(val, &o, &size_err) != VKG_OK) return cli_fail(CMD, "--size: %s", size_err.message);
+        } else if (strcmp(a, "--layers") == 0) {
             if (cli_int(CMD, a, val, 1, 256, &v)) return 1;
             o.n_layer = (int)v;
         } else if (strcmp(a, "--heads") == 0) {

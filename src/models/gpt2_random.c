@@ -38,6 +38,43 @@ void vkg_gpt2_random_options_default(vkg_gpt2_random_options *o) {
     o->dtype = VKG_ST_F32;
 }
 
+static const struct gpt2_size {
+    const char *name;
+    int n_layer, n_head, n_embd, n_positions;
+} sizes[] = {
+    {"gpt2-tiny", 2, 4, 64, 128},
+    {"gpt2", 12, 12, 768, 1024},
+    {"gpt2-medium", 24, 16, 1024, 1024},
+    {"gpt2-large", 36, 20, 1280, 1024},
+    {"gpt2-xl", 48, 25, 1600, 1024},
+};
+enum { N_SIZES = sizeof sizes / sizeof sizes[0] };
+
+const char *vkg_gpt2_random_size_names(void) {
+    static char names[128];
+    if (!names[0])
+        for (int i = 0; i < N_SIZES; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", sizes[i].name);
+    return names;
+}
+
+vkg_status vkg_gpt2_random_size(const char *name, vkg_gpt2_random_options *o, vkg_error *err) {
+    for (int i = 0; i < N_SIZES; i++) {
+        if (strcmp(name, sizes[i].name) != 0) continue;
+        vkg_gpt2_config *c = &o->config;
+        c->n_layer = sizes[i].n_layer;
+        c->n_head = sizes[i].n_head;
+        c->n_embd = sizes[i].n_embd;
+        c->n_positions = sizes[i].n_positions;
+        c->n_inner = 0;
+        c->vocab_size = 50257;
+        c->bos_token_id = c->eos_token_id = 50256;
+        return VKG_OK;
+    }
+    return vkg_error_set(err, VKG_ERR_NOT_FOUND, "no GPT-2 size '%s'; the sizes are %s", name,
+                         vkg_gpt2_random_size_names());
+}
+
 /* The tensors being built: names and data are owned here until written. */
 typedef struct tensor_set {
     vkg_st_write *items;

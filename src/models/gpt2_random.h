@@ -36,6 +36,18 @@ typedef struct vkg_gpt2_random_options {
  * null (4C), gelu_new, eps 1e-5, scaled attention, seed 1, F32, no prefix, tied head, no buffers. */
 void vkg_gpt2_random_options_default(vkg_gpt2_random_options *o);
 
+/* The shapes of OpenAI's GPT-2 releases by their Hugging Face names, and "gpt2-tiny" for tests:
+ *   gpt2-tiny     2 layers,  4 heads,  64 wide,  128 positions
+ *   gpt2         12 layers, 12 heads,  768 wide (124M parameters)
+ *   gpt2-medium  24 layers, 16 heads, 1024 wide (355M)
+ *   gpt2-large   36 layers, 20 heads, 1280 wide (774M)
+ *   gpt2-xl      48 layers, 25 heads, 1600 wide (1.56B)
+ * each with GPT-2's 50257 tokens (bos = eos = 50256) and, but for gpt2-tiny, 1024 positions.
+ * Sets those fields of o->config; VKG_ERR_NOT_FOUND naming the sizes for any other name. */
+vkg_status vkg_gpt2_random_size(const char *name, vkg_gpt2_random_options *o, vkg_error *err);
+/* "gpt2-tiny, gpt2, ...": every size name, for messages. */
+const char *vkg_gpt2_random_size_names(void);
+
 /* The file `vkgraph gpt2-random` writes beside the weights, so that every output made from them
  * can say the weights are random. */
 #define VKG_GPT2_RANDOM_MARKER VKG_RANDOM_WEIGHTS_MARKER /* vkgraph_model.h */

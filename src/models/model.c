@@ -437,3 +437,21 @@ vkg_status vkg_context_generate(vkg_context *ctx, const vkg_generate_options *op
     vkg_stop_free(&g.stop);
     return st;
 }
+
+const vkg_plan *vkg_context_plan(const vkg_context *ctx, int tokens) {
+    if (!ctx) return NULL;
+    const vkg_gpt2_generator *g = &ctx->gen;
+    if (tokens == g->base.gg.tokens) return g->base.plan;
+    if (tokens == 1 && g->has_step) return g->step.plan;
+    if (g->has_other && g->other.gg.tokens == tokens) return g->other.plan;
+    return NULL;
+}
+
+vkg_status vkg_context_enable_profiling(vkg_context *ctx, int enable, vkg_error *err) {
+    if (!ctx) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_enable_profiling: NULL context");
+    vkg_gpt2_generator *g = &ctx->gen;
+    vkg_status st = vkg_session_enable_profiling(g->base.session, enable, err);
+    if (st == VKG_OK && g->has_step) st = vkg_session_enable_profiling(g->step.session, enable, err);
+    if (st == VKG_OK && g->has_other) st = vkg_session_enable_profiling(g->other.session, enable, err);
+    return st;
+}

@@ -78,3 +78,16 @@ int64_t vkg_random_gpt2_parameter_count(const vkg_random_gpt2_options *o) {
 }
 
 int vkg_gpt2_activation_supported(const char *name) { return vkg_gpt2_activation_kind(name) != VKG_GPT2_ACT_UNKNOWN; }
+
+vkg_status vkg_random_gpt2_size(const char *name, vkg_random_gpt2_options *o, vkg_error *err) {
+    if (!name || !o) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_random_gpt2_size: NULL argument");
+    vkg_gpt2_random_options p;
+    if (to_private(o, &p))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "random GPT-2: dtype %d is none of f32, f16, bf16",
+                             (int)o->dtype);
+    vkg_status st = vkg_gpt2_random_size(name, &p, err); /* the one table of sizes */
+    if (st == VKG_OK) to_public(&p, o);
+    return st;
+}
+
+const char *vkg_random_gpt2_size_names(void) { return vkg_gpt2_random_size_names(); }

@@ -30,6 +30,12 @@ typedef struct vkg_backend_ops {
     void (*device_free)(void *device);
 } vkg_backend_ops;
 
+/* Memory a device's sessions hold on it (Vulkan allocations; the CPU executor's memory is the
+ * host's and is not counted here): now, and the most at any moment since the device opened. */
+typedef struct vkg_memory_count {
+    uint64_t bytes, peak_bytes;
+} vkg_memory_count;
+
 struct vkg_device {
     const vkg_backend_ops *ops;
     void *impl;
@@ -38,6 +44,7 @@ struct vkg_device {
     uint32_t alignment;           /* storage-buffer offset alignment the plan must respect   */
     uint64_t max_binding_bytes;   /* largest range one binding may span                     */
     uint64_t validation_errors;   /* counted by the Vulkan debug messenger                  */
+    vkg_memory_count device_memory;
     vkg_profile profile;          /* step times of every profiled run                       */
 };
 

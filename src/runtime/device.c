@@ -65,3 +65,5 @@ void vkg_device_compile_options(const vkg_device *d, vkg_compile_options *opts) 
     if (d->max_binding_bytes && d->max_binding_bytes < opts->max_binding_bytes)
         opts->max_binding_bytes = d->max_binding_bytes;
 }
+
+uint64_t vkg_device_peak_memory_bytes(const vkg_device *d) { return d ? d->device_memory.peak_bytes : 0; }

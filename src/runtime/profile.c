@@ -106,3 +106,28 @@ vkg_status vkg_device_profile_mark(vkg_device *d, const char *name, vkg_error *e
     m->end_ns = 0;
     return VKG_OK;
 }
+
+size_t vkg_device_profile_event_count(const vkg_device *d) { return d ? d->profile.n : 0; }
+
+/* A step's label is its kernel, then "+" and what was fused into it ("matmul+bias+gelu"), and "[i/n]"
+ * for a part of a split step. */
+static int label_is_kernel(const char *label, const char *kernel) {
+    const size_t n = strlen(kernel);
+    return strncmp(label, kernel, n) == 0 && (label[n] == '\0' || label[n] == '+' || label[n] == '[');
+}
+
+double vkg_device_profile_kernel_seconds(const vkg_device *d, size_t from, const char *kernel, int *steps) {
+    double ns = 0;
+    int n_steps = 0;
+    const vkg_profile *prof = d ? &d->profile : NULL;
+    for (size_t i = from; prof && kernel && i < prof->n; i++) {
+        const vkg_profile_event *e = &prof->events[i];
+        if (e->session < 1 || e->session > prof->n_sessions || e->step < 0) continue;
+        const vkg_profile_session *s = &prof->sessions[e->session - 1];
+        if (e->step >= s->n_steps) continue;
+        n_steps++;
+        if (label_is_kernel(s->steps[e->step].label, kernel)) ns += (double)(e->end_ns - e->begin_ns);
+    }
+    if (steps) *steps = n_steps;
+    return ns / 1e9;
+}

@@ -64,6 +64,7 @@ typedef struct vkg_vk_context {
 
     int validation;                           /* the Khronos layer is active                   */
     uint64_t *validation_counter;             /* the owning vkg_device's counter               */
+    vkg_memory_count *device_memory;          /* the owning vkg_device's count (NULL: none)     */
     int quiet;
     vkg_device_options opts;                  /* what the device was opened with               */
     uint64_t timeout_ns;                      /* how long a submission may take before

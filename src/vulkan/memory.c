@@ -40,7 +40,11 @@ static vkg_status allocate(vkg_vk_context *c, VkDeviceSize bytes, int type, VkDe
         .memoryTypeIndex = (uint32_t)type,
     };
     VkResult r = vkAllocateMemory(c->device, &ai, NULL, out);
-    if (r == VK_SUCCESS) return VKG_OK;
+    if (r == VK_SUCCESS) {
+        vkg_memory_count *m = c->device_memory;
+        if (m && (m->bytes += bytes) > m->peak_bytes) m->peak_bytes = m->bytes;
+        return VKG_OK;
+    }
     *out = VK_NULL_HANDLE;
     uint32_t heap = c->memory.memoryTypes[type].heapIndex;
     vkg_status st = r == VK_ERROR_OUT_OF_HOST_MEMORY ? VKG_ERR_OUT_OF_MEMORY
@@ -140,7 +144,7 @@ vkg_status vkg_vk_memory_create(vkg_vk_context *c, int n, const vkg_vk_buffer_re
     }
     for (int b = 0; b < n_blocks && st == VKG_OK; b++) {
         st = allocate(c, blocks[b].size, blocks[b].type, mem->total_bytes, &mem->blocks[b], err);
-        if (st == VKG_OK) mem->n_blocks = b + 1;
+        if (st == VKG_OK) mem->n_blocks = b + 1, mem->allocated_bytes += blocks[b].size;
         if (st == VKG_OK && is_mappable(c, blocks[b].type)) {
             VkResult r = vkMapMemory(c->device, mem->blocks[b], 0, VK_WHOLE_SIZE, 0, &maps[b]);
             if (r != VK_SUCCESS) st = vkg_vk_fail(err, r, "vkMapMemory");
@@ -170,6 +174,7 @@ void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_me
     memset(bufs, 0, (size_t)n * sizeof *bufs);
     for (int b = 0; b < mem->n_blocks; b++) vkFreeMemory(c->device, mem->blocks[b], NULL);
     for (int b = 0; b < mem->n_imported; b++) vkFreeMemory(c->device, mem->imported[b], NULL);
+    if (c->device_memory) c->device_memory->bytes -= mem->allocated_bytes;
     free(mem->blocks);
     free(mem->imported);
     memset(mem, 0, sizeof *mem);
@@ -181,6 +186,7 @@ void vkg_vk_staging_free(vkg_vk_context *c, vkg_vk_staging *st) {
     if (st->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &st->cmd);
     if (st->buffer) vkDestroyBuffer(c->device, st->buffer, NULL);
     if (st->memory) vkFreeMemory(c->device, st->memory, NULL);
+    if (st->memory && c->device_memory) c->device_memory->bytes -= st->memory_bytes;
     memset(st, 0, sizeof *st);
 }
 
@@ -194,6 +200,7 @@ static vkg_status staging_init(vkg_vk_context *c, vkg_vk_staging *st, vkg_error 
     if (s != VKG_OK) return s;
     st->buffer = buf.buffer;
     st->memory = mem.blocks[0];
+    st->memory_bytes = mem.allocated_bytes;
     st->mapped = buf.mapped;
     st->size = size;
     free(mem.blocks);

@@ -29,6 +29,7 @@ typedef struct vkg_vk_memory {
     VkDeviceMemory *imported;    /* host ranges imported for constants (host_import.c)      */
     int n_imported;
     VkDeviceSize imported_bytes; /* the constants' bytes read in place, never copied          */
+    VkDeviceSize allocated_bytes;  /* of the blocks allocated so far: what freeing gives back */
 } vkg_vk_memory;
 
 /* Creates n buffers and the allocations behind them, importing constants where the device can
@@ -48,6 +49,7 @@ void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_me
 typedef struct vkg_vk_staging {
     VkBuffer buffer;
     VkDeviceMemory memory;
+    VkDeviceSize memory_bytes;
     uint8_t *mapped;
     VkDeviceSize size;
     VkCommandBuffer cmd;

@@ -297,6 +297,7 @@ vkg_status vkg_vulkan_device_open(struct vkg_device *d, int index, vkg_error *er
     if (st != VKG_OK) return st;
     d->ops = &vulkan_ops;
     d->impl = c;
+    c->device_memory = &d->device_memory;
     /* deviceName holds at most 255 characters: keep 200 so the suffix always fits. */
     snprintf(d->name, sizeof d->name, "%.200s (vulkan:%d)", c->props.deviceName, c->device_index);
     const VkPhysicalDeviceLimits *l = &c->props.limits;
