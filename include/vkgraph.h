@@ -385,7 +385,8 @@ size_t vkg_utf8_encode(uint32_t cp, char *out);
 size_t vkg_utf8_decode(const char *s, size_t len, uint32_t *cp);
 /* Seconds on the host's CLOCK_MONOTONIC: the clock of profiles, traces and model timings. */
 double vkg_clock_seconds(void);
-/* Writes s as a JSON string: quotes, backslashes and control characters escaped. */
+/* Writes s as a JSON string: quotes, backslashes and control characters escaped, other bytes as
+ * they are. */
 void vkg_json_write_string(FILE *f, const char *s);
 
 /* ---------------------------------------------------------------------------------------------

@@ -43,9 +43,8 @@ vkg_status vkg_json_parse(const char *text, size_t len, vkg_json **out, vkg_erro
 vkg_status vkg_json_parse_file(const char *path, vkg_json **out, vkg_error *err);
 void vkg_json_free(vkg_json *root); /* NULL is fine */
 
-/* Writes s as a JSON string: quotes, backslashes and control characters escaped, other bytes as
- * they are (the writers of safetensors headers, dumps and traces all use this one). */
-void vkg_json_write_string(FILE *f, const char *s);
+/* vkg_json_write_string (vkgraph.h) writes a JSON string: the writers of safetensors headers,
+ * dumps, traces and the tool's reports all use that one. */
 
 /* Accessors accept NULL and values of the wrong type, returning the neutral answer noted. */
 vkg_json_type vkg_json_type_of(const vkg_json *v);              /* NULL -> VKG_JSON_NULL      */
