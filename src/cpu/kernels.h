@@ -65,13 +65,24 @@ static inline int64_t vkg_cpu_dyn_index(const int32_t *indices, uint32_t dyn_ind
 }
 
 /* matmul: units are output tiles of VKG_CPU_MATMUL_TILE_M rows x VKG_CPU_MATMUL_TILE_N columns
- * of one batch entry.  Each C element is acc = sum over k = 0..K-1 in that order, then the
- * epilogue (+bias, activation, +R); R may be C itself. */
-#define VKG_CPU_MATMUL_TILE_M 32u
-#define VKG_CPU_MATMUL_TILE_N 64u
+ * of one batch entry.  Each C element is acc = sum over k = 0..K-1 in that order (kernel_matmul.c
+ * states what each variant guarantees), then the epilogue (+bias, activation, +R); R may be C.
+ * B's elements are floats, or 16-bit values when params flags say so (VKG_MATMUL_B_F16/BF16). */
+#define VKG_CPU_MATMUL_TILE_M 96u
+#define VKG_CPU_MATMUL_TILE_N 128u
 size_t vkg_cpu_matmul_units(const vkg_matmul_params *p);
-void vkg_cpu_matmul(const vkg_matmul_params *p, const float *A, const float *B, float *C,
+void vkg_cpu_matmul(const vkg_matmul_params *p, const float *A, const void *B, float *C,
                     const float *bias, const float *R, size_t begin, size_t end);
+
+/* The variants of the matmul kernel, slowest first.  vkg_cpu_matmul runs the best one this CPU
+ * runs; vkg_cpu_matmul_with runs the one asked for (the portable one where that one cannot run),
+ * for tests and benchmarks. */
+enum { VKG_CPU_MATMUL_PORTABLE, VKG_CPU_MATMUL_AVX2, VKG_CPU_MATMUL_AVX512, VKG_CPU_MATMUL_VARIANTS };
+const char *vkg_cpu_matmul_variant_name(int variant);
+int vkg_cpu_matmul_variant_runs(int variant); /* built for this architecture and this CPU has it */
+int vkg_cpu_matmul_best_variant(void);
+void vkg_cpu_matmul_with(int variant, const vkg_matmul_params *p, const float *A, const void *B, float *C,
+                         const float *bias, const float *R, size_t begin, size_t end);
 
 /* binary and unary: units are elements of the 4-d shape, in row-major order. */
 size_t vkg_cpu_binary_units(const vkg_binary_params *p);
