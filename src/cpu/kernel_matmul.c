@@ -86,22 +86,6 @@ vkg_mm_view vkg_mm_view_of_batch(const vkg_matmul_params *p, const float *A, con
     return v;
 }
 
-void vkg_mm_store(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias, size_t m0, size_t rows,
-                  size_t n0, size_t cols, const float *acc, size_t acc_stride) {
-    for (size_t i = 0; i < rows; i++) {
-        float *c = v->c + (m0 + i) * v->c_sm + n0;
-        const float *r = v->r ? v->r + (m0 + i) * v->r_sm + n0 : NULL;
-        const float *sums = acc + i * acc_stride;
-        for (size_t j = 0; j < cols; j++) {
-            float x = sums[j];
-            if (p->flags & VKG_MATMUL_BIAS) x += bias[p->bias_offset + n0 + j];
-            if (p->activation != VKG_UNARY_COPY) x = vkg_cpu_activation(p->activation, x);
-            if (r) x += r[j];
-            c[j] = x;
-        }
-    }
-}
-
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
 size_t vkg_cpu_matmul_units(const vkg_matmul_params *p) {

@@ -66,7 +66,7 @@ void vkg_cpu_softmax(const vkg_softmax_params *p, const float *in, float *out, c
         /* A -inf score (blocked, or masked by an additive -inf) gets weight exactly 0. */
         float sum = 0.0f;
         for (size_t j = 0; j < p->cols; j++) {
-            float e = out_row[j] == -INFINITY ? 0.0f : expf(out_row[j] - max);
+            float e = out_row[j] == -INFINITY ? 0.0f : vkg_cpu_exp(out_row[j] - max);
             out_row[j] = e;
             sum += e;
         }

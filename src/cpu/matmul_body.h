@@ -74,6 +74,57 @@ INLINE const void *b_at(int T, const void *b, size_t i) {
     return T == VKG_MM_F32 ? (const void *)((const float *)b + i) : (const void *)((const uint16_t *)b + i);
 }
 
+/* ---- the epilogue ------------------------------------------------------------------------------ */
+
+/* One row: c[j] = act(s[j] (+ b[j])) (+ r[j]) (ACT, BIAS, RES constants at each call, so the
+ * loop is straight-line code the compiler vectorizes: the same operations on every element, in
+ * the same order as one at a time).  r may be c: element j is read before it is written, and no
+ * element depends on another. */
+INLINE void epilogue_row(uint32_t ACT, int BIAS, int RES, float *c, const float *s, const float *b, const float *r,
+                         size_t cols) {
+#pragma GCC ivdep
+    for (size_t j = 0; j < cols; j++) {
+        float x = s[j];
+        if (BIAS) x += b[j];
+        x = vkg_cpu_activation(ACT, x);
+        if (RES) x += r[j];
+        c[j] = x;
+    }
+}
+
+#define MM_EPILOGUE_ACT(act) \
+    case act: \
+        if (bias && r) epilogue_row(act, 1, 1, c, s, bias, r, cols); \
+        else if (bias) epilogue_row(act, 1, 0, c, s, bias, r, cols); \
+        else if (r) epilogue_row(act, 0, 1, c, s, bias, r, cols); \
+        else epilogue_row(act, 0, 0, c, s, bias, r, cols); \
+        break;
+
+/* The epilogue, in order: + bias[n], the activation, + R[m, n]; R is read before C is written (R
+ * may be C).  acc[i * acc_stride + j] is the sum of element (m0 + i, n0 + j). */
+static void store(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias_all, size_t m0, size_t rows,
+                  size_t n0, size_t cols, const float *acc, size_t acc_stride) {
+    const float *bias = p->flags & VKG_MATMUL_BIAS ? bias_all + p->bias_offset + n0 : NULL;
+    for (size_t i = 0; i < rows; i++) {
+        float *c = v->c + (m0 + i) * v->c_sm + n0;
+        const float *r = v->r ? v->r + (m0 + i) * v->r_sm + n0 : NULL;
+        const float *s = acc + i * acc_stride;
+        switch (p->activation) {
+            MM_EPILOGUE_ACT(VKG_UNARY_GELU)
+            MM_EPILOGUE_ACT(VKG_UNARY_GELU_ERF)
+            MM_EPILOGUE_ACT(VKG_UNARY_QUICK_GELU)
+            MM_EPILOGUE_ACT(VKG_UNARY_SILU)
+            MM_EPILOGUE_ACT(VKG_UNARY_RELU)
+        default: /* VKG_UNARY_COPY: none (the plan check admits no other) */
+            if (bias && r) epilogue_row(VKG_UNARY_COPY, 1, 1, c, s, bias, r, cols);
+            else if (bias) epilogue_row(VKG_UNARY_COPY, 1, 0, c, s, bias, r, cols);
+            else if (r) epilogue_row(VKG_UNARY_COPY, 0, 1, c, s, bias, r, cols);
+            else epilogue_row(VKG_UNARY_COPY, 0, 0, c, s, bias, r, cols);
+            break;
+        }
+    }
+}
+
 /* ---- few rows, B's columns contiguous: B streamed row by row ------------------------------- */
 
 /* acc[i * W + j] = sum over k < K of a[i * a_sm + k * a_sk] * B(k, j), j < W, for ROWS rows
@@ -174,7 +225,7 @@ static void few_rows_block(const vkg_matmul_params *p, const vkg_mm_view *v, con
                 stream_any_rows(VKG_MM_F32, rows, a, v->a_sm, v->a_sk, (const float *)v->b + n0, v->b_sk, p->K, W, acc);
                 break;
             }
-            vkg_mm_store(p, v, bias, m0, rows, n0, W, acc, W);
+            store(p, v, bias, m0, rows, n0, W, acc, W);
         }
     }
 }
@@ -338,7 +389,7 @@ static void tiles(const vkg_matmul_params *p, const float *A, const void *B, flo
                                    k0 == 0);
             }
         }
-        vkg_mm_store(p, &v, bias, m0, rows, n0, cols, acc, TILE_N);
+        store(p, &v, bias, m0, rows, n0, cols, acc, TILE_N);
     }
 }
 

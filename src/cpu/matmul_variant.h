@@ -1,7 +1,7 @@
 /* What kernel_matmul.c shares with its variants (matmul_portable.c, matmul_avx2.c,
  * matmul_avx512.c): the unit and block sizes every variant uses (so the parallel units, and hence
- * the results, never depend on the variant's register blocking), one batch entry's view of the
- * operands, and the epilogue.  Each variant is the same algorithm (matmul_body.h) built for one
+ * the results, never depend on the variant's register blocking) and one batch entry's view of
+ * the operands.  Each variant is the same algorithm (matmul_body.h) built for one
  * vector width. */
 #ifndef VKG_CPU_MATMUL_VARIANT_H
 #define VKG_CPU_MATMUL_VARIANT_H
@@ -42,11 +42,6 @@ typedef struct vkg_mm_view {
 
 vkg_mm_view vkg_mm_view_of_batch(const vkg_matmul_params *p, const float *A, const void *B, float *C,
                                  const float *R, size_t batch);
-
-/* The epilogue, in order: + bias[n], the activation, + R[m, n]; R is read before C is written (R
- * may be C).  acc[i * acc_stride + j] is the sum of element (m0 + i, n0 + j). */
-void vkg_mm_store(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias, size_t m0,
-                  size_t rows, size_t n0, size_t cols, const float *acc, size_t acc_stride);
 
 /* A variant's whole kernel, with vkg_cpu_matmul's meaning. */
 typedef void vkg_mm_fn(const vkg_matmul_params *p, const float *A, const void *B, float *C,
