@@ -63,13 +63,12 @@ void vkg_cpu_softmax(const vkg_softmax_params *p, const float *in, float *out, c
             continue;
         }
 
-        /* A -inf score (blocked, or masked by an additive -inf) gets weight exactly 0. */
+        /* A -inf score (blocked, or masked by an additive -inf) gets weight exactly 0.  The
+         * exponentials first (a loop the compiler vectorizes), then their sum in j order. */
+        for (size_t j = 0; j < p->cols; j++)
+            out_row[j] = out_row[j] == -INFINITY ? 0.0f : vkg_cpu_exp(out_row[j] - max);
         float sum = 0.0f;
-        for (size_t j = 0; j < p->cols; j++) {
-            float e = out_row[j] == -INFINITY ? 0.0f : vkg_cpu_exp(out_row[j] - max);
-            out_row[j] = e;
-            sum += e;
-        }
+        for (size_t j = 0; j < p->cols; j++) sum += out_row[j];
         /* Zero weights stay exactly 0 even when sum is NaN. */
         for (size_t j = 0; j < p->cols; j++)
             if (out_row[j] != 0.0f) out_row[j] /= sum;

@@ -15,7 +15,7 @@
 enum {
     VKG_MM_KC = 256,       /* k per packed block: a packed strip of B (KC x NR) stays in L1     */
     VKG_MM_KC_FEW = 1024,  /* the same with few rows, where B is read once: longer runs of B    */
-    VKG_MM_FEW_ROWS = 16,  /* up to this many rows with contiguous columns of B, B is streamed
+    VKG_MM_FEW_ROWS = 8,   /* up to this many rows with contiguous columns of B, B is streamed
                               from memory in wide row runs instead of packed (decoding)        */
     VKG_MM_PASS_ROWS = 4,  /* rows of A per pass over a block of B on that streaming path      */
     VKG_MM_STREAM_SUMS = 8192 /* floats of running sums on that path (32 KiB): the wider a block,
