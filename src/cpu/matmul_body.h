@@ -18,6 +18,8 @@
  *     when its k is contiguous) into strips of MR rows and NR columns, and a micro-kernel adds
  *     one block of k to MR x NR sums held in registers: each B value loaded serves MR rows and
  *     each A value NR columns. */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NR (NV * VL)
@@ -361,12 +363,13 @@ static void pack_b(const vkg_mm_view *v, size_t k0, size_t kc, size_t n0, size_t
     }
 }
 
-/* Units [begin, end): output tiles, batch-major, then column tile, then row tile, so that a
- * thread's consecutive units share columns of B.  Per block of k, the tile's rows of A are packed;
- * then per strip of NR columns, that strip of B is packed and every row strip gets its products
- * (a strip of B serves the whole tile while it is in cache); the sums wait in acc, in k order
- * across blocks, until the epilogue.  With few rows B is read once, so its blocks of k are as long
- * as the buffers allow: long runs of each column when k is contiguous. */
+/* Units [begin, end): output tiles, batch-major, then row tile, then column tile, so that a
+ * thread's consecutive units share a row tile of A: it is packed once (all of K, when a buffer
+ * for it can be had) and serves every column tile.  Per block of k, per strip of NR columns, that
+ * strip of B is packed and every row strip gets its products (a strip of B serves the whole tile
+ * while it is in cache); the sums wait in acc, in k order across blocks, until the epilogue.  With
+ * few rows B is read once, so its blocks of k are as long as the buffers allow: long runs of each
+ * column when k is contiguous. */
 static void tiles(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
                   const float *R, size_t begin, size_t end) {
     const size_t tiles_m = (p->M + TILE_M - 1) / TILE_M, tiles_n = (p->N + TILE_N - 1) / TILE_N;
@@ -374,26 +377,34 @@ static void tiles(const vkg_matmul_params *p, const float *A, const void *B, flo
     float acc[TILE_M * TILE_N] ALIGNED;
     float pa[TILE_M * KC > VKG_MM_FEW_ROWS * VKG_MM_KC_FEW ? TILE_M * KC : VKG_MM_FEW_ROWS * VKG_MM_KC_FEW] ALIGNED;
     float pb[VKG_MM_KC_FEW * NR] ALIGNED;
+    /* A whole row tile's packing: block k0 at k0 * TILE_M.  Without memory for it, each unit packs
+     * its blocks again into pa (the same values: only the time differs). */
+    const size_t a_tile = (size_t)TILE_M * p->K;
+    float *a_all = a_tile <= sizeof pa / sizeof pa[0] ? pa : malloc(a_tile * sizeof(float));
+    size_t packed_batch = SIZE_MAX, packed_m0 = SIZE_MAX;
     for (size_t unit = begin; unit < end; unit++) {
-        const size_t batch = unit / (tiles_m * tiles_n);
-        const size_t m0 = unit % tiles_m * TILE_M;
-        const size_t n0 = unit % (tiles_m * tiles_n) / tiles_m * TILE_N;
+        const size_t batch = unit / (tiles_m * tiles_n), in_batch = unit % (tiles_m * tiles_n);
+        const size_t m0 = in_batch / tiles_n * TILE_M, n0 = in_batch % tiles_n * TILE_N;
         const size_t rows = p->M - m0 < TILE_M ? p->M - m0 : TILE_M;
         const size_t cols = p->N - n0 < TILE_N ? p->N - n0 : TILE_N;
         const vkg_mm_view v = vkg_mm_view_of_batch(p, A, B, C, R, batch);
+        const int a_ready = a_all && batch == packed_batch && m0 == packed_m0;
         if (p->K == 0) memset(acc, 0, sizeof acc);
         for (size_t k0 = 0; k0 < p->K; k0 += kc_max) {
             const size_t kc = p->K - k0 < kc_max ? p->K - k0 : kc_max;
-            pack_a(&v, m0, rows, k0, kc, pa);
+            float *pak = a_all ? a_all + k0 * TILE_M : pa;
+            if (!a_ready) pack_a(&v, m0, rows, k0, kc, pak);
             for (size_t t = 0; t < cols; t += NR) {
                 pack_b(&v, k0, kc, n0 + t, cols - t < NR ? cols - t : NR, pb);
                 for (size_t s = 0; s < rows; s += MR)
-                    micro_any_rows(rows - s < MR ? rows - s : MR, kc, pa + s * kc, pb, acc + s * TILE_N + t, TILE_N,
-                                   k0 == 0);
+                    micro_any_rows(rows - s < MR ? rows - s : MR, kc, pak + s * kc, pb, acc + s * TILE_N + t,
+                                   TILE_N, k0 == 0);
             }
         }
+        packed_batch = batch, packed_m0 = m0;
         store(p, &v, bias, m0, rows, n0, cols, acc, TILE_N);
     }
+    if (a_all != pa) free(a_all);
 }
 
 void MM_NAME(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
