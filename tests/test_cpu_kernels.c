@@ -405,7 +405,7 @@ static void test_executor_runs_a_plan(void **state) {
     float y[16], scores[16], want[16];
     assert_int_equal(d.ops->read(s, 3, 0, y, sizeof y, &err), VKG_OK);
 
-    ref_run_matmul_kernel(NULL, &t.steps[0].params.matmul, x, W, scores, NULL, NULL);
+    ref_run_matmul_kernel(NULL, vkg_cpu_matmul_best_variant(), &t.steps[0].params.matmul, x, W, scores, NULL, NULL);
     vkg_cpu_softmax(&t.steps[1].params.softmax, scores, want, NULL, &index, 0, 4);
     assert_memory_equal(y, want, sizeof y);
     for (int j = 0; j < 4; j++) assert_true(y[j] == 0.0f);

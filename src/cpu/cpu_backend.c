@@ -79,7 +79,8 @@ static void step_work(const vkg_step *s, size_t *units, double *unit_cost, vkg_p
     switch (s->kernel) {
     case VKG_KERNEL_MATMUL:
         *units = vkg_cpu_matmul_units(&p->matmul);
-        *unit_cost = 2.0 * VKG_CPU_MATMUL_TILE_M * VKG_CPU_MATMUL_TILE_N * p->matmul.K;
+        *unit_cost = 2.0 * (p->matmul.M < VKG_CPU_MATMUL_TILE_M ? p->matmul.M : VKG_CPU_MATMUL_TILE_M) *
+                     VKG_CPU_MATMUL_TILE_N * p->matmul.K;
         *fn = matmul_range;
         break;
     case VKG_KERNEL_BINARY:
