@@ -25,6 +25,8 @@
  *     registers, so every B value loaded serves MR rows. */
 #include "cpu/kernels.h"
 
+#include "core/half.h"
+
 #include <string.h>
 
 #define TILE_M VKG_CPU_MATMUL_TILE_M
@@ -415,10 +417,46 @@ size_t vkg_cpu_matmul_units(const vkg_matmul_params *p) {
     return (size_t)p->batch0 * p->batch1 * ceil_div(p->M, TILE_M) * ceil_div(p->N, TILE_N);
 }
 
+/* ---- 16-bit B: a plain loop until a fast path exists ---------------------------------------- */
+
+/* Unit by unit as the tiles go, each sum from 0 in k order with B's element widened as read:
+ * the f32 paths' contract, so the result equals that of B widened beforehand. */
+static void tiles_b16(const vkg_matmul_params *p, const float *A, const uint16_t *B, float *C,
+                      const float *bias, const float *R, size_t begin, size_t end) {
+    size_t tiles_m = ceil_div(p->M, TILE_M), tiles_n = ceil_div(p->N, TILE_N);
+    const int bf16 = (p->flags & VKG_MATMUL_B_BF16) != 0;
+    float acc[TILE_M][TILE_N];
+    for (size_t unit = begin; unit < end; unit++) {
+        size_t batch = unit / (tiles_m * tiles_n), b0 = batch / p->batch1, b1 = batch % p->batch1;
+        size_t m0 = unit % tiles_m * TILE_M, n0 = unit % (tiles_m * tiles_n) / tiles_m * TILE_N;
+        size_t rows = p->M - m0 < TILE_M ? p->M - m0 : TILE_M, cols = p->N - n0 < TILE_N ? p->N - n0 : TILE_N;
+        batch_view v = {.a = A + p->a_offset + b0 * p->a_stride_b0 + b1 * p->a_stride_b1,
+                        .c = C + p->c_offset + b0 * p->c_stride_b0 + b1 * p->c_stride_b1,
+                        .r = (p->flags & VKG_MATMUL_RESIDUAL) ? R + p->r_offset + b0 * p->r_stride_b0 + b1 * p->r_stride_b1
+                                                              : NULL,
+                        .a_sm = p->a_stride_m, .a_sk = p->a_stride_k, .b_sk = p->b_stride_k, .b_sn = p->b_stride_n,
+                        .c_sm = p->c_stride_m, .r_sm = p->r_stride_m};
+        const uint16_t *b = B + p->b_offset + b0 * p->b_stride_b0 + b1 * p->b_stride_b1;
+        memset(acc, 0, sizeof acc);
+        for (size_t k = 0; k < p->K; k++)
+            for (size_t j = 0; j < cols; j++) {
+                uint16_t e = b[k * v.b_sk + (n0 + j) * v.b_sn];
+                float bkj = bf16 ? vkg_bf16_to_f32(e) : vkg_f16_to_f32(e);
+                for (size_t i = 0; i < rows; i++) acc[i][j] += v.a[(m0 + i) * v.a_sm + k * v.a_sk] * bkj;
+            }
+        store_block(p, &v, bias, m0, rows, n0, cols, &acc[0][0], TILE_N);
+    }
+}
+
 /* Units run batch-major, then column tile, then row tile: neighbouring units (usually on the same
  * thread) share a K x TILE_N panel of B, which stays in cache. */
-void vkg_cpu_matmul(const vkg_matmul_params *p, const float *A, const float *B, float *C,
+void vkg_cpu_matmul(const vkg_matmul_params *p, const float *A, const void *B_any, float *C,
                     const float *bias, const float *R, size_t begin, size_t end) {
+    if (p->flags & (VKG_MATMUL_B_F16 | VKG_MATMUL_B_BF16)) {
+        tiles_b16(p, A, B_any, C, bias, R, begin, end);
+        return;
+    }
+    const float *B = B_any;
     if (p->M <= FEW_ROWS && (p->b_stride_n == 1 || p->b_stride_k == 1)) {
         few_rows(p, A, B, C, bias, R, begin, end);
         return;

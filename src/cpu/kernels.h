@@ -66,11 +66,13 @@ static inline int64_t vkg_cpu_dyn_index(const int32_t *indices, uint32_t dyn_ind
 
 /* matmul: units are output tiles of VKG_CPU_MATMUL_TILE_M rows x VKG_CPU_MATMUL_TILE_N columns
  * of one batch entry.  Each C element is acc = sum over k = 0..K-1 in that order, then the
- * epilogue (+bias, activation, +R); R may be C itself. */
+ * epilogue (+bias, activation, +R); R may be C itself.  B holds floats, or 16-bit elements
+ * (uint16_t) with VKG_MATMUL_B_F16 / VKG_MATMUL_B_BF16, each widened to f32 exactly as read: the
+ * result is then bit for bit the one B widened beforehand would give. */
 #define VKG_CPU_MATMUL_TILE_M 32u
 #define VKG_CPU_MATMUL_TILE_N 64u
 size_t vkg_cpu_matmul_units(const vkg_matmul_params *p);
-void vkg_cpu_matmul(const vkg_matmul_params *p, const float *A, const float *B, float *C,
+void vkg_cpu_matmul(const vkg_matmul_params *p, const float *A, const void *B, float *C,
                     const float *bias, const float *R, size_t begin, size_t end);
 
 /* binary and unary: units are elements of the 4-d shape, in row-major order. */
@@ -87,8 +89,9 @@ void vkg_cpu_softmax(const vkg_softmax_params *p, const float *in, float *out, c
 void vkg_cpu_layernorm(const vkg_layernorm_params *p, const float *in, float *out,
                        const float *gamma, const float *beta, size_t row_begin, size_t row_end);
 
-/* embedding: units are ids (one output row each). */
-void vkg_cpu_embedding(const vkg_embedding_params *p, const int32_t *ids, const float *table,
+/* embedding: units are ids (one output row each).  The table holds floats, or 16-bit elements
+ * with VKG_EMBEDDING_TABLE_F16 / _BF16 (widened exactly). */
+void vkg_cpu_embedding(const vkg_embedding_params *p, const int32_t *ids, const void *table,
                        float *out, size_t id_begin, size_t id_end);
 
 #endif
