@@ -2,6 +2,7 @@
 #include "vulkan/vk_session.h"
 
 #include "core/error.h"
+#include "core/half.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,26 @@ static vkg_status settle(vkg_vk_session *s, vkg_error *err) {
     s->pending = 0;
     r = vkResetFences(s->c->device, 1, &s->fence);
     return r == VK_SUCCESS ? VKG_OK : vkg_vk_fail(err, r, "vkResetFences");
+}
+
+/* A constant's host data into its buffer: as it is, or (a plan compiled with read_16bit 0) 16-bit
+ * elements widened to f32 a chunk at a time. */
+static vkg_status upload_constant(vkg_vk_session *s, const vkg_region *rg, vkg_vk_buffer *buf, vkg_error *err) {
+    if (!vkg_region_widens(rg)) return vkg_vk_buffer_write(s->c, &s->staging, buf, 0, rg->host, rg->bytes, err);
+    enum { CHUNK = 1 << 18 };
+    float *f = malloc(CHUNK * sizeof *f);
+    if (!f) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory widening a 16-bit constant");
+    const uint16_t *h = rg->host;
+    const uint64_t n = rg->bytes / 4;
+    vkg_status st = VKG_OK;
+    for (uint64_t i = 0; i < n && st == VKG_OK; i += CHUNK) {
+        uint64_t k = n - i < CHUNK ? n - i : CHUNK;
+        for (uint64_t j = 0; j < k; j++)
+            f[j] = rg->host_dtype == VKG_F16 ? vkg_f16_to_f32(h[i + j]) : vkg_bf16_to_f32(h[i + j]);
+        st = vkg_vk_buffer_write(s->c, &s->staging, buf, 4 * i, f, (size_t)(4 * k), err);
+    }
+    free(f);
+    return st;
 }
 
 static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share, const int *share_map,
@@ -56,7 +77,7 @@ static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share,
         const vkg_region *rg = &p->regions[r];
         if (s->borrowed[r]) continue;
         if (rg->kind == VKG_REGION_CONSTANT && rg->host)
-            st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[r], 0, rg->host, rg->bytes, err);
+            st = upload_constant(s, rg, &s->buffers[r], err);
         else
             st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[r], 0, NULL, s->buffers[r].size, err);
     }
@@ -303,5 +324,8 @@ vkg_status vkg_vulkan_device_open(struct vkg_device *d, int index, vkg_error *er
     uint64_t max = l->maxStorageBufferRange;
     if (c->max_allocation && c->max_allocation < max) max = c->max_allocation;
     d->max_binding_bytes = max / align * align;
+    /* Every shader that reads a 16-bit operand has a storage-buffer form; without 16-bit storage
+     * the plan holds such weights as f32, widened at upload (upload_constant). */
+    d->read_16bit = c->has_16bit_storage;
     return VKG_OK;
 }
