@@ -20,7 +20,9 @@ void gpt2_cli_usage_common(FILE *f) {
             "  -f, --file FILE     the prompt's exact bytes from FILE (\"-\": standard input)\n"
             "  --ids IDS           the prompt as token ids: 464,5044 or \"[464, 5044]\"\n"
             "  --device D          cpu, vulkan, vulkan:N (default: the best Vulkan device, else the CPU)\n"
-            "  --threads N         CPU executor threads (default: every core)\n");
+            "  --threads N         CPU executor threads (default: every core)\n"
+            "  --dtype D           the weight matrices in memory: f32, f16 or bf16 (default: as the file\n"
+            "                      stores them); biases and layer norms stay f32\n");
 }
 
 int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i) {
@@ -34,6 +36,16 @@ int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i) {
     else if (strcmp(a, "--threads") == 0) {
         const char *v = cli_value(c->cmd, argc, argv, i);
         return v && cli_int(c->cmd, "--threads", v, 0, 1024, &c->threads) == 0 ? 1 : -1;
+    } else if (strcmp(a, "--dtype") == 0) {
+        const char *v = cli_value(c->cmd, argc, argv, i);
+        if (!v) return -1;
+        if (c->dtype_given) return cli_fail(c->cmd, "--dtype given twice"), -1;
+        c->dtype_given = 1;
+        if (strcmp(v, "f32") == 0) c->dtype = VKG_F32;
+        else if (strcmp(v, "f16") == 0) c->dtype = VKG_F16;
+        else if (strcmp(v, "bf16") == 0) c->dtype = VKG_BF16;
+        else return cli_fail(c->cmd, "--dtype: '%s'; use f32, f16 or bf16", v), -1;
+        return 1;
     } else {
         return 0;
     }
@@ -112,7 +124,10 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
     if ((c->prompt != NULL) + (c->file != NULL) + (c->ids_text != NULL) != 1)
         return cli_fail(c->cmd, "give the prompt as exactly one of -p TEXT, -f FILE or --ids IDS");
     vkg_error err = {0};
-    if (vkg_gpt2_load(c->model_dir, &c->model, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
+    vkg_gpt2_load_options lo;
+    vkg_gpt2_load_options_default(&lo);
+    if (c->dtype_given) lo.dtype = c->dtype;
+    if (vkg_gpt2_load_with(c->model_dir, &lo, &c->model, &err) != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
     c->random_weights = vkg_gpt2_dir_is_random(c->model_dir);
     if (c->random_weights)
         fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph gpt2-random): its outputs "

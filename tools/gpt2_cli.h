@@ -16,6 +16,7 @@ typedef struct gpt2_cli {
     const char *cmd;                     /* "generate", for messages                         */
     const char *model_dir, *prompt, *file, *ids_text, *device;
     long threads;                        /* CPU executor threads; 0 = every core             */
+    int dtype, dtype_given;              /* --dtype: the weight matrices' dtype in memory    */
     vkg_gpt2 *model;
     vkg_tokenizer *tok;                  /* NULL when the model has none and ids were given   */
     int32_t *ids;
@@ -27,7 +28,7 @@ typedef struct gpt2_cli {
 /* The common options' help lines. */
 void gpt2_cli_usage_common(FILE *f);
 
-/* Takes argv[*i] when it is a common option (-m, -p, -f, --ids, --device, --threads), advancing
+/* Takes argv[*i] when it is a common option (-m, -p, -f, --ids, --device, --threads, --dtype), advancing
  * *i past its value: returns 1 when taken, 0 when it is not a common option, -1 after printing
  * an error. */
 int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i);
