@@ -78,6 +78,32 @@ static void test_nonfinite_weights_refused(void **state) {
                       "tensor wte.weight holds NaN at index 2046 (row 63, column 30)");
 }
 
+/* An F32 weight beyond f16's range becomes Inf when `--dtype f16` converts it: refused at load,
+ * saying so; as f32 or bf16 (whose range is f32's) the same file loads. */
+static void test_f16_conversion_overflow_refused(void **state) {
+    (void)state;
+    const char *dir = write_poked("big16", VKG_ST_F32, 0, "h.1.mlp.c_fc.weight", 40, 1, -70000.0f);
+    const int dtypes[3] = {VKG_F16, VKG_F32, VKG_BF16};
+    for (int i = 0; i < 3; i++) {
+        vkg_gpt2_load_options o;
+        vkg_gpt2_load_options_default(&o);
+        o.dtype = dtypes[i];
+        vkg_gpt2 *m = NULL;
+        vkg_error err = {0};
+        vkg_status st = vkg_gpt2_load_with(dir, &o, &m, &err);
+        if (i == 0) {
+            assert_int_equal(st, VKG_ERR_FORMAT);
+            assert_null(m);
+            if (!strstr(err.message, "tensor h.1.mlp.c_fc.weight holds -Inf at index 40 (row 0, column 40) once "
+                                     "converted from F32 to f16 (f16 ends at 65504)"))
+                fail_msg("message: %s", err.message);
+        } else {
+            if (st != VKG_OK) fail_msg("%s", err.message);
+            vkg_gpt2_free(m);
+        }
+    }
+}
+
 /* Layer 0's c_attn.weight all 3e38: finite, loads, and q, k and v overflow at every position. */
 static void test_overflow_is_an_error(void **state) {
     (void)state;
@@ -126,6 +152,7 @@ static void test_overflow_is_an_error(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nonfinite_weights_refused),
+        cmocka_unit_test(test_f16_conversion_overflow_refused),
         cmocka_unit_test(test_overflow_is_an_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
