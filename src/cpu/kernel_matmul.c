@@ -438,12 +438,17 @@ static void tiles_b16(const vkg_matmul_params *p, const float *A, const uint16_t
                         .c_sm = p->c_stride_m, .r_sm = p->r_stride_m};
         const uint16_t *b = B + p->b_offset + b0 * p->b_stride_b0 + b1 * p->b_stride_b1;
         memset(acc, 0, sizeof acc);
-        for (size_t k = 0; k < p->K; k++)
+        for (size_t k = 0; k < p->K; k++) {
+            float bk[TILE_N]; /* row k of the tile's columns, widened once for all its rows */
             for (size_t j = 0; j < cols; j++) {
                 uint16_t e = b[k * v.b_sk + (n0 + j) * v.b_sn];
-                float bkj = bf16 ? vkg_bf16_to_f32(e) : vkg_f16_to_f32(e);
-                for (size_t i = 0; i < rows; i++) acc[i][j] += v.a[(m0 + i) * v.a_sm + k * v.a_sk] * bkj;
+                bk[j] = bf16 ? vkg_bf16_to_f32(e) : vkg_f16_to_f32(e);
             }
+            for (size_t i = 0; i < rows; i++) {
+                const float aik = v.a[(m0 + i) * v.a_sm + k * v.a_sk];
+                for (size_t j = 0; j < cols; j++) acc[i][j] += aik * bk[j];
+            }
+        }
         store_block(p, &v, bias, m0, rows, n0, cols, &acc[0][0], TILE_N);
     }
 }
