@@ -29,7 +29,7 @@ static void test_dtype_option(void **state) {
     result_free(&r);
     int64_t n = 0, m = 0;
     float *want = read_logits(in_tmp("f32.npy"), &n);
-    const char *dtypes[] = {"f16", "bf16", "f32"};
+    const char *dtypes[] = {"f16", "BF16", "f32"};
     const double tol[] = {1e-5, 1e-3, 0};
     for (int i = 0; i < 3; i++)
         for (int d = 0; d < 2; d++) {
@@ -57,7 +57,7 @@ static void test_f16_folder(void **state) {
     need_binary();
     char dir[1200];
     snprintf(dir, sizeof dir, "%s", in_tmp("f16"));
-    result r = VKG("gpt2-random", dir, "--vocab", "100", "--embd", "32", "--ctx", "8", "--dtype", "f16");
+    result r = VKG("gpt2-random", dir, "--vocab", "100", "--embd", "32", "--ctx", "8", "--dtype", "F16");
     expect_ok(&r, "gpt2-random --dtype f16");
     result_free(&r);
     r = VKG("generate", "-m", dir, "--ids", "1,2", "-n", "4", "--device", "vulkan", "--ignore-eos");

@@ -168,10 +168,9 @@ int cmd_gpt2_random(int argc, char **argv) {
             memset(o.config.activation, 0, sizeof o.config.activation);
             memcpy(o.config.activation, val, strlen(val));
         } else if (strcmp(a, "--dtype") == 0) {
-            if (strcmp(val, "f32") == 0) o.dtype = VKG_ST_F32;
-            else if (strcmp(val, "f16") == 0) o.dtype = VKG_ST_F16;
-            else if (strcmp(val, "bf16") == 0) o.dtype = VKG_ST_BF16;
-            else return cli_fail(CMD, "--dtype: '%s'; use f32, f16 or bf16", val);
+            vkg_dtype d;
+            if (gpt2_cli_dtype(CMD, val, &d)) return 1;
+            o.dtype = d == VKG_F16 ? VKG_ST_F16 : d == VKG_BF16 ? VKG_ST_BF16 : VKG_ST_F32;
         } else {
             return cli_unknown_option(CMD, a, usage);
         }

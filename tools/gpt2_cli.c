@@ -7,9 +7,20 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+int gpt2_cli_dtype(const char *cmd, const char *text, vkg_dtype *out) {
+    static const vkg_dtype dtypes[] = {VKG_F32, VKG_F16, VKG_BF16};
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (strcasecmp(text, vkg_dtype_name(dtypes[i])) == 0) {
+            *out = dtypes[i];
+            return 0;
+        }
+    return cli_fail(cmd, "--dtype: '%s'; use f32, f16 or bf16", text);
+}
 
 void gpt2_cli_usage_common(FILE *f) {
     fprintf(f,
@@ -41,10 +52,9 @@ int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i) {
         if (!v) return -1;
         if (c->dtype_given) return cli_fail(c->cmd, "--dtype given twice"), -1;
         c->dtype_given = 1;
-        if (strcmp(v, "f32") == 0) c->dtype = VKG_F32;
-        else if (strcmp(v, "f16") == 0) c->dtype = VKG_F16;
-        else if (strcmp(v, "bf16") == 0) c->dtype = VKG_BF16;
-        else return cli_fail(c->cmd, "--dtype: '%s'; use f32, f16 or bf16", v), -1;
+        vkg_dtype d;
+        if (gpt2_cli_dtype(c->cmd, v, &d)) return -1;
+        c->dtype = d;
         return 1;
     } else {
         return 0;

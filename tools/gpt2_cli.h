@@ -25,6 +25,10 @@ typedef struct gpt2_cli {
     int random_weights;                  /* the folder says its weights are random (gpt2-random) */
 } gpt2_cli;
 
+/* --dtype's value: f32, f16 or bf16, in any case ("F16" as safetensors names it).  0, or 1 after
+ * printing the error. */
+int gpt2_cli_dtype(const char *cmd, const char *text, vkg_dtype *out);
+
 /* The common options' help lines. */
 void gpt2_cli_usage_common(FILE *f);
 
