@@ -140,8 +140,9 @@ void vkg_cpu_softmax(const vkg_softmax_params *p, const float *in, float *out, c
 void vkg_cpu_layernorm(const vkg_layernorm_params *p, const float *in, float *out,
                        const float *gamma, const float *beta, size_t row_begin, size_t row_end);
 
-/* embedding: units are ids (one output row each). */
-void vkg_cpu_embedding(const vkg_embedding_params *p, const int32_t *ids, const float *table,
+/* embedding: units are ids (one output row each).  The table holds floats, or 16-bit elements
+ * with VKG_EMBEDDING_TABLE_F16 / _BF16 (widened exactly). */
+void vkg_cpu_embedding(const vkg_embedding_params *p, const int32_t *ids, const void *table,
                        float *out, size_t id_begin, size_t id_end);
 
 /* attention: units are query rows (b0, b1, t). */

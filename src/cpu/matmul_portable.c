@@ -3,7 +3,7 @@
  * -ffp-contract=off), so every element is exactly the naive float sum in k order.  It runs on
  * any CPU and is the one the tests hold bit for bit to the naive reference. */
 #include "cpu/matmul_variant.h"
-#include "io/safetensors.h"
+#include "base/half.h"
 
 typedef float vf __attribute__((vector_size(16)));
 enum { VL = 4, MR = 4, NV = 2 };
