@@ -24,7 +24,9 @@
  * a person can act on.  The library never exits or aborts on bad input.
  *
  * Shapes have 1 to 4 dimensions, outermost first (row-major).  Tensors are f32; token ids and
- * runtime indices are i32.
+ * runtime indices are i32.  Constants (weights) may also be f16 or bf16: stored at 16 bits, read
+ * as f32, every sum in f32.  The operand B of vkg_matmul and the table of vkg_embedding take them;
+ * other operands must be f32, and ops refuse a 16-bit tensor where they cannot read one.
  *
  * Ownership.  Constant data passed to vkg_constant() is borrowed: it must stay valid while a plan
  * or session made from the graph exists.  A plan keeps a pointer to its graph: free sessions, then
@@ -77,7 +79,16 @@ typedef struct vkg_graph vkg_graph;
 typedef int32_t vkg_tensor;        /* a node of a graph; VKG_NONE is "no tensor" / an error     */
 #define VKG_NONE ((vkg_tensor)-1)
 
-typedef enum vkg_dtype { VKG_F32 = 0, VKG_I32 = 1 } vkg_dtype;
+typedef enum vkg_dtype {
+    VKG_F32 = 0,
+    VKG_I32 = 1,
+    VKG_F16 = 2,     /* IEEE 754 half: constants only                                        */
+    VKG_BF16 = 3     /* bfloat16 (the upper half of an f32): constants only                   */
+} vkg_dtype;
+/* Bytes per element (4, 4, 2, 2) and the name ("f32", "i32", "f16", "bf16"); 0 and "?" for a value
+ * that is not a vkg_dtype. */
+size_t vkg_dtype_size(vkg_dtype dtype);
+const char *vkg_dtype_name(vkg_dtype dtype);
 
 vkg_graph *vkg_graph_new(void);                 /* NULL only when out of memory             */
 void vkg_graph_free(vkg_graph *g);
@@ -174,6 +185,9 @@ typedef struct vkg_compile_options {
     uint32_t alignment;          /* byte alignment of arena offsets (default 256)              */
     uint64_t max_binding_bytes;  /* largest range one binding may span; bigger operands are
                                     split over several steps (default 128 MiB)                 */
+    int read_16bit;              /* 1: kernels read f16/bf16 constants as stored (default);
+                                    0: the device cannot, so the plan holds them as f32 and the
+                                    session widens them once at upload                          */
 } vkg_compile_options;
 
 void vkg_compile_options_default(vkg_compile_options *opts);
@@ -186,7 +200,7 @@ typedef struct vkg_memory_stats {
     uint64_t arena_bytes;        /* what the planner chose                                    */
     uint64_t naive_bytes;        /* every intermediate in its own buffer                      */
     uint64_t lower_bound_bytes;  /* largest total of intermediates alive at one step          */
-    uint64_t constant_bytes;     /* weights                                                    */
+    uint64_t constant_bytes;     /* weights, as the device holds them                          */
     int steps;
     int in_place_steps;
 } vkg_memory_stats;

@@ -78,17 +78,22 @@ typedef struct vkg_model vkg_model;
 /* A special token the model does not have. */
 #define VKG_NO_TOKEN (-1)
 
-/* The precision the weights are kept in on the device.  The file's own dtype (F32, F16, BF16) is
- * converted to it at load. */
+/* The precision the weight matrices are kept in (biases and layer norms are always f32; the
+ * arithmetic is f32 throughout).  AS_STORED keeps each matrix as the file stores it, so an F16 or
+ * BF16 checkpoint is never widened; the others convert at load (to 16 bits: round to nearest
+ * even, and a value beyond f16's range is refused). */
 typedef enum vkg_weight_dtype {
-    VKG_WEIGHTS_F32 = 0,
-    VKG_WEIGHTS_F16 = 1,
-    VKG_WEIGHTS_BF16 = 2
+    VKG_WEIGHTS_AS_STORED = 0,
+    VKG_WEIGHTS_F32 = 1,
+    VKG_WEIGHTS_F16 = 2,
+    VKG_WEIGHTS_BF16 = 3
 } vkg_weight_dtype;
 
+/* "f32", "f16", "bf16", "as stored". */
+const char *vkg_weight_dtype_name(vkg_weight_dtype d);
+
 typedef struct vkg_model_options {
-    vkg_weight_dtype dtype;     /* default VKG_WEIGHTS_F32; 16-bit weights are VKG_ERR_UNSUPPORTED
-                                   in this build                                               */
+    vkg_weight_dtype dtype;     /* default VKG_WEIGHTS_AS_STORED                                */
     const char *tokenizer_dir;  /* NULL: the model folder's own tokenizer, if it has one        */
     int no_tokenizer;           /* load no tokenizer (a model for graphs and ids only)          */
 } vkg_model_options;
@@ -112,7 +117,7 @@ typedef struct vkg_model_info {
     int64_t n_params;          /* parameters, a tied head counted once                          */
     int32_t bos_token, eos_token; /* or VKG_NO_TOKEN                                             */
     int tied_head;
-    vkg_weight_dtype dtype;    /* what the weights are kept in                                   */
+    vkg_weight_dtype dtype;    /* what the weight matrices are kept in: F32, F16 or BF16        */
     int random_weights;        /* the folder says its weights are random (vkgraph gpt2-random)   */
     char note[256];            /* what a user should know (a special token outside the
                                   vocabulary); "" when nothing                                   */
@@ -174,7 +179,7 @@ typedef struct vkg_random_gpt2_options {
     int scale_attn_by_inverse_layer_idx;
     int32_t bos_token, eos_token;   /* in the vocabulary, or VKG_NO_TOKEN                       */
     uint64_t seed;
-    vkg_weight_dtype dtype;         /* of the tensors in the file                               */
+    vkg_weight_dtype dtype;         /* of the tensors in the file; AS_STORED writes F32        */
     int prefix_transformer;         /* names start with "transformer." (GPT2Model's)            */
     int untied_lm_head;             /* a separate lm_head.weight (tie_word_embeddings false)    */
     int attn_bias_buffers;          /* the h.N.attn.bias / masked_bias buffers of old files     */

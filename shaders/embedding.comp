@@ -1,25 +1,6 @@
 #version 450
-// out[i, :] = table[ids[i], :] for the ids whose row lies in this step's row range; the step
-// with zero_invalid set writes zeros for ids outside [0, vocab).  See params/embedding.h.
+// Embedding lookup from an f32 table.  See embedding.glsl.
 #extension GL_GOOGLE_include_directive : require
 #include "params/embedding.h"
 #include "common.glsl"
-
-layout(local_size_x_id = 0) in;
-
-layout(std430, binding = 0) readonly buffer Ids { int ids[]; };
-layout(std430, binding = 1) readonly buffer Table { float table[]; };
-layout(std430, binding = 2) writeonly buffer O { float o[]; };
-
-void main() {
-    uint stride = vkg_group_count() * gl_WorkGroupSize.x;
-    for (uint e = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; e < p.n_ids * p.dim; e += stride) {
-        uint i = e / p.dim, j = e % p.dim;
-        int id = ids[p.ids_offset + i];
-        uint out_at = p.out_offset + i * p.dim + j;
-        if (id >= 0 && uint(id) >= p.row_begin && uint(id) - p.row_begin < p.row_count)
-            o[out_at] = table[p.table_offset + (uint(id) - p.row_begin) * p.dim + j];
-        else if (p.zero_invalid != 0u && (id < 0 || uint(id) >= p.vocab))
-            o[out_at] = 0.0;
-    }
-}
+#include "embedding.glsl"

@@ -13,6 +13,9 @@
 // extra lanes selected away (never multiplied: they may hold anything), and columns or rows past
 // N or M are clamped onto the last valid one and not stored.
 //
+// B of 16-bit elements (matmul_b16.glsl included first) is read four elements per texel as well:
+// offsets and strides count its elements, so the same positions / 4 name its texels.
+//
 // Workgroup (WG_X, WG_Y) covers a (WG_Y*TM) x (WG_X*TN) tile of C; gl_WorkGroupID.z is the batch.
 #ifndef VKG_MATMUL_TEXEL4_GLSL
 #define VKG_MATMUL_TEXEL4_GLSL
@@ -25,7 +28,10 @@ layout(constant_id = 3) const uint TN = 8;
 const uint CV = TN / 4;   // vec4s of columns per invocation
 
 layout(binding = 0) uniform samplerBuffer A;
+#ifndef FETCH_B4
 layout(binding = 1) uniform samplerBuffer B;
+#define FETCH_B4(i) texelFetch(B, i)
+#endif
 layout(std430, binding = 2) writeonly buffer C { float c_data[]; };
 layout(std430, binding = 3) readonly buffer Bias { float bias_data[]; };
 layout(std430, binding = 4) readonly buffer R { float r_data[]; };
@@ -54,7 +60,7 @@ void main() {
         bool full = k < K4;
         vec4 y[TN];
         [[unroll]] for (uint j = 0; j < TN; j++) {
-            vec4 v = texelFetch(B, b_at[j]);
+            vec4 v = FETCH_B4(b_at[j]);
             y[j] = full ? v : mix(vec4(0.0), v, tail);
             b_at[j] += 1;
         }
@@ -79,7 +85,7 @@ void main() {
         vec4 y[4 * CV];
         [[unroll]] for (uint q = 0; q < 4; q++)
             [[unroll]] for (uint j = 0; j < CV; j++) {
-                vec4 v = texelFetch(B, row + int(min(q, q_last)) * row_step + col[j]);
+                vec4 v = FETCH_B4(row + int(min(q, q_last)) * row_step + col[j]);
                 y[q * CV + j] = q <= q_last ? v : vec4(0.0);
             }
         [[unroll]] for (uint i = 0; i < TM; i++) {

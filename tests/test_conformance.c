@@ -115,7 +115,8 @@ static void test_perturbed_outputs_fail(void **state) {
             assert_string_equal(r.cases[i].error, "");
             assert_true(r.cases[i].nmse > r.cases[i].threshold);
         }
-        char buf[8192] = "";
+        static char buf[65536];
+        memset(buf, 0, sizeof buf);
         FILE *f = fmemopen(buf, sizeof buf - 1, "w");
         assert_non_null(f);
         vkg_conformance_report_print(&r, f, 0);

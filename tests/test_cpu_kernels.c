@@ -348,11 +348,11 @@ static void bind(vkg_step *s, int slot, int32_t region, uint64_t offset, uint64_
 
 static void tiny_plan_init(tiny_plan *t, const float *W) {
     memset(t, 0, sizeof *t);
-    t->regions[0] = (vkg_region){VKG_REGION_ARENA, VKG_NONE, 256, NULL};
-    t->regions[1] = (vkg_region){VKG_REGION_INPUT, 1, 128, NULL};
-    t->regions[2] = (vkg_region){VKG_REGION_CONSTANT, 2, 128, W};
-    t->regions[3] = (vkg_region){VKG_REGION_OUTPUT, 3, 64, NULL};
-    t->regions[4] = (vkg_region){VKG_REGION_INDICES, VKG_NONE, 4, NULL};
+    t->regions[0] = (vkg_region){VKG_REGION_ARENA, VKG_NONE, 256, NULL, VKG_F32, VKG_F32};
+    t->regions[1] = (vkg_region){VKG_REGION_INPUT, 1, 128, NULL, VKG_F32, VKG_F32};
+    t->regions[2] = (vkg_region){VKG_REGION_CONSTANT, 2, 128, W, VKG_F32, VKG_F32};
+    t->regions[3] = (vkg_region){VKG_REGION_OUTPUT, 3, 64, NULL, VKG_F32, VKG_F32};
+    t->regions[4] = (vkg_region){VKG_REGION_INDICES, VKG_NONE, 4, NULL, VKG_I32, VKG_I32};
     for (int i = 0; i < 2; i++)
         for (int slot = 0; slot < VKG_MAX_BINDINGS; slot++) bind(&t->steps[i], slot, -1, 0, 0, 0);
     vkg_step *mm = &t->steps[0], *sm = &t->steps[1];
@@ -405,7 +405,7 @@ static void test_executor_runs_a_plan(void **state) {
     float y[16], scores[16], want[16];
     assert_int_equal(d.ops->read(s, 3, 0, y, sizeof y, &err), VKG_OK);
 
-    ref_run_matmul_kernel(NULL, &t.steps[0].params.matmul, x, W, scores, NULL, NULL);
+    ref_run_matmul_kernel(NULL, vkg_cpu_matmul_best_variant(), &t.steps[0].params.matmul, x, W, scores, NULL, NULL);
     vkg_cpu_softmax(&t.steps[1].params.softmax, scores, want, NULL, &index, 0, 4);
     assert_memory_equal(y, want, sizeof y);
     for (int j = 0; j < 4; j++) assert_true(y[j] == 0.0f);
@@ -454,8 +454,8 @@ static void test_executor_rejects_bad_plans(void **state) {
     expect_rejected(&t.plan, "names region 9");
 
     /* A runtime index that moves a write past its state: x [2, 3] into state [5, 3] at a row. */
-    vkg_region regions[3] = {{VKG_REGION_INPUT, 0, 24, NULL}, {VKG_REGION_STATE, 1, 60, NULL},
-                             {VKG_REGION_INDICES, VKG_NONE, 4, NULL}};
+    vkg_region regions[3] = {{VKG_REGION_INPUT, 0, 24, NULL, VKG_F32, VKG_F32}, {VKG_REGION_STATE, 1, 60, NULL, VKG_F32, VKG_F32},
+                             {VKG_REGION_INDICES, VKG_NONE, 4, NULL, VKG_I32, VKG_I32}};
     vkg_step write_at;
     memset(&write_at, 0, sizeof write_at);
     write_at.kernel = VKG_KERNEL_UNARY;

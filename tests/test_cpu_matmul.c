@@ -1,91 +1,193 @@
 /* Tests of the CPU matmul kernel (src/cpu/kernel_matmul.c), called directly with hand-built
- * parameter blocks: against values worked out by hand, and bit for bit against the naive
- * reference in support/cpu_reference over shapes, layouts, batches, epilogues, the few-rows
- * paths and any split of the unit range over threads. */
+ * parameter blocks, for every variant this machine runs (the portable one always): against values
+ * worked out by hand; bit for bit against the naive reference in support/cpu_reference summed the
+ * variant's way (unfused for the portable variant, fmaf for the others) over shapes, layouts,
+ * batches, epilogues, 16-bit B, the few-rows paths and any split of the unit range over threads;
+ * and within float rounding of the product computed in double. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu/kernels.h"
 #include "cpu/threadpool.h"
+#include "io/safetensors.h"
 #include "support/cpu_reference.h"
 #include "vkgraph.h"
 
-static void test_matmul_by_hand(void **state) {
-    (void)state;
-    /* [[1,2,3],[4,5,6]] @ [[1,0],[0,1],[1,1]] = [[4,5],[10,11]]; + bias [0.5, -1]. */
-    const float A[] = {1, 2, 3, 4, 5, 6}, B[] = {1, 0, 0, 1, 1, 1}, bias[] = {0.5f, -1};
-    float C[4];
-    vkg_matmul_params p = ref_matmul_params(2, 2, 3);
-    ref_run_matmul_kernel(NULL, &p, A, B, C, bias, NULL);
-    assert_true(C[0] == 4 && C[1] == 5 && C[2] == 10 && C[3] == 11);
-    p.flags = VKG_MATMUL_BIAS;
-    ref_run_matmul_kernel(NULL, &p, A, B, C, bias, NULL);
-    assert_true(C[0] == 4.5f && C[1] == 4 && C[2] == 10.5f && C[3] == 10);
+/* The variants under test: every one this machine runs. */
+static int variants[VKG_CPU_MATMUL_VARIANTS], n_variants;
 
-    /* [1] @ [1, -1] -> gelu -> [0.841192, -0.158808] -> + R [10, 20]. */
-    const float one[] = {1}, row[] = {1, -1}, R[] = {10, 20};
-    float y[2];
-    p = ref_matmul_params(1, 2, 1);
-    p.flags = VKG_MATMUL_RESIDUAL;
-    p.activation = VKG_UNARY_GELU;
-    ref_run_matmul_kernel(NULL, &p, one, row, y, NULL, R);
-    ref_assert_close(y[0], 10.841192, 1e-5);
-    ref_assert_close(y[1], 19.841192, 1e-5);
+static int find_variants(void **state) {
+    (void)state;
+    n_variants = 0;
+    for (int v = 0; v < VKG_CPU_MATMUL_VARIANTS; v++)
+        if (vkg_cpu_matmul_variant_runs(v)) variants[n_variants++] = v;
+    printf("matmul variants on this CPU:");
+    for (int i = 0; i < n_variants; i++) printf(" %s", vkg_cpu_matmul_variant_name(variants[i]));
+    printf(" (best: %s)\n", vkg_cpu_matmul_variant_name(vkg_cpu_matmul_best_variant()));
+    return n_variants >= 1 && variants[0] == VKG_CPU_MATMUL_PORTABLE ? 0 : -1;
 }
 
-/* Every shape and layout agrees bit for bit with the naive reference (same sums, same order). */
-static void test_matmul_shapes_and_transposes(void **state) {
+static void test_matmul_variants_known(void **state) {
     (void)state;
-    static const uint32_t shapes[][3] = {{1, 1, 1},  {1, 7, 13},   {7, 13, 31}, {13, 31, 7},
-                                         {31, 7, 13}, {33, 65, 17}, {65, 33, 100}, {3, 129, 300},
-                                         {1, 200, 513}, {70, 3, 5},  {8, 16, 0}};
-    vkg_rng rng;
-    vkg_rng_seed(&rng, 7);
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        uint32_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-        for (int layout = 0; layout < 4; layout++) {
-            const uint32_t off = 3; /* every operand starts a few elements into its buffer */
-            float *A = ref_checked_floats(&rng, off + (size_t)M * K, 1);
-            float *B = ref_checked_floats(&rng, off + (size_t)K * N, 1);
-            float *C = calloc(off + (size_t)M * N, sizeof *C), *want = calloc(off + (size_t)M * N, sizeof *want);
-            vkg_matmul_params p = ref_matmul_params(M, N, K);
-            p.a_offset = p.b_offset = p.c_offset = off;
-            if (layout & 1) p.a_stride_m = 1, p.a_stride_k = M;  /* A stored as [K, M] */
-            if (layout & 2) p.b_stride_k = 1, p.b_stride_n = K;  /* B stored as [N, K] */
-            ref_run_matmul_kernel(NULL, &p, A, B, C, NULL, NULL);
-            ref_matmul(&p, A, B, want, NULL, NULL);
-            assert_memory_equal(C, want, (off + (size_t)M * N) * sizeof *C);
-            free(A), free(B), free(C), free(want);
-        }
+    assert_true(vkg_cpu_matmul_variant_runs(VKG_CPU_MATMUL_PORTABLE));
+    assert_true(vkg_cpu_matmul_variant_runs(vkg_cpu_matmul_best_variant()));
+    assert_false(vkg_cpu_matmul_variant_runs(VKG_CPU_MATMUL_VARIANTS));
+    assert_false(vkg_cpu_matmul_variant_runs(-1));
+    assert_string_equal(vkg_cpu_matmul_variant_name(VKG_CPU_MATMUL_AVX512), "avx512");
+    /* a better variant that runs is always the one chosen */
+    for (int i = 0; i < n_variants; i++) assert_true(variants[i] <= vkg_cpu_matmul_best_variant());
+}
+
+/* n values of B as 16-bit numbers (VKG_MATMUL_B_F16 or _BF16 in flags) rounded from random floats
+ * in [-scale, scale), or as floats (flags without either). */
+static void *random_b(vkg_rng *rng, size_t n, float scale, uint32_t flags) {
+    float *f = ref_checked_floats(rng, n, scale);
+    if (!(flags & (VKG_MATMUL_B_F16 | VKG_MATMUL_B_BF16))) return f;
+    uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+    assert_non_null(h);
+    for (size_t i = 0; i < n; i++) h[i] = flags & VKG_MATMUL_B_F16 ? vkg_f32_to_f16(f[i]) : vkg_f32_to_bf16(f[i]);
+    free(f);
+    return h;
+}
+
+/* The reference results of one product, summed each way (index: fused), each computed when first
+ * asked for. */
+typedef struct expected {
+    float *want[2];
+} expected;
+
+static void expected_free(expected *e) { free(e->want[0]), free(e->want[1]); }
+
+/* Runs variant v on pool (NULL: one call) into C (c_n floats, zeroed first) and asserts it is bit
+ * for bit the reference summed the variant's way. */
+static void expect_exact(expected *e, int v, vkg_threadpool *pool, const vkg_matmul_params *p, const float *A,
+                         const void *B, float *C, size_t c_n, const float *bias, const float *R) {
+    const int fused = ref_matmul_fused(v);
+    if (!e->want[fused]) {
+        assert_non_null(e->want[fused] = calloc(c_n ? c_n : 1, sizeof(float)));
+        ref_matmul(p, fused, A, B, e->want[fused], bias, R);
+    }
+    memset(C, 0, c_n * sizeof *C);
+    ref_run_matmul_kernel(pool, v, p, A, B, C, bias, R);
+    if (memcmp(C, e->want[fused], c_n * sizeof *C) != 0)
+        fail_msg("variant %s differs from the reference (%ux%ux%u)", vkg_cpu_matmul_variant_name(v), p->M, p->N, p->K);
+}
+
+/* expect_exact for one run. */
+static void expect_exact_once(int v, vkg_threadpool *pool, const vkg_matmul_params *p, const float *A, const void *B,
+                              float *C, size_t c_n, const float *bias, const float *R) {
+    expected e = {{NULL, NULL}};
+    expect_exact(&e, v, pool, p, A, B, C, c_n, bias, R);
+    expected_free(&e);
+}
+
+static void test_matmul_by_hand(void **state) {
+    (void)state;
+    for (int i = 0; i < n_variants; i++) {
+        const int v = variants[i];
+        /* [[1,2,3],[4,5,6]] @ [[1,0],[0,1],[1,1]] = [[4,5],[10,11]]; + bias [0.5, -1]. */
+        const float A[] = {1, 2, 3, 4, 5, 6}, B[] = {1, 0, 0, 1, 1, 1}, bias[] = {0.5f, -1};
+        float C[4];
+        vkg_matmul_params p = ref_matmul_params(2, 2, 3);
+        ref_run_matmul_kernel(NULL, v, &p, A, B, C, bias, NULL);
+        assert_true(C[0] == 4 && C[1] == 5 && C[2] == 10 && C[3] == 11);
+        p.flags = VKG_MATMUL_BIAS;
+        ref_run_matmul_kernel(NULL, v, &p, A, B, C, bias, NULL);
+        assert_true(C[0] == 4.5f && C[1] == 4 && C[2] == 10.5f && C[3] == 10);
+        /* the same B in f16 and bf16 (every value exact in both) */
+        const uint16_t B16[] = {0x3c00, 0, 0, 0x3c00, 0x3c00, 0x3c00}, Bb16[] = {0x3f80, 0, 0, 0x3f80, 0x3f80, 0x3f80};
+        p.flags = VKG_MATMUL_B_F16;
+        ref_run_matmul_kernel(NULL, v, &p, A, B16, C, NULL, NULL);
+        assert_true(C[0] == 4 && C[1] == 5 && C[2] == 10 && C[3] == 11);
+        p.flags = VKG_MATMUL_B_BF16 | VKG_MATMUL_BIAS;
+        ref_run_matmul_kernel(NULL, v, &p, A, Bb16, C, bias, NULL);
+        assert_true(C[0] == 4.5f && C[1] == 4 && C[2] == 10.5f && C[3] == 10);
+
+        /* [1] @ [1, -1] -> gelu -> [0.841192, -0.158808] -> + R [10, 20]. */
+        const float one[] = {1}, row[] = {1, -1}, R[] = {10, 20};
+        float y[2];
+        p = ref_matmul_params(1, 2, 1);
+        p.flags = VKG_MATMUL_RESIDUAL;
+        p.activation = VKG_UNARY_GELU;
+        ref_run_matmul_kernel(NULL, v, &p, one, row, y, NULL, R);
+        ref_assert_close(y[0], 10.841192, 1e-5);
+        ref_assert_close(y[1], 19.841192, 1e-5);
     }
 }
 
+/* Shapes dividing no tile or register block (1, primes, one past and one short of the tile and
+ * block sizes, K past several blocks of k), each layout of A and B, f32 and 16-bit B: bit for bit
+ * the reference, and within rounding of the double product. */
+static void test_matmul_shapes_and_transposes(void **state) {
+    (void)state;
+    static const uint32_t shapes[][3] = {{1, 1, 1},    {1, 7, 13},     {7, 13, 31},   {13, 31, 7},   {31, 7, 13},
+                                         {33, 65, 17}, {65, 33, 100},  {3, 129, 300}, {1, 200, 513}, {70, 3, 5},
+                                         {8, 16, 0},   {97, 131, 257}, {96, 128, 256}, {95, 127, 1025},
+                                         {17, 33, 1},  {191, 257, 19}, {12, 32, 16},  {13, 31, 600}};
+    static const uint32_t types[] = {0, VKG_MATMUL_B_F16, VKG_MATMUL_B_BF16};
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 7);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const uint32_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        for (int layout = 0; layout < 4; layout++)
+            for (size_t t = 0; t < 3; t++) {
+                if (t && layout != 2 && s % 3) continue; /* 16-bit B: every shape with B [N, K], a third with all */
+                const uint32_t off = 3; /* every operand starts a few elements into its buffer */
+                float *A = ref_checked_floats(&rng, off + (size_t)M * K, 1);
+                void *B = random_b(&rng, off + (size_t)K * N, 1, types[t]);
+                const size_t c_n = off + (size_t)M * N;
+                float *C = calloc(c_n, sizeof *C);
+                vkg_matmul_params p = ref_matmul_params(M, N, K);
+                p.a_offset = p.b_offset = p.c_offset = off;
+                p.flags = types[t];
+                if (layout & 1) p.a_stride_m = 1, p.a_stride_k = M; /* A stored as [K, M] */
+                if (layout & 2) p.b_stride_k = 1, p.b_stride_n = K; /* B stored as [N, K] */
+                expected e = {{NULL, NULL}};
+                for (int i = 0; i < n_variants; i++) {
+                    expect_exact(&e, variants[i], NULL, &p, A, B, C, c_n, NULL, NULL);
+                    ref_matmul_check_f64(&p, A, B, C, NULL, NULL, 1);
+                }
+                expected_free(&e);
+                free(A), free(B), free(C);
+            }
+    }
+}
+
+/* Batches: A broadcast over b0 (stride 0), B per entry, or B broadcast and strided in both
+ * dimensions (neither k nor n contiguous). */
 static void test_matmul_batch_broadcast(void **state) {
     (void)state;
     enum { B0 = 2, B1 = 3, M = 5, N = 6, K = 7 };
     vkg_rng rng;
     vkg_rng_seed(&rng, 11);
-    float *A = ref_checked_floats(&rng, B1 * M * K, 1), *B = ref_checked_floats(&rng, B0 * B1 * K * N, 1);
-    float C[B0 * B1 * M * N], want[B0 * B1 * M * N], one[M * N];
-    vkg_matmul_params p = ref_matmul_params(M, N, K);
-    p.batch0 = B0, p.batch1 = B1;
-    p.a_stride_b0 = 0, p.a_stride_b1 = M * K; /* A is shared by every b0 */
-    p.b_stride_b0 = B1 * K * N, p.b_stride_b1 = K * N;
-    p.c_stride_b0 = B1 * M * N, p.c_stride_b1 = M * N;
-    ref_run_matmul_kernel(NULL, &p, A, B, C, NULL, NULL);
-    ref_matmul(&p, A, B, want, NULL, NULL);
-    assert_memory_equal(C, want, sizeof C);
+    float *A = ref_checked_floats(&rng, B1 * M * K, 1), *B = ref_checked_floats(&rng, 2 * B0 * B1 * K * N, 1);
+    float C[B0 * B1 * M * N], one[M * N];
+    for (int i = 0; i < n_variants; i++) {
+        const int v = variants[i];
+        vkg_matmul_params p = ref_matmul_params(M, N, K);
+        p.batch0 = B0, p.batch1 = B1;
+        p.a_stride_b0 = 0, p.a_stride_b1 = M * K; /* A is shared by every b0 */
+        p.b_stride_b0 = B1 * K * N, p.b_stride_b1 = K * N;
+        p.c_stride_b0 = B1 * M * N, p.c_stride_b1 = M * N;
+        expect_exact_once(v, NULL, &p, A, B, C, B0 * B1 * M * N, NULL, NULL);
 
-    /* Batch entry (1, 2) is the plain product of A[2] and B[1, 2]. */
-    vkg_matmul_params single = ref_matmul_params(M, N, K);
-    ref_run_matmul_kernel(NULL, &single, A + 2 * M * K, B + (1 * B1 + 2) * K * N, one, NULL, NULL);
-    assert_memory_equal(one, C + (1 * B1 + 2) * M * N, sizeof one);
+        /* Batch entry (1, 2) is the plain product of A[2] and B[1, 2]. */
+        vkg_matmul_params single = ref_matmul_params(M, N, K);
+        ref_run_matmul_kernel(NULL, v, &single, A + 2 * M * K, B + (1 * B1 + 2) * K * N, one, NULL, NULL);
+        assert_memory_equal(one, C + (1 * B1 + 2) * M * N, sizeof one);
+
+        /* B broadcast over b1, its k 2N apart and n 2 apart (every other element). */
+        p.b_stride_b1 = 0, p.b_stride_k = 2 * N, p.b_stride_n = 2, p.b_stride_b0 = 2 * K * N;
+        expect_exact_once(v, NULL, &p, A, B, C, B0 * B1 * M * N, NULL, NULL);
+        ref_matmul_check_f64(&p, A, B, C, NULL, NULL, 1);
+    }
     free(A), free(B);
 }
 
@@ -99,107 +201,129 @@ static void test_matmul_epilogues(void **state) {
     enum { M = 13, N = 31, K = 7, R_STRIDE = 40 };
     vkg_rng rng;
     vkg_rng_seed(&rng, 3);
-    float *A = ref_checked_floats(&rng, M * K, 1), *B = ref_checked_floats(&rng, K * N, 1);
+    float *A = ref_checked_floats(&rng, 2 * M * K, 1), *B = ref_checked_floats(&rng, K * N, 1);
     float *bias = ref_checked_floats(&rng, N + 5, 1), *R = ref_checked_floats(&rng, 2 + M * R_STRIDE, 1);
-    static const uint32_t flag_sets[] = {0, VKG_MATMUL_BIAS, VKG_MATMUL_RESIDUAL,
-                                         VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL};
-    for (size_t f = 0; f < 4; f++) {
-        const uint32_t flags = flag_sets[f];
-        for (size_t a = 0; a < N_ACTIVATIONS; a++) {
-            float C[M * N], want[M * N];
-            vkg_matmul_params p = ref_matmul_params(M, N, K);
-            p.flags = flags, p.activation = activations[a], p.bias_offset = 5, p.r_offset = 2, p.r_stride_m = R_STRIDE;
-            ref_run_matmul_kernel(NULL, &p, A, B, C, bias, R);
-            ref_matmul(&p, A, B, want, bias, R);
-            assert_memory_equal(C, want, sizeof C);
-            if (flags == VKG_MATMUL_BIAS) { /* against the activation in double */
-                float plain[M * N];
-                p.activation = VKG_UNARY_COPY;
-                ref_run_matmul_kernel(NULL, &p, A, B, plain, bias, NULL);
-                for (int i = 0; i < M * N; i++) ref_assert_close(C[i], ref_activation(activations[a], plain[i]), 1e-6);
+    static const uint32_t flag_sets[] = {0, VKG_MATMUL_BIAS, VKG_MATMUL_RESIDUAL, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL};
+    for (int i = 0; i < n_variants; i++)
+        for (int rows = 0; rows < 2; rows++) /* M rows: the tiles; 3 rows: the few-rows path */
+            for (size_t f = 0; f < 4; f++) {
+                const uint32_t flags = flag_sets[f];
+                for (size_t a = 0; a < N_ACTIVATIONS; a++) {
+                    float C[2 * M * N];
+                    vkg_matmul_params p = ref_matmul_params(rows ? 3 : M, N, K);
+                    p.flags = flags, p.activation = activations[a], p.bias_offset = 5, p.r_offset = 2,
+                    p.r_stride_m = R_STRIDE;
+                    expect_exact_once(variants[i], NULL, &p, A, B, C, p.M * N, bias, R);
+                    ref_matmul_check_f64(&p, A, B, C, bias, R, 1);
+                    if (flags == VKG_MATMUL_BIAS) { /* against the activation in double */
+                        float plain[2 * M * N];
+                        p.activation = VKG_UNARY_COPY;
+                        ref_run_matmul_kernel(NULL, variants[i], &p, A, B, plain, bias, NULL);
+                        for (uint32_t e = 0; e < p.M * N; e++)
+                            ref_assert_close(C[e], ref_activation(activations[a], plain[e]), 1e-6);
+                    }
+                }
             }
-        }
-    }
     free(A), free(B), free(bias), free(R);
 }
 
-/* R is C itself: C = A @ B + C. */
+/* R is C itself: C = A @ B + C, on the tiles and on both few-rows paths. */
 static void test_matmul_in_place_residual(void **state) {
     (void)state;
-    enum { M = 31, N = 70, K = 9 };
+    static const uint32_t shapes[][3] = {{31, 70, 9}, {3, 70, 9}, {100, 130, 300}};
     vkg_rng rng;
     vkg_rng_seed(&rng, 5);
-    float *A = ref_checked_floats(&rng, M * K, 1), *B = ref_checked_floats(&rng, K * N, 1);
-    float *C = ref_checked_floats(&rng, M * N, 1), old[M * N], want[M * N];
-    memcpy(old, C, sizeof old);
-    vkg_matmul_params p = ref_matmul_params(M, N, K);
-    p.flags = VKG_MATMUL_RESIDUAL;
-    ref_matmul(&p, A, B, want, NULL, old);
-    ref_run_matmul_kernel(NULL, &p, A, B, C, NULL, C);
-    assert_memory_equal(C, want, sizeof want);
-    free(A), free(B), free(C);
+    for (size_t s = 0; s < 3; s++)
+        for (int bt = 0; bt < 2; bt++)
+            for (int i = 0; i < n_variants; i++) {
+                const uint32_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                float *A = ref_checked_floats(&rng, (size_t)M * K, 1), *B = ref_checked_floats(&rng, (size_t)K * N, 1);
+                float *C = ref_checked_floats(&rng, (size_t)M * N, 1), *old = malloc((size_t)M * N * sizeof *old);
+                float *want = malloc((size_t)M * N * sizeof *want);
+                assert_true(old && want);
+                memcpy(old, C, (size_t)M * N * sizeof *C);
+                vkg_matmul_params p = ref_matmul_params(M, N, K);
+                p.flags = VKG_MATMUL_RESIDUAL | VKG_MATMUL_BIAS;
+                p.activation = VKG_UNARY_GELU;
+                if (bt) p.b_stride_k = 1, p.b_stride_n = K;
+                ref_matmul(&p, ref_matmul_fused(variants[i]), A, B, want, old, old);
+                ref_run_matmul_kernel(NULL, variants[i], &p, A, B, C, old, C);
+                assert_memory_equal(C, want, (size_t)M * N * sizeof *C);
+                ref_matmul_check_f64(&p, A, B, C, old, old, 1);
+                free(A), free(B), free(C), free(old), free(want);
+            }
 }
 
+/* 1, 2 and 3 threads (3: units split unevenly) give the bits of one call, for every variant,
+ * tiles and few rows, f32 and f16 B. */
 static void test_matmul_threads_bit_identical(void **state) {
     (void)state;
-    static const uint32_t shapes[][3] = {{37, 70, 300}, {1, 200, 64}, {64, 128, 32}};
+    static const uint32_t shapes[][3] = {{37, 70, 300}, {1, 200, 64}, {64, 128, 32}, {200, 300, 40}, {5, 1000, 300}};
     vkg_rng rng;
     vkg_rng_seed(&rng, 9);
-    for (size_t s = 0; s < 3; s++) {
-        uint32_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-        float *A = ref_checked_floats(&rng, 2 * (size_t)M * K, 1), *B = ref_checked_floats(&rng, (size_t)K * N, 1);
-        float *bias = ref_checked_floats(&rng, N, 1), *R = ref_checked_floats(&rng, 2 * (size_t)M * N, 1);
-        float *C[4];
-        vkg_matmul_params p = ref_matmul_params(M, N, K);
-        p.batch1 = 2, p.a_stride_b1 = M * K, p.c_stride_b1 = M * N, p.r_stride_b1 = M * N;
-        p.flags = VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL;
-        p.activation = VKG_UNARY_GELU_ERF;
-        for (int threads = 0; threads <= 3; threads++) {
-            C[threads] = calloc(2 * (size_t)M * N, sizeof(float));
-            vkg_threadpool *pool = threads ? vkg_threadpool_new(threads) : NULL;
-            ref_run_matmul_kernel(pool, &p, A, B, C[threads], bias, R);
-            vkg_threadpool_free(pool);
-            if (threads) assert_memory_equal(C[threads], C[0], 2 * (size_t)M * N * sizeof(float));
+    vkg_threadpool *pools[3];
+    for (int t = 0; t < 3; t++) assert_non_null(pools[t] = vkg_threadpool_new(t + 1));
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int f16 = 0; f16 < 2; f16++) {
+            const uint32_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            const size_t c_n = 2 * (size_t)M * N;
+            float *A = ref_checked_floats(&rng, 2 * (size_t)M * K, 1);
+            void *B = random_b(&rng, (size_t)K * N, 1, f16 ? VKG_MATMUL_B_F16 : 0);
+            float *bias = ref_checked_floats(&rng, N, 1), *R = ref_checked_floats(&rng, c_n, 1);
+            float *one = malloc(c_n * sizeof *one), *C = malloc(c_n * sizeof *C);
+            assert_true(one && C);
+            vkg_matmul_params p = ref_matmul_params(M, N, K);
+            p.batch1 = 2, p.a_stride_b1 = M * K, p.c_stride_b1 = M * N, p.r_stride_b1 = M * N;
+            p.flags = VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL | (f16 ? VKG_MATMUL_B_F16 : 0);
+            p.activation = VKG_UNARY_GELU_ERF;
+            for (int i = 0; i < n_variants; i++) {
+                expect_exact_once(variants[i], NULL, &p, A, B, one, c_n, bias, R);
+                for (int t = 0; t < 3; t++) {
+                    memset(C, 0, c_n * sizeof *C);
+                    ref_run_matmul_kernel(pools[t], variants[i], &p, A, B, C, bias, R);
+                    assert_memory_equal(C, one, c_n * sizeof *C);
+                }
+            }
+            free(A), free(B), free(bias), free(R), free(one), free(C);
         }
-        for (int i = 0; i < 4; i++) free(C[i]);
-        free(A), free(B), free(bias), free(R);
-    }
+    for (int t = 0; t < 3; t++) vkg_threadpool_free(pools[t]);
 }
 
 /* One product of the few-rows sweep below: batch1 = 2 entries (A and B per entry), an offset
- * on every operand, B stored [K, N] or (transposed) [N, K], A [M, K] or [K, M], and the given
- * epilogue; run whole, and over pools of 1, 2 and 3 threads, each bit-identical to ref_matmul. */
-static void few_rows_case(vkg_rng *rng, vkg_threadpool *const pools[3], uint32_t M, uint32_t N,
-                          uint32_t K, int b_transposed, int a_transposed, uint32_t flags, uint32_t activation) {
+ * on every operand, B stored [K, N] or (transposed) [N, K], A [M, K] or [K, M], B's type and
+ * the given epilogue; run whole, and over pools of 1, 2 and 3 threads, each bit-identical to the
+ * reference. */
+static void few_rows_case(vkg_rng *rng, vkg_threadpool *const pools[3], uint32_t M, uint32_t N, uint32_t K,
+                          int b_transposed, int a_transposed, uint32_t flags, uint32_t activation) {
     const uint32_t off = 5, B1 = 2;
     size_t a_n = off + (size_t)B1 * M * K, b_n = off + (size_t)B1 * K * N, c_n = off + (size_t)B1 * M * N;
-    float *A = ref_checked_floats(rng, a_n, 1), *B = ref_checked_floats(rng, b_n, 1);
+    float *A = ref_checked_floats(rng, a_n, 1);
+    void *B = random_b(rng, b_n, 1, flags);
     float *bias = ref_checked_floats(rng, off + N, 1), *R = ref_checked_floats(rng, c_n, 1);
-    float *C = calloc(c_n, sizeof *C), *want = calloc(c_n, sizeof *want);
-    assert_non_null(C), assert_non_null(want);
+    float *C = calloc(c_n, sizeof *C);
+    assert_non_null(C);
     vkg_matmul_params p = ref_matmul_params(M, N, K);
     p.batch1 = B1, p.flags = flags, p.activation = activation;
     p.a_offset = p.b_offset = p.c_offset = p.r_offset = p.bias_offset = off;
     p.a_stride_b1 = M * K, p.b_stride_b1 = K * N, p.c_stride_b1 = p.r_stride_b1 = M * N;
     if (a_transposed) p.a_stride_m = 1, p.a_stride_k = M;
     if (b_transposed) p.b_stride_k = 1, p.b_stride_n = K;
-    ref_matmul(&p, A, B, want, bias, R);
-    for (int t = -1; t < 3; t++) {
-        memset(C, 0, c_n * sizeof *C);
-        ref_run_matmul_kernel(t < 0 ? NULL : pools[t], &p, A, B, C, bias, R);
-        assert_memory_equal(C, want, c_n * sizeof *C);
-    }
-    free(A), free(B), free(bias), free(R), free(C), free(want);
+    expected e = {{NULL, NULL}};
+    for (int i = 0; i < n_variants; i++)
+        for (int t = -1; t < 3; t++) expect_exact(&e, variants[i], t < 0 ? NULL : pools[t], &p, A, B, C, c_n, bias, R);
+    expected_free(&e);
+    ref_matmul_check_f64(&p, A, B, C, bias, R, 1);
+    free(A), free(B), free(bias), free(R), free(C);
 }
 
-/* The few-rows paths (decoding: M = 1 and a handful) against the naive reference, bit for bit:
- * every column remainder (N mod 4, mod 8, mod a tile), k remainders and the prefetch boundary,
- * both B layouts, every epilogue, the row-pass boundaries (M = 4, 5, 8, 16) and the first M
- * that takes the tiled path (17). */
+/* The few-rows paths (decoding: M = 1 and a handful) against the reference, bit for bit: every
+ * column remainder (N mod 4, 8, 16, 32, a tile), k remainders and the prefetch boundary, both B
+ * layouts, f32, f16 and bf16 B, every epilogue, the row-pass boundaries (M = 4, 5, 8), the first
+ * M that takes the tiles (9) and more. */
 static void test_matmul_few_rows_exact(void **state) {
     (void)state;
-    static const uint32_t Ms[] = {1, 2, 3, 4, 5, 8, 17}, Ns[] = {1, 7, 8, 9, 13, 33, 1000},
-                          Ks[] = {1, 5, 64, 77, 300};
+    static const uint32_t Ms[] = {1, 2, 3, 4, 5, 8, 9, 17}, Ns[] = {1, 7, 8, 9, 13, 33, 1000}, Ks[] = {1, 5, 64, 77, 300};
+    static const uint32_t types[] = {0, VKG_MATMUL_B_F16, VKG_MATMUL_B_BF16};
     vkg_threadpool *pools[3];
     for (int t = 0; t < 3; t++) assert_non_null(pools[t] = vkg_threadpool_new(t + 1));
     vkg_rng rng;
@@ -210,12 +334,15 @@ static void test_matmul_few_rows_exact(void **state) {
             for (size_t k = 0; k < sizeof Ks / sizeof Ks[0]; k++)
                 for (int bt = 0; bt < 2; bt++, combo++)
                     few_rows_case(&rng, pools, Ms[m], Ns[n], Ks[k], bt, combo % 3 == 0,
-                                  (combo & 1 ? VKG_MATMUL_BIAS : 0) | (combo & 2 ? VKG_MATMUL_RESIDUAL : 0),
+                                  (combo & 1 ? VKG_MATMUL_BIAS : 0) | (combo & 2 ? VKG_MATMUL_RESIDUAL : 0) |
+                                      types[combo / 2 % 3],
                                   activations[combo % N_ACTIVATIONS]);
     /* Wider than one block of the contiguous-columns path (2048 columns at 4 rows). */
     few_rows_case(&rng, pools, 5, 4500, 9, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, VKG_UNARY_COPY);
-    few_rows_case(&rng, pools, 1, 8200, 6, 0, 1, 0, VKG_UNARY_GELU);
+    few_rows_case(&rng, pools, 1, 8200, 6, 0, 1, VKG_MATMUL_B_F16, VKG_UNARY_GELU);
     few_rows_case(&rng, pools, 16, 33, 77, 1, 1, VKG_MATMUL_BIAS, VKG_UNARY_SILU);
+    /* K past one block of k on the few-rows tiles (1024) */
+    few_rows_case(&rng, pools, 3, 40, 2100, 1, 0, VKG_MATMUL_B_BF16, VKG_UNARY_COPY);
     for (int t = 0; t < 3; t++) vkg_threadpool_free(pools[t]);
 }
 
@@ -230,24 +357,100 @@ static void test_matmul_few_rows_any_split(void **state) {
     vkg_rng_seed(&rng, 23);
     float *A = ref_checked_floats(&rng, B1 * M * K, 1), *B = ref_checked_floats(&rng, K * N, 1);
     float *whole = calloc(B1 * M * N, sizeof(float)), *cut = calloc(B1 * M * N, sizeof(float));
-    for (int bt = 0; bt < 2; bt++) {
-        vkg_matmul_params p = ref_matmul_params(M, N, K);
-        p.batch1 = B1, p.a_stride_b1 = M * K, p.c_stride_b1 = M * N; /* B shared by both entries */
-        if (bt) p.b_stride_k = 1, p.b_stride_n = K;
-        size_t units = vkg_cpu_matmul_units(&p);
-        vkg_cpu_matmul(&p, A, B, whole, NULL, NULL, 0, units);
-        for (size_t step = 1; step <= 7; step += 3) {
-            memset(cut, 0, B1 * M * N * sizeof(float));
-            for (size_t u = 0; u < units; u += step)
-                vkg_cpu_matmul(&p, A, B, cut, NULL, NULL, u, u + step < units ? u + step : units);
-            assert_memory_equal(cut, whole, B1 * M * N * sizeof(float));
+    for (int i = 0; i < n_variants; i++)
+        for (int bt = 0; bt < 2; bt++) {
+            vkg_matmul_params p = ref_matmul_params(M, N, K);
+            p.batch1 = B1, p.a_stride_b1 = M * K, p.c_stride_b1 = M * N; /* B shared by both entries */
+            if (bt) p.b_stride_k = 1, p.b_stride_n = K;
+            size_t units = vkg_cpu_matmul_units(&p);
+            vkg_cpu_matmul_with(variants[i], &p, A, B, whole, NULL, NULL, 0, units);
+            for (size_t step = 1; step <= 7; step += 3) {
+                memset(cut, 0, B1 * M * N * sizeof(float));
+                for (size_t u = 0; u < units; u += step)
+                    vkg_cpu_matmul_with(variants[i], &p, A, B, cut, NULL, NULL, u, u + step < units ? u + step : units);
+                assert_memory_equal(cut, whole, B1 * M * N * sizeof(float));
+            }
         }
-    }
     free(A), free(B), free(whole), free(cut);
+}
+
+/* GPT-2 124M's matmuls (d = 768): the QKV, output, MLP projections with B [K, N] and the tied
+ * head with B [N, K] (k contiguous), at decode (1 row), a short prompt (7), a tile and a bit (97),
+ * f32 and f16 weights, with their epilogues, on 2 threads: rows checked against the double
+ * product, whole results against 1 thread bit for bit. */
+static void test_matmul_gpt2_shapes(void **state) {
+    (void)state;
+    static const struct {
+        uint32_t N, K;
+        int transposed;
+        uint32_t flags, activation;
+    } ops[] = {{2304, 768, 0, VKG_MATMUL_BIAS, VKG_UNARY_COPY},
+               {768, 768, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, VKG_UNARY_COPY},
+               {3072, 768, 0, VKG_MATMUL_BIAS, VKG_UNARY_GELU},
+               {768, 3072, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, VKG_UNARY_COPY},
+               {50257, 768, 1, 0, VKG_UNARY_COPY}};
+    static const uint32_t Ms[] = {1, 7, 97};
+    vkg_threadpool *one = vkg_threadpool_new(1), *two = vkg_threadpool_new(2);
+    assert_true(one && two);
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 31);
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+        for (int f16 = 0; f16 < 2; f16++) {
+            const uint32_t N = ops[o].N, K = ops[o].K, flags = ops[o].flags | (f16 ? VKG_MATMUL_B_F16 : 0);
+            void *B = random_b(&rng, (size_t)K * N, 0.05f, flags);
+            float *A = ref_checked_floats(&rng, 97 * (size_t)K, 1), *bias = ref_checked_floats(&rng, N, 0.1f);
+            float *R = ref_checked_floats(&rng, 97 * (size_t)N, 1);
+            float *C = malloc(97 * (size_t)N * sizeof *C), *C1 = malloc(97 * (size_t)N * sizeof *C1);
+            float *Cf = malloc(97 * (size_t)N * sizeof *Cf);
+            assert_true(C && C1 && Cf);
+            for (size_t m = 0; m < sizeof Ms / sizeof Ms[0]; m++) {
+                if (N > 10000 && Ms[m] == 7) continue; /* the head: decode and two row tiles */
+                vkg_matmul_params p = ref_matmul_params(Ms[m], N, K);
+                p.flags = flags, p.activation = ops[o].activation;
+                if (ops[o].transposed) p.b_stride_k = 1, p.b_stride_n = K;
+                const size_t bytes = (size_t)Ms[m] * N * sizeof *C;
+                int fused_seen = 0;
+                for (int i = 0; i < n_variants; i++) {
+                    ref_run_matmul_kernel(two, variants[i], &p, A, B, C, bias, R);
+                    /* the fused variants promise the same bits: the double product is checked
+                       once for them (in Cf), once for the unfused one */
+                    if (ref_matmul_fused(variants[i]) && fused_seen++)
+                        assert_memory_equal(C, Cf, bytes);
+                    else
+                        ref_matmul_check_f64(&p, A, B, C, bias, R, 48);
+                    if (ref_matmul_fused(variants[i])) memcpy(Cf, C, bytes);
+                    ref_run_matmul_kernel(one, variants[i], &p, A, B, C1, bias, R);
+                    assert_memory_equal(C, C1, bytes);
+                }
+            }
+            free(A), free(B), free(bias), free(R), free(C), free(C1), free(Cf);
+        }
+    vkg_threadpool_free(one);
+    vkg_threadpool_free(two);
+}
+
+/* The fused variants promise each other's bits (the same fma chain per element). */
+static void test_matmul_fused_variants_agree(void **state) {
+    (void)state;
+    enum { M = 50, N = 300, K = 1030 };
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 41);
+    float *A = ref_checked_floats(&rng, M * K, 1), *B = ref_checked_floats(&rng, K * N, 1);
+    float *first = malloc(M * N * sizeof(float)), *C = malloc(M * N * sizeof(float));
+    assert_true(first && C);
+    int seen = 0;
+    for (int i = 0; i < n_variants; i++) {
+        if (!ref_matmul_fused(variants[i])) continue;
+        vkg_matmul_params p = ref_matmul_params(M, N, K);
+        ref_run_matmul_kernel(NULL, variants[i], &p, A, B, seen ? C : first, NULL, NULL);
+        if (seen++) assert_memory_equal(C, first, M * N * sizeof(float));
+    }
+    free(A), free(B), free(first), free(C);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_variants_known),
         cmocka_unit_test(test_matmul_by_hand),
         cmocka_unit_test(test_matmul_shapes_and_transposes),
         cmocka_unit_test(test_matmul_batch_broadcast),
@@ -256,6 +459,8 @@ int main(void) {
         cmocka_unit_test(test_matmul_threads_bit_identical),
         cmocka_unit_test(test_matmul_few_rows_exact),
         cmocka_unit_test(test_matmul_few_rows_any_split),
+        cmocka_unit_test(test_matmul_gpt2_shapes),
+        cmocka_unit_test(test_matmul_fused_variants_agree),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, find_variants, NULL);
 }

@@ -347,11 +347,11 @@ static const vkg_st_tensor *expect_tensor(const vkg_safetensors *st, const vkg_g
     return t;
 }
 
-static void stats(const vkg_st_tensor *t, double *mean, double *std) {
+static void stats(const vkg_safetensors *st, const vkg_st_tensor *t, double *mean, double *std) {
     int64_t n = vkg_st_tensor_numel(t);
     float *x = malloc((size_t)n * sizeof *x);
     assert_non_null(x);
-    assert_int_equal(vkg_st_tensor_to_f32(t, x, NULL), VKG_OK);
+    assert_int_equal(vkg_safetensors_read(st, t, VKG_ST_F32, x, NULL), VKG_OK);
     double s = 0, s2 = 0;
     for (int64_t i = 0; i < n; i++) s += x[i];
     *mean = s / (double)n;
@@ -392,13 +392,13 @@ static void check_model(const char *dir, const vkg_gpt2_random_options *o) {
         if (o->attn_bias_buffers) {
             const vkg_st_tensor *mask = expect_tensor(st, o, L("attn.bias"), 4, 1, 1, P, P);
             float *m = malloc((size_t)(P * P) * sizeof *m);
-            assert_int_equal(vkg_st_tensor_to_f32(mask, m, NULL), VKG_OK);
+            assert_int_equal(vkg_safetensors_read(st, mask, VKG_ST_F32, m, NULL), VKG_OK);
             for (int64_t r = 0; r < P; r++)
                 for (int64_t k = 0; k < P; k++) assert_true(m[r * P + k] == (k <= r ? 1.0f : 0.0f));
             free(m);
             const vkg_st_tensor *mb = expect_tensor(st, o, L("attn.masked_bias"), 0, 0, 0, 0, 0);
             float v;
-            assert_int_equal(vkg_st_tensor_to_f32(mb, &v, NULL), VKG_OK);
+            assert_int_equal(vkg_safetensors_read(st, mb, VKG_ST_F32, &v, NULL), VKG_OK);
             assert_true(v == (o->dtype == VKG_ST_BF16 ? -9984.0f : -10000.0f)); /* bf16 rounds -1e4 */
         }
 #undef L
@@ -410,11 +410,11 @@ static void check_model(const char *dir, const vkg_gpt2_random_options *o) {
 
     /* The documented scales, loosely (small samples). */
     double mean, std;
-    stats(expect_tensor(st, o, "wte.weight", 2, V, C, 0, 0), &mean, &std);
+    stats(st, expect_tensor(st, o, "wte.weight", 2, V, C, 0, 0), &mean, &std);
     assert_true(fabs(mean) < 0.02 && std > 0.08 && std < 0.12);
-    stats(expect_tensor(st, o, "h.0.attn.c_attn.weight", 2, C, 3 * C, 0, 0), &mean, &std);
+    stats(st, expect_tensor(st, o, "h.0.attn.c_attn.weight", 2, C, 3 * C, 0, 0), &mean, &std);
     assert_true(fabs(std - 1.5 / sqrt((double)C)) < 0.1 * 1.5 / sqrt((double)C));
-    stats(lnf, &mean, &std);
+    stats(st, lnf, &mean, &std);
     assert_true(fabs(mean - 1.0) < 0.06 && std > 0.05 && std < 0.15);
     vkg_safetensors_close(st);
 }

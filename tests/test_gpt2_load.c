@@ -125,30 +125,69 @@ static void test_untied_head(void **state) {
     vkg_gpt2_free(base);
 }
 
-/* F16 and BF16 files: each weight is the rounded f32 value, and the logits stay close. */
+/* The matrix element k of a loaded model, as f32. */
+static float matrix_at(const vkg_gpt2 *m, const void *matrix, int k) {
+    const uint16_t *h = matrix;
+    return m->weight_dtype == VKG_F16 ? vkg_f16_to_f32(h[k]) : m->weight_dtype == VKG_BF16 ? vkg_bf16_to_f32(h[k])
+                                                                                            : ((const float *)matrix)[k];
+}
+
+static vkg_gpt2 *load_as(const char *dir, int dtype) {
+    char d[512];
+    snprintf(d, sizeof d, "%s", path_in(dir, NULL));
+    vkg_gpt2_load_options o;
+    vkg_gpt2_load_options_default(&o);
+    o.dtype = dtype;
+    vkg_gpt2 *m = NULL;
+    vkg_error err = {0};
+    if (vkg_gpt2_load_with(d, &o, &m, &err) != VKG_OK) fail_msg("%s", err.message);
+    return m;
+}
+
+/* F16 and BF16 files are used as stored (never widened: half the weight bytes); each weight is
+ * the rounded f32 value, and the logits stay close.  The same holds for an F32 file converted at
+ * load, and an F16 file widened at load gives the F16 model's logits exactly. */
 static void test_half_precision(void **state) {
     (void)state;
     write_model("base", VKG_ST_F32, 0, 0, 0);
     vkg_gpt2 *base = load("base");
     float want[NL], got[NL];
     logits_of(base, want);
+    assert_int_equal(base->weight_dtype, VKG_F32);
     const vkg_st_dtype dtypes[2] = {VKG_ST_F16, VKG_ST_BF16};
+    const vkg_dtype held[2] = {VKG_F16, VKG_BF16};
     const double nmse_max[2] = {1e-5, 1e-3}; /* 11 and 8 significant bits */
     for (int i = 0; i < 2; i++) {
         write_model(i ? "bf16" : "f16", dtypes[i], i, 0, 1);
-        vkg_gpt2 *m = load(i ? "bf16" : "f16");
-        assert_int_equal(m->dtype, dtypes[i]);
-        assert_non_null(m->converted);
-        for (int k = 0; k < 64 * 32; k++) {
-            float r = i ? vkg_bf16_to_f32(vkg_f32_to_bf16(base->wte[k])) : vkg_f16_to_f32(vkg_f32_to_f16(base->wte[k]));
-            assert_true(m->wte[k] == r);
+        for (int convert = 0; convert < 2; convert++) {
+            vkg_gpt2 *m = convert ? load_as("base", held[i]) : load(i ? "bf16" : "f16");
+            assert_int_equal(m->dtype, convert ? VKG_ST_F32 : dtypes[i]);
+            assert_int_equal(m->weight_dtype, held[i]);
+            /* matrices at 2 bytes, vectors at 4: about half the f32 model's block */
+            assert_true(m->weights_bytes < base->weights_bytes * 6 / 10);
+            assert_int_equal((uintptr_t)m->weights % 4096, 0);
+            assert_int_equal(m->weights_bytes % 4096, 0);
+            for (int k = 0; k < 64 * 32; k++) {
+                float f = ((const float *)base->wte)[k];
+                float r = i ? vkg_bf16_to_f32(vkg_f32_to_bf16(f)) : vkg_f16_to_f32(vkg_f32_to_f16(f));
+                assert_true(matrix_at(m, m->wte, k) == r);
+            }
+            float f = ((const float *)base->layers[1].fc_w)[77];
+            float r = i ? vkg_bf16_to_f32(vkg_f32_to_bf16(f)) : vkg_f16_to_f32(vkg_f32_to_f16(f));
+            assert_true(matrix_at(m, m->layers[1].fc_w, 77) == r);
+            logits_of(m, got);
+            double e = test_nmse(got, want, NL);
+            if (!(e < nmse_max[i])) fail_msg("%s logits: nmse %g against F32", i ? "BF16" : "F16", e);
+            if (!convert) {
+                /* widened at load: the same values as f32, so the same sums */
+                vkg_gpt2 *wide = load_as(i ? "bf16" : "f16", VKG_F32);
+                float wide_logits[NL];
+                logits_of(wide, wide_logits);
+                assert_memory_equal(wide_logits, got, sizeof got);
+                vkg_gpt2_free(wide);
+            }
+            vkg_gpt2_free(m);
         }
-        float r = i ? vkg_bf16_to_f32(vkg_f32_to_bf16(base->layers[1].fc_w[77])) : vkg_f16_to_f32(vkg_f32_to_f16(base->layers[1].fc_w[77]));
-        assert_true(m->layers[1].fc_w[77] == r);
-        logits_of(m, got);
-        double e = test_nmse(got, want, NL);
-        if (!(e < nmse_max[i])) fail_msg("%s logits: nmse %g against F32", i ? "BF16" : "F16", e);
-        vkg_gpt2_free(m);
     }
     vkg_gpt2_free(base);
 }
@@ -186,9 +225,12 @@ static void rewrite(const char *dir, edit_fn edit) {
     assert_int_equal(vkg_safetensors_open(p, &st, &err), VKG_OK);
     int n = vkg_safetensors_count(st), k = 0;
     vkg_st_write *w = calloc((size_t)n, sizeof *w);
+    void **data = calloc((size_t)n, sizeof *data);
     for (int i = 0; i < n; i++) {
         const vkg_st_tensor *t = vkg_safetensors_tensor(st, i);
-        vkg_st_write e = {.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .data = t->data};
+        data[i] = malloc(t->bytes + 1);
+        assert_int_equal(vkg_safetensors_read(st, t, t->dtype, data[i], &err), VKG_OK);
+        vkg_st_write e = {.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .data = data[i]};
         memcpy(e.shape, t->shape, sizeof e.shape);
         int keep = 1;
         edit(i, &e, &keep);
@@ -196,6 +238,8 @@ static void rewrite(const char *dir, edit_fn edit) {
     }
     snprintf(p, sizeof p, "%s", path_in(dir, "model.safetensors"));
     if (vkg_safetensors_write(p, w, k, &err) != VKG_OK) fail_msg("%s", err.message);
+    for (int i = 0; i < n; i++) free(data[i]);
+    free(data);
     free(w);
     vkg_safetensors_close(st);
 }

@@ -28,15 +28,16 @@ static const char *write_poked(const char *dir, vkg_st_dtype dtype, int untied, 
     assert_int_equal(vkg_safetensors_open(p, &st, &err), VKG_OK);
     int n = vkg_safetensors_count(st), found = 0;
     vkg_st_write *w = calloc((size_t)n, sizeof *w);
-    void *copy = NULL;
+    void **data = calloc((size_t)n, sizeof *data);
     for (int i = 0; i < n; i++) {
         const vkg_st_tensor *t = vkg_safetensors_tensor(st, i);
-        w[i] = (vkg_st_write){.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .data = t->data};
+        data[i] = malloc(t->bytes + 1);
+        assert_int_equal(vkg_safetensors_read(st, t, t->dtype, data[i], &err), VKG_OK);
+        w[i] = (vkg_st_write){.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .data = data[i]};
         memcpy(w[i].shape, t->shape, sizeof w[i].shape);
         if (strcmp(t->name, name) != 0) continue;
         found = 1;
-        copy = malloc(t->bytes);
-        memcpy(copy, t->data, t->bytes);
+        void *copy = data[i];
         const size_t numel = (size_t)vkg_st_tensor_numel(t);
         assert_true(first + count <= numel);
         for (size_t k = first; k < first + count; k++) {
@@ -44,12 +45,12 @@ static const char *write_poked(const char *dir, vkg_st_dtype dtype, int untied, 
             else if (t->dtype == VKG_ST_F16) ((uint16_t *)copy)[k] = vkg_f32_to_f16(value);
             else ((uint16_t *)copy)[k] = vkg_f32_to_bf16(value);
         }
-        w[i].data = copy;
     }
     assert_true(found);
     if (vkg_safetensors_write(q, w, n, &err) != VKG_OK) fail_msg("%s", err.message);
     vkg_safetensors_close(st);
-    free(copy);
+    for (int i = 0; i < n; i++) free(data[i]);
+    free(data);
     free(w);
     assert_int_equal(rename(q, p), 0);
     return d;
@@ -75,6 +76,32 @@ static void test_nonfinite_weights_refused(void **state) {
                       "model.safetensors: tensor ln_f.bias holds -Inf at index 5");
     expect_load_error(write_poked("nanwte", VKG_ST_F32, 0, "wte.weight", 2046, 2, NAN),
                       "tensor wte.weight holds NaN at index 2046 (row 63, column 30)");
+}
+
+/* An F32 weight beyond f16's range becomes Inf when `--dtype f16` converts it: refused at load,
+ * saying so; as f32 or bf16 (whose range is f32's) the same file loads. */
+static void test_f16_conversion_overflow_refused(void **state) {
+    (void)state;
+    const char *dir = write_poked("big16", VKG_ST_F32, 0, "h.1.mlp.c_fc.weight", 40, 1, -70000.0f);
+    const int dtypes[3] = {VKG_F16, VKG_F32, VKG_BF16};
+    for (int i = 0; i < 3; i++) {
+        vkg_gpt2_load_options o;
+        vkg_gpt2_load_options_default(&o);
+        o.dtype = dtypes[i];
+        vkg_gpt2 *m = NULL;
+        vkg_error err = {0};
+        vkg_status st = vkg_gpt2_load_with(dir, &o, &m, &err);
+        if (i == 0) {
+            assert_int_equal(st, VKG_ERR_FORMAT);
+            assert_null(m);
+            if (!strstr(err.message, "tensor h.1.mlp.c_fc.weight holds -Inf at index 40 (row 0, column 40) once "
+                                     "converted from F32 to f16 (f16 ends at 65504)"))
+                fail_msg("message: %s", err.message);
+        } else {
+            if (st != VKG_OK) fail_msg("%s", err.message);
+            vkg_gpt2_free(m);
+        }
+    }
 }
 
 /* Layer 0's c_attn.weight all 3e38: finite, loads, and q, k and v overflow at every position. */
@@ -125,6 +152,7 @@ static void test_overflow_is_an_error(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nonfinite_weights_refused),
+        cmocka_unit_test(test_f16_conversion_overflow_refused),
         cmocka_unit_test(test_overflow_is_an_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

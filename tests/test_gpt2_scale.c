@@ -41,38 +41,8 @@ static float *reference;   /* [T_MAX, V] from NumPy */
 static size_t V;
 static vkg_device *cpu, *gpu;
 
-/* Runs the NumPy reference over ids, writing dir/reference.npy, and reads it back.  Debian's
- * NumPy calls the system's libblas.so.3: with libopenblas0-pthread (tools/setup-debian.sh) this
- * takes seconds, with the reference BLAS minutes. */
-static void run_reference(void) {
-    const char *script = getenv("VKG_REFERENCE");
-    if (!script) fail_msg("VKG_REFERENCE (tools/gpt2_reference.py) is not set: run through ctest");
-    size_t len = (size_t)T_MAX * 7 + 1;
-    char *csv = malloc(len), out[1200];
-    assert_non_null(csv);
-    size_t n = 0;
-    for (int i = 0; i < T_MAX; i++) n += (size_t)snprintf(csv + n, len - n, i ? ",%d" : "%d", (int)ids[i]);
-    snprintf(out, sizeof out, "%s/reference.npy", dir);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        execl("/usr/bin/python3", "python3", script, dir, "--ids", csv, "--logits", out, (char *)NULL);
-        _exit(127);
-    }
-    int ws = 0;
-    assert_int_equal(waitpid(pid, &ws, 0), pid);
-    free(csv);
-    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
-        fail_msg("the NumPy reference failed (status %d): /usr/bin/python3 with python3-numpy is needed "
-                 "(./tools/setup-debian.sh installs it)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
-    int nd = 0;
-    int64_t shape[VKG_NPY_MAX_DIMS];
-    vkg_error err = {0};
-    if (vkg_npy_read_f32(out, &reference, &nd, shape, &err) != VKG_OK) fail_msg("%s", err.message);
-    assert_int_equal(nd, 2);
-    assert_int_equal(shape[0], T_MAX);
-    assert_int_equal(shape[1], (int64_t)V);
-}
+/* The NumPy reference over ids (dir/reference.npy). */
+static void run_reference(void) { reference = test_numpy_logits(dir, ids, T_MAX, (int64_t)V); }
 
 static int setup(void **state) {
     (void)state;

@@ -135,6 +135,36 @@ static void test_facts(void **state) {
     assert_null(vkg_model_tokenizer(f->model)); /* the folder has no tokenizer files */
 }
 
+/* An f32 checkpoint converted to f16 at open: the facts say so, and the logits stay near the
+ * golden f32 ones (f16 keeps 11 bits of each weight; the arithmetic is f32). */
+static void test_converted_to_f16(void **state) {
+    fixture *f = *state;
+    vkg_error err = {0};
+    vkg_model_options mo;
+    vkg_model_options_default(&mo);
+    mo.dtype = VKG_WEIGHTS_F16;
+    vkg_model *m = NULL;
+    check(vkg_model_open(test_data_path("gpt2-tiny"), f->dev, &mo, &m, &err), &err);
+    vkg_model_info info;
+    check(vkg_model_get_info(m, &info, &err), &err);
+    assert_int_equal(info.dtype, VKG_WEIGHTS_F16);
+    vkg_context_options o;
+    vkg_context_options_default(&o);
+    o.n_ctx = T;
+    o.logits = VKG_LOGITS_ALL;
+    vkg_context *ctx = NULL;
+    check(vkg_context_new(m, &o, &ctx, &err), &err);
+    check(vkg_context_prefill(ctx, f->ids, T, &err), &err);
+    float *logits = malloc(sizeof(float) * T * V);
+    assert_non_null(logits);
+    check(vkg_context_get_logits(ctx, logits, (size_t)T * V, &err), &err);
+    const double nmse = test_nmse(logits, f->logits, (size_t)T * V);
+    assert_true(nmse > 0 && nmse < 1e-4); /* rounded, so not equal; but close */
+    free(logits);
+    vkg_context_free(ctx);
+    vkg_model_free(m);
+}
+
 /* One prefill with every position's logits and every layer's attention: the golden files. */
 static void test_prefill_golden(void **state) {
     fixture *f = *state;
@@ -362,12 +392,10 @@ static void test_errors(void **state) {
     vkg_model *m = NULL;
     vkg_model_options mo;
     vkg_model_options_default(&mo);
-    mo.dtype = VKG_WEIGHTS_F16;
-    assert_int_equal(vkg_model_open(test_data_path("gpt2-tiny"), f->dev, &mo, &m, &err), VKG_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.message, "f16"));
+    mo.dtype = (vkg_weight_dtype)7;
+    assert_int_equal(vkg_model_open(test_data_path("gpt2-tiny"), f->dev, &mo, &m, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "dtype 7"));
     assert_null(m);
-    mo.dtype = VKG_WEIGHTS_BF16;
-    assert_int_equal(vkg_model_open(test_data_path("gpt2-tiny"), f->dev, &mo, &m, &err), VKG_ERR_UNSUPPORTED);
     assert_int_equal(vkg_model_open(test_data_path("no-such-model"), f->dev, NULL, &m, &err), VKG_ERR_IO);
     assert_non_null(strstr(err.message, "no-such-model"));
 
@@ -508,6 +536,7 @@ static void test_random_checkpoint(void **state) {
     check(vkg_model_open(dir, f->dev, NULL, &m, &err), &err);
     vkg_model_info info;
     check(vkg_model_get_info(m, &info, &err), &err);
+    assert_int_equal(info.dtype, VKG_WEIGHTS_F16); /* as stored, not widened */
     assert_int_equal(info.n_layer, 3);
     assert_int_equal(info.n_head, 2);
     assert_int_equal(info.n_ctx, 8);
@@ -541,6 +570,7 @@ int main(void) {
         cmocka_unit_test(test_feed_sizes),
         cmocka_unit_test(test_generate_greedy), cmocka_unit_test(test_generate_sampled),
         cmocka_unit_test(test_errors),          cmocka_unit_test(test_tokenizer),
+        cmocka_unit_test(test_converted_to_f16),
         cmocka_unit_test(test_model_graph),     cmocka_unit_test(test_random_checkpoint),
     };
     int failed = 0;

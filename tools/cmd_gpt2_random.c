@@ -172,10 +172,7 @@ int cmd_gpt2_random(int argc, char **argv) {
             memset(o.activation, 0, sizeof o.activation);
             memcpy(o.activation, val, strlen(val));
         } else if (strcmp(a, "--dtype") == 0) {
-            if (strcmp(val, "f32") == 0) o.dtype = VKG_WEIGHTS_F32;
-            else if (strcmp(val, "f16") == 0) o.dtype = VKG_WEIGHTS_F16;
-            else if (strcmp(val, "bf16") == 0) o.dtype = VKG_WEIGHTS_BF16;
-            else return cli_fail(CMD, "--dtype: '%s'; use f32, f16 or bf16", val);
+            if (gpt2_cli_dtype(CMD, val, &o.dtype)) return 1;
         } else {
             return cli_unknown_option(CMD, a, usage);
         }
@@ -205,8 +202,8 @@ int cmd_gpt2_random(int argc, char **argv) {
         }
     }
     const vkg_random_gpt2_options *c = &o;
-    static const char *const dtype_names[] = {[VKG_WEIGHTS_F32] = "F32", [VKG_WEIGHTS_F16] = "F16",
-                                              [VKG_WEIGHTS_BF16] = "BF16"};
+    static const char *const dtype_names[] = {[VKG_WEIGHTS_AS_STORED] = "F32", [VKG_WEIGHTS_F32] = "F32",
+                                              [VKG_WEIGHTS_F16] = "F16", [VKG_WEIGHTS_BF16] = "BF16"};
     printf("wrote a GPT-2-shaped model with RANDOM weights to %s: %d layers, %d heads, %d channels, %d positions, "
            "%d tokens, %lld parameters (%s, %s); its outputs mean nothing\n",
            dir, c->n_layer, c->n_head, c->n_embd, c->n_positions, c->vocab_size,

@@ -6,7 +6,18 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+
+int gpt2_cli_dtype(const char *cmd, const char *text, vkg_weight_dtype *out) {
+    static const vkg_weight_dtype dtypes[] = {VKG_WEIGHTS_F32, VKG_WEIGHTS_F16, VKG_WEIGHTS_BF16};
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (strcasecmp(text, vkg_weight_dtype_name(dtypes[i])) == 0) {
+            *out = dtypes[i];
+            return 0;
+        }
+    return cli_fail(cmd, "--dtype: '%s'; use f32, f16 or bf16", text);
+}
 
 void gpt2_cli_usage_common(FILE *f) {
     fprintf(f,
@@ -17,7 +28,9 @@ void gpt2_cli_usage_common(FILE *f) {
             "  -f, --file FILE     the prompt's exact bytes from FILE (\"-\": standard input)\n"
             "  --ids IDS           the prompt as token ids: 464,5044 or \"[464, 5044]\"\n"
             "  --device D          cpu, vulkan, vulkan:N (default: the best Vulkan device, else the CPU)\n"
-            "  --threads N         CPU executor threads (default: every core)\n");
+            "  --threads N         CPU executor threads (default: every core)\n"
+            "  --dtype D           the weight matrices in memory: f32, f16 or bf16 (default: as the file\n"
+            "                      stores them); biases and layer norms stay f32\n");
 }
 
 int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i) {
@@ -31,6 +44,11 @@ int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i) {
     else if (strcmp(a, "--threads") == 0) {
         const char *v = cli_value(c->cmd, argc, argv, i);
         return v && cli_int(c->cmd, "--threads", v, 0, 1024, &c->threads) == 0 ? 1 : -1;
+    } else if (strcmp(a, "--dtype") == 0) {
+        const char *v = cli_value(c->cmd, argc, argv, i);
+        if (!v) return -1;
+        if (c->model_opts.dtype != VKG_WEIGHTS_AS_STORED) return cli_fail(c->cmd, "--dtype given twice"), -1;
+        return gpt2_cli_dtype(c->cmd, v, &c->model_opts.dtype) ? -1 : 1;
     } else {
         return 0;
     }

@@ -23,10 +23,14 @@ typedef struct gpt2_cli {
     size_t n_ids;
 } gpt2_cli;
 
+/* --dtype's value: f32, f16 or bf16, in any case ("F16" as safetensors names it).  0, or 1 after
+ * printing the error. */
+int gpt2_cli_dtype(const char *cmd, const char *text, vkg_weight_dtype *out);
+
 /* The common options' help lines. */
 void gpt2_cli_usage_common(FILE *f);
 
-/* Takes argv[*i] when it is a common option (-m, -p, -f, --ids, --device, --threads), advancing
+/* Takes argv[*i] when it is a common option (-m, -p, -f, --ids, --device, --threads, --dtype), advancing
  * *i past its value: returns 1 when taken, 0 when it is not a common option, -1 after printing
  * an error. */
 int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i);

@@ -7,11 +7,17 @@
 #define VKG_PARAMS_EMBEDDING_H
 #include "common.h"
 
+/* flags */
+#define VKG_EMBEDDING_TABLE_F16 1u   /* the table's elements are IEEE half floats (16 bits)    */
+#define VKG_EMBEDDING_TABLE_BF16 2u  /* ... bfloat16; with either, table_offset counts 16-bit
+                                        elements; the output is f32                          */
+
 VKG_PARAMS_BEGIN(vkg_embedding_params)
     vkg_u32 n_ids, dim, vocab;
     vkg_u32 ids_offset, table_offset, out_offset;
     vkg_u32 row_begin, row_count;
     vkg_u32 zero_invalid;
+    vkg_u32 flags;
 VKG_PARAMS_END(vkg_embedding_params)
 
 #endif

@@ -1,6 +1,8 @@
 /* The helpers a conformance case builds its graph with: leaves whose host data is drawn from the
  * case's rng and owned here until the case is done. */
 #include "conformance/conformance_cases.h"
+#include "base/half.h"
+#include "graph/graph.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -82,6 +84,27 @@ vkg_tensor conf_input(conf_build *b, int ndim, const int64_t *shape, conf_fill f
 
 vkg_tensor conf_constant(conf_build *b, int ndim, const int64_t *shape, conf_fill fill) {
     return leaf(b, ndim, shape, fill, 0);
+}
+
+vkg_tensor conf_constant16(conf_build *b, int ndim, const int64_t *shape, conf_fill fill, vkg_dtype dtype) {
+    if (b->out_of_memory || vkg_graph_status(b->g) != VKG_OK) return VKG_NONE;
+    size_t n = (size_t)numel(ndim, shape);
+    conf_data *d = add_data(b, n * sizeof(uint16_t));
+    float *x = malloc(n * sizeof *x + 1);
+    if (!d || !x) {
+        free(x);
+        b->out_of_memory = 1;
+        return VKG_NONE;
+    }
+    size_t cols = ndim >= 1 ? (size_t)shape[ndim - 1] : 1, rows = ndim >= 2 ? (size_t)shape[ndim - 2] : 1;
+    fill_values(b->rng, x, n, rows, cols, fill);
+    uint16_t *h = d->host;
+    for (size_t i = 0; i < n; i++) h[i] = dtype == VKG_BF16 ? vkg_f32_to_bf16(x[i]) : vkg_f32_to_f16(x[i]);
+    free(x);
+    char name[32];
+    snprintf(name, sizeof name, "c%d", b->n_data - 1);
+    d->tensor = vkg_constant(b->g, name, dtype, ndim, shape, d->host);
+    return d->tensor;
 }
 
 vkg_tensor conf_ids(conf_build *b, int ndim, const int64_t *shape, int64_t vocab, int out_of_range) {
@@ -177,6 +200,9 @@ void conf_describe(const conf_build *b, char *buf, size_t size) {
         int nd = vkg_tensor_shape(b->g, b->data[i].tensor, shape);
         char one[96];
         int w = snprintf(buf + used, size - used, "%s%s", i ? " " : "", vkg_shape_str(nd, shape, one, sizeof one));
+        vkg_dtype dt = vkg_graph_node(b->g, b->data[i].tensor)->dtype;
+        if (w >= 0 && used + (size_t)w < size && (dt == VKG_F16 || dt == VKG_BF16))
+            w += snprintf(buf + used + w, size - used - (size_t)w, " %s", vkg_dtype_name(dt));
         if (w < 0) break;
         used += (size_t)w;
     }

@@ -17,6 +17,9 @@ enum { Q = VKG_CONFORMANCE_QUICK, D = VKG_CONFORMANCE_DEFAULT, F = VKG_CONFORMAN
 #define EW VKG_CONFORMANCE_NMSE_ELEMENTWISE
 #define RED VKG_CONFORMANCE_NMSE_REDUCTION
 #define MODEL VKG_CONFORMANCE_NMSE_MODEL
+#define MM16 VKG_CONFORMANCE_NMSE_MATMUL_16BIT
+#define EMB16 VKG_CONFORMANCE_NMSE_EMBEDDING_16BIT
+#define MODEL16 VKG_CONFORMANCE_NMSE_MODEL_16BIT
 #define S(...) ((const int64_t[]){__VA_ARGS__})
 
 /* ---- sweeps ---------------------------------------------------------------------------------- */
@@ -421,6 +424,52 @@ static void mv_weights_kn(conf_build *b, const int64_t *d) {
     conf_output(b, linear(b, in2(b, 1, d[2], CONF_FILL_NORMAL), d, 0));
 }
 
+/* ---- 16-bit weights: matmul's B and embedding tables of f16 or bf16 --------------------------- */
+
+/* d = {M, N, K}: x [M, K] @ w^T for w [N, K] (the tied head's layout); x @ w + bias for w [K, N]
+ * (GPT-2's Conv1D layers), also with gelu or a residual in the epilogue; and x [3, M, K] over one
+ * [N, K] weight.  w is 16-bit, everything else f32. */
+static void mm16_nk(conf_build *b, const int64_t *d, vkg_dtype dt) {
+    vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    conf_output(b, vkg_matmul(b->g, a, conf_constant16(b, 2, S(d[1], d[2]), CONF_FILL_NORMAL, dt), VKG_NONE,
+                              VKG_TRANSPOSE_B));
+}
+static vkg_tensor linear16(conf_build *b, vkg_tensor x, const int64_t *d, vkg_dtype dt) {
+    vkg_tensor w = conf_constant16(b, 2, S(d[2], d[1]), CONF_FILL_NORMAL, dt);
+    return vkg_matmul(b->g, x, w, bias(b, d[1]), 0);
+}
+static void mm16_kn_bias(conf_build *b, const int64_t *d, vkg_dtype dt) {
+    conf_output(b, linear16(b, in2(b, d[0], d[2], CONF_FILL_NORMAL), d, dt));
+}
+static void mm16_kn_bias_gelu(conf_build *b, const int64_t *d, vkg_dtype dt) {
+    conf_output(b, vkg_gelu(b->g, linear16(b, in2(b, d[0], d[2], CONF_FILL_NORMAL), d, dt)));
+}
+static void mm16_kn_bias_residual(conf_build *b, const int64_t *d, vkg_dtype dt) {
+    vkg_tensor r = in2(b, d[0], d[1], CONF_FILL_NORMAL);
+    vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    conf_output(b, vkg_add(b->g, r, linear16(b, a, d, dt)));
+}
+static void mm16_batched(conf_build *b, const int64_t *d, vkg_dtype dt) {
+    vkg_tensor x = conf_input(b, 3, S(3, d[0], d[2]), CONF_FILL_NORMAL);
+    vkg_tensor w = conf_constant16(b, 2, S(d[1], d[2]), CONF_FILL_NORMAL, dt);
+    conf_output(b, vkg_matmul(b->g, x, w, bias(b, d[1]), VKG_TRANSPOSE_B));
+}
+/* d = {V, C, N}: N ids into a 16-bit [V, C] table (every fifth out of range with `bad`). */
+static void emb16(conf_build *b, const int64_t *d, vkg_dtype dt, int bad) {
+    vkg_tensor table = conf_constant16(b, 2, S(d[0], d[1]), CONF_FILL_NORMAL, dt);
+    conf_output(b, vkg_embedding(b->g, table, conf_ids(b, bad ? 2 : 1, bad ? S(2, d[2]) : S(d[2]), d[0], bad)));
+}
+#define CASES_16BIT(tag, dt)                                                                                       \
+    static void mm_##tag##_nk(conf_build *b, const int64_t *d) { mm16_nk(b, d, dt); }                            \
+    static void mm_##tag##_kn_bias(conf_build *b, const int64_t *d) { mm16_kn_bias(b, d, dt); }                  \
+    static void mm_##tag##_kn_bias_gelu(conf_build *b, const int64_t *d) { mm16_kn_bias_gelu(b, d, dt); }        \
+    static void mm_##tag##_kn_bias_residual(conf_build *b, const int64_t *d) { mm16_kn_bias_residual(b, d, dt); } \
+    static void mm_##tag##_batched(conf_build *b, const int64_t *d) { mm16_batched(b, d, dt); }                  \
+    static void emb_##tag(conf_build *b, const int64_t *d) { emb16(b, d, dt, 0); }                                \
+    static void emb_##tag##_out_of_range(conf_build *b, const int64_t *d) { emb16(b, d, dt, 1); }
+CASES_16BIT(f16, VKG_F16)
+CASES_16BIT(bf16, VKG_BF16)
+
 /* ---- attention: d = {H, T, Dh} --------------------------------------------------------------- */
 
 static vkg_tensor attend(conf_build *b, vkg_tensor q, vkg_tensor k, vkg_tensor v, int64_t dh, vkg_tensor mask,
@@ -556,6 +605,12 @@ static const conf_case_def cases[] = {
     {"embedding", "ids [N]", EW, embedding_ids, sweep_emb},
     {"embedding", "ids [2, N], out of range", EW, embedding_out_of_range, sweep_emb},
     {"embedding", "GPT-2 wte / wpe", EW, embedding_ids, sweep_gpt2_emb},
+    {"embedding", "f16 table, ids [N]", EMB16, emb_f16, sweep_emb},
+    {"embedding", "bf16 table, ids [N]", EMB16, emb_bf16, sweep_emb},
+    {"embedding", "f16 table, out of range", EMB16, emb_f16_out_of_range, sweep_emb},
+    {"embedding", "bf16 table, out of range", EMB16, emb_bf16_out_of_range, sweep_emb},
+    {"embedding", "GPT-2 wte / wpe, f16", EMB16, emb_f16, sweep_gpt2_emb},
+    {"embedding", "GPT-2 wte / wpe, bf16", EMB16, emb_bf16, sweep_gpt2_emb},
     {"copy", "transpose", EW, copy_transpose, sweep_rc},
     {"copy", "inf/nan values", EW, copy_special, sweep_rc},
     {"copy", "permuted view as output", EW, view_permute, sweep_rc},
@@ -592,6 +647,23 @@ static const conf_case_def cases[] = {
     {"matmul", "GPT-2 c_fc (+bias+gelu)", RED, mm_bias_gelu, sweep_gpt2_fc},
     {"matmul", "GPT-2 mlp.c_proj (+bias+res)", RED, mm_bias_residual_kn, sweep_gpt2_mlp_proj},
     {"matmul", "GPT-2 logits (x @ wte^T)", RED, mm_transpose_b, sweep_gpt2_logits},
+    {"matmul", "B f16 [N, K], transposed", MM16, mm_f16_nk, sweep_mnk},
+    {"matmul", "B bf16 [N, K], transposed", MM16, mm_bf16_nk, sweep_mnk},
+    {"matmul", "B f16 [K, N] + bias", MM16, mm_f16_kn_bias, sweep_mnk_layer},
+    {"matmul", "B bf16 [K, N] + bias", MM16, mm_bf16_kn_bias, sweep_mnk_layer},
+    {"matmul", "B f16, batched over it", MM16, mm_f16_batched, sweep_mnk_small},
+    {"matmul", "B bf16, batched over it", MM16, mm_bf16_batched, sweep_mnk_small},
+    {"matmul", "matrix-vector, B f16 [N, K]", MM16, mm_f16_nk, sweep_mv},
+    {"matmul", "matrix-vector, B bf16 [N, K]", MM16, mm_bf16_nk, sweep_mv},
+    {"matmul", "matrix-vector, B f16 [K, N]", MM16, mm_f16_kn_bias, sweep_mv_kn},
+    {"matmul", "matrix-vector, B bf16 [K, N]", MM16, mm_bf16_kn_bias, sweep_mv_kn},
+    {"matmul", "GPT-2 c_attn, B f16", MM16, mm_f16_kn_bias, sweep_gpt2_qkv},
+    {"matmul", "GPT-2 attn.c_proj+res, B f16", MM16, mm_f16_kn_bias_residual, sweep_gpt2_proj},
+    {"matmul", "GPT-2 c_fc+gelu, B f16", MM16, mm_f16_kn_bias_gelu, sweep_gpt2_fc},
+    {"matmul", "GPT-2 mlp.c_proj+res, B bf16", MM16, mm_bf16_kn_bias_residual, sweep_gpt2_mlp_proj},
+    {"matmul", "GPT-2 c_fc+gelu, B bf16", MM16, mm_bf16_kn_bias_gelu, sweep_gpt2_fc},
+    {"matmul", "GPT-2 logits, wte f16", MM16, mm_f16_nk, sweep_gpt2_logits},
+    {"matmul", "GPT-2 logits, wte bf16", MM16, mm_bf16_nk, sweep_gpt2_logits},
     {"attention", "causal", RED, attn_causal, sweep_attn},
     {"attention", "boolean mask", RED, attn_bool, sweep_attn},
     {"attention", "decode: 1 query, runtime offset", RED, attn_decode, sweep_attn},
@@ -607,6 +679,7 @@ static const conf_case_def cases[] = {
     {"block", "causal", RED, block_causal, sweep_block},
     {"block", "GPT-2 sized", RED, block_causal, sweep_block_gpt2},
     {"model", "GPT-2, logits at every position", MODEL, conf_gpt2_model, sweep_model},
+    {"model", "GPT-2, f16 weights", MODEL16, conf_gpt2_model_f16, sweep_model},
 };
 
 int vkg_conformance_case_count(void) { return (int)(sizeof cases / sizeof cases[0]); }

@@ -56,6 +56,8 @@ typedef struct conf_build {
 /* Each returns the new tensor, or VKG_NONE (with b->out_of_memory or the graph in error). */
 vkg_tensor conf_input(conf_build *b, int ndim, const int64_t *shape, conf_fill fill);
 vkg_tensor conf_constant(conf_build *b, int ndim, const int64_t *shape, conf_fill fill);
+/* A constant of 16-bit elements (dtype VKG_F16 or VKG_BF16): the fill's values rounded to it. */
+vkg_tensor conf_constant16(conf_build *b, int ndim, const int64_t *shape, conf_fill fill, vkg_dtype dtype);
 /* i32 ids in [0, vocab), and where out_of_range is set every fifth one -1 or vocab. */
 vkg_tensor conf_ids(conf_build *b, int ndim, const int64_t *shape, int64_t vocab, int out_of_range);
 vkg_tensor conf_index(conf_build *b, int32_t value);
@@ -68,7 +70,8 @@ void conf_output(conf_build *b, vkg_tensor t);
 void conf_defer(conf_build *b, void (*fn)(void *), void *arg);
 /* Frees everything the build owns, graph included, and zeroes b. */
 void conf_build_free(conf_build *b);
-/* "[17, 33] [33]": the shapes of the inputs and constants, in creation order. */
+/* "[17, 33] [33]": the shapes of the inputs and constants, in creation order ("[33, 17] f16" for a
+ * 16-bit constant). */
 void conf_describe(const conf_build *b, char *buf, size_t size);
 
 /* A point of a sweep: the dimensions a case builder reads, and the smallest level that runs it
@@ -92,6 +95,8 @@ typedef struct conf_case_def {
  * shapes with random weights (GPT-2's 50257 tokens and 1024 positions), logits at every one of
  * T positions. */
 void conf_gpt2_model(conf_build *b, const int64_t *d);
+/* The same with the weight matrices in f16 (as `--dtype f16` loads them). */
+void conf_gpt2_model_f16(conf_build *b, const int64_t *d);
 
 int vkg_conformance_case_count(void);
 const conf_case_def *vkg_conformance_case_def(int i);

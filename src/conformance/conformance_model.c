@@ -3,7 +3,8 @@
  * another over the same arena, show here.
  *
  * The model is written by the random-weights writer into a temporary folder and read back by the
- * loader every user goes through; the files are removed at once (the loader keeps them mapped). */
+ * loader every user goes through; the files are removed at once (the loader has read them).  A
+ * variant holds the weight matrices in f16, as `--dtype f16` loads them. */
 #include "conformance/conformance_cases.h"
 #include "models/gpt2.h"
 #include "models/gpt2_random.h"
@@ -16,7 +17,7 @@
 static void free_model(void *m) { vkg_gpt2_free(m); }
 
 /* Writes and loads the model; NULL (and a message in b->shape) when that fails. */
-static vkg_gpt2 *random_model(conf_build *b, const int64_t *d) {
+static vkg_gpt2 *random_model(conf_build *b, const int64_t *d, int dtype) {
     const char *tmp = getenv("TMPDIR");
     char dir[512], path[600];
     snprintf(dir, sizeof dir, "%s/vkgraph-conformance-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -29,7 +30,10 @@ static vkg_gpt2 *random_model(conf_build *b, const int64_t *d) {
     o.seed = vkg_rng_next(b->rng);
     vkg_error err = {0};
     vkg_gpt2 *m = NULL;
-    if (vkg_gpt2_write_random(dir, &o, &err) != VKG_OK || vkg_gpt2_load(dir, &m, &err) != VKG_OK) m = NULL;
+    vkg_gpt2_load_options lo;
+    vkg_gpt2_load_options_default(&lo);
+    lo.dtype = dtype;
+    if (vkg_gpt2_write_random(dir, &o, &err) != VKG_OK || vkg_gpt2_load_with(dir, &lo, &m, &err) != VKG_OK) m = NULL;
     static const char *const files[] = {"config.json", "model.safetensors", "RANDOM-WEIGHTS.txt"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -40,11 +44,11 @@ static vkg_gpt2 *random_model(conf_build *b, const int64_t *d) {
     return m;
 }
 
-void conf_gpt2_model(conf_build *b, const int64_t *d) {
+static void gpt2_model(conf_build *b, const int64_t *d, int dtype) {
     const int T = (int)d[0];
-    snprintf(b->shape, sizeof b->shape, "GPT-2 %lld layers, %lld wide, %lld heads, T=%d, V=50257 (random)",
-             (long long)d[1], (long long)d[2], (long long)d[3], T);
-    vkg_gpt2 *m = random_model(b, d);
+    snprintf(b->shape, sizeof b->shape, "GPT-2 %lld layers, %lld wide, %lld heads, T=%d, V=50257%s (random)",
+             (long long)d[1], (long long)d[2], (long long)d[3], T, dtype == VKG_F16 ? ", f16" : "");
+    vkg_gpt2 *m = random_model(b, d, dtype);
     if (!m) {
         vkg_graph_free(b->g);   /* an empty graph: "the case marks no output" */
         b->g = vkg_graph_new();
@@ -74,3 +78,6 @@ void conf_gpt2_model(conf_build *b, const int64_t *d) {
     b->out[b->n_out++] = gg.logits;   /* already the graph's output "logits" */
     vkg_gpt2_graph_free(&gg);
 }
+
+void conf_gpt2_model(conf_build *b, const int64_t *d) { gpt2_model(b, d, VKG_GPT2_DTYPE_AS_STORED); }
+void conf_gpt2_model_f16(conf_build *b, const int64_t *d) { gpt2_model(b, d, VKG_F16); }

@@ -12,6 +12,7 @@
 
 #include "runtime/backend.h"
 #include "base/error.h"
+#include "base/half.h"
 #include "cpu/cpu_check.h"
 #include "cpu/kernels.h"
 #include "cpu/threadpool.h"
@@ -27,7 +28,7 @@ typedef struct cpu_session {
     const vkg_plan *plan;
     vkg_threadpool *pool;
     unsigned char **region_base;            /* one per region                               */
-    char *borrowed;                         /* per region: memory of another session        */
+    char *owned;                            /* per region: mapped here, unmapped at the end */
     void *(*bind)[VKG_MAX_BINDINGS];        /* per step: each binding's first byte, or NULL */
 } cpu_session;
 
@@ -79,7 +80,8 @@ static void step_work(const vkg_step *s, size_t *units, double *unit_cost, vkg_p
     switch (s->kernel) {
     case VKG_KERNEL_MATMUL:
         *units = vkg_cpu_matmul_units(&p->matmul);
-        *unit_cost = 2.0 * VKG_CPU_MATMUL_TILE_M * VKG_CPU_MATMUL_TILE_N * p->matmul.K;
+        *unit_cost = 2.0 * (p->matmul.M < VKG_CPU_MATMUL_TILE_M ? p->matmul.M : VKG_CPU_MATMUL_TILE_M) *
+                     VKG_CPU_MATMUL_TILE_N * p->matmul.K;
         *fn = matmul_range;
         break;
     case VKG_KERNEL_BINARY:
@@ -141,12 +143,11 @@ static uint64_t region_bytes(const vkg_region *region) {
 static void cpu_session_free(void *session) {
     cpu_session *s = session;
     if (!s) return;
-    if (s->region_base)
+    if (s->region_base && s->owned)
         for (int r = 0; r < s->plan->n_regions; r++)
-            if (s->plan->regions[r].kind != VKG_REGION_CONSTANT && !(s->borrowed && s->borrowed[r]))
-                if (s->region_base[r]) munmap(s->region_base[r], (size_t)region_bytes(&s->plan->regions[r]));
+            if (s->owned[r] && s->region_base[r]) munmap(s->region_base[r], (size_t)region_bytes(&s->plan->regions[r]));
     free(s->region_base);
-    free(s->borrowed);
+    free(s->owned);
     free(s->bind);
     free(s);
 }
@@ -163,8 +164,8 @@ static vkg_status cpu_session_new(void *device, const vkg_plan *p, void *share, 
     s->pool = device;
     s->region_base = calloc((size_t)p->n_regions + 1, sizeof *s->region_base);
     s->bind = calloc((size_t)p->n_steps + 1, sizeof *s->bind);
-    s->borrowed = calloc((size_t)p->n_regions + 1, 1);
-    if (!s->region_base || !s->bind || !s->borrowed) {
+    s->owned = calloc((size_t)p->n_regions + 1, 1);
+    if (!s->region_base || !s->bind || !s->owned) {
         cpu_session_free(s);
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a CPU session");
     }
@@ -174,7 +175,8 @@ static vkg_status cpu_session_new(void *device, const vkg_plan *p, void *share, 
      * region by region until memory runs out. */
     uint64_t need = 0;
     for (int r = 0; r < p->n_regions; r++)
-        if (p->regions[r].kind != VKG_REGION_CONSTANT && !(share && share_map[r] >= 0)) {
+        if ((p->regions[r].kind != VKG_REGION_CONSTANT || vkg_region_widens(&p->regions[r])) &&
+            !(share && share_map[r] >= 0)) {
             uint64_t bytes = region_bytes(&p->regions[r]);
             need = need > UINT64_MAX - bytes ? UINT64_MAX : need + bytes;
         }
@@ -189,14 +191,13 @@ static vkg_status cpu_session_new(void *device, const vkg_plan *p, void *share, 
 
     for (int r = 0; r < p->n_regions; r++) {
         const vkg_region *region = &p->regions[r];
-        if (region->kind == VKG_REGION_CONSTANT) {
+        if (region->kind == VKG_REGION_CONSTANT && !vkg_region_widens(region)) {
             /* Borrowed; no step writes it (checked) and write() refuses it. */
             s->region_base[r] = (unsigned char *)region->host;
             continue;
         }
         if (share && share_map[r] >= 0) {
             s->region_base[r] = ((const cpu_session *)share)->region_base[share_map[r]];
-            s->borrowed[r] = 1;
             continue;
         }
         /* Anonymous pages are zero and cost nothing until touched: a KV cache sized for the
@@ -209,6 +210,13 @@ static vkg_status cpu_session_new(void *device, const vkg_plan *p, void *share, 
             return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY,
                                  "out of memory: region %d needs %llu bytes", r,
                                  (unsigned long long)region->bytes);
+        }
+        s->owned[r] = 1;
+        if (vkg_region_widens(region)) { /* a plan compiled with read_16bit 0: f32 copies of the weights */
+            const uint16_t *h = region->host;
+            float *f = (float *)s->region_base[r];
+            for (uint64_t i = 0; i < region->bytes / 4; i++)
+                f[i] = region->host_dtype == VKG_F16 ? vkg_f16_to_f32(h[i]) : vkg_bf16_to_f32(h[i]);
         }
     }
 
@@ -327,5 +335,6 @@ vkg_status vkg_cpu_device_open(struct vkg_device *d, vkg_error *err) {
     snprintf(d->name, sizeof d->name, "CPU (%d thread%s)", threads, threads == 1 ? "" : "s");
     d->alignment = 16;
     d->max_binding_bytes = 0;
+    d->read_16bit = 1;
     return VKG_OK;
 }

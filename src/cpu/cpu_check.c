@@ -15,6 +15,7 @@ typedef struct slot_use {
     int used;             /* the kernel forms a pointer from this binding */
     int writes;
     uint64_t elements;    /* elements it may reach from the binding's start; 0: none */
+    unsigned elem_bytes;  /* 4, or 2 for a 16-bit operand (matmul's B, an embedding table) */
 } slot_use;
 
 static const char *const slot_names[VKG_KERNEL_COUNT][VKG_MAX_BINDINGS] = {
@@ -57,12 +58,14 @@ static void use(slot_use *u, uint64_t elements, int writes) {
     u->used = 1;
     u->elements = elements;
     u->writes = writes;
+    u->elem_bytes = 4;
 }
 
 /* Each *_uses fills u[] and returns 0, or writes what is wrong with the parameters to why and
  * returns -1. */
 static int matmul_uses(const vkg_matmul_params *p, slot_use *u, char *why, size_t size) {
-    if (p->flags & ~(VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL))
+    if (p->flags & ~(VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL | VKG_MATMUL_B_F16 | VKG_MATMUL_B_BF16) ||
+        (p->flags & VKG_MATMUL_B_F16 && p->flags & VKG_MATMUL_B_BF16))
         return snprintf(why, size, "unknown matmul flags 0x%x", p->flags), -1;
     if (!vkg_cpu_is_activation(p->activation))
         return snprintf(why, size, "unknown matmul activation %u", p->activation), -1;
@@ -76,6 +79,7 @@ static int matmul_uses(const vkg_matmul_params *p, slot_use *u, char *why, size_
     uint64_t r_str[4] = {p->r_stride_b0, p->r_stride_b1, p->r_stride_m, 1};
     use(&u[0], reach(p->a_offset, 4, a_ext, a_str), 0);
     use(&u[1], reach(p->b_offset, 4, b_ext, b_str), 0);
+    if (p->flags & (VKG_MATMUL_B_F16 | VKG_MATMUL_B_BF16)) u[1].elem_bytes = 2;
     use(&u[2], reach(p->c_offset, 4, c_ext, c_str), 1);
     if (p->flags & VKG_MATMUL_BIAS) use(&u[3], sat_add(p->bias_offset, p->N), 0);
     if (p->flags & VKG_MATMUL_RESIDUAL) use(&u[4], reach(p->r_offset, 4, c_ext, r_str), 0);
@@ -137,12 +141,16 @@ static int layernorm_uses(const vkg_layernorm_params *p, slot_use *u, char *why,
     return 0;
 }
 
-static int embedding_uses(const vkg_embedding_params *p, slot_use *u) {
+static int embedding_uses(const vkg_embedding_params *p, slot_use *u, char *why, size_t size) {
+    if (p->flags & ~(VKG_EMBEDDING_TABLE_F16 | VKG_EMBEDDING_TABLE_BF16) ||
+        p->flags == (VKG_EMBEDDING_TABLE_F16 | VKG_EMBEDDING_TABLE_BF16))
+        return snprintf(why, size, "unknown embedding flags 0x%x", p->flags), -1;
     if (p->n_ids == 0) return 0;
     use(&u[0], sat_add(p->ids_offset, p->n_ids), 0);
     if (p->row_count > 0) {
         uint64_t table = (uint64_t)p->row_count * p->dim;
         use(&u[1], table ? sat_add(p->table_offset, table) : 0, 0);
+        if (p->flags) u[1].elem_bytes = 2;
     }
     uint64_t out = (uint64_t)p->n_ids * p->dim;
     use(&u[2], out ? sat_add(p->out_offset, out) : 0, 1);
@@ -179,7 +187,7 @@ static int step_uses(const vkg_step *s, slot_use *u, char *why, size_t size) {
     case VKG_KERNEL_UNARY: return unary_uses(&s->params.unary, u, why, size);
     case VKG_KERNEL_SOFTMAX: return softmax_uses(&s->params.softmax, u, why, size);
     case VKG_KERNEL_LAYERNORM: return layernorm_uses(&s->params.layernorm, u, why, size);
-    case VKG_KERNEL_EMBEDDING: return embedding_uses(&s->params.embedding, u);
+    case VKG_KERNEL_EMBEDDING: return embedding_uses(&s->params.embedding, u, why, size);
     case VKG_KERNEL_ATTENTION: return attention_uses(&s->params.attention, u, why, size);
     default: return snprintf(why, size, "unknown kernel %d", (int)s->kernel), -1;
     }
@@ -200,10 +208,11 @@ static vkg_status check_slot(const vkg_plan *p, int i, int slot, const slot_use 
                              "step %d (%s): binding %d (%s) names region %d; the plan has %d regions",
                              i, s->label, slot, name, (int)b->region, p->n_regions);
     const vkg_region *r = &p->regions[b->region];
-    if (b->offset % 4 != 0)
+    const unsigned es = u->used ? u->elem_bytes : 4;
+    if (b->offset % es != 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "step %d (%s): binding %d (%s) starts at byte %" PRIu64
-                             ", not a multiple of 4", i, s->label, slot, name, b->offset);
+                             ", not a multiple of %u", i, s->label, slot, name, b->offset, es);
     if (b->offset > r->bytes || b->bytes > r->bytes - b->offset)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "step %d (%s): binding %d (%s) spans bytes [%" PRIu64 ", %" PRIu64
@@ -211,11 +220,15 @@ static vkg_status check_slot(const vkg_plan *p, int i, int slot, const slot_use 
                              i, s->label, slot, name, b->offset, sat_add(b->offset, b->bytes),
                              (int)b->region, r->bytes);
     if (!u->used) return VKG_OK;
-    if (u->elements > b->bytes / 4)
+    if (u->elements > b->bytes / es)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "step %d (%s): its parameters reach %" PRIu64
                              " elements of binding %d (%s), which holds %" PRIu64 " bytes (%" PRIu64
-                             " elements)", i, s->label, u->elements, slot, name, b->bytes, b->bytes / 4);
+                             " elements)", i, s->label, u->elements, slot, name, b->bytes, b->bytes / es);
+    if (vkg_dtype_size(r->dtype) != es && r->kind != VKG_REGION_ARENA)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "step %d (%s): binding %d (%s) reads %u-byte elements from region %d, which holds %s",
+                             i, s->label, slot, name, es, (int)b->region, vkg_dtype_name(r->dtype));
     if ((u->writes || b->writes) && r->kind == VKG_REGION_CONSTANT)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "step %d (%s): binding %d (%s) would write to region %d, a constant",
@@ -226,11 +239,11 @@ static vkg_status check_slot(const vkg_plan *p, int i, int slot, const slot_use 
 vkg_status vkg_cpu_check_plan(const vkg_plan *p, vkg_error *err) {
     for (int r = 0; r < p->n_regions; r++)
         if (p->regions[r].kind == VKG_REGION_CONSTANT && p->regions[r].bytes > 0 &&
-            (!p->regions[r].host || (uintptr_t)p->regions[r].host % 4 != 0))
+            (!p->regions[r].host || (uintptr_t)p->regions[r].host % vkg_dtype_size(p->regions[r].host_dtype) != 0))
             return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                                  "region %d is a constant of %" PRIu64
                                  " bytes whose host data is %s", r, p->regions[r].bytes,
-                                 p->regions[r].host ? "not 4-byte aligned" : "missing");
+                                 p->regions[r].host ? "not aligned to its elements" : "missing");
     for (int i = 0; i < p->n_steps; i++) {
         slot_use u[VKG_MAX_BINDINGS] = {{0}};
         char why[128];

@@ -9,30 +9,28 @@
 #include "cpu/kernels.h"
 
 /* Which entries of row (i0, i1, i2) are blocked, and the scaled, masked scores.  Blocked
- * entries get s = -inf. */
+ * entries get s = -inf.  One loop per mask kind: straight-line loops the compiler vectorizes. */
 static void masked_scores(const vkg_softmax_params *p, const float *in_row, const float *mask,
                           int64_t index, size_t i0, size_t i1, size_t i2, float *s) {
     const float *mask_row = NULL;
     if (p->mask_kind == VKG_SOFTMAX_MASK_BOOL || p->mask_kind == VKG_SOFTMAX_MASK_ADDITIVE)
         mask_row = mask + p->mask_offset + i0 * p->mask_strides[0] + i1 * p->mask_strides[1] +
                    i2 * p->mask_strides[2];
-    int64_t last_visible = (int64_t)i2 + p->causal_offset + index;
-    for (size_t j = 0; j < p->cols; j++) {
-        float x = p->scale * in_row[j];
-        switch (p->mask_kind) {
-        case VKG_SOFTMAX_MASK_CAUSAL:
-            if ((int64_t)j > last_visible) x = -INFINITY;
-            break;
-        case VKG_SOFTMAX_MASK_BOOL:
-            if (mask_row[j * p->mask_strides[3]] == 0.0f) x = -INFINITY;
-            break;
-        case VKG_SOFTMAX_MASK_ADDITIVE:
-            x += mask_row[j * p->mask_strides[3]];
-            break;
-        default:
-            break;
-        }
-        s[j] = x;
+    const int64_t last_visible = (int64_t)i2 + p->causal_offset + index;
+    const size_t ms = p->mask_strides[3];
+    switch (p->mask_kind) {
+    case VKG_SOFTMAX_MASK_CAUSAL:
+        for (size_t j = 0; j < p->cols; j++) s[j] = (int64_t)j > last_visible ? -INFINITY : p->scale * in_row[j];
+        break;
+    case VKG_SOFTMAX_MASK_BOOL:
+        for (size_t j = 0; j < p->cols; j++) s[j] = mask_row[j * ms] == 0.0f ? -INFINITY : p->scale * in_row[j];
+        break;
+    case VKG_SOFTMAX_MASK_ADDITIVE:
+        for (size_t j = 0; j < p->cols; j++) s[j] = p->scale * in_row[j] + mask_row[j * ms];
+        break;
+    default:
+        for (size_t j = 0; j < p->cols; j++) s[j] = p->scale * in_row[j];
+        break;
     }
 }
 
@@ -49,27 +47,31 @@ void vkg_cpu_softmax(const vkg_softmax_params *p, const float *in, float *out, c
          * out[j] is written). */
         masked_scores(p, in_row, mask, index, i0, i1, i2, out_row);
 
-        /* max over the entries; a NaN is kept as the max, so that it reaches the outputs. */
+        /* max over the entries; a NaN is kept as the max (the first one), so that it reaches the
+         * outputs.  The max and the NaN test in one loop without early exit (it vectorizes). */
         float max = -INFINITY;
+        int nan = 0;
         for (size_t j = 0; j < p->cols; j++) {
-            if (isnan(out_row[j])) {
-                max = out_row[j];
-                break;
-            }
-            if (out_row[j] > max) max = out_row[j];
+            max = out_row[j] > max ? out_row[j] : max;
+            nan |= out_row[j] != out_row[j];
         }
+        if (nan)
+            for (size_t j = 0; j < p->cols; j++)
+                if (isnan(out_row[j])) {
+                    max = out_row[j];
+                    break;
+                }
         if (max == -INFINITY) {
             for (size_t j = 0; j < p->cols; j++) out_row[j] = 0.0f;
             continue;
         }
 
-        /* A -inf score (blocked, or masked by an additive -inf) gets weight exactly 0. */
+        /* A -inf score (blocked, or masked by an additive -inf) gets weight exactly 0.  The
+         * exponentials first (a loop the compiler vectorizes), then their sum in j order. */
+        for (size_t j = 0; j < p->cols; j++)
+            out_row[j] = out_row[j] == -INFINITY ? 0.0f : vkg_cpu_exp(out_row[j] - max);
         float sum = 0.0f;
-        for (size_t j = 0; j < p->cols; j++) {
-            float e = out_row[j] == -INFINITY ? 0.0f : expf(out_row[j] - max);
-            out_row[j] = e;
-            sum += e;
-        }
+        for (size_t j = 0; j < p->cols; j++) sum += out_row[j];
         /* Zero weights stay exactly 0 even when sum is NaN. */
         for (size_t j = 0; j < p->cols; j++)
             if (out_row[j] != 0.0f) out_row[j] /= sum;

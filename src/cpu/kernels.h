@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "params/attention.h"
 #include "params/binary.h"
@@ -30,8 +31,48 @@
  * except that the exact GELU takes Phi from libm's erfc in double, where the shader needs its own
  * approximation. */
 
+/* The bits of a float and back (memcpy: no aliasing rules broken; compiles to a register move). */
+static inline uint32_t vkg_cpu_float_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static inline float vkg_cpu_bits_float(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* e^x in float, within about 1 ulp (Cephes' expf): x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in
+ * two parts, so r is exact), e^r by its degree-7 minimax polynomial, times 2^n built in two halves
+ * (so that n = 128 and the subnormal range need no branch).  +inf above 88.7228, 0 below -103.97,
+ * NaN stays NaN.  Only +, *, compares and integer moves, without branches: the same bits whether
+ * the compiler vectorizes a loop of it or not (every CPU kernel's exp, e.g. in matmul epilogues
+ * and softmax). */
+static inline float vkg_cpu_exp(float x) {
+    const float hi = 88.72283935546875f, lo = -103.97208404541015625f, round = 12582912.0f; /* 1.5 * 2^23 */
+    float xc = x > hi ? hi : x;
+    xc = xc < lo ? lo : xc; /* a NaN passes both */
+    const float shifted = xc * 1.44269504088896341f + round; /* n in the low mantissa bits */
+    const float n = shifted - round;
+    const int32_t ni = (int32_t)(vkg_cpu_float_bits(shifted) - vkg_cpu_float_bits(round));
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float q = 1.9875691500e-4f;
+    q = q * r + 1.3981999507e-3f;
+    q = q * r + 8.3334519073e-3f;
+    q = q * r + 4.1665795894e-2f;
+    q = q * r + 1.6666665459e-1f;
+    q = q * r + 5.0000001201e-1f;
+    const float e = q * r * r + r + 1.0f;
+    const int32_t h = ni / 2; /* ni in [-150, 128]: both halves are normal powers of 2 */
+    const float s1 = vkg_cpu_bits_float((uint32_t)(ni - h + 127) << 23), s2 = vkg_cpu_bits_float((uint32_t)(h + 127) << 23);
+    const float y = e * s1 * s2;
+    return x > hi ? INFINITY : x < lo ? 0.0f : y;
+}
+
 /* 1 / (1 + exp(-z)): exp overflowing to +inf gives 0 and underflowing gives 1, never a NaN. */
-static inline float vkg_cpu_sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
+static inline float vkg_cpu_sigmoid(float z) { return 1.0f / (1.0f + vkg_cpu_exp(-z)); }
 
 /* x * gate for a gate in [0, 1]: a gate of 0 (x far negative) gives -0, where x = -inf would give
  * -inf * 0 = NaN. */
@@ -66,13 +107,24 @@ static inline int64_t vkg_cpu_dyn_index(const int32_t *indices, uint32_t dyn_ind
 }
 
 /* matmul: units are output tiles of VKG_CPU_MATMUL_TILE_M rows x VKG_CPU_MATMUL_TILE_N columns
- * of one batch entry.  Each C element is acc = sum over k = 0..K-1 in that order, then the
- * epilogue (+bias, activation, +R); R may be C itself. */
-#define VKG_CPU_MATMUL_TILE_M 32u
-#define VKG_CPU_MATMUL_TILE_N 64u
+ * of one batch entry.  Each C element is acc = sum over k = 0..K-1 in that order (kernel_matmul.c
+ * states what each variant guarantees), then the epilogue (+bias, activation, +R); R may be C.
+ * B's elements are floats, or 16-bit values when params flags say so (VKG_MATMUL_B_F16/BF16). */
+#define VKG_CPU_MATMUL_TILE_M 96u
+#define VKG_CPU_MATMUL_TILE_N 128u
 size_t vkg_cpu_matmul_units(const vkg_matmul_params *p);
-void vkg_cpu_matmul(const vkg_matmul_params *p, const float *A, const float *B, float *C,
+void vkg_cpu_matmul(const vkg_matmul_params *p, const float *A, const void *B, float *C,
                     const float *bias, const float *R, size_t begin, size_t end);
+
+/* The variants of the matmul kernel, slowest first.  vkg_cpu_matmul runs the best one this CPU
+ * runs; vkg_cpu_matmul_with runs the one asked for (the portable one where that one cannot run),
+ * for tests and benchmarks. */
+enum { VKG_CPU_MATMUL_PORTABLE, VKG_CPU_MATMUL_AVX2, VKG_CPU_MATMUL_AVX512, VKG_CPU_MATMUL_VARIANTS };
+const char *vkg_cpu_matmul_variant_name(int variant);
+int vkg_cpu_matmul_variant_runs(int variant); /* built for this architecture and this CPU has it */
+int vkg_cpu_matmul_best_variant(void);
+void vkg_cpu_matmul_with(int variant, const vkg_matmul_params *p, const float *A, const void *B, float *C,
+                         const float *bias, const float *R, size_t begin, size_t end);
 
 /* binary and unary: units are elements of the 4-d shape, in row-major order. */
 size_t vkg_cpu_binary_units(const vkg_binary_params *p);
@@ -88,8 +140,9 @@ void vkg_cpu_softmax(const vkg_softmax_params *p, const float *in, float *out, c
 void vkg_cpu_layernorm(const vkg_layernorm_params *p, const float *in, float *out,
                        const float *gamma, const float *beta, size_t row_begin, size_t row_end);
 
-/* embedding: units are ids (one output row each). */
-void vkg_cpu_embedding(const vkg_embedding_params *p, const int32_t *ids, const float *table,
+/* embedding: units are ids (one output row each).  The table holds floats, or 16-bit elements
+ * with VKG_EMBEDDING_TABLE_F16 / _BF16 (widened exactly). */
+void vkg_cpu_embedding(const vkg_embedding_params *p, const int32_t *ids, const void *table,
                        float *out, size_t id_begin, size_t id_end);
 
 /* attention: units are query rows (b0, b1, t). */

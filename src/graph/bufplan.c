@@ -20,7 +20,7 @@ static int in_arena(const vkg_compiler *c, vkg_tensor t) {
 }
 
 static uint64_t storage_bytes(const vkg_compiler *c, vkg_tensor t) {
-    return (uint64_t)vkg_shape_numel(c->g->nodes[t].ndim, c->g->nodes[t].shape) * 4u;
+    return (uint64_t)vkg_shape_numel(c->g->nodes[t].ndim, c->g->nodes[t].shape) * vkg_compile_elem_bytes(c, t);
 }
 
 typedef struct life { int first, last, readers; } life;
@@ -136,7 +136,7 @@ static vkg_status make_regions(vkg_compiler *c, vkg_plan *p) {
     p->place = calloc((size_t)(c->n ? c->n : 1), sizeof *p->place);
     if (!p->regions || !p->place) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory planning memory");
     for (int i = 0; i < c->n; i++) p->place[i] = (vkg_placement){.region = -1, .first_step = -1, .last_step = -1};
-    p->regions[0] = (vkg_region){.kind = VKG_REGION_ARENA, .tensor = VKG_NONE};
+    p->regions[0] = (vkg_region){.kind = VKG_REGION_ARENA, .tensor = VKG_NONE, .dtype = VKG_F32, .host_dtype = VKG_F32};
     p->n_regions = 1;
     int indices_region = -1;
     for (int i = 0; i < c->n; i++) {
@@ -150,7 +150,8 @@ static vkg_status make_regions(vkg_compiler *c, vkg_plan *p) {
             if (indices_region < 0) {
                 indices_region = p->n_regions++;
                 p->regions[indices_region] = (vkg_region){.kind = VKG_REGION_INDICES, .tensor = VKG_NONE,
-                                                          .bytes = 4u * (uint64_t)c->n_indices};
+                                                          .bytes = 4u * (uint64_t)c->n_indices, .dtype = VKG_I32,
+                                                          .host_dtype = VKG_I32};
             }
             p->place[i] = (vkg_placement){.region = indices_region, .offset = 4u * (uint64_t)c->index_slot[i],
                                           .bytes = 4, .first_step = -1, .last_step = -1, .index_max = c->index_max[i]};
@@ -158,7 +159,8 @@ static vkg_status make_regions(vkg_compiler *c, vkg_plan *p) {
         } else continue;
         int r = p->n_regions++;
         p->regions[r] = (vkg_region){.kind = kind, .tensor = i, .bytes = storage_bytes(c, i),
-                                     .host = kind == VKG_REGION_CONSTANT ? n->data : NULL};
+                                     .host = kind == VKG_REGION_CONSTANT ? n->data : NULL,
+                                     .dtype = vkg_compile_dtype(c, i), .host_dtype = n->dtype};
         p->place[i] = (vkg_placement){.region = r, .bytes = storage_bytes(c, i), .first_step = -1, .last_step = -1};
         if (kind == VKG_REGION_CONSTANT) p->stats.constant_bytes += storage_bytes(c, i);
     }
@@ -270,13 +272,15 @@ static vkg_status resolve_bindings(vkg_compiler *c, vkg_plan *p) {
                 st->bind[b] = (vkg_binding){.region = pl->region, .offset = 0, .bytes = p->regions[pl->region].bytes};
                 continue;
             }
-            uint64_t start = pl->offset + 4u * (uint64_t)sb->lo;
+            /* Offsets in the params count the storage's elements (2 bytes for a 16-bit constant). */
+            const uint64_t es = vkg_compile_elem_bytes(c, vkg_storage_root(c, sb->storage));
+            uint64_t start = pl->offset + es * (uint64_t)sb->lo;
             uint64_t off = start / align * align;
             st->bind[b] = (vkg_binding){.region = pl->region, .offset = off,
-                                        .bytes = pl->offset + 4u * (uint64_t)sb->hi - off, .writes = sb->writes};
+                                        .bytes = pl->offset + es * (uint64_t)sb->hi - off, .writes = sb->writes};
             if (sb->offset_word >= 0) {
                 uint64_t field = st->params.words[sb->offset_word];
-                st->params.words[sb->offset_word] = (uint32_t)((pl->offset + 4u * field - off) / 4u);
+                st->params.words[sb->offset_word] = (uint32_t)((pl->offset + es * field - off) / es);
             }
             if (st->bind[b].bytes > c->opts.max_binding_bytes)
                 return vkg_error_set(c->err, VKG_ERR_UNSUPPORTED,

@@ -12,6 +12,7 @@ void vkg_compile_options_default(vkg_compile_options *opts) {
     opts->in_place = 1;
     opts->alignment = 256;                       /* the largest minStorageBufferOffsetAlignment */
     opts->max_binding_bytes = (uint64_t)128 << 20; /* lavapipe's maxStorageBufferRange        */
+    opts->read_16bit = 1;
 }
 
 /* Marks what reaches an output or writes a state (a side effect), and counts consumers. */

@@ -72,6 +72,16 @@ static inline uint32_t vkg_activation_code(vkg_op op) {
     }
 }
 
+/* The element type node t's storage holds in the plan: its own, except that 16-bit constants are
+ * held as f32 where the device cannot read them (compile option read_16bit 0). */
+static inline vkg_dtype vkg_compile_dtype(const vkg_compiler *c, vkg_tensor t) {
+    vkg_dtype d = c->g->nodes[t].dtype;
+    return vkg_dtype_is_16bit(d) && !c->opts.read_16bit ? VKG_F32 : d;
+}
+static inline uint64_t vkg_compile_elem_bytes(const vkg_compiler *c, vkg_tensor t) {
+    return vkg_dtype_size(vkg_compile_dtype(c, t));
+}
+
 vkg_status vkg_compile_fuse(vkg_compiler *c);
 vkg_status vkg_compile_lower(vkg_compiler *c);
 vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root);

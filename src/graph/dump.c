@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *dtype_name(vkg_dtype d) { return d == VKG_I32 ? "i32" : "f32"; }
 
 const char *vkg_dump_region_kind(vkg_region_kind k) {
     switch (k) {
@@ -142,7 +141,7 @@ static void node_text(const vkg_graph *g, int i, const node_widths *w, FILE *f) 
     for (int s = 0; s < VKG_MAX_SRC; s++)
         if (n->src[s] != VKG_NONE) used += (size_t)snprintf(srcs + used, sizeof srcs - used, "%s%%%d", used ? "," : "", (int)n->src[s]);
     fprintf(f, "%%%-4d %-*s %-*s %-*s %s  (%s)%s", i, w->op, vkg_op_name(n->op), w->name, vkg_tensor_name(g, i),
-            w->shape, shape, dtype_name(n->dtype), srcs, attrs);
+            w->shape, shape, vkg_dtype_name(n->dtype), srcs, attrs);
     if (n->output_name) fprintf(f, "  -> output '%s'", n->output_name);
     fputc('\n', f);
 }
@@ -190,7 +189,7 @@ static vkg_status graph_json(const vkg_graph *g, const unsigned char *shown, FIL
         first_node = 0;
         vkg_json_write_string(f, vkg_tensor_name(g, i));
         json_layer(f, g, i);
-        fprintf(f, ", \"dtype\": \"%s\", \"shape\": [", dtype_name(n->dtype));
+        fprintf(f, ", \"dtype\": \"%s\", \"shape\": [", vkg_dtype_name(n->dtype));
         int_list(f, n->ndim, n->shape);
         fprintf(f, "], \"inputs\": [");
         int first = 1;
@@ -271,10 +270,15 @@ static vkg_status plan_text(const vkg_plan *p, const unsigned char *shown, vkg_d
     }
     fprintf(f, "regions:\n");
     for (int r = 0; r < p->n_regions; r++)
-        if (used[r])
-            fprintf(f, "  r%-3d %-9s %-*s %" PRIu64 " bytes\n", r, vkg_dump_region_kind(p->regions[r].kind), wr,
-                    p->regions[r].tensor != VKG_NONE ? vkg_tensor_bound_name(p->graph, p->regions[r].tensor) : "",
-                    p->regions[r].bytes);
+        if (used[r]) {
+            const vkg_region *rg = &p->regions[r];
+            fprintf(f, "  r%-3d %-9s %-*s %" PRIu64 " bytes", r, vkg_dump_region_kind(rg->kind), wr,
+                    rg->tensor != VKG_NONE ? vkg_tensor_bound_name(p->graph, rg->tensor) : "", rg->bytes);
+            /* 16-bit weights say so: as stored, or widened to f32 for a device that cannot read them */
+            if (vkg_region_widens(rg)) fprintf(f, " %s as f32", vkg_dtype_name(rg->host_dtype));
+            else if (vkg_dtype_is_16bit(rg->dtype)) fprintf(f, " %s", vkg_dtype_name(rg->dtype));
+            fputc('\n', f);
+        }
     fprintf(f, "steps (| = barrier before the step, * = in place)");
     if (!full_range(range)) fprintf(f, ": %d of %d", count, p->n_steps);
     range_text(range, vkg_graph_layer_count(p->graph), f);
@@ -286,7 +290,7 @@ static vkg_status plan_text(const vkg_plan *p, const unsigned char *shown, vkg_d
         char shape[96];
         shape_text(n, shape, sizeof shape);
         fprintf(f, "%4d %c%c %-*s  %-*s  %-*s  %s", s, st->barrier ? '|' : ' ', st->in_place ? '*' : ' ', wl, st->label,
-                wn, vkg_tensor_name(p->graph, st->node), ws, shape, dtype_name(n->dtype));
+                wn, vkg_tensor_name(p->graph, st->node), ws, shape, vkg_dtype_name(n->dtype));
         for (int b = 0; b < VKG_MAX_BINDINGS; b++) {
             if (st->bind[b].region < 0) continue;
             char text[160];
@@ -309,7 +313,10 @@ static vkg_status plan_json(const vkg_plan *p, const unsigned char *shown, FILE 
         fprintf(f, "  {\"id\": %d, \"kind\": \"%s\", \"tensor\": ", r, vkg_dump_region_kind(p->regions[r].kind));
         if (p->regions[r].tensor != VKG_NONE) vkg_json_write_string(f, vkg_tensor_bound_name(p->graph, p->regions[r].tensor));
         else fprintf(f, "null");
-        fprintf(f, ", \"bytes\": %" PRIu64 "}%s\n", p->regions[r].bytes, r + 1 < p->n_regions ? "," : "");
+        fprintf(f, ", \"bytes\": %" PRIu64 ", \"dtype\": \"%s\"", p->regions[r].bytes, vkg_dtype_name(p->regions[r].dtype));
+        if (p->regions[r].kind == VKG_REGION_CONSTANT)
+            fprintf(f, ", \"host_dtype\": \"%s\"", vkg_dtype_name(p->regions[r].host_dtype));
+        fprintf(f, "}%s\n", r + 1 < p->n_regions ? "," : "");
     }
     fprintf(f, " ],\n \"steps\": [\n");
     int first_step = 1;

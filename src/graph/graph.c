@@ -19,6 +19,14 @@ static const char *const op_names[VKG_OP_COUNT] = {
 
 const char *vkg_op_name(vkg_op op) { return (op >= 0 && op < VKG_OP_COUNT) ? op_names[op] : "?"; }
 
+/* The one table of element types: bytes per element and the name dumps and messages use. */
+static const struct { const char *name; size_t size; } dtype_info[] = {
+    [VKG_F32] = {"f32", 4}, [VKG_I32] = {"i32", 4}, [VKG_F16] = {"f16", 2}, [VKG_BF16] = {"bf16", 2}};
+#define DTYPE_COUNT ((int)(sizeof dtype_info / sizeof dtype_info[0]))
+
+size_t vkg_dtype_size(vkg_dtype d) { return (int)d >= 0 && (int)d < DTYPE_COUNT ? dtype_info[d].size : 0; }
+const char *vkg_dtype_name(vkg_dtype d) { return (int)d >= 0 && (int)d < DTYPE_COUNT ? dtype_info[d].name : "?"; }
+
 int64_t vkg_shape_numel(int ndim, const int64_t *shape) {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++)
@@ -157,8 +165,13 @@ static vkg_tensor add_leaf(vkg_graph *g, vkg_op op, const char *name, vkg_dtype 
                            const int64_t *shape, const void *data) {
     const char *what = vkg_op_name(op);
     if (!name_ok(g, what, name) || !shape_ok(g, what, name, ndim, shape)) return VKG_NONE;
-    if (dtype != VKG_F32 && dtype != VKG_I32) {
+    if (vkg_dtype_size(dtype) == 0) {
         vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s '%s': unknown dtype %d", what, name, (int)dtype);
+        return VKG_NONE;
+    }
+    if (vkg_dtype_is_16bit(dtype) && op != VKG_OP_CONSTANT) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s '%s': %s is for constants (weights) only; inputs are f32 or i32",
+                       what, name, vkg_dtype_name(dtype));
         return VKG_NONE;
     }
     vkg_node n;

@@ -68,7 +68,8 @@ struct vkg_graph {
 };
 
 static inline const vkg_node *vkg_graph_node(const vkg_graph *g, vkg_tensor t) { return &g->nodes[t]; }
-/* The largest element count of a tensor: its byte size (4 bytes an element) fits in 63 bits. */
+static inline int vkg_dtype_is_16bit(vkg_dtype d) { return d == VKG_F16 || d == VKG_BF16; }
+/* The largest element count of a tensor: its byte size (at most 4 bytes an element) fits in 63 bits. */
 #define VKG_MAX_NUMEL (INT64_MAX / 4)
 /* The element count, or -1 when a dimension is negative or the count exceeds VKG_MAX_NUMEL (never
  * overflows; the builders refuse such shapes, so for a node of a graph it is never -1). */

@@ -355,7 +355,8 @@ static vkg_status lower_embedding(vkg_compiler *c, vkg_tensor t) {
     const vkg_view *table = &c->view[n->src[0]];
     int64_t V = table->shape[0], C = table->shape[1];
     uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
-    int64_t rows_per_step = (int64_t)(limit / (uint64_t)(C * 4));
+    const vkg_dtype dt = vkg_compile_dtype(c, table->base);
+    int64_t rows_per_step = (int64_t)(limit / ((uint64_t)C * vkg_dtype_size(dt)));
     if (rows_per_step < 1)
         return vkg_error_set(c->err, VKG_ERR_UNSUPPORTED, "embedding: one row of '%s' (%lld floats) exceeds the "
                              "largest binding (%llu bytes)", vkg_tensor_name(c->g, n->src[0]), (long long)C,
@@ -374,6 +375,7 @@ static vkg_status lower_embedding(vkg_compiler *c, vkg_tensor t) {
         p->row_begin = (uint32_t)r0;
         p->row_count = (uint32_t)rc;
         p->zero_invalid = r0 == 0;
+        p->flags = dt == VKG_F16 ? VKG_EMBEDDING_TABLE_F16 : dt == VKG_BF16 ? VKG_EMBEDDING_TABLE_BF16 : 0u;
         vkg_view part = *table;
         part.shape[0] = rc;
         part.offset += r0 * C;
@@ -435,7 +437,13 @@ vkg_status vkg_compile_lower(vkg_compiler *c) {
         switch (n->op) {
         case VKG_OP_INPUT: case VKG_OP_CONSTANT: case VKG_OP_STATE: case VKG_OP_INDEX: break;
         case VKG_OP_RESHAPE: case VKG_OP_PERMUTE: case VKG_OP_SLICE:
-            if (c->materialize[i]) {
+            if (c->materialize[i] && vkg_dtype_is_16bit(vkg_compile_dtype(c, i))) {
+                st = vkg_error_set(c->err, VKG_ERR_UNSUPPORTED,
+                                   "%s '%s' of a %s tensor would need a copy (an output, or a layout its reader "
+                                   "cannot take); 16-bit tensors are read in place only, as matmul's b or an "
+                                   "embedding table", vkg_op_name(n->op), vkg_tensor_name(g, i),
+                                   vkg_dtype_name(n->dtype));
+            } else if (c->materialize[i]) {
                 /* Copy in the logical order of the source (a reshape keeps element order). */
                 vkg_view from = n->op == VKG_OP_RESHAPE ? c->view[n->src[0]] : natural_view(c, i);
                 vkg_view to = c->view[i];

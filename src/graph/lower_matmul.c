@@ -32,10 +32,10 @@ static vkg_view transposed(vkg_view v) {
 }
 
 /* Bytes a view's elements span. */
-static uint64_t span_bytes(const vkg_view *v) {
+static uint64_t span_bytes(const vkg_compiler *c, const vkg_view *v) {
     int64_t lo, hi;
     vkg_view_span(v, &lo, &hi);
-    return (uint64_t)(hi - lo) * 4u;
+    return (uint64_t)(hi - lo) * vkg_compile_elem_bytes(c, v->base);
 }
 
 /* The sub-view of rows [r0, r0 + rn) and columns [c0, c0 + cn) of a 2-d (or batch-1) view. */
@@ -77,6 +77,9 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int
     /* Each binding spans its view as shaped: a broadcast batch (size 1 in the operand) spans one. */
     vkg_compile_bind(s, 0, &a, WORD(a_offset), 0);
     vkg_compile_bind(s, 1, &b, WORD(b_offset), 0);
+    const vkg_dtype b_dtype = vkg_compile_dtype(c, G->b.base); /* B's offset and strides count its elements */
+    if (b_dtype == VKG_F16) p->flags |= VKG_MATMUL_B_F16;
+    if (b_dtype == VKG_BF16) p->flags |= VKG_MATMUL_B_BF16;
     vkg_compile_bind(s, 2, &cc, WORD(c_offset), 1);
     if (G->bias != VKG_NONE) {
         p->flags |= VKG_MATMUL_BIAS;
@@ -128,12 +131,12 @@ vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
     int64_t nb = G.N, mb = G.M;
     for (;;) {
         vkg_view b = block(G.b, 0, G.K, 0, nb);
-        if (span_bytes(&b) <= limit || nb == 1) break;
+        if (span_bytes(c, &b) <= limit || nb == 1) break;
         nb = (nb + 1) / 2;
     }
     for (;;) {
         vkg_view a = block(G.a, 0, mb, 0, G.K), cc = block(G.c, 0, mb, 0, nb);
-        if ((span_bytes(&a) <= limit && span_bytes(&cc) <= limit) || mb == 1) break;
+        if ((span_bytes(c, &a) <= limit && span_bytes(c, &cc) <= limit) || mb == 1) break;
         mb = (mb + 1) / 2;
     }
     int split = nb < G.N || mb < G.M;

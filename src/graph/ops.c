@@ -16,9 +16,19 @@ static shape_text shape_of(const vkg_graph *g, vkg_tensor t) {
 
 static int need_f32(vkg_graph *g, const char *op, const char *operand, vkg_tensor t) {
     if (g->nodes[t].dtype == VKG_F32 && g->nodes[t].op != VKG_OP_INDEX) return 1;
-    vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: operand %s ('%s') must be an f32 tensor", op, operand,
-                   vkg_tensor_name(g, t));
+    if (vkg_dtype_is_16bit(g->nodes[t].dtype))
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: operand %s ('%s') is %s; %s reads f32 here (16-bit tensors "
+                       "serve as matmul's b and embedding tables)", op, operand, vkg_tensor_name(g, t),
+                       vkg_dtype_name(g->nodes[t].dtype), op);
+    else
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: operand %s ('%s') must be an f32 tensor", op, operand,
+                       vkg_tensor_name(g, t));
     return 0;
+}
+
+/* A weight operand: f32, or a 16-bit constant (or a view of one) read as f32. */
+static int need_weight(vkg_graph *g, const char *op, const char *operand, vkg_tensor t) {
+    return vkg_dtype_is_16bit(g->nodes[t].dtype) || need_f32(g, op, operand, t);
 }
 
 static vkg_tensor unary_node(vkg_graph *g, vkg_op op, vkg_tensor x) {
@@ -82,7 +92,7 @@ vkg_tensor vkg_matmul(vkg_graph *g, vkg_tensor a, vkg_tensor b, vkg_tensor bias,
     if (!vkg_graph_check(g, "matmul", "a", a) || !vkg_graph_check(g, "matmul", "b", b) ||
         (bias != VKG_NONE && !vkg_graph_check(g, "matmul", "bias", bias)))
         return VKG_NONE;
-    if (!need_f32(g, "matmul", "a", a) || !need_f32(g, "matmul", "b", b) ||
+    if (!need_f32(g, "matmul", "a", a) || !need_weight(g, "matmul", "b", b) ||
         (bias != VKG_NONE && !need_f32(g, "matmul", "bias", bias)))
         return VKG_NONE;
     if (flags & ~(VKG_TRANSPOSE_A | VKG_TRANSPOSE_B)) {
@@ -218,7 +228,7 @@ vkg_tensor vkg_layernorm(vkg_graph *g, vkg_tensor x, vkg_tensor gamma, vkg_tenso
 
 vkg_tensor vkg_embedding(vkg_graph *g, vkg_tensor table, vkg_tensor ids) {
     if (!vkg_graph_check(g, "embedding", "table", table) || !vkg_graph_check(g, "embedding", "ids", ids) ||
-        !need_f32(g, "embedding", "table", table))
+        !need_weight(g, "embedding", "table", table))
         return VKG_NONE;
     const vkg_node *nt = &g->nodes[table], *ni = &g->nodes[ids];
     if (nt->ndim != 2) {

@@ -43,7 +43,15 @@ typedef struct vkg_region {
     vkg_tensor tensor;     /* graph node for inputs, outputs, constants, states; VKG_NONE else */
     uint64_t bytes;
     const void *host;      /* constants: the borrowed host data                              */
+    vkg_dtype dtype;       /* the elements as kernels read them                              */
+    vkg_dtype host_dtype;  /* constants: the elements of host; f16/bf16 where dtype is f32
+                              are widened by the executor when it fills the region           */
 } vkg_region;
+
+/* A constant whose 16-bit host data the executor widens to f32 (compile option read_16bit 0). */
+static inline int vkg_region_widens(const vkg_region *r) {
+    return r->kind == VKG_REGION_CONSTANT && r->dtype != r->host_dtype;
+}
 
 #define VKG_MAX_BINDINGS 5
 

@@ -133,6 +133,12 @@ vkg_tensor vkg_concat(vkg_graph *g, vkg_tensor a, vkg_tensor b, int axis) {
     const vkg_node *na = &g->nodes[a], *nb = &g->nodes[b];
     int ax = norm_axis(axis, na->ndim);
     char sa[96], sb[96];
+    if (vkg_dtype_is_16bit(na->dtype) || vkg_dtype_is_16bit(nb->dtype)) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "concat: a ('%s', %s) and b ('%s', %s): 16-bit tensors are read "
+                       "in place only (as matmul's b or an embedding table), never copied", vkg_tensor_name(g, a),
+                       vkg_dtype_name(na->dtype), vkg_tensor_name(g, b), vkg_dtype_name(nb->dtype));
+        return VKG_NONE;
+    }
     if (ax < 0 || !same_except(na, nb, ax) || na->dtype != nb->dtype) {
         vkg_graph_fail(g, VKG_ERR_SHAPE, "concat: a %s ('%s') and b %s ('%s') do not join along axis %d",
                        shape_s(g, a, sa, sizeof sa), vkg_tensor_name(g, a), shape_s(g, b, sb, sizeof sb),

@@ -1,4 +1,5 @@
-/* .safetensors: map, validate every header entry, convert to f32; and a writer. */
+/* .safetensors: read the header, validate every entry, read tensors into the caller's memory
+ * (converting between F32, F16 and BF16 on the way); and a writer. */
 #include "io/safetensors.h"
 
 #include "base/error.h"
@@ -11,14 +12,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 struct vkg_safetensors {
     char *path;
-    void *map;
-    size_t map_bytes;
+    int fd;                        /* kept open for vkg_safetensors_read; -1 once closed */
+    uint64_t file_bytes;           /* size, modification time and inode at open, against
+                                      which vkg_safetensors_check_unchanged compares   */
+    struct timespec mtime;
+    ino_t inode;
     int n_tensors;
     vkg_st_tensor *tensors;        /* header order                          */
     const vkg_st_tensor **by_name; /* sorted by name, for vkg_safetensors_find */
@@ -58,54 +61,7 @@ int64_t vkg_st_tensor_numel(const vkg_st_tensor *t) {
     return t ? n : 0;
 }
 
-/* ---- element conversions ----------------------------------------------------------------------- */
-
-static float f32_from_bits(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint32_t bits_from_f32(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-float vkg_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
-    if (exp == 0) {
-        /* zero or subnormal: mant x 2^-24, exact in f32 */
-        float v = ldexpf((float)mant, -24);
-        return sign ? -v : v;
-    }
-    if (exp == 31) return f32_from_bits(sign | 0x7F800000u | (mant << 13)); /* inf, nan + payload */
-    return f32_from_bits(sign | ((exp + 112) << 23) | (mant << 13));     /* rebias 15 -> 127 */
-}
-
-float vkg_bf16_to_f32(uint16_t b) { return f32_from_bits((uint32_t)b << 16); }
-
-uint16_t vkg_f32_to_f16(float f) {
-    uint32_t u = bits_from_f32(f), x = u & 0x7FFFFFFFu;
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-    if (x > 0x7F800000u) return sign | 0x7E00 | (uint16_t)((x >> 13) & 0x1FF); /* quiet nan */
-    if (x >= 0x477FF000u) return sign | 0x7C00;  /* >= 65520 rounds to inf                 */
-    if (x >= 0x38800000u) {                      /* normal in f16: rebias, round to even    */
-        uint32_t r = x - 0x38000000u;
-        return sign | (uint16_t)((r + 0x0FFFu + ((r >> 13) & 1u)) >> 13);
-    }
-    if (x <= 0x33000000u) return sign;           /* <= 2^-25 rounds to zero (tie to even)   */
-    uint32_t m = (x & 0x7FFFFFu) | 0x800000u, shift = 126u - (x >> 23); /* subnormal result */
-    uint32_t h = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) h++;
-    return sign | (uint16_t)h;
-}
-
-uint16_t vkg_f32_to_bf16(float f) {
-    uint32_t u = bits_from_f32(f);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet nan */
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
+/* ---- reading ----------------------------------------------------------------------------------- */
 
 static uint16_t load_le16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
@@ -117,26 +73,78 @@ static uint64_t load_le64(const unsigned char *p) {
     return (uint64_t)load_le32(p) | ((uint64_t)load_le32(p + 4) << 32);
 }
 
-vkg_status vkg_st_tensor_to_f32(const vkg_st_tensor *t, float *dst, vkg_error *err) {
-    if (!t || (!dst && t->bytes))
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_st_tensor_to_f32: NULL tensor or destination");
-    const unsigned char *src = t->data;
-    uint64_t n = (uint64_t)vkg_st_tensor_numel(t);
-    switch (t->dtype) {
-    case VKG_ST_F32:
-        for (uint64_t i = 0; i < n; i++) dst[i] = f32_from_bits(load_le32(src + 4 * i));
-        return VKG_OK;
-    case VKG_ST_F16:
-        for (uint64_t i = 0; i < n; i++) dst[i] = vkg_f16_to_f32(load_le16(src + 2 * i));
-        return VKG_OK;
-    case VKG_ST_BF16:
-        for (uint64_t i = 0; i < n; i++) dst[i] = vkg_bf16_to_f32(load_le16(src + 2 * i));
-        return VKG_OK;
-    default:
-        return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
-                             "tensor \"%s\" has dtype %s; only F32, F16 and BF16 tensors convert to f32",
-                             t->name ? t->name : "?", vkg_st_dtype_name(t->dtype));
+/* Exactly bytes from offset, or an error: a short read means the file shrank since it was opened
+ * (truncated or replaced while in use). */
+static vkg_status read_exact(const vkg_safetensors *st, uint64_t offset, void *dst, size_t bytes, vkg_error *err) {
+    unsigned char *p = dst;
+    size_t done = 0;
+    while (done < bytes) {
+        size_t want = bytes - done < ((size_t)1 << 30) ? bytes - done : ((size_t)1 << 30);
+        ssize_t n = pread(st->fd, p + done, want, (off_t)(offset + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0)
+            return vkg_error_set(err, VKG_ERR_IO, "%s: read failed at byte %llu: %s", st->path,
+                                 (unsigned long long)(offset + done), strerror(errno));
+        if (n == 0)
+            return vkg_error_set(err, VKG_ERR_IO, "%s: the file ends at byte %llu, but %llu bytes were expected there "
+                                 "(it was %llu bytes when opened: was it truncated or replaced while in use?)",
+                                 st->path, (unsigned long long)(offset + done), (unsigned long long)(offset + bytes),
+                                 (unsigned long long)st->file_bytes);
+        done += (size_t)n;
     }
+    return VKG_OK;
+}
+
+static int readable_dtype(vkg_st_dtype d) { return d == VKG_ST_F32 || d == VKG_ST_F16 || d == VKG_ST_BF16; }
+
+/* n elements of `from` (little endian, as the file has them) as `to`, into dst. */
+static void convert(vkg_st_dtype from, const unsigned char *src, size_t n, vkg_st_dtype to, void *dst) {
+    for (size_t i = 0; i < n; i++) {
+        float v = from == VKG_ST_F32   ? vkg_f32_from_bits(load_le32(src + 4 * i))
+                  : from == VKG_ST_F16 ? vkg_f16_to_f32(load_le16(src + 2 * i))
+                                       : vkg_bf16_to_f32(load_le16(src + 2 * i));
+        if (to == VKG_ST_F32) ((float *)dst)[i] = v;
+        else ((uint16_t *)dst)[i] = to == VKG_ST_F16 ? vkg_f32_to_f16(v) : vkg_f32_to_bf16(v);
+    }
+}
+
+vkg_status vkg_safetensors_read(const vkg_safetensors *st, const vkg_st_tensor *t, vkg_st_dtype as, void *dst,
+                                vkg_error *err) {
+    if (!st || !t || (!dst && t->bytes))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_safetensors_read: NULL file, tensor or destination");
+    if (st->fd < 0) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: the file is closed", st->path);
+    if (as == t->dtype) return read_exact(st, t->offset, dst, (size_t)t->bytes, err);
+    if (!readable_dtype(t->dtype) || !readable_dtype(as))
+        return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
+                             "tensor \"%s\" has dtype %s; only F32, F16 and BF16 tensors convert (to %s asked)",
+                             t->name ? t->name : "?", vkg_st_dtype_name(t->dtype), vkg_st_dtype_name(as));
+    /* Through a bounded buffer, so a conversion never holds the tensor twice. */
+    enum { CHUNK = 1 << 16 };
+    const size_t in_size = vkg_st_dtype_size(t->dtype), out_size = vkg_st_dtype_size(as);
+    unsigned char *buf = malloc(CHUNK * in_size);
+    if (!buf) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory reading %s", st->path);
+    const size_t n = (size_t)vkg_st_tensor_numel(t);
+    vkg_status status = VKG_OK;
+    for (size_t i = 0; i < n && status == VKG_OK; i += CHUNK) {
+        size_t k = n - i < CHUNK ? n - i : CHUNK;
+        status = read_exact(st, t->offset + i * in_size, buf, k * in_size, err);
+        if (status == VKG_OK) convert(t->dtype, buf, k, as, (unsigned char *)dst + i * out_size);
+    }
+    free(buf);
+    return status;
+}
+
+vkg_status vkg_safetensors_check_unchanged(const vkg_safetensors *st, vkg_error *err) {
+    struct stat sb;
+    if (st->fd < 0 || fstat(st->fd, &sb) != 0)
+        return vkg_error_set(err, VKG_ERR_IO, "%s: cannot check the file: %s", st->path, strerror(errno));
+    if ((uint64_t)sb.st_size != st->file_bytes || sb.st_ino != st->inode || sb.st_mtim.tv_sec != st->mtime.tv_sec ||
+        sb.st_mtim.tv_nsec != st->mtime.tv_nsec)
+        return vkg_error_set(err, VKG_ERR_IO, "%s changed while it was being read (%llu bytes when opened, %llu now%s): "
+                             "the weights read may mix two versions; load it again once it is complete", st->path,
+                             (unsigned long long)st->file_bytes, (unsigned long long)sb.st_size,
+                             (uint64_t)sb.st_size == st->file_bytes ? ", modified" : "");
+    return VKG_OK;
 }
 
 /* ---- header validation ------------------------------------------------------------------------- */
@@ -149,7 +157,7 @@ static int64_t json_count(const vkg_json *v) {
     return (int64_t)d;
 }
 
-static vkg_status parse_entry(const char *path, const char *name, const vkg_json *e, const unsigned char *data,
+static vkg_status parse_entry(const char *path, const char *name, const vkg_json *e, uint64_t data_start,
                               uint64_t data_bytes, vkg_st_tensor *t, vkg_error *err) {
     if (vkg_json_type_of(e) != VKG_JSON_OBJECT)
         return vkg_error_set(err, VKG_ERR_FORMAT,
@@ -218,7 +226,7 @@ static vkg_status parse_entry(const char *path, const char *name, const vkg_json
                              (unsigned long long)(numel * dtype_info[d].size), (long long)begin, (long long)end,
                              (unsigned long long)span);
     t->bytes = span;
-    t->data = data + begin;
+    t->offset = data_start + (uint64_t)begin;
     return VKG_OK;
 }
 
@@ -251,36 +259,36 @@ static int compare_by_name(const void *a, const void *b) {
 
 static int compare_by_offset(const void *a, const void *b) {
     const vkg_st_tensor *x = *(const vkg_st_tensor *const *)a, *y = *(const vkg_st_tensor *const *)b;
-    const unsigned char *px = x->data, *py = y->data;
-    return px < py ? -1 : px > py ? 1 : 0;
+    return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : 0;
 }
 
 /* Walks the tensors in offset order: each non-empty one must start at or after every earlier
  * one's end.  by_name is used as scratch and re-sorted by name afterwards. */
-static vkg_status check_overlaps(vkg_safetensors *st, const unsigned char *data, vkg_error *err) {
+static vkg_status check_overlaps(vkg_safetensors *st, uint64_t data, vkg_error *err) {
     const vkg_st_tensor **order = st->by_name;
     qsort(order, (size_t)st->n_tensors, sizeof *order, compare_by_offset);
     const vkg_st_tensor *reach = NULL; /* the tensor whose range ends furthest so far */
     for (int i = 0; i < st->n_tensors; i++) {
         const vkg_st_tensor *t = order[i];
         if (!t->bytes) continue;
-        const unsigned char *b = t->data;
-        if (reach && b < (const unsigned char *)reach->data + reach->bytes)
+        if (reach && t->offset < reach->offset + reach->bytes)
             return vkg_error_set(err, VKG_ERR_FORMAT,
                                  "%s: tensors \"%s\" (bytes %llu..%llu) and \"%s\" (bytes %llu..%llu) overlap",
-                                 st->path, reach->name, (unsigned long long)((const unsigned char *)reach->data - data),
-                                 (unsigned long long)((const unsigned char *)reach->data - data + reach->bytes),
-                                 t->name, (unsigned long long)(b - data), (unsigned long long)(b - data + t->bytes));
-        if (!reach || b + t->bytes > (const unsigned char *)reach->data + reach->bytes) reach = t;
+                                 st->path, reach->name, (unsigned long long)(reach->offset - data),
+                                 (unsigned long long)(reach->offset - data + reach->bytes), t->name,
+                                 (unsigned long long)(t->offset - data), (unsigned long long)(t->offset - data + t->bytes));
+        if (!reach || t->offset + t->bytes > reach->offset + reach->bytes) reach = t;
     }
     qsort(order, (size_t)st->n_tensors, sizeof *order, compare_by_name);
     return VKG_OK;
 }
 
-/* Everything after the file is mapped: header length, JSON, entries, overlaps. */
+/* Everything after the file is opened: header length, JSON, entries, overlaps. */
 static vkg_status parse_header(vkg_safetensors *st, vkg_error *err) {
-    const unsigned char *base = st->map;
-    uint64_t size = st->map_bytes, header_bytes = load_le64(base);
+    unsigned char len8[8];
+    vkg_status status = read_exact(st, 0, len8, 8, err);
+    if (status != VKG_OK) return status;
+    uint64_t size = st->file_bytes, header_bytes = load_le64(len8);
     if (header_bytes > VKG_ST_MAX_HEADER_BYTES)
         return vkg_error_set(err, VKG_ERR_FORMAT,
                              "%s: header length %llu is over the %llu-byte limit (is this a safetensors file?)",
@@ -289,13 +297,18 @@ static vkg_status parse_header(vkg_safetensors *st, vkg_error *err) {
         return vkg_error_set(err, VKG_ERR_FORMAT,
                              "%s: header length %llu runs past the end of the file (%llu bytes follow the length)",
                              st->path, (unsigned long long)header_bytes, (unsigned long long)(size - 8));
+    char *text = malloc(header_bytes ? header_bytes : 1);
+    if (!text) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: out of memory for a %llu-byte header", st->path,
+                                    (unsigned long long)header_bytes);
+    status = read_exact(st, 8, text, header_bytes, err);
     vkg_json *root = NULL;
     vkg_error jerr;
-    if (vkg_json_parse((const char *)base + 8, header_bytes, &root, &jerr) != VKG_OK)
-        return vkg_error_set(err, jerr.status, "%s: header (%llu bytes at offset 8) is not valid JSON: %s", st->path,
-                             (unsigned long long)header_bytes, jerr.message);
-    vkg_status status = VKG_OK;
-    const unsigned char *data = base + 8 + header_bytes;
+    if (status == VKG_OK && vkg_json_parse(text, header_bytes, &root, &jerr) != VKG_OK)
+        status = vkg_error_set(err, jerr.status, "%s: header (%llu bytes at offset 8) is not valid JSON: %s", st->path,
+                               (unsigned long long)header_bytes, jerr.message);
+    free(text);
+    if (status != VKG_OK) return status;
+    const uint64_t data = 8 + header_bytes;
     uint64_t data_bytes = size - 8 - header_bytes;
     size_t n = vkg_json_length(root);
     if (vkg_json_type_of(root) != VKG_JSON_OBJECT) {
@@ -352,17 +365,13 @@ vkg_status vkg_safetensors_open(const char *path, vkg_safetensors **out, vkg_err
         close(fd);
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
-    st->map_bytes = (size_t)sb.st_size;
-    st->map = mmap(NULL, st->map_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    int map_errno = errno;
-    close(fd); /* the mapping keeps the file */
-    vkg_status status;
-    if (st->map == MAP_FAILED) {
-        st->map = NULL;
-        status = vkg_error_set(err, VKG_ERR_IO, "%s: cannot map %zu bytes: %s", path, st->map_bytes, strerror(map_errno));
-    } else {
-        status = parse_header(st, err);
-    }
+    /* Read with pread, never mapped: a file truncated while in use then gives a short read and a
+     * message, where a mapping would kill the process with SIGBUS. */
+    st->fd = fd;
+    st->file_bytes = (uint64_t)sb.st_size;
+    st->mtime = sb.st_mtim;
+    st->inode = sb.st_ino;
+    vkg_status status = parse_header(st, err);
     if (status != VKG_OK) {
         vkg_safetensors_close(st);
         return status;
@@ -373,7 +382,7 @@ vkg_status vkg_safetensors_open(const char *path, vkg_safetensors **out, vkg_err
 
 void vkg_safetensors_close(vkg_safetensors *st) {
     if (!st) return;
-    if (st->map) munmap(st->map, st->map_bytes);
+    if (st->fd >= 0) close(st->fd);
     for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
     for (int i = 0; i < st->n_meta; i++) {
         free(st->meta_keys[i]);

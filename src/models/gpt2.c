@@ -1,4 +1,5 @@
 /* Loading GPT-2 weights from a Hugging Face folder: config.json + model.safetensors. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "models/gpt2.h"
 
 #include "base/error.h"
@@ -10,15 +11,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-/* One tensor the model needs: its name (without prefix), shape, and where its pointer goes. */
+/* One tensor the model needs: its name (without prefix), shape, and where its pointer goes: a
+ * matrix (2-d, held in weight_dtype) or a vector (1-d, held in f32). */
 typedef struct wanted {
     char name[64];
     int ndim;
     int64_t shape[2];
-    const float **slot;
+    union { const void **matrix; const float **vector; } slot;
     const vkg_st_tensor *found;
+    size_t offset;                   /* in the weights block */
 } wanted;
 
 /* config.json's tie_word_embeddings (default true, as in Hugging Face's PretrainedConfig). */
@@ -38,14 +43,20 @@ static const vkg_st_tensor *find(const vkg_safetensors *st, const char *prefix, 
     return vkg_safetensors_find(st, full);
 }
 
-static void want(wanted *w, int *n, const char *name, const float **slot, int64_t d0, int64_t d1) {
+static wanted *want_common(wanted *w, int *n, const char *name, int64_t d0, int64_t d1) {
     wanted *x = &w[(*n)++];
     memset(x, 0, sizeof *x);
     snprintf(x->name, sizeof x->name, "%s", name);
     x->ndim = d1 ? 2 : 1;
     x->shape[0] = d0;
     x->shape[1] = d1;
-    x->slot = slot;
+    return x;
+}
+static void want_matrix(wanted *w, int *n, const char *name, const void **slot, int64_t d0, int64_t d1) {
+    want_common(w, n, name, d0, d1)->slot.matrix = slot;
+}
+static void want_vector(wanted *w, int *n, const char *name, const float **slot, int64_t d0) {
+    want_common(w, n, name, d0, 0)->slot.vector = slot;
 }
 
 /* The list of tensors for m's config; *n gets the count.  The caller frees the list. */
@@ -55,38 +66,41 @@ static wanted *list_tensors(vkg_gpt2 *m, int *n) {
     wanted *w = calloc((size_t)c->n_layer * 12 + 6, sizeof *w);
     if (!w) return NULL;
     *n = 0;
-    want(w, n, "wte.weight", &m->wte, V, C);
-    want(w, n, "wpe.weight", &m->wpe, P, C);
+    want_matrix(w, n, "wte.weight", &m->wte, V, C);
+    want_matrix(w, n, "wpe.weight", &m->wpe, P, C);
     for (int i = 0; i < c->n_layer; i++) {
         vkg_gpt2_layer *L = &m->layers[i];
         char name[64];
-#define LAYER(suffix, slot, d0, d1) (snprintf(name, sizeof name, "h.%d.%s", i, suffix), want(w, n, name, slot, d0, d1))
-        LAYER("ln_1.weight", &L->ln_1_w, C, 0);
-        LAYER("ln_1.bias", &L->ln_1_b, C, 0);
-        LAYER("attn.c_attn.weight", &L->attn_w, C, 3 * C);
-        LAYER("attn.c_attn.bias", &L->attn_b, 3 * C, 0);
-        LAYER("attn.c_proj.weight", &L->attn_proj_w, C, C);
-        LAYER("attn.c_proj.bias", &L->attn_proj_b, C, 0);
-        LAYER("ln_2.weight", &L->ln_2_w, C, 0);
-        LAYER("ln_2.bias", &L->ln_2_b, C, 0);
-        LAYER("mlp.c_fc.weight", &L->fc_w, C, I);
-        LAYER("mlp.c_fc.bias", &L->fc_b, I, 0);
-        LAYER("mlp.c_proj.weight", &L->mlp_proj_w, I, C);
-        LAYER("mlp.c_proj.bias", &L->mlp_proj_b, C, 0);
-#undef LAYER
+#define MATRIX(suffix, slot, d0, d1) (snprintf(name, sizeof name, "h.%d.%s", i, suffix), want_matrix(w, n, name, slot, d0, d1))
+#define VECTOR(suffix, slot, d0) (snprintf(name, sizeof name, "h.%d.%s", i, suffix), want_vector(w, n, name, slot, d0))
+        VECTOR("ln_1.weight", &L->ln_1_w, C);
+        VECTOR("ln_1.bias", &L->ln_1_b, C);
+        MATRIX("attn.c_attn.weight", &L->attn_w, C, 3 * C);
+        VECTOR("attn.c_attn.bias", &L->attn_b, 3 * C);
+        MATRIX("attn.c_proj.weight", &L->attn_proj_w, C, C);
+        VECTOR("attn.c_proj.bias", &L->attn_proj_b, C);
+        VECTOR("ln_2.weight", &L->ln_2_w, C);
+        VECTOR("ln_2.bias", &L->ln_2_b, C);
+        MATRIX("mlp.c_fc.weight", &L->fc_w, C, I);
+        VECTOR("mlp.c_fc.bias", &L->fc_b, I);
+        MATRIX("mlp.c_proj.weight", &L->mlp_proj_w, I, C);
+        VECTOR("mlp.c_proj.bias", &L->mlp_proj_b, C);
+#undef MATRIX
+#undef VECTOR
     }
-    want(w, n, "ln_f.weight", &m->ln_f_w, C, 0);
-    want(w, n, "ln_f.bias", &m->ln_f_b, C, 0);
+    want_vector(w, n, "ln_f.weight", &m->ln_f_w, C);
+    want_vector(w, n, "ln_f.bias", &m->ln_f_b, C);
     return w;
 }
 
 /* Finds every tensor of the list and checks its shape and dtype. */
-static vkg_status match_tensors(vkg_gpt2 *m, wanted *w, int n, const char *path, vkg_error *err) {
+static vkg_status match_tensors(vkg_gpt2 *m, const vkg_safetensors *file, wanted *w, int n, const char *path,
+                                vkg_error *err) {
     const char *prefix = m->transformer_prefix ? "transformer." : "";
     for (int i = 0; i < n; i++) {
         char want_s[64], got_s[128];
-        const vkg_st_tensor *t = find(m->file, prefix, w[i].name);
-        if (!t) t = find(m->file, "", w[i].name);
+        const vkg_st_tensor *t = find(file, prefix, w[i].name);
+        if (!t) t = find(file, "", w[i].name);
         if (!t) {
             /* The config's sizes help when the file is of another model than config.json. */
             return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s%s is missing (expected shape %s; config.json "
@@ -112,56 +126,84 @@ static vkg_status match_tensors(vkg_gpt2 *m, wanted *w, int n, const char *path,
     return VKG_OK;
 }
 
-/* F32 data aligned for float access is used where the mapping holds it. */
-static int usable_in_place(const vkg_st_tensor *t) {
-    return t->dtype == VKG_ST_F32 && ((uintptr_t)t->data % sizeof(float)) == 0;
+static vkg_st_dtype file_dtype_of(vkg_dtype d) {
+    return d == VKG_F16 ? VKG_ST_F16 : d == VKG_BF16 ? VKG_ST_BF16 : VKG_ST_F32;
+}
+static vkg_dtype dtype_of_file(vkg_st_dtype d) {
+    return d == VKG_ST_F16 ? VKG_F16 : d == VKG_ST_BF16 ? VKG_BF16 : VKG_F32;
+}
+
+/* The dtype a wanted tensor is held in: the matrices' one, or f32 for a vector. */
+static vkg_dtype held_dtype(const vkg_gpt2 *m, const wanted *w) { return w->ndim == 2 ? m->weight_dtype : VKG_F32; }
+
+/* The first element that is NaN or +-Inf in n elements of dtype d, or n. */
+static size_t first_nonfinite(const void *data, vkg_dtype d, size_t n, const char **what) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits;
+        if (d == VKG_F32) memcpy(&bits, (const float *)data + i, 4);
+        else bits = d == VKG_F16 ? vkg_bits_from_f32(vkg_f16_to_f32(((const uint16_t *)data)[i]))
+                                 : (uint32_t)((const uint16_t *)data)[i] << 16;
+        if ((bits & 0x7F800000u) != 0x7F800000u) continue;
+        *what = (bits & 0x7FFFFFu) ? "NaN" : (bits >> 31) ? "-Inf" : "Inf";
+        return i;
+    }
+    return n;
 }
 
 /* A weight holding NaN or Inf would turn every answer into NaN (printed as token 0), so it is
- * refused at load, naming the first bad element.  One pass over floats already in memory, small
- * beside the upload and a single forward pass. */
-static vkg_status check_finite(const char *path, const vkg_st_tensor *t, const float *v, vkg_error *err) {
+ * refused at load, naming the first bad element.  One pass over the tensor as held (f32 or
+ * 16-bit), small beside the read itself. */
+static vkg_status check_finite(const char *path, const vkg_st_tensor *t, const void *v, vkg_dtype d, vkg_error *err) {
     const size_t n = (size_t)vkg_st_tensor_numel(t);
-    for (size_t i = 0; i < n; i++) {
-        if (isfinite(v[i])) continue;
-        const char *what = isnan(v[i]) ? "NaN" : v[i] > 0 ? "Inf" : "-Inf";
-        char where[64] = "";
-        if (t->ndim == 2)
-            snprintf(where, sizeof where, " (row %zu, column %zu)", i / (size_t)t->shape[1], i % (size_t)t->shape[1]);
-        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s holds %s at index %zu%s", path, t->name, what, i,
-                             where);
-    }
-    return VKG_OK;
+    const char *what = "";
+    size_t i = first_nonfinite(v, d, n, &what);
+    if (i == n) return VKG_OK;
+    char where[64] = "", converted[96] = "";
+    if (t->ndim == 2)
+        snprintf(where, sizeof where, " (row %zu, column %zu)", i / (size_t)t->shape[1], i % (size_t)t->shape[1]);
+    if (file_dtype_of(d) != t->dtype)
+        snprintf(converted, sizeof converted, " once converted from %s to %s%s", vkg_st_dtype_name(t->dtype),
+                 vkg_dtype_name(d), d == VKG_F16 ? " (f16 ends at 65504)" : "");
+    return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s holds %s at index %zu%s%s", path, t->name, what, i,
+                         where, converted);
 }
 
-/* Points each slot at its data: in place, or converted into one allocation; checks each is finite. */
-static vkg_status place_tensors(vkg_gpt2 *m, wanted *w, int n, const char *path, vkg_error *err) {
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* Reads every wanted tensor into one page-aligned block, each at a 256-byte offset (the largest
+ * storage-buffer offset alignment devices ask for), in the dtype it is held in; checks that each
+ * is finite and that the file did not change meanwhile. */
+static vkg_status read_tensors(vkg_gpt2 *m, const vkg_safetensors *file, wanted *w, int n, const char *path,
+                               vkg_error *err) {
+    enum { TENSOR_ALIGN = 256 };
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE) > TENSOR_ALIGN ? (size_t)sysconf(_SC_PAGESIZE) : TENSOR_ALIGN;
     size_t total = 0;
-    for (int i = 0; i < n; i++)
-        if (!usable_in_place(w[i].found)) total += (size_t)vkg_st_tensor_numel(w[i].found);
-    if (total) {
-        m->converted = malloc(total * sizeof(float));
-        if (!m->converted)
-            return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory converting the weights to f32 (%zu MB)",
-                                 total * sizeof(float) >> 20);
-        m->converted_floats = total;
+    for (int i = 0; i < n; i++) {
+        w[i].offset = total;
+        total = round_up(total + (size_t)vkg_st_tensor_numel(w[i].found) * vkg_dtype_size(held_dtype(m, &w[i])),
+                         TENSOR_ALIGN);
     }
-    size_t used = 0;
+    total = round_up(total ? total : 1, page);
+    if ((uint64_t)total > vkg_host_memory_bytes())
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: the weights need %.1f GiB, more than this machine's "
+                             "%.1f GiB of memory", path, (double)total / 1073741824.0,
+                             (double)vkg_host_memory_bytes() / 1073741824.0);
+    void *block = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block == MAP_FAILED)
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the weights (%zu MB)", total >> 20);
+    m->weights = block;
+    m->weights_bytes = total;
     for (int i = 0; i < n; i++) {
         const vkg_st_tensor *t = w[i].found;
-        if (usable_in_place(t)) {
-            *w[i].slot = t->data;
-        } else {
-            float *dst = m->converted + used;
-            vkg_status st = vkg_st_tensor_to_f32(t, dst, err);
-            if (st != VKG_OK) return st;
-            *w[i].slot = dst;
-            used += (size_t)vkg_st_tensor_numel(t);
-        }
-        vkg_status st = check_finite(path, t, *w[i].slot, err);
+        const vkg_dtype d = held_dtype(m, &w[i]);
+        void *dst = (unsigned char *)block + w[i].offset;
+        vkg_status st = vkg_safetensors_read(file, t, file_dtype_of(d), dst, err);
+        if (st == VKG_OK) st = check_finite(path, t, dst, d, err);
         if (st != VKG_OK) return st;
+        if (w[i].ndim == 2) *w[i].slot.matrix = dst;
+        else *w[i].slot.vector = dst;
     }
-    return VKG_OK;
+    return vkg_safetensors_check_unchanged(file, err);
 }
 
 /* A path dir/name, or NULL when out of memory. */
@@ -183,7 +225,7 @@ static vkg_status check_folder(const char *dir, vkg_error *err) {
     return VKG_OK;
 }
 
-static vkg_status load_into(vkg_gpt2 *m, const char *dir, vkg_error *err) {
+static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_options *o, vkg_error *err) {
     vkg_status st = check_folder(dir, err);
     if (st != VKG_OK) return st;
     char *config_path = join(dir, "config.json"), *weights_path = join(dir, "model.safetensors");
@@ -207,9 +249,10 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, vkg_error *err) {
                            has_bin ? " (only pytorch_model.bin, which is not read: save the model with "
                                      "safe_serialization=True, or download model.safetensors)" : "");
     }
-    if (st == VKG_OK) st = vkg_safetensors_open(weights_path, &m->file, err);
+    vkg_safetensors *file = NULL;
+    if (st == VKG_OK) st = vkg_safetensors_open(weights_path, &file, err);
     if (st == VKG_OK) {
-        m->transformer_prefix = vkg_safetensors_find(m->file, "transformer.wte.weight") != NULL;
+        m->transformer_prefix = vkg_safetensors_find(file, "transformer.wte.weight") != NULL;
         m->layers = calloc((size_t)m->config.n_layer, sizeof *m->layers);
         if (!m->layers) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     }
@@ -218,20 +261,22 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, vkg_error *err) {
     if (st == VKG_OK && !w) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     if (st == VKG_OK) {
         /* The head: lm_head.weight when the file has it (never prefixed), else tied to wte. */
-        m->tied_head = !vkg_safetensors_find(m->file, "lm_head.weight") &&
-                       !vkg_safetensors_find(m->file, "transformer.lm_head.weight");
+        m->tied_head = !vkg_safetensors_find(file, "lm_head.weight") &&
+                       !vkg_safetensors_find(file, "transformer.lm_head.weight");
         if (!m->tied_head) {
-            want(w, &n, "lm_head.weight", &m->lm_head, m->config.vocab_size, m->config.n_embd);
+            want_matrix(w, &n, "lm_head.weight", &m->lm_head, m->config.vocab_size, m->config.n_embd);
         } else if (!tie) {
             st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: config.json sets tie_word_embeddings to false, but the file "
                                "has no lm_head.weight for the untied output head", weights_path);
         }
     }
-    if (st == VKG_OK) st = match_tensors(m, w, n, weights_path, err);
+    if (st == VKG_OK) st = match_tensors(m, file, w, n, weights_path, err);
     if (st == VKG_OK) {
         m->dtype = w[0].found->dtype;
-        st = place_tensors(m, w, n, weights_path, err);
+        m->weight_dtype = o->dtype == VKG_GPT2_DTYPE_AS_STORED ? dtype_of_file(m->dtype) : (vkg_dtype)o->dtype;
+        st = read_tensors(m, file, w, n, weights_path, err);
     }
+    vkg_safetensors_close(file); /* everything is in m->weights: the file may change from here on */
     if (st == VKG_OK && m->tied_head) m->lm_head = m->wte;
     if (st == VKG_OK) {
         m->activation = vkg_gpt2_activation_kind(m->config.activation);
@@ -243,12 +288,25 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, vkg_error *err) {
     return st;
 }
 
-vkg_status vkg_gpt2_load(const char *dir, vkg_gpt2 **out, vkg_error *err) {
+void vkg_gpt2_load_options_default(vkg_gpt2_load_options *o) {
+    memset(o, 0, sizeof *o);
+    o->dtype = VKG_GPT2_DTYPE_AS_STORED;
+}
+
+vkg_status vkg_gpt2_load(const char *dir, vkg_gpt2 **out, vkg_error *err) { return vkg_gpt2_load_with(dir, NULL, out, err); }
+
+vkg_status vkg_gpt2_load_with(const char *dir, const vkg_gpt2_load_options *opts, vkg_gpt2 **out, vkg_error *err) {
     *out = NULL;
     if (!dir) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_gpt2_load: no folder given");
+    vkg_gpt2_load_options o;
+    if (opts) o = *opts;
+    else vkg_gpt2_load_options_default(&o);
+    if (o.dtype != VKG_GPT2_DTYPE_AS_STORED && o.dtype != VKG_F32 && o.dtype != VKG_F16 && o.dtype != VKG_BF16)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_gpt2_load: weight dtype %d: use f32, f16 or bf16",
+                             o.dtype);
     vkg_gpt2 *m = calloc(1, sizeof *m);
     if (!m) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory loading %s", dir);
-    vkg_status st = load_into(m, dir, err);
+    vkg_status st = load_into(m, dir, &o, err);
     if (st != VKG_OK) {
         vkg_gpt2_free(m);
         return st;
@@ -259,9 +317,8 @@ vkg_status vkg_gpt2_load(const char *dir, vkg_gpt2 **out, vkg_error *err) {
 
 void vkg_gpt2_free(vkg_gpt2 *m) {
     if (!m) return;
-    free(m->converted);
+    if (m->weights) munmap(m->weights, m->weights_bytes);
     free(m->layers);
-    vkg_safetensors_close(m->file);
     free(m);
 }
 

@@ -14,10 +14,16 @@
  *     [C, 3C] + bias [3C], h.i.attn.c_proj.weight [C, C] + bias [C], h.i.ln_2.{weight,bias} [C],
  *     h.i.mlp.c_fc.weight [C, I] + bias [I], h.i.mlp.c_proj.weight [I, C] + bias [C].
  * Conv1D weights are stored [in, out], so each projection is x @ W + b.  Other tensors (the
- * attn.bias / attn.masked_bias buffers of older checkpoints) are ignored.  The file is memory
- * mapped; F32 tensors that are 4-byte aligned in it are used in place, the rest (F16, BF16,
- * unaligned F32) are converted once into a single f32 allocation.  A missing or mis-shaped
- * tensor is VKG_ERR_FORMAT naming it, the shape expected and the shape found.
+ * attn.bias / attn.masked_bias buffers of older checkpoints) are ignored, never read.  The
+ * tensors are read (pread, never mapped) into one page-aligned block the model owns
+ * (vkg_gpt2.weights), each at a 256-byte aligned offset, so the block can be handed to a device
+ * that imports host memory; after the load the file is closed and may change or vanish without
+ * harm.  A file that changes while it is read is VKG_ERR_IO saying so.  The weight matrices
+ * (wte, wpe, lm_head, each layer's four projections) are kept as the file stores them (F32, F16
+ * or BF16) unless the load options ask for another dtype; biases and layer norms are always f32
+ * (the kernels that read them read f32, and they are 0.1% of the weights).  A missing or
+ * mis-shaped tensor is VKG_ERR_FORMAT naming it, the shape expected and the shape found; so is a
+ * NaN or Inf, also one that converting to f16 made (a value beyond +-65504).
  *
  * The graph (vkg_gpt2_build), pre-LayerNorm blocks as GPT-2 has them:
  *     x = wte[ids] + wpe[positions]                                     [T, C]
@@ -41,21 +47,27 @@
 #include "models/gpt2_config.h"
 #include "vkgraph.h"
 
+/* Matrices (const void *) hold elements of vkg_gpt2.weight_dtype; vectors are f32. */
 typedef struct vkg_gpt2_layer {
     const float *ln_1_w, *ln_1_b;         /* [C]                 */
-    const float *attn_w, *attn_b;         /* [C, 3C], [3C]       */
-    const float *attn_proj_w, *attn_proj_b; /* [C, C], [C]       */
+    const void *attn_w;                   /* [C, 3C]             */
+    const float *attn_b;                  /* [3C]                */
+    const void *attn_proj_w;              /* [C, C]              */
+    const float *attn_proj_b;             /* [C]                 */
     const float *ln_2_w, *ln_2_b;         /* [C]                 */
-    const float *fc_w, *fc_b;             /* [C, I], [I]         */
-    const float *mlp_proj_w, *mlp_proj_b; /* [I, C], [C]         */
+    const void *fc_w;                     /* [C, I]              */
+    const float *fc_b;                    /* [I]                 */
+    const void *mlp_proj_w;               /* [I, C]              */
+    const float *mlp_proj_b;              /* [C]                 */
 } vkg_gpt2_layer;
 
 typedef struct vkg_gpt2 {
     vkg_gpt2_config config;
-    const float *wte, *wpe;              /* [V, C], [P, C]                                 */
+    const void *wte, *wpe;               /* [V, C], [P, C]                                 */
     const float *ln_f_w, *ln_f_b;        /* [C]                                           */
-    const float *lm_head;                /* [V, C]; == wte when the head is tied           */
+    const void *lm_head;                 /* [V, C]; == wte when the head is tied           */
     vkg_gpt2_layer *layers;              /* n_layer                                       */
+    vkg_dtype weight_dtype;              /* of the matrices in memory: f32, f16 or bf16    */
     int tied_head;
     vkg_gpt2_activation activation;      /* what the config's activation_function computes */
     int transformer_prefix;              /* names carried "transformer."                  */
@@ -63,13 +75,24 @@ typedef struct vkg_gpt2 {
     char note[256];                      /* what a user should know about this model (e.g. a
                                             special token outside the vocabulary); ""
                                             when nothing                                  */
-    /* Owned. */
-    vkg_safetensors *file;
-    float *converted;                    /* the one allocation of converted tensors       */
-    size_t converted_floats;
+    /* Owned: every tensor above lies in this one block, page-aligned and a whole number of
+     * pages long (an import of host memory into a device takes it as it is). */
+    void *weights;
+    size_t weights_bytes;
 } vkg_gpt2;
 
-/* Loads dir (config.json + model.safetensors).  Errors name the file, the tensor and the shapes. */
+/* How to load.  dtype: VKG_GPT2_DTYPE_AS_STORED keeps each matrix as the file stores it (the
+ * dtype of wte.weight; matrices stored otherwise are converted to it); VKG_F32, VKG_F16 or
+ * VKG_BF16 converts them to that at load (f32 -> f16 and bf16 round to nearest even). */
+#define VKG_GPT2_DTYPE_AS_STORED (-1)
+typedef struct vkg_gpt2_load_options {
+    int dtype;
+} vkg_gpt2_load_options;
+void vkg_gpt2_load_options_default(vkg_gpt2_load_options *o);
+
+/* Loads dir (config.json + model.safetensors).  Errors name the file, the tensor and the shapes.
+ * opts may be NULL (as stored). */
+vkg_status vkg_gpt2_load_with(const char *dir, const vkg_gpt2_load_options *opts, vkg_gpt2 **out, vkg_error *err);
 vkg_status vkg_gpt2_load(const char *dir, vkg_gpt2 **out, vkg_error *err);
 void vkg_gpt2_free(vkg_gpt2 *m); /* NULL is fine */
 int64_t vkg_gpt2_parameter_count(const vkg_gpt2 *m); /* without a tied head's second count */

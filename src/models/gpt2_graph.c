@@ -32,11 +32,13 @@ static vkg_tensor named(builder *b, vkg_tensor t, const char *what) {
     return t;
 }
 
-static vkg_tensor weight(builder *b, const char *name, const float *data, int64_t d0, int64_t d1) {
+/* A weight: a matrix [d0, d1] in the model's weight dtype (f32, f16 or bf16), or a vector [d0]
+ * (d1 = 0) in f32. */
+static vkg_tensor weight(builder *b, const char *name, const void *data, int64_t d0, int64_t d1) {
     char full[96];
     snprintf(full, sizeof full, "%s%s", b->prefix, name);
     int64_t shape[2] = {d0, d1};
-    return vkg_constant(b->g, full, VKG_F32, d1 ? 2 : 1, shape, data);
+    return vkg_constant(b->g, full, d1 ? b->m->weight_dtype : VKG_F32, d1 ? 2 : 1, shape, data);
 }
 
 /* Columns [part * C, part * C + C) of qkv [T, 3C] as heads [H, T, D]: a view, no copy.  The

@@ -33,8 +33,9 @@ struct vkg_context {
     vkg_context_timings t;
 };
 
-static const char *dtype_name(vkg_weight_dtype d) {
+const char *vkg_weight_dtype_name(vkg_weight_dtype d) {
     switch (d) {
+    case VKG_WEIGHTS_AS_STORED: return "as stored";
     case VKG_WEIGHTS_F32: return "f32";
     case VKG_WEIGHTS_F16: return "f16";
     case VKG_WEIGHTS_BF16: return "bf16";
@@ -44,7 +45,18 @@ static const char *dtype_name(vkg_weight_dtype d) {
 
 void vkg_model_options_default(vkg_model_options *o) {
     memset(o, 0, sizeof *o);
-    o->dtype = VKG_WEIGHTS_F32;
+    o->dtype = VKG_WEIGHTS_AS_STORED;
+}
+
+/* The loader's dtype for a public one; -2 for none of them. */
+static int load_dtype(vkg_weight_dtype d) {
+    switch (d) {
+    case VKG_WEIGHTS_AS_STORED: return VKG_GPT2_DTYPE_AS_STORED;
+    case VKG_WEIGHTS_F32: return VKG_F32;
+    case VKG_WEIGHTS_F16: return VKG_F16;
+    case VKG_WEIGHTS_BF16: return VKG_BF16;
+    }
+    return -2;
 }
 
 _Static_assert(VKG_NO_ATTENTION == VKG_GPT2_NO_ATTENTION && VKG_ALL_LAYERS == VKG_GPT2_ALL_LAYERS,
@@ -58,15 +70,19 @@ vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_opti
     vkg_model_options o;
     vkg_model_options_default(&o);
     if (opts) o = *opts;
-    if (o.dtype != VKG_WEIGHTS_F32)
-        return vkg_error_set(err, o.dtype == VKG_WEIGHTS_F16 || o.dtype == VKG_WEIGHTS_BF16 ? VKG_ERR_UNSUPPORTED
-                                                                                             : VKG_ERR_INVALID_ARGUMENT,
-                             "%s weights: this build keeps weights in f32 only", dtype_name(o.dtype));
+    vkg_gpt2_load_options lo;
+    vkg_gpt2_load_options_default(&lo);
+    lo.dtype = load_dtype(o.dtype);
+    if (lo.dtype == -2)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_open: weight dtype %d is none of "
+                             "VKG_WEIGHTS_AS_STORED, _F32, _F16, _BF16", (int)o.dtype);
     vkg_model *m = calloc(1, sizeof *m);
     if (!m) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     m->dev = dev;
-    m->dtype = o.dtype;
-    vkg_status st = vkg_gpt2_load(dir, &m->gpt2, err);
+    vkg_status st = vkg_gpt2_load_with(dir, &lo, &m->gpt2, err);
+    if (st == VKG_OK) m->dtype = m->gpt2->weight_dtype == VKG_F16    ? VKG_WEIGHTS_F16
+                                 : m->gpt2->weight_dtype == VKG_BF16 ? VKG_WEIGHTS_BF16
+                                                                     : VKG_WEIGHTS_F32;
     const char *tok_dir = o.tokenizer_dir ? o.tokenizer_dir : dir;
     if (st == VKG_OK && !o.no_tokenizer && (o.tokenizer_dir || vkg_tokenizer_present(tok_dir))) st = vkg_tokenizer_load(tok_dir, &m->tok, err);
     if (st != VKG_OK) {

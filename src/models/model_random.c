@@ -49,6 +49,7 @@ static int to_private(const vkg_random_gpt2_options *o, vkg_gpt2_random_options 
     out->untied_lm_head = o->untied_lm_head;
     out->attn_bias_buffers = o->attn_bias_buffers;
     switch (o->dtype) {
+    case VKG_WEIGHTS_AS_STORED:
     case VKG_WEIGHTS_F32: out->dtype = VKG_ST_F32; return 0;
     case VKG_WEIGHTS_F16: out->dtype = VKG_ST_F16; return 0;
     case VKG_WEIGHTS_BF16: out->dtype = VKG_ST_BF16; return 0;

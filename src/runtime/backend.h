@@ -43,6 +43,8 @@ struct vkg_device {
     vkg_device_options opts;
     uint32_t alignment;           /* storage-buffer offset alignment the plan must respect   */
     uint64_t max_binding_bytes;   /* largest range one binding may span                     */
+    int read_16bit;               /* kernels read f16/bf16 constants as stored; else the plan
+                                     holds them as f32 (vkg_compile_options.read_16bit)     */
     uint64_t validation_errors;   /* counted by the Vulkan debug messenger                  */
     vkg_memory_count device_memory;
     vkg_profile profile;          /* step times of every profiled run                       */

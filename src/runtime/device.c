@@ -64,6 +64,7 @@ void vkg_device_compile_options(const vkg_device *d, vkg_compile_options *opts) 
     if (d->alignment > opts->alignment) opts->alignment = d->alignment;
     if (d->max_binding_bytes && d->max_binding_bytes < opts->max_binding_bytes)
         opts->max_binding_bytes = d->max_binding_bytes;
+    if (!d->read_16bit) opts->read_16bit = 0;
 }
 
 uint64_t vkg_device_peak_memory_bytes(const vkg_device *d) { return d ? d->device_memory.peak_bytes : 0; }

@@ -45,6 +45,14 @@ vkg_status vkg_session_new_shared(vkg_device *d, const vkg_plan *p, vkg_session 
                              " bytes: compile with vkg_device_compile_options()",
                              p->opts.alignment, p->opts.max_binding_bytes, d->name, d->alignment,
                              d->max_binding_bytes);
+    if (p->opts.read_16bit && !d->read_16bit)
+        for (int r = 0; r < p->n_regions; r++)
+            if (vkg_dtype_is_16bit(p->regions[r].dtype))
+                return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
+                                     "plan reads the %s constant '%s' as stored, but %s cannot read 16-bit data: "
+                                     "compile with vkg_device_compile_options() (it widens them to f32)",
+                                     vkg_dtype_name(p->regions[r].dtype),
+                                     vkg_tensor_name(p->graph, p->regions[r].tensor), d->name);
     vkg_session *s = calloc(1, sizeof *s);
     if (!s) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a session");
     s->device = d;

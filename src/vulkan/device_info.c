@@ -87,6 +87,8 @@ static void print_device(FILE *f, int index, VkPhysicalDevice pd, int is_best) {
     if (v12) {
         fprintf(f, "    %-34s %s\n", "fp16 arithmetic (shaderFloat16)", f12.shaderFloat16 ? "yes" : "no");
         fprintf(f, "    %-34s %s\n", "16-bit storage", f11.storageBuffer16BitAccess ? "yes" : "no");
+        fprintf(f, "    %-34s %s\n", "f16/bf16 weights",
+                f11.storageBuffer16BitAccess ? "read as stored (16 bits each)" : "widened to f32 at upload (no 16-bit storage)");
     }
     int coop_khr = has_extension(ext, n_ext, "VK_KHR_cooperative_matrix");
     int coop_nv = has_extension(ext, n_ext, "VK_NV_cooperative_matrix");

@@ -22,19 +22,27 @@ static const struct {
     uint32_t texel_mask;
     int texel_vec4;
     uint32_t push_bytes;
+    vkg_vk_shader b16;              /* the variant for 16-bit B (itself for those variants)   */
 } shader_info[VKG_SH_COUNT] = {
-    [VKG_SH_MATMUL_TEXEL] = {"matmul_texel", 5, 0x3, 0, sizeof(vkg_matmul_params)},
-    [VKG_SH_MATMUL_TEXEL4] = {"matmul_texel4", 5, 0x3, 1, sizeof(vkg_matmul_params)},
-    [VKG_SH_MATMUL_TEXEL4T] = {"matmul_texel4t", 5, 0x3, 1, sizeof(vkg_matmul_params)},
-    [VKG_SH_MATMUL_TILED] = {"matmul_tiled", 5, 0x0, 0, sizeof(vkg_matmul_params)},
-    [VKG_SH_MATVEC] = {"matvec", 5, 0x0, 0, sizeof(vkg_matmul_params)},
-    [VKG_SH_BINARY] = {"binary", 3, 0x0, 0, sizeof(vkg_binary_params)},
-    [VKG_SH_UNARY] = {"unary", 3, 0x0, 0, sizeof(vkg_unary_params)},
-    [VKG_SH_SOFTMAX] = {"softmax", 4, 0x0, 0, sizeof(vkg_softmax_params)},
-    [VKG_SH_LAYERNORM] = {"layernorm", 4, 0x0, 0, sizeof(vkg_layernorm_params)},
-    [VKG_SH_EMBEDDING] = {"embedding", 3, 0x0, 0, sizeof(vkg_embedding_params)},
-    [VKG_SH_ATTENTION] = {"attention", 5, 0x7, 0, sizeof(vkg_attention_params)},
-    [VKG_SH_ATTENTION4] = {"attention4", 5, 0x7, 1, sizeof(vkg_attention_params)},
+    [VKG_SH_MATMUL_TEXEL] = {"matmul_texel", 5, 0x3, 0, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TEXEL_B16},
+    [VKG_SH_MATMUL_TEXEL4] = {"matmul_texel4", 5, 0x3, 1, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TEXEL4_B16},
+    [VKG_SH_MATMUL_TEXEL4T] = {"matmul_texel4t", 5, 0x3, 1, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TEXEL4T_B16},
+    [VKG_SH_MATMUL_TILED] = {"matmul_tiled", 5, 0x0, 0, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TILED_B16},
+    [VKG_SH_MATVEC] = {"matvec", 5, 0x0, 0, sizeof(vkg_matmul_params), VKG_SH_MATVEC_B16},
+    [VKG_SH_MATMUL_TEXEL_B16] = {"matmul_texel_b16", 5, 0x3, 0, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TEXEL_B16},
+    [VKG_SH_MATMUL_TEXEL4_B16] = {"matmul_texel4_b16", 5, 0x3, 1, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TEXEL4_B16},
+    [VKG_SH_MATMUL_TEXEL4T_B16] = {"matmul_texel4t_b16", 5, 0x3, 1, sizeof(vkg_matmul_params),
+                                   VKG_SH_MATMUL_TEXEL4T_B16},
+    [VKG_SH_MATMUL_TILED_B16] = {"matmul_tiled_b16", 5, 0x0, 0, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TILED_B16},
+    [VKG_SH_MATVEC_B16] = {"matvec_b16", 5, 0x0, 0, sizeof(vkg_matmul_params), VKG_SH_MATVEC_B16},
+    [VKG_SH_BINARY] = {"binary", 3, 0x0, 0, sizeof(vkg_binary_params), VKG_SH_COUNT},
+    [VKG_SH_UNARY] = {"unary", 3, 0x0, 0, sizeof(vkg_unary_params), VKG_SH_COUNT},
+    [VKG_SH_SOFTMAX] = {"softmax", 4, 0x0, 0, sizeof(vkg_softmax_params), VKG_SH_COUNT},
+    [VKG_SH_LAYERNORM] = {"layernorm", 4, 0x0, 0, sizeof(vkg_layernorm_params), VKG_SH_COUNT},
+    [VKG_SH_EMBEDDING] = {"embedding", 3, 0x0, 0, sizeof(vkg_embedding_params), VKG_SH_EMBEDDING_B16},
+    [VKG_SH_EMBEDDING_B16] = {"embedding_b16", 3, 0x0, 0, sizeof(vkg_embedding_params), VKG_SH_EMBEDDING_B16},
+    [VKG_SH_ATTENTION] = {"attention", 5, 0x7, 0, sizeof(vkg_attention_params), VKG_SH_COUNT},
+    [VKG_SH_ATTENTION4] = {"attention4", 5, 0x7, 1, sizeof(vkg_attention_params), VKG_SH_COUNT},
 };
 
 const char *vkg_vk_shader_file(vkg_vk_shader s) { return shader_info[s].file; }
@@ -42,6 +50,8 @@ uint32_t vkg_vk_shader_bindings(vkg_vk_shader s) { return shader_info[s].binding
 uint32_t vkg_vk_shader_texel_mask(vkg_vk_shader s) { return shader_info[s].texel_mask; }
 int vkg_vk_shader_texel_vec4(vkg_vk_shader s) { return shader_info[s].texel_vec4; }
 uint32_t vkg_vk_shader_push_bytes(vkg_vk_shader s) { return shader_info[s].push_bytes; }
+vkg_vk_shader vkg_vk_shader_b16_variant(vkg_vk_shader s) { return shader_info[s].b16; }
+int vkg_vk_shader_b16(vkg_vk_shader s) { return shader_info[s].b16 == s; }
 
 static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
@@ -63,6 +73,7 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
     uint32_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
     int cpu = c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     int texel_ok = texel_format_ok(c, VK_FORMAT_R32_SFLOAT) && texel_format_ok(c, VK_FORMAT_R32G32B32A32_SFLOAT);
+    int texel16_ok = texel_format_ok(c, VK_FORMAT_R16_UINT) && texel_format_ok(c, VK_FORMAT_R16G16B16A16_UINT);
 
     memset(t, 0, sizeof *t);
     /* A software rasteriser runs a workgroup as SIMD loops on one thread and spreads workgroups
@@ -75,6 +86,7 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
     t->max_groups = cpu ? 16 : 0;
     t->min_group_work = cpu ? 8192 : 0;
     t->matmul_texel = cpu && texel_ok;
+    t->texel_16bit = texel16_ok;
     if (cpu) {
         t->mm_wg_x = 8, t->mm_wg_y = 8, t->mm_tm = 8, t->mm_tn = 8, t->mm_bk = 8;
         /* M == 1 with B along n: 4 columns (one vec4) per invocation keeps the fetched rows in

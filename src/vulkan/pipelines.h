@@ -21,11 +21,20 @@ typedef enum vkg_vk_shader {
     VKG_SH_MATMUL_TEXEL4T,     /* register blocks, vec4 texel fetches, A and B along k            */
     VKG_SH_MATMUL_TILED,       /* shared-memory tiles + register blocks, storage buffers (GPUs)  */
     VKG_SH_MATVEC,             /* M == 1, storage buffers, split-K reduction in shared memory    */
+    /* The same five with B of 16-bit elements (f16 or bf16, specialization constant 5: 1 for
+     * bf16), widened as read: texel buffers of R16_UINT / R16G16B16A16_UINT, storage buffers of
+     * uint16_t (storageBuffer16BitAccess). */
+    VKG_SH_MATMUL_TEXEL_B16,
+    VKG_SH_MATMUL_TEXEL4_B16,
+    VKG_SH_MATMUL_TEXEL4T_B16,
+    VKG_SH_MATMUL_TILED_B16,
+    VKG_SH_MATVEC_B16,
     VKG_SH_BINARY,
     VKG_SH_UNARY,
     VKG_SH_SOFTMAX,
     VKG_SH_LAYERNORM,
     VKG_SH_EMBEDDING,
+    VKG_SH_EMBEDDING_B16,      /* a table of 16-bit elements (specialization constant 5 as above) */
     VKG_SH_ATTENTION,          /* fused attention, texel buffers of floats, any strides          */
     VKG_SH_ATTENTION4,         /* fused attention, vec4 texel fetches along rows                 */
     VKG_SH_COUNT
@@ -48,6 +57,10 @@ uint32_t vkg_vk_shader_bindings(vkg_vk_shader s);
 uint32_t vkg_vk_shader_texel_mask(vkg_vk_shader s);
 /* 1: its texel buffers are viewed as vec4 (R32G32B32A32_SFLOAT), else as floats (R32_SFLOAT). */
 int vkg_vk_shader_texel_vec4(vkg_vk_shader s);
+/* 1: its binding 1 holds 16-bit elements (R16_UINT / R16G16B16A16_UINT texels, or uint16_t). */
+int vkg_vk_shader_b16(vkg_vk_shader s);
+/* The variant of an f32-B matmul or embedding shader that reads 16-bit elements. */
+vkg_vk_shader vkg_vk_shader_b16_variant(vkg_vk_shader s);
 uint32_t vkg_vk_shader_push_bytes(vkg_vk_shader s);
 
 vkg_status vkg_vk_pipelines_new(vkg_vk_context *c, vkg_vk_pipelines **out, vkg_error *err);

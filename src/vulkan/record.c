@@ -94,12 +94,18 @@ static int b_vec4(const vkg_matmul_params *m, int along_k) {
  *   texel path (software rasterisers): vec4 texel shaders where the layout allows (register
  *     blocks mm_tm x mm_tn, or 1 x mv_tn for M == 1), else the float texel shader;
  *   GPU path: shared-memory tiles, or the split-K matrix-vector shader for M == 1. */
+static int b_16bit(const vkg_matmul_params *m) { return (m->flags & (VKG_MATMUL_B_F16 | VKG_MATMUL_B_BF16)) != 0; }
+
 static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                           uint32_t *n_spec, uint32_t g[3]) {
     const vkg_vk_tuning *t = &c->tuning;
     const vkg_matmul_params *m = &st->params.matmul;
     uint32_t wx = t->mm_wg_x, wy = t->mm_wg_y, tm = t->mm_tm, tn = t->mm_tn;
-    if (t->matmul_texel && texel_fits(c, &st->bind[0], 16) && texel_fits(c, &st->bind[1], 16) && a_along_k4(m) &&
+    /* A 16-bit B takes the texel path where the device has 16-bit integer texels; its texels are
+     * half as wide. */
+    const int texel = t->matmul_texel && (!b_16bit(m) || t->texel_16bit);
+    const uint64_t b_elem = b_16bit(m) ? 2 : 4;
+    if (texel && texel_fits(c, &st->bind[0], 16) && texel_fits(c, &st->bind[1], 4 * b_elem) && a_along_k4(m) &&
         (b_vec4(m, 0) || b_vec4(m, 1))) {
         *sh = b_vec4(m, 0) ? VKG_SH_MATMUL_TEXEL4 : VKG_SH_MATMUL_TEXEL4T;
         /* M == 1: B along n streams rows of mv_tn columns (few live vec4s, so no spilling);
@@ -108,7 +114,7 @@ static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_sh
             wx = t->mv_wg, wy = 1, tm = 1, tn = *sh == VKG_SH_MATMUL_TEXEL4 ? t->mv_tn : t->mm_tn;
             if ((uint64_t)wx * tn * 4 > c->props.limits.maxComputeSharedMemorySize) tn = t->mv_tn;
         }
-    } else if (t->matmul_texel && texel_fits(c, &st->bind[0], 4) && texel_fits(c, &st->bind[1], 4)) {
+    } else if (texel && texel_fits(c, &st->bind[0], 4) && texel_fits(c, &st->bind[1], b_elem)) {
         *sh = VKG_SH_MATMUL_TEXEL;
         tm = tm < 4 ? tm : 4, tn = tn < 4 ? tn : 4;
         if (m->M == 1) wx = t->mv_wg, wy = 1, tm = 1;
@@ -165,6 +171,27 @@ static int attention_vec4(const vkg_vk_context *c, const vkg_step *st) {
  * constants) and are unrolled, as matmul's register blocks are. */
 static uint64_t attention_iterations(const vkg_attention_params *a) { return (uint64_t)a->S + 8; }
 
+/* Turns the f32 shader chosen for a step into its variant for a 16-bit operand (matmul's B, an
+ * embedding table): specialization constant 5 says which 16-bit format (matmul_b16.glsl); the
+ * constants in between are ones the shader may not use (entries for absent ids are ignored). */
+static void widen_16bit(vkg_vk_shader *sh, uint32_t spec[], uint32_t *n_spec, int bf16) {
+    *sh = vkg_vk_shader_b16_variant(*sh);
+    for (uint32_t i = *n_spec; i < 5; i++) spec[i] = 0;
+    spec[5] = (uint32_t)bf16;
+    *n_spec = 6;
+}
+
+/* Binding b of step st as shader sh sees it: 1 and its texel format and size when it is a texel
+ * buffer, else 0 (a storage buffer). */
+static int texel_view(vkg_vk_shader sh, uint32_t b, VkFormat *format, uint64_t *bytes) {
+    if (!((vkg_vk_shader_texel_mask(sh) >> b) & 1)) return 0;
+    int vec4 = vkg_vk_shader_texel_vec4(sh), b16 = b == 1 && vkg_vk_shader_b16(sh);
+    *format = b16 ? (vec4 ? VK_FORMAT_R16G16B16A16_UINT : VK_FORMAT_R16_UINT)
+                  : (vec4 ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R32_SFLOAT);
+    *bytes = (uint64_t)(vec4 ? 4 : 1) * (b16 ? 2 : 4);
+    return 1;
+}
+
 vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                               uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
     const vkg_vk_tuning *t = &c->tuning;
@@ -188,6 +215,7 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
                                  m->M, m->N, m->K, (unsigned long long)batch, g[0], g[1], g[2],
                                  c->props.deviceName, max[0], max[1], max[2]);
         if (m->N == 0 || m->M == 0) g[0] = 0;
+        if (b_16bit(m)) widen_16bit(sh, spec, n_spec, (m->flags & VKG_MATMUL_B_BF16) != 0);
         return VKG_OK;
     }
     case VKG_KERNEL_BINARY: {
@@ -219,6 +247,7 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
     case VKG_KERNEL_EMBEDDING: {
         const vkg_embedding_params *e = &st->params.embedding;
         *sh = VKG_SH_EMBEDDING;
+        if (e->flags) widen_16bit(sh, spec, n_spec, (e->flags & VKG_EMBEDDING_TABLE_BF16) != 0);
         uint64_t n = (uint64_t)e->n_ids * e->dim;
         return linear_groups(c, st, div_up(n, t->elementwise_wg), n, 1, g, err);
     }
@@ -249,8 +278,9 @@ static vkg_status check_bindings(const vkg_vk_session *s, int i, vkg_vk_shader s
     for (uint32_t b = 0; b < vkg_vk_shader_bindings(sh); b++) {
         const vkg_binding *bd = &st->bind[b];
         if (bd->region < 0) continue;
-        int texel = (vkg_vk_shader_texel_mask(sh) >> b) & 1;
-        uint64_t texel_bytes = vkg_vk_shader_texel_vec4(sh) ? 16 : 4;
+        VkFormat format;
+        uint64_t texel_bytes = 4;
+        int texel = texel_view(sh, b, &format, &texel_bytes);
         uint64_t align = texel ? l->minTexelBufferOffsetAlignment : l->minStorageBufferOffsetAlignment;
         uint64_t max = texel ? (uint64_t)l->maxTexelBufferElements * texel_bytes : l->maxStorageBufferRange;
         const char *problem = NULL;
@@ -355,7 +385,7 @@ vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err) {
         VkWriteDescriptorSet writes[VKG_MAX_BINDINGS];
         VkDescriptorBufferInfo infos[VKG_MAX_BINDINGS];
         vkg_vk_shader sh = vs->pipeline->shader;
-        uint32_t nb = vkg_vk_shader_bindings(sh), mask = vkg_vk_shader_texel_mask(sh);
+        uint32_t nb = vkg_vk_shader_bindings(sh);
         for (uint32_t b = 0; b < nb; b++) {
             const vkg_binding *bd = &st->bind[b];
             int used = bd->region >= 0 && bd->bytes > 0;
@@ -367,16 +397,17 @@ vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err) {
                 .dstBinding = b,
                 .descriptorCount = 1,
             };
-            if ((mask >> b) & 1) {
+            VkFormat format;
+            uint64_t texel;
+            if (texel_view(sh, b, &format, &texel)) {
                 /* Whole texels, rounded up: buffers are sized in 256-byte steps, so a view may
                  * reach into that slack (the shaders never use what lies past the binding). */
-                VkDeviceSize texel = vkg_vk_shader_texel_vec4(sh) ? 16 : 4;
                 range = (range + texel - 1) / texel * texel;
                 if (offset + range > buf->size) range = (buf->size - offset) / texel * texel;
                 VkBufferViewCreateInfo vci = {
                     .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
                     .buffer = buf->buffer,
-                    .format = texel == 16 ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R32_SFLOAT,
+                    .format = format,
                     .offset = offset,
                     .range = range,
                 };

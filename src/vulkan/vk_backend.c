@@ -2,6 +2,7 @@
 #include "vulkan/vk_session.h"
 
 #include "base/error.h"
+#include "base/half.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,26 @@ static vkg_status settle(vkg_vk_session *s, vkg_error *err) {
     return r == VK_SUCCESS ? VKG_OK : vkg_vk_fail(err, r, "vkResetFences");
 }
 
+/* A constant's host data into its buffer: as it is, or (a plan compiled with read_16bit 0) 16-bit
+ * elements widened to f32 a chunk at a time. */
+static vkg_status upload_constant(vkg_vk_session *s, const vkg_region *rg, vkg_vk_buffer *buf, vkg_error *err) {
+    if (!vkg_region_widens(rg)) return vkg_vk_buffer_write(s->c, &s->staging, buf, 0, rg->host, rg->bytes, err);
+    enum { CHUNK = 1 << 18 };
+    float *f = malloc(CHUNK * sizeof *f);
+    if (!f) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory widening a 16-bit constant");
+    const uint16_t *h = rg->host;
+    const uint64_t n = rg->bytes / 4;
+    vkg_status st = VKG_OK;
+    for (uint64_t i = 0; i < n && st == VKG_OK; i += CHUNK) {
+        uint64_t k = n - i < CHUNK ? n - i : CHUNK;
+        for (uint64_t j = 0; j < k; j++)
+            f[j] = rg->host_dtype == VKG_F16 ? vkg_f16_to_f32(h[i + j]) : vkg_bf16_to_f32(h[i + j]);
+        st = vkg_vk_buffer_write(s->c, &s->staging, buf, 4 * i, f, (size_t)(4 * k), err);
+    }
+    free(f);
+    return st;
+}
+
 static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share, const int *share_map,
                                  vkg_error *err) {
     const vkg_plan *p = s->plan;
@@ -44,7 +65,10 @@ static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share,
         s->borrowed[r] = share && share_map[r] >= 0;
         req[r].bytes = s->borrowed[r] ? 16 : p->regions[r].bytes; /* a placeholder for a shared region */
         req[r].host = k == VKG_REGION_INPUT || k == VKG_REGION_OUTPUT || k == VKG_REGION_INDICES;
-        if (k == VKG_REGION_CONSTANT && !s->borrowed[r] && !s->force_staging) req[r].import_host = p->regions[r].host;
+        /* A constant the device reads as the caller holds it may be imported in place; one widened
+         * from 16 bits at upload (vkg_region_widens) needs a buffer of its own. */
+        if (k == VKG_REGION_CONSTANT && !s->borrowed[r] && !s->force_staging && !vkg_region_widens(&p->regions[r]))
+            req[r].import_host = p->regions[r].host;
     }
     req[n - 1].bytes = 256;
     vkg_status st = vkg_vk_memory_create(s->c, n, req, s->force_staging, s->own, &s->memory, err);
@@ -57,7 +81,7 @@ static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share,
         const vkg_region *rg = &p->regions[r];
         if (s->borrowed[r] || s->buffers[r].imported) continue;
         if (rg->kind == VKG_REGION_CONSTANT && rg->host)
-            st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[r], 0, rg->host, rg->bytes, err);
+            st = upload_constant(s, rg, &s->buffers[r], err);
         else
             st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[r], 0, NULL, s->buffers[r].size, err);
     }
@@ -308,5 +332,8 @@ vkg_status vkg_vulkan_device_open(struct vkg_device *d, int index, vkg_error *er
     uint64_t max = l->maxStorageBufferRange;
     if (c->max_allocation && c->max_allocation < max) max = c->max_allocation;
     d->max_binding_bytes = max / align * align;
+    /* Every shader that reads a 16-bit operand has a storage-buffer form; without 16-bit storage
+     * the plan holds such weights as f32, widened at upload (upload_constant). */
+    d->read_16bit = c->has_16bit_storage;
     return VKG_OK;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu/kernels.h"
+#include "io/safetensors.h"
 
 float *ref_random_floats(vkg_rng *rng, size_t n, float scale) {
     float *x = malloc((n ? n : 1) * sizeof *x);
@@ -21,22 +22,24 @@ float *ref_checked_floats(vkg_rng *rng, size_t n, float scale) {
 
 typedef struct matmul_job {
     const vkg_matmul_params *p;
-    const float *A, *B, *bias, *R;
+    int variant;
+    const float *A, *bias, *R;
+    const void *B;
     float *C;
 } matmul_job;
 
 static void matmul_range(void *ctx, size_t begin, size_t end) {
     const matmul_job *j = ctx;
-    vkg_cpu_matmul(j->p, j->A, j->B, j->C, j->bias, j->R, begin, end);
+    vkg_cpu_matmul_with(j->variant, j->p, j->A, j->B, j->C, j->bias, j->R, begin, end);
 }
 
-void ref_run_matmul_kernel(vkg_threadpool *pool, const vkg_matmul_params *p, const float *A,
-                           const float *B, float *C, const float *bias, const float *R) {
-    matmul_job job = {p, A, B, bias, R, C};
+void ref_run_matmul_kernel(vkg_threadpool *pool, int variant, const vkg_matmul_params *p, const float *A,
+                           const void *B, float *C, const float *bias, const float *R) {
+    matmul_job job = {p, variant, A, bias, R, B, C};
     if (pool)
         vkg_threadpool_for(pool, vkg_cpu_matmul_units(p), matmul_range, &job);
     else
-        vkg_cpu_matmul(p, A, B, C, bias, R, 0, vkg_cpu_matmul_units(p));
+        matmul_range(&job, 0, vkg_cpu_matmul_units(p));
 }
 
 vkg_matmul_params ref_matmul_params(uint32_t M, uint32_t N, uint32_t K) {
@@ -64,26 +67,74 @@ double ref_activation(uint32_t op, double x) {
     }
 }
 
-void ref_matmul(const vkg_matmul_params *p, const float *A, const float *B, float *C,
+float ref_matmul_b(const vkg_matmul_params *p, const void *B, size_t i) {
+    if (p->flags & VKG_MATMUL_B_F16) return vkg_f16_to_f32(((const uint16_t *)B)[i]);
+    if (p->flags & VKG_MATMUL_B_BF16) return vkg_bf16_to_f32(((const uint16_t *)B)[i]);
+    return ((const float *)B)[i];
+}
+
+int ref_matmul_fused(int variant) { return variant != VKG_CPU_MATMUL_PORTABLE; }
+
+/* The element index of (m, k) of A, (k, n) of B, (m, n) of C and R, in batch entry b. */
+static size_t a_index(const vkg_matmul_params *p, size_t b, size_t m, size_t k) {
+    return p->a_offset + b / p->batch1 * p->a_stride_b0 + b % p->batch1 * p->a_stride_b1 + m * p->a_stride_m +
+           k * p->a_stride_k;
+}
+static size_t b_index(const vkg_matmul_params *p, size_t b, size_t k, size_t n) {
+    return p->b_offset + b / p->batch1 * p->b_stride_b0 + b % p->batch1 * p->b_stride_b1 + k * p->b_stride_k +
+           n * p->b_stride_n;
+}
+static size_t c_index(const vkg_matmul_params *p, size_t b, size_t m, size_t n) {
+    return p->c_offset + b / p->batch1 * p->c_stride_b0 + b % p->batch1 * p->c_stride_b1 + m * p->c_stride_m + n;
+}
+static size_t r_index(const vkg_matmul_params *p, size_t b, size_t m, size_t n) {
+    return p->r_offset + b / p->batch1 * p->r_stride_b0 + b % p->batch1 * p->r_stride_b1 + m * p->r_stride_m + n;
+}
+
+void ref_matmul(const vkg_matmul_params *p, int fused, const float *A, const void *B, float *C,
                 const float *bias, const float *R) {
-    for (size_t b = 0; b < (size_t)p->batch0 * p->batch1; b++) {
-        size_t b0 = b / p->batch1, b1 = b % p->batch1;
+    for (size_t b = 0; b < (size_t)p->batch0 * p->batch1; b++)
         for (size_t m = 0; m < p->M; m++)
             for (size_t n = 0; n < p->N; n++) {
                 float acc = 0.0f;
-                for (size_t k = 0; k < p->K; k++)
-                    acc += A[p->a_offset + b0 * p->a_stride_b0 + b1 * p->a_stride_b1 + m * p->a_stride_m +
-                             k * p->a_stride_k] *
-                           B[p->b_offset + b0 * p->b_stride_b0 + b1 * p->b_stride_b1 + k * p->b_stride_k +
-                             n * p->b_stride_n];
+                for (size_t k = 0; k < p->K; k++) {
+                    const float x = A[a_index(p, b, m, k)], y = ref_matmul_b(p, B, b_index(p, b, k, n));
+                    acc = fused ? fmaf(x, y, acc) : acc + x * y;
+                }
                 if (p->flags & VKG_MATMUL_BIAS) acc += bias[p->bias_offset + n];
                 /* The activation function itself is checked against double precision in test_cpu_kernels. */
                 acc = vkg_cpu_activation(p->activation, acc);
-                if (p->flags & VKG_MATMUL_RESIDUAL)
-                    acc += R[p->r_offset + b0 * p->r_stride_b0 + b1 * p->r_stride_b1 + m * p->r_stride_m + n];
-                C[p->c_offset + b0 * p->c_stride_b0 + b1 * p->c_stride_b1 + m * p->c_stride_m + n] = acc;
+                if (p->flags & VKG_MATMUL_RESIDUAL) acc += R[r_index(p, b, m, n)];
+                C[c_index(p, b, m, n)] = acc;
             }
-    }
+}
+
+void ref_matmul_check_f64(const vkg_matmul_params *p, const float *A, const void *B, const float *C,
+                          const float *bias, const float *R, size_t row_step) {
+    const double eps = 1.0 / (1 << 23);
+    for (size_t b = 0; b < (size_t)p->batch0 * p->batch1; b++)
+        for (size_t m = 0; m < p->M; m++) {
+            if (m % row_step != 0 && m + 1 != p->M) continue;
+            for (size_t n = 0; n < p->N; n++) {
+                double sum = 0.0, mag = 0.0;
+                for (size_t k = 0; k < p->K; k++) {
+                    const double t = (double)A[a_index(p, b, m, k)] * ref_matmul_b(p, B, b_index(p, b, k, n));
+                    sum += t, mag += fabs(t);
+                }
+                if (p->flags & VKG_MATMUL_BIAS) sum += bias[p->bias_offset + n], mag += fabs(bias[p->bias_offset + n]);
+                double want = ref_activation(p->activation, sum);
+                /* the sums' rounding (times the activations' slope, at most 1.13), then the float
+                   activation's own few ulps */
+                double tol = (p->K + 4) * eps * mag * 1.2 + 8 * eps * fabs(want) + 1e-30;
+                if (p->flags & VKG_MATMUL_RESIDUAL) {
+                    const double r = R[r_index(p, b, m, n)];
+                    want += r, tol += eps * (fabs(r) + fabs(want));
+                }
+                const double got = C[c_index(p, b, m, n)];
+                if (!(fabs(got - want) <= tol))
+                    fail_msg("batch %zu (%zu, %zu): %.9g, want %.9g within %.3g", b, m, n, got, want, tol);
+            }
+        }
 }
 
 void ref_softmax_row(const float *x, const int *keep, size_t n, double *y) {

@@ -29,18 +29,31 @@ float *ref_checked_floats(vkg_rng *rng, size_t n, float scale);
 /* Fails the running test (at the caller's line) unless |got - want| <= tol, compared in double. */
 #define ref_assert_close(got, want, tol) assert_true(fabs((double)(got) - (double)(want)) <= (tol))
 
-/* The kernel under test, vkg_cpu_matmul, over all its units, spread over pool (NULL: one call
- * on this thread). */
-void ref_run_matmul_kernel(vkg_threadpool *pool, const vkg_matmul_params *p, const float *A,
-                           const float *B, float *C, const float *bias, const float *R);
+/* The kernel under test, variant `variant` of the matmul (VKG_CPU_MATMUL_*), over all its units,
+ * spread over pool (NULL: one call on this thread). */
+void ref_run_matmul_kernel(vkg_threadpool *pool, int variant, const vkg_matmul_params *p, const float *A,
+                           const void *B, float *C, const float *bias, const float *R);
 
 /* The parameters of a plain row-major A [M, K] @ B [K, N] -> C [M, N], one batch entry, no
  * epilogue (R, when a flag adds it, row-major [M, N] too). */
 vkg_matmul_params ref_matmul_params(uint32_t M, uint32_t N, uint32_t K);
 
-/* C as vkg_matmul_params defines it, epilogue included (R may be C). */
-void ref_matmul(const vkg_matmul_params *p, const float *A, const float *B, float *C,
+/* Element i of B as a float (widened when params flags say B is f16 or bf16). */
+float ref_matmul_b(const vkg_matmul_params *p, const void *B, size_t i);
+
+/* C as vkg_matmul_params defines it, epilogue included (R may be C), summed in float in k order
+ * from 0: sum = sum + a * b with fused == 0 (what the portable variant promises), sum = fmaf(a,
+ * b, sum) with fused == 1 (the fused variants).  ref_matmul_fused says which a variant is. */
+void ref_matmul(const vkg_matmul_params *p, int fused, const float *A, const void *B, float *C,
                 const float *bias, const float *R);
+int ref_matmul_fused(int variant);
+
+/* Fails the running test unless every element of C in rows m % row_step == 0 (and the last row) is
+ * within float rounding of the product computed in double: |C - exact| <= (K + 4) * 2^-23 *
+ * (sum_k |a b| + |bias|) * 1.2 (the activations' slope is at most 1.13) + 2^-23 * |R|, the
+ * epilogue in double.  R must not be C. */
+void ref_matmul_check_f64(const vkg_matmul_params *p, const float *A, const void *B, const float *C,
+                          const float *bias, const float *R, size_t row_step);
 
 /* y = softmax(x) over n entries, in double; entries with keep[j] == 0 get 0 (keep may be NULL). */
 void ref_softmax_row(const float *x, const int *keep, size_t n, double *y);

@@ -5,6 +5,11 @@
 
 #include "support/test_util.h"
 
+#include "vkgraph_npy.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +23,40 @@ double test_nmse(const float *a, const float *b, size_t n) {
         den += (double)b[i] * (double)b[i];
     }
     return num / (den > 1e-30 ? den : 1e-30);
+}
+
+/* Debian's NumPy calls the system's libblas.so.3: with libopenblas0-pthread (tools/setup-debian.sh)
+ * GPT-2 124M at T = 1024 takes seconds, with the reference BLAS minutes. */
+float *test_numpy_logits(const char *model_dir, const int32_t *ids, int n, int64_t vocab) {
+    const char *script = getenv("VKG_REFERENCE");
+    if (!script) fail_msg("VKG_REFERENCE (tools/gpt2_reference.py) is not set: run through ctest");
+    size_t len = (size_t)n * 12 + 1;
+    char *csv = malloc(len), out[1200];
+    assert_non_null(csv);
+    size_t used = 0;
+    for (int i = 0; i < n; i++) used += (size_t)snprintf(csv + used, len - used, i ? ",%d" : "%d", (int)ids[i]);
+    snprintf(out, sizeof out, "%s/reference.npy", model_dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/usr/bin/python3", "python3", script, model_dir, "--ids", csv, "--logits", out, (char *)NULL);
+        _exit(127);
+    }
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    free(csv);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+        fail_msg("the NumPy reference failed (status %d): /usr/bin/python3 with python3-numpy is needed "
+                 "(./tools/setup-debian.sh installs it)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+    float *logits = NULL;
+    int nd = 0;
+    int64_t shape[VKG_NPY_MAX_DIMS];
+    vkg_error err = {0};
+    if (vkg_npy_read_f32(out, &logits, &nd, shape, &err) != VKG_OK) fail_msg("%s", err.message);
+    assert_int_equal(nd, 2);
+    assert_int_equal(shape[0], n);
+    assert_int_equal(shape[1], vocab);
+    return logits;
 }
 
 double test_max_abs_diff(const float *a, const float *b, size_t n) {

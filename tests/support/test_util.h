@@ -18,6 +18,10 @@ char *test_read_file(const char *path, size_t *len);
 /* The comma-separated token ids of DIR_REL/ids.txt under the test data folder (at most cap);
  * fails the test when the file cannot be read.  Returns how many were read. */
 int test_read_ids(const char *dir_rel, int32_t *ids, int cap);
+/* Every position's logits [n, vocab] of the independent NumPy GPT-2 (tools/gpt2_reference.py, run
+ * by /usr/bin/python3 as ctest's VKG_REFERENCE names it) for the model in model_dir, written to
+ * model_dir/reference.npy and read back (the caller frees them).  Fails the test on any problem. */
+float *test_numpy_logits(const char *model_dir, const int32_t *ids, int n, int64_t vocab);
 /* A fresh directory under /tmp (caller frees the string; removes nothing). */
 char *test_tmpdir(const char *tag);
 

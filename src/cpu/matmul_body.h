@@ -1,0 +1,416 @@
+/* The matmul algorithm, once, for any vector width: included by one file per variant
+ * (matmul_portable.c, matmul_avx2.c, matmul_avx512.c) after it defines
+ *   MM_NAME                 the variant's entry point (a vkg_mm_fn, matmul_variant.h)
+ *   vf, VL                  its vector type of VL floats
+ *   MR, NV                  the register block: MR rows x NR = NV * VL columns of sums
+ *   vzero, vload, vstore, vset1, vmadd(a, b, c) = a * b + c (fused or not), sfma (the same
+ *                           on one float), vload_f16/vload_bf16 (VL 16-bit values widened),
+ *   x4_f16, x4_bf16, s_f16, s_bf16 (four / one 16-bit values widened)
+ * Every path adds each element's products one at a time in k order from 0 through vmadd or
+ * sfma (kernel_matmul.c states the contract).
+ *
+ * Two paths:
+ *   - few rows (M <= VKG_MM_FEW_ROWS) with B's columns contiguous (decoding: the work is
+ *     reading B): B is read in place, row by row over wide blocks of columns, with software
+ *     prefetch; rows of A go VKG_MM_PASS_ROWS at a time over a block, sums in L1;
+ *   - everything else: per output tile (TILE_M x TILE_N, the parallel units) and per block of
+ *     VKG_MM_KC k, A and B are packed (B widened to f32, transposed by 4 x 4 register blocks
+ *     when its k is contiguous) into strips of MR rows and NR columns, and a micro-kernel adds
+ *     one block of k to MR x NR sums held in registers: each B value loaded serves MR rows and
+ *     each A value NR columns. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NR (NV * VL)
+#define TILE_M VKG_CPU_MATMUL_TILE_M
+#define TILE_N VKG_CPU_MATMUL_TILE_N
+#define KC VKG_MM_KC
+#define PASS_ROWS VKG_MM_PASS_ROWS
+#define PREFETCH_K 64 /* k ahead that packing prefetches a column whose k is contiguous */
+#define ALIGNED __attribute__((aligned(64)))
+#define INLINE static inline __attribute__((always_inline))
+
+_Static_assert(TILE_M % MR == 0 && TILE_N % NR == 0, "tiles hold whole register blocks");
+_Static_assert(VKG_MM_FEW_ROWS <= TILE_M, "the few-rows path has one row tile");
+
+#if defined(__clang__)
+#define MM_SHUFFLE4(x, y, i0, i1, i2, i3) __builtin_shufflevector(x, y, i0, i1, i2, i3)
+#else
+#define MM_SHUFFLE4(x, y, i0, i1, i2, i3) __builtin_shuffle(x, y, (mm_i4){i0, i1, i2, i3})
+#endif
+
+/* r[q] holds element q of four rows r[0..3]; afterwards r[q] holds element q of each row, lane j
+ * from row j.  Pure data movement. */
+INLINE void transpose4(mm_x4 r[4]) {
+    mm_x4 lo01 = MM_SHUFFLE4(r[0], r[1], 0, 4, 1, 5), lo23 = MM_SHUFFLE4(r[2], r[3], 0, 4, 1, 5);
+    mm_x4 hi01 = MM_SHUFFLE4(r[0], r[1], 2, 6, 3, 7), hi23 = MM_SHUFFLE4(r[2], r[3], 2, 6, 3, 7);
+    r[0] = MM_SHUFFLE4(lo01, lo23, 0, 1, 4, 5);
+    r[1] = MM_SHUFFLE4(lo01, lo23, 2, 3, 6, 7);
+    r[2] = MM_SHUFFLE4(hi01, hi23, 0, 1, 4, 5);
+    r[3] = MM_SHUFFLE4(hi01, hi23, 2, 3, 6, 7);
+}
+
+/* ---- B's elements as floats (T, a VKG_MM_* type, is a constant at every call) ---------------- */
+
+INLINE float b_one(int T, const void *b, size_t i) {
+    if (T == VKG_MM_F16) return s_f16(((const uint16_t *)b)[i]);
+    if (T == VKG_MM_BF16) return s_bf16(((const uint16_t *)b)[i]);
+    return ((const float *)b)[i];
+}
+
+INLINE vf b_vec(int T, const void *b, size_t i) {
+    if (T == VKG_MM_F16) return vload_f16((const uint16_t *)b + i);
+    if (T == VKG_MM_BF16) return vload_bf16((const uint16_t *)b + i);
+    return vload((const float *)b + i);
+}
+
+INLINE mm_x4 b_x4(int T, const void *b, size_t i) {
+    if (T == VKG_MM_F16) return x4_f16((const uint16_t *)b + i);
+    if (T == VKG_MM_BF16) return x4_bf16((const uint16_t *)b + i);
+    mm_x4 x;
+    memcpy(&x, (const float *)b + i, sizeof x);
+    return x;
+}
+
+INLINE const void *b_at(int T, const void *b, size_t i) {
+    return T == VKG_MM_F32 ? (const void *)((const float *)b + i) : (const void *)((const uint16_t *)b + i);
+}
+
+/* ---- the epilogue ------------------------------------------------------------------------------ */
+
+/* One row: c[j] = act(s[j] (+ b[j])) (+ r[j]) (ACT, BIAS, RES constants at each call, so the
+ * loop is straight-line code the compiler vectorizes: the same operations on every element, in
+ * the same order as one at a time).  r may be c: element j is read before it is written, and no
+ * element depends on another. */
+INLINE void epilogue_row(uint32_t ACT, int BIAS, int RES, float *c, const float *s, const float *b, const float *r,
+                         size_t cols) {
+#pragma GCC ivdep
+    for (size_t j = 0; j < cols; j++) {
+        float x = s[j];
+        if (BIAS) x += b[j];
+        x = vkg_cpu_activation(ACT, x);
+        if (RES) x += r[j];
+        c[j] = x;
+    }
+}
+
+#define MM_EPILOGUE_ACT(act) \
+    case act: \
+        if (bias && r) epilogue_row(act, 1, 1, c, s, bias, r, cols); \
+        else if (bias) epilogue_row(act, 1, 0, c, s, bias, r, cols); \
+        else if (r) epilogue_row(act, 0, 1, c, s, bias, r, cols); \
+        else epilogue_row(act, 0, 0, c, s, bias, r, cols); \
+        break;
+
+/* The epilogue, in order: + bias[n], the activation, + R[m, n]; R is read before C is written (R
+ * may be C).  acc[i * acc_stride + j] is the sum of element (m0 + i, n0 + j). */
+static void store(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias_all, size_t m0, size_t rows,
+                  size_t n0, size_t cols, const float *acc, size_t acc_stride) {
+    const float *bias = p->flags & VKG_MATMUL_BIAS ? bias_all + p->bias_offset + n0 : NULL;
+    for (size_t i = 0; i < rows; i++) {
+        float *c = v->c + (m0 + i) * v->c_sm + n0;
+        const float *r = v->r ? v->r + (m0 + i) * v->r_sm + n0 : NULL;
+        const float *s = acc + i * acc_stride;
+        switch (p->activation) {
+            MM_EPILOGUE_ACT(VKG_UNARY_GELU)
+            MM_EPILOGUE_ACT(VKG_UNARY_GELU_ERF)
+            MM_EPILOGUE_ACT(VKG_UNARY_QUICK_GELU)
+            MM_EPILOGUE_ACT(VKG_UNARY_SILU)
+            MM_EPILOGUE_ACT(VKG_UNARY_RELU)
+        default: /* VKG_UNARY_COPY: none (the plan check admits no other) */
+            if (bias && r) epilogue_row(VKG_UNARY_COPY, 1, 1, c, s, bias, r, cols);
+            else if (bias) epilogue_row(VKG_UNARY_COPY, 1, 0, c, s, bias, r, cols);
+            else if (r) epilogue_row(VKG_UNARY_COPY, 0, 1, c, s, bias, r, cols);
+            else epilogue_row(VKG_UNARY_COPY, 0, 0, c, s, bias, r, cols);
+            break;
+        }
+    }
+}
+
+/* ---- few rows, B's columns contiguous: B streamed row by row ------------------------------- */
+
+/* acc[i * W + j] = sum over k < K of a[i * a_sm + k * a_sk] * B(k, j), j < W, for ROWS rows
+ * (ROWS and T constants at each call); B(k, j) is element k * b_sk + j of b.  Four rows of B at
+ * a time: each sum is loaded once, gets its four products in k order and is stored once; the
+ * next four rows are prefetched meanwhile, a cache line at a time. */
+INLINE void stream_rows(int ROWS, int T, const float *a, size_t a_sm, size_t a_sk, const void *b,
+                        size_t b_sk, size_t K, size_t W, float *acc) {
+    const size_t esize = T == VKG_MM_F32 ? 4 : 2;
+    memset(acc, 0, (size_t)ROWS * W * sizeof(float));
+    size_t k = 0;
+    for (; k + 4 <= K; k += 4) {
+        float as[PASS_ROWS][4];
+        vf av[PASS_ROWS][4];
+#pragma GCC unroll 4
+        for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                as[i][q] = a[i * a_sm + (k + q) * a_sk];
+                av[i][q] = vset1(as[i][q]);
+            }
+        const size_t r0 = k * b_sk, r1 = r0 + b_sk, r2 = r1 + b_sk, r3 = r2 + b_sk;
+        const int prefetch = k + 8 <= K;
+        size_t j = 0;
+        for (; j + VL <= W; j += VL) {
+            if (prefetch && j * esize % 64 == 0) {
+                __builtin_prefetch(b_at(T, b, r0 + 4 * b_sk + j));
+                __builtin_prefetch(b_at(T, b, r1 + 4 * b_sk + j));
+                __builtin_prefetch(b_at(T, b, r2 + 4 * b_sk + j));
+                __builtin_prefetch(b_at(T, b, r3 + 4 * b_sk + j));
+            }
+            vf x0 = b_vec(T, b, r0 + j), x1 = b_vec(T, b, r1 + j);
+            vf x2 = b_vec(T, b, r2 + j), x3 = b_vec(T, b, r3 + j);
+#pragma GCC unroll 4
+            for (int i = 0; i < ROWS; i++) {
+                vf s = vload(acc + i * W + j);
+                s = vmadd(av[i][0], x0, s);
+                s = vmadd(av[i][1], x1, s);
+                s = vmadd(av[i][2], x2, s);
+                s = vmadd(av[i][3], x3, s);
+                vstore(acc + i * W + j, s);
+            }
+        }
+        for (; j < W; j++) {
+            float x0 = b_one(T, b, r0 + j), x1 = b_one(T, b, r1 + j);
+            float x2 = b_one(T, b, r2 + j), x3 = b_one(T, b, r3 + j);
+            for (int i = 0; i < ROWS; i++) {
+                float s = acc[i * W + j];
+                s = sfma(as[i][0], x0, s);
+                s = sfma(as[i][1], x1, s);
+                s = sfma(as[i][2], x2, s);
+                s = sfma(as[i][3], x3, s);
+                acc[i * W + j] = s;
+            }
+        }
+    }
+    for (; k < K; k++)
+        for (int i = 0; i < ROWS; i++) {
+            const float aik = a[i * a_sm + k * a_sk];
+            const vf av = vset1(aik);
+            size_t j = 0;
+            for (; j + VL <= W; j += VL)
+                vstore(acc + i * W + j, vmadd(av, b_vec(T, b, k * b_sk + j), vload(acc + i * W + j)));
+            for (; j < W; j++) acc[i * W + j] = sfma(aik, b_one(T, b, k * b_sk + j), acc[i * W + j]);
+        }
+}
+
+INLINE void stream_any_rows(int T, size_t rows, const float *a, size_t a_sm, size_t a_sk, const void *b,
+                            size_t b_sk, size_t K, size_t W, float *acc) {
+    switch (rows) {
+    case 1: stream_rows(1, T, a, a_sm, a_sk, b, b_sk, K, W, acc); break;
+    case 2: stream_rows(2, T, a, a_sm, a_sk, b, b_sk, K, W, acc); break;
+    case 3: stream_rows(3, T, a, a_sm, a_sk, b, b_sk, K, W, acc); break;
+    default: stream_rows(4, T, a, a_sm, a_sk, b, b_sk, K, W, acc); break;
+    }
+}
+
+/* Columns [n_lo, n_hi) of all M rows of one batch entry, B with b_sn == 1, in blocks as wide as
+ * the sums allow; rows go PASS_ROWS at a time over each block. */
+static void few_rows_block(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias, size_t n_lo,
+                           size_t n_hi) {
+    float acc[VKG_MM_STREAM_SUMS] ALIGNED;
+    const size_t pass_rows = p->M < PASS_ROWS ? p->M : PASS_ROWS;
+    const size_t width = VKG_MM_STREAM_SUMS / pass_rows / 16 * 16; /* whole cache lines */
+    for (size_t n0 = n_lo; n0 < n_hi; n0 += width) {
+        const size_t W = n_hi - n0 < width ? n_hi - n0 : width;
+        for (size_t m0 = 0; m0 < p->M; m0 += PASS_ROWS) {
+            const size_t rows = p->M - m0 < PASS_ROWS ? p->M - m0 : PASS_ROWS;
+            const float *a = v->a + m0 * v->a_sm;
+            switch (v->b_type) {
+            case VKG_MM_F16:
+                stream_any_rows(VKG_MM_F16, rows, a, v->a_sm, v->a_sk, (const uint16_t *)v->b + n0, v->b_sk, p->K, W, acc);
+                break;
+            case VKG_MM_BF16:
+                stream_any_rows(VKG_MM_BF16, rows, a, v->a_sm, v->a_sk, (const uint16_t *)v->b + n0, v->b_sk, p->K, W, acc);
+                break;
+            default:
+                stream_any_rows(VKG_MM_F32, rows, a, v->a_sm, v->a_sk, (const float *)v->b + n0, v->b_sk, p->K, W, acc);
+                break;
+            }
+            store(p, v, bias, m0, rows, n0, W, acc, W);
+        }
+    }
+}
+
+/* Units [begin, end) on the few-rows path: one row tile per batch entry, so consecutive units are
+ * consecutive column tiles; each batch entry's run of them is done as one run of columns. */
+static void few_rows(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
+                     const float *R, size_t begin, size_t end) {
+    const size_t tiles_n = (p->N + TILE_N - 1) / TILE_N;
+    for (size_t unit = begin; unit < end;) {
+        const size_t batch = unit / tiles_n, first = unit % tiles_n;
+        const size_t last = end - batch * tiles_n < tiles_n ? end - batch * tiles_n : tiles_n;
+        const size_t n_lo = first * TILE_N, n_hi = last * TILE_N < p->N ? last * TILE_N : p->N;
+        const vkg_mm_view v = vkg_mm_view_of_batch(p, A, B, C, R, batch);
+        few_rows_block(p, &v, bias, n_lo, n_hi);
+        unit += last - first;
+    }
+}
+
+/* ---- packed tiles ---------------------------------------------------------------------------- */
+
+/* acc[i * acc_stride + 0:NR] (+)= sum over k < kc of pa[k * MR + i] * pb[k * NR + 0:NR], i < ROWS
+ * (a constant at each call, so the sums unroll into registers); first: the sums start from 0. */
+INLINE void micro(int ROWS, size_t kc, const float *pa, const float *pb, float *acc, size_t acc_stride,
+                  int first) {
+    vf s[MR][NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) s[i][j] = first ? vzero() : vload(acc + i * acc_stride + j * VL);
+    for (size_t k = 0; k < kc; k++) {
+        vf x[NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) x[j] = vload(pb + k * NR + j * VL);
+#pragma GCC unroll 16
+        for (int i = 0; i < ROWS; i++) {
+            const vf ai = vset1(pa[k * MR + i]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++) s[i][j] = vmadd(ai, x[j], s[i][j]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) vstore(acc + i * acc_stride + j * VL, s[i][j]);
+}
+
+#define MM_ROWS_CASE(n) \
+    case n: micro(n, kc, pa, pb, acc, acc_stride, first); break;
+
+static void micro_any_rows(size_t rows, size_t kc, const float *pa, const float *pb, float *acc,
+                           size_t acc_stride, int first) {
+    switch (rows) {
+        MM_ROWS_CASE(1)
+        MM_ROWS_CASE(2)
+        MM_ROWS_CASE(3)
+#if MR > 4
+        MM_ROWS_CASE(4)
+        MM_ROWS_CASE(5)
+#endif
+#if MR > 6
+        MM_ROWS_CASE(6)
+        MM_ROWS_CASE(7)
+        MM_ROWS_CASE(8)
+        MM_ROWS_CASE(9)
+        MM_ROWS_CASE(10)
+        MM_ROWS_CASE(11)
+#endif
+    default: micro(MR, kc, pa, pb, acc, acc_stride, first); break;
+    }
+}
+
+/* Rows [m0, m0 + rows) x k [k0, k0 + kc) of A into strips of MR rows: strip s at pa + s * MR * kc,
+ * element (i, k) of a strip at k * MR + i. */
+static void pack_a(const vkg_mm_view *v, size_t m0, size_t rows, size_t k0, size_t kc, float *pa) {
+    for (size_t s = 0; s < rows; s += MR) {
+        const size_t r = rows - s < MR ? rows - s : MR;
+        const float *a = v->a + (m0 + s) * v->a_sm + k0 * v->a_sk;
+        float *dst = pa + s * kc;
+        if (v->a_sk == 1) {
+            for (size_t i = 0; i < r; i++)
+                for (size_t k = 0; k < kc; k++) dst[k * MR + i] = a[i * v->a_sm + k];
+        } else {
+            for (size_t k = 0; k < kc; k++)
+                for (size_t i = 0; i < r; i++) dst[k * MR + i] = a[i * v->a_sm + k * v->a_sk];
+        }
+    }
+}
+
+/* Columns [n0, n0 + cols) x k [k0, k0 + kc) of B (cols <= NR), widened to f32, into one strip:
+ * element (k, j) at pb[k * NR + j], columns past cols zero. */
+INLINE void pack_b_typed(int T, const vkg_mm_view *v, size_t k0, size_t kc, size_t n, size_t w, float *dst) {
+    const void *b = v->b;
+    const size_t sk = v->b_sk, sn = v->b_sn;
+    if (sn == 1 && w == NR) {
+        for (size_t k = 0; k < kc; k++)
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++) vstore(dst + k * NR + j * VL, b_vec(T, b, (k0 + k) * sk + n + j * VL));
+    } else if (sk == 1) {
+        /* Column j's k run starts at element (n + j) * sn.  All the strip's columns advance
+         * together, 4 k at a time (each row of the strip written whole while in cache), and each
+         * column is prefetched a few cache lines ahead: the hardware follows that many streams
+         * poorly. */
+        const size_t esize = T == VKG_MM_F32 ? 4 : 2, groups = w / 4 * 4;
+        size_t k = 0;
+        for (; k + 4 <= kc; k += 4) {
+            if (k * esize % 64 == 0 && k + PREFETCH_K < kc)
+                for (size_t j = 0; j < w; j++) __builtin_prefetch(b_at(T, b, (n + j) * sn + k0 + k + PREFETCH_K));
+            for (size_t g = 0; g < groups; g += 4) {
+                const size_t c0 = (n + g) * sn + k0 + k;
+                mm_x4 r[4] = {b_x4(T, b, c0), b_x4(T, b, c0 + sn), b_x4(T, b, c0 + 2 * sn), b_x4(T, b, c0 + 3 * sn)};
+                transpose4(r);
+#pragma GCC unroll 4
+                for (int q = 0; q < 4; q++) memcpy(dst + (k + q) * NR + g, &r[q], sizeof r[q]);
+            }
+        }
+        for (; k < kc; k++)
+            for (size_t g = 0; g < groups; g++) dst[k * NR + g] = b_one(T, b, (n + g) * sn + k0 + k);
+        for (size_t g = groups; g < NR; g++)
+            for (k = 0; k < kc; k++) dst[k * NR + g] = g < w ? b_one(T, b, (n + g) * sn + k0 + k) : 0.0f;
+    } else {
+        for (size_t k = 0; k < kc; k++)
+            for (size_t j = 0; j < NR; j++) dst[k * NR + j] = j < w ? b_one(T, b, (k0 + k) * sk + (n + j) * sn) : 0.0f;
+    }
+}
+
+static void pack_b(const vkg_mm_view *v, size_t k0, size_t kc, size_t n0, size_t cols, float *pb) {
+    switch (v->b_type) {
+    case VKG_MM_F16: pack_b_typed(VKG_MM_F16, v, k0, kc, n0, cols, pb); break;
+    case VKG_MM_BF16: pack_b_typed(VKG_MM_BF16, v, k0, kc, n0, cols, pb); break;
+    default: pack_b_typed(VKG_MM_F32, v, k0, kc, n0, cols, pb); break;
+    }
+}
+
+/* Units [begin, end): output tiles, batch-major, then row tile, then column tile, so that a
+ * thread's consecutive units share a row tile of A: it is packed once (all of K, when a buffer
+ * for it can be had) and serves every column tile.  Per block of k, per strip of NR columns, that
+ * strip of B is packed and every row strip gets its products (a strip of B serves the whole tile
+ * while it is in cache); the sums wait in acc, in k order across blocks, until the epilogue.  With
+ * few rows B is read once, so its blocks of k are as long as the buffers allow: long runs of each
+ * column when k is contiguous. */
+static void tiles(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
+                  const float *R, size_t begin, size_t end) {
+    const size_t tiles_m = (p->M + TILE_M - 1) / TILE_M, tiles_n = (p->N + TILE_N - 1) / TILE_N;
+    const size_t kc_max = p->M <= VKG_MM_FEW_ROWS ? VKG_MM_KC_FEW : KC;
+    float acc[TILE_M * TILE_N] ALIGNED;
+    float pa[TILE_M * KC > VKG_MM_FEW_ROWS * VKG_MM_KC_FEW ? TILE_M * KC : VKG_MM_FEW_ROWS * VKG_MM_KC_FEW] ALIGNED;
+    float pb[VKG_MM_KC_FEW * NR] ALIGNED;
+    /* A whole row tile's packing: block k0 at k0 * TILE_M.  Without memory for it, each unit packs
+     * its blocks again into pa (the same values: only the time differs). */
+    const size_t a_tile = (size_t)TILE_M * p->K;
+    float *a_all = a_tile <= sizeof pa / sizeof pa[0] ? pa : malloc(a_tile * sizeof(float));
+    size_t packed_batch = SIZE_MAX, packed_m0 = SIZE_MAX;
+    for (size_t unit = begin; unit < end; unit++) {
+        const size_t batch = unit / (tiles_m * tiles_n), in_batch = unit % (tiles_m * tiles_n);
+        const size_t m0 = in_batch / tiles_n * TILE_M, n0 = in_batch % tiles_n * TILE_N;
+        const size_t rows = p->M - m0 < TILE_M ? p->M - m0 : TILE_M;
+        const size_t cols = p->N - n0 < TILE_N ? p->N - n0 : TILE_N;
+        const vkg_mm_view v = vkg_mm_view_of_batch(p, A, B, C, R, batch);
+        const int a_ready = a_all && batch == packed_batch && m0 == packed_m0;
+        if (p->K == 0) memset(acc, 0, sizeof acc);
+        for (size_t k0 = 0; k0 < p->K; k0 += kc_max) {
+            const size_t kc = p->K - k0 < kc_max ? p->K - k0 : kc_max;
+            float *pak = a_all ? a_all + k0 * TILE_M : pa;
+            if (!a_ready) pack_a(&v, m0, rows, k0, kc, pak);
+            for (size_t t = 0; t < cols; t += NR) {
+                pack_b(&v, k0, kc, n0 + t, cols - t < NR ? cols - t : NR, pb);
+                for (size_t s = 0; s < rows; s += MR)
+                    micro_any_rows(rows - s < MR ? rows - s : MR, kc, pak + s * kc, pb, acc + s * TILE_N + t,
+                                   TILE_N, k0 == 0);
+            }
+        }
+        packed_batch = batch, packed_m0 = m0;
+        store(p, &v, bias, m0, rows, n0, cols, acc, TILE_N);
+    }
+    if (a_all != pa) free(a_all);
+}
+
+void MM_NAME(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
+             const float *R, size_t begin, size_t end) {
+    if (p->M <= VKG_MM_FEW_ROWS && p->b_stride_n == 1)
+        few_rows(p, A, B, C, bias, R, begin, end);
+    else
+        tiles(p, A, B, C, bias, R, begin, end);
+}

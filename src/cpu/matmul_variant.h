@@ -1,0 +1,56 @@
+/* What kernel_matmul.c shares with its variants (matmul_portable.c, matmul_avx2.c,
+ * matmul_avx512.c): the unit and block sizes every variant uses (so the parallel units, and hence
+ * the results, never depend on the variant's register blocking) and one batch entry's view of
+ * the operands.  Each variant is the same algorithm (matmul_body.h) built for one
+ * vector width. */
+#ifndef VKG_CPU_MATMUL_VARIANT_H
+#define VKG_CPU_MATMUL_VARIANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/kernels.h"
+
+enum {
+    VKG_MM_KC = 256,       /* k per packed block: a packed strip of B (KC x NR) stays in L1     */
+    VKG_MM_KC_FEW = 1024,  /* the same with few rows, where B is read once: longer runs of B    */
+    VKG_MM_FEW_ROWS = 8,   /* up to this many rows with contiguous columns of B, B is streamed
+                              from memory in wide row runs instead of packed (decoding)        */
+    VKG_MM_PASS_ROWS = 4,  /* rows of A per pass over a block of B on that streaming path      */
+    VKG_MM_STREAM_SUMS = 8192 /* floats of running sums on that path (32 KiB): the wider a block,
+                              the longer each run read from a row of B                         */
+};
+
+/* Four floats in one 128-bit register (a GNU C vector: lanes are independent IEEE operations);
+ * the packing of B with contiguous k moves 4 x 4 blocks through these on every variant. */
+typedef float mm_x4 __attribute__((vector_size(16)));
+typedef int mm_i4 __attribute__((vector_size(16)));
+
+/* B's element type (the VKG_MATMUL_B_* flags). */
+enum { VKG_MM_F32, VKG_MM_F16, VKG_MM_BF16 };
+
+/* One batch entry's operands: element (m, k) of A is a[m * a_sm + k * a_sk]; element (k, n) of
+ * B is element k * b_sk + n * b_sn of b, whose elements are b_type (4 or 2 bytes). */
+typedef struct vkg_mm_view {
+    const float *a, *r;
+    const void *b;
+    float *c;
+    int b_type;
+    size_t a_sm, a_sk, b_sk, b_sn, c_sm, r_sm;
+} vkg_mm_view;
+
+vkg_mm_view vkg_mm_view_of_batch(const vkg_matmul_params *p, const float *A, const void *B, float *C,
+                                 const float *R, size_t batch);
+
+/* A variant's whole kernel, with vkg_cpu_matmul's meaning. */
+typedef void vkg_mm_fn(const vkg_matmul_params *p, const float *A, const void *B, float *C,
+                       const float *bias, const float *R, size_t begin, size_t end);
+
+vkg_mm_fn vkg_mm_portable;
+#if defined(VKG_MATMUL_X86)
+vkg_mm_fn vkg_mm_avx2;
+vkg_mm_fn vkg_mm_avx512;
+#endif
+
+#endif
