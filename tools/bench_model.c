@@ -43,9 +43,10 @@ static void remove_random(const char *dir) {
 }
 
 static int load_model(const char *dir, const char *dtype, vkg_device *d, vkg_model **m) {
-    (void)dtype; /* f32: the weights as the file stores them, widened once where they are not f32 */
+    (void)dtype; /* f32 (the one check_dtype lets through): weights widened once where not f32 */
     vkg_model_options mo;
     vkg_model_options_default(&mo);
+    mo.dtype = VKG_WEIGHTS_F32;
     mo.no_tokenizer = 1; /* ids only */
     vkg_error err = {0};
     if (vkg_model_open(dir, d, &mo, m, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
