@@ -156,6 +156,24 @@ static void test_json_vulkan_copied(void **state) {
     bench_json("vulkan", "VKG_HOST_IMPORT=0");
 }
 
+/* --dtype f16: the model says so, and decode reads 16-bit matrices (biases and layer norms stay
+ * f32): between half and 0.6 of the f32 bytes. */
+static void test_json_f16(void **state) {
+    (void)state;
+    need_binary();
+    result r = VKG("bench", "--random", "gpt2-tiny", "--device", "cpu", "-T", "4", "--decode", "2", "--threads", "1",
+                   "--repeat", "1", "--dtype", "f16", "--json");
+    expect_ok(&r, "bench --dtype f16 --json");
+    vkg_json *j = parse(&r);
+    assert_string_equal(vkg_json_string(field(field(j, "model", VKG_JSON_OBJECT), "dtype", VKG_JSON_STRING), NULL),
+                        "f16");
+    const double bytes = number(field(j, "decode", VKG_JSON_OBJECT), "weight_bytes");
+    if (!(bytes >= 2.0 * (double)PARAMETERS && bytes < 0.6 * 4.0 * (double)PARAMETERS))
+        fail_msg("f16 decode reads %g bytes of weights; f32 would be %g", bytes, 4.0 * (double)PARAMETERS);
+    vkg_json_free(j);
+    result_free(&r);
+}
+
 /* The table holds the same figures for people. */
 static void test_table(void **state) {
     (void)state;
@@ -241,8 +259,7 @@ static void test_logits(void **state) {
 static void test_refused(void **state) {
     (void)state;
     need_binary();
-    expect_fail(VKG("bench", "--random", "gpt2-tiny", "--dtype", "f16"), "bench", "--dtype f16: unsupported");
-    expect_fail(VKG("bench", "--random", "gpt2-tiny", "--dtype", "f64"), "bench", "use f32 or f16");
+    expect_fail(VKG("bench", "--random", "gpt2-tiny", "--dtype", "f64"), "bench", "use f32, f16 or bf16");
     expect_fail(VKG("bench", "--random", "gpt3"), "bench", "gpt2-tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl");
     expect_fail(VKG("bench", "--random", "gpt2-tiny", "-T", "0"), "bench", "1 or more");
     expect_fail(VKG("bench", "--random", "gpt2-tiny", "-T", "4,4"), "bench", "4 is given twice");
@@ -283,7 +300,8 @@ static void test_random_size(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_cpu),    cmocka_unit_test(test_json_vulkan),
-        cmocka_unit_test(test_json_vulkan_copied), cmocka_unit_test(test_table),
+        cmocka_unit_test(test_json_vulkan_copied),
+        cmocka_unit_test(test_json_f16), cmocka_unit_test(test_table),
         cmocka_unit_test(test_logits),      cmocka_unit_test(test_refused),     cmocka_unit_test(test_random_size),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

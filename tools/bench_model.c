@@ -19,19 +19,6 @@
 #define MIN_RUNS 3
 #define RUN_BUDGET_MS 20000.0    /* after MIN_RUNS timed runs, no more once they took this long */
 
-/* Weight storage that --dtype may ask for.  f16 arrives with 16-bit weights (a load option):
- * enabling it is its `supported` here and passing the option in load_model. */
-static const struct { const char *name; int supported; } dtypes[] = {{"f32", 1}, {"f16", 0}};
-
-static int check_dtype(const char *dtype) {
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-        if (!strcmp(dtype, dtypes[i].name))
-            return dtypes[i].supported ? 0
-                                       : cli_fail(CMD, "--dtype %s: unsupported: vkgraph does not yet store weights "
-                                                  "in %s; use --dtype f32", dtype, dtype);
-    return cli_fail(CMD, "--dtype: '%s'; use f32 or f16", dtype);
-}
-
 static void remove_random(const char *dir) {
     static const char *const files[] = {"config.json", "model.safetensors"};
     char file[PATH_MAX + 32];
@@ -42,11 +29,12 @@ static void remove_random(const char *dir) {
     rmdir(dir);
 }
 
-static int load_model(const char *dir, const char *dtype, vkg_device *d, vkg_model **m) {
-    (void)dtype; /* f32 (the one check_dtype lets through): weights widened once where not f32 */
+/* The weight matrices in the dtype --dtype names (f32 unless asked: the figures of one model
+ * then compare across files stored either way). */
+static int load_model(const char *dir, vkg_weight_dtype dtype, vkg_device *d, vkg_model **m) {
     vkg_model_options mo;
     vkg_model_options_default(&mo);
-    mo.dtype = VKG_WEIGHTS_F32;
+    mo.dtype = dtype;
     mo.no_tokenizer = 1; /* ids only */
     vkg_error err = {0};
     if (vkg_model_open(dir, d, &mo, m, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
@@ -231,11 +219,10 @@ static int32_t *make_prompt(int n, int vocab) {
 }
 
 int bench_model(const bench_options *o) {
-    if (check_dtype(o->dtype)) return 1;
     bench_model_result r;
     memset(&r, 0, sizeof r);
     const double load_average = bench_load_average();
-    r.dtype = o->dtype;
+    r.dtype = vkg_weight_dtype_name(o->dtype);
     r.name = o->random_size ? o->random_size : o->model_dir;
     /* The device first: the model is opened on it (its weights go up with the first context). */
     vkg_device *d = NULL;

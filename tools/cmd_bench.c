@@ -2,6 +2,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "commands.h"
+#include "gpt2_cli.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +12,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: vkgraph bench (-m DIR | --random NAME) [--device D] [-T 8,64,256,1024] [--decode N]\n"
-            "                     [--threads N] [--dtype f32|f16] [--repeat N] [--logits DIR] [--json]\n"
+            "                     [--threads N] [--dtype f32|f16|bf16] [--repeat N] [--logits DIR] [--json]\n"
             "       vkgraph bench [matmul|block|all] [--device D] [--repeat N] [--threads N]\n"
             "\n"
             "Times a GPT-2 model: -m DIR (a Hugging Face folder) or --random NAME (GPT-2's shapes with\n"
@@ -34,7 +35,7 @@ static void usage(FILE *f) {
             "lists them.\n"
             "  --device D    cpu, vulkan or vulkan:N (default: the best device)\n"
             "  --threads N   CPU executor threads (default: every core); lavapipe takes LP_NUM_THREADS\n"
-            "  --dtype D     weight storage: f32 (default) or f16 (not supported yet)\n"
+            "  --dtype D     the weight matrices in memory: f32 (default), f16 or bf16\n"
             "  --logits DIR  also write the logits computed: DIR/forward-T.npy [T, V] for each T and\n"
             "                DIR/decode.npy [N + 1, V] (the predictions after the prompt and each step)\n"
             "  --json        one JSON object on stdout instead of the table\n"
@@ -79,7 +80,7 @@ static int parse_tokens(const char *spec, bench_options *o) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    bench_options o = {.dtype = "f32", .tokens = {8, 64, 256, 1024}, .n_tokens = 4, .decode = 64,
+    bench_options o = {.dtype = VKG_WEIGHTS_F32, .tokens = {8, 64, 256, 1024}, .n_tokens = 4, .decode = 64,
                        .argc = argc, .argv = argv};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -102,7 +103,9 @@ int cmd_bench(int argc, char **argv) {
             if (!strcmp(a, "-m") || !strcmp(a, "--model")) o.model_dir = v;
             else if (!strcmp(a, "--random")) o.random_size = v;
             else if (!strcmp(a, "--device")) o.device = v;
-            else if (!strcmp(a, "--dtype")) o.dtype = v;
+            else if (!strcmp(a, "--dtype")) {
+                if (gpt2_cli_dtype("bench", v, &o.dtype)) return 1;
+            }
             else if (!strcmp(a, "--logits")) o.logits_dir = v;
             else if (!strcmp(a, "-T") || !strcmp(a, "--tokens")) {
                 if (parse_tokens(v, &o)) return 1;
@@ -122,15 +125,13 @@ int cmd_bench(int argc, char **argv) {
     if (o.model_dir && o.random_size) return cli_fail("bench", "give one model: -m DIR or --random NAME, not both");
     if (model && o.ops) return cli_fail("bench", "'%s' times ops, -m / --random a model: give one", o.ops);
     if (!model) {
-        const char *model_only = o.json ? "--json" : o.logits_dir ? "--logits" : strcmp(o.dtype, "f32") ? "--dtype"
+        const char *model_only = o.json ? "--json" : o.logits_dir ? "--logits" : o.dtype != VKG_WEIGHTS_F32 ? "--dtype"
                                                                                                         : NULL;
         if (model_only) return cli_fail("bench", "%s is for a model: give -m DIR or --random NAME", model_only);
         if (!o.ops) o.ops = "all";
         if (!o.repeat) o.repeat = 10;
         return bench_ops(&o);
     }
-    if (strcmp(o.dtype, "f32") && strcmp(o.dtype, "f16"))
-        return cli_fail("bench", "--dtype: '%s'; use f32 or f16", o.dtype);
     if (!o.repeat) o.repeat = 5;
     return bench_model(&o);
 }
