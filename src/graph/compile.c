@@ -215,11 +215,13 @@ static vkg_status validate(const vkg_graph *g, const vkg_compile_options *opts, 
     int outputs = 0;
     for (int i = 0; i < g->n_nodes; i++) outputs += g->nodes[i].output_name != NULL;
     if (outputs == 0) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "the graph has no outputs (vkg_output)");
+    /* Kernel parameters hold sizes and offsets within a binding as 32-bit numbers (as Vulkan's
+     * maxStorageBufferRange is): a binding over 4 GiB would wrap them. */
     if (opts && (opts->alignment < 4 || (opts->alignment & (opts->alignment - 1)) ||
-                 opts->max_binding_bytes < 4u * opts->alignment))
+                 opts->max_binding_bytes < 4u * opts->alignment || opts->max_binding_bytes > ((uint64_t)1 << 32)))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "compile options: alignment must be a power of two >= 4 and max_binding_bytes "
-                             "at least 4 alignments");
+                             "at least 4 alignments and at most 4 GiB");
     return VKG_OK;
 }
 
