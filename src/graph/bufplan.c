@@ -260,6 +260,9 @@ static vkg_status resolve_bindings(vkg_compiler *c, vkg_plan *p) {
             const vkg_placement *pl = &p->place[vkg_storage_root(c, sb->storage)];
             if (c->g->nodes[sb->storage].op == VKG_OP_INDEX) {
                 st->bind[b] = (vkg_binding){.region = pl->region, .offset = 0, .bytes = p->regions[pl->region].bytes};
+                /* Read as data (a copy or concat of the index), the operand starts at its own slot,
+                 * not at the region's first. */
+                if (sb->offset_word >= 0) st->params.words[sb->offset_word] += (uint32_t)(pl->offset / 4u);
                 continue;
             }
             uint64_t start = pl->offset + 4u * (uint64_t)sb->lo;

@@ -94,7 +94,11 @@ static void compute_views(vkg_compiler *c) {
     for (int i = 0; i < c->n; i++) {
         const vkg_node *n = &g->nodes[i];
         c->own_storage[i] = 0;
-        if (!c->keep[i] || c->role[i] == VKG_FUSE_ABSORBED || n->op == VKG_OP_INDEX) continue;
+        if (!c->keep[i] || c->role[i] == VKG_FUSE_ABSORBED) continue;
+        if (n->op == VKG_OP_INDEX) { /* read as data (a copy, a concat): its slot of the indices region */
+            c->view[i] = own_view(n, i);
+            continue;
+        }
         if (n->op == VKG_OP_WRITE_AT) {
             c->view[i] = c->view[n->src[0]];
         } else if (is_view_op(n->op) && !c->materialize[i]) {
