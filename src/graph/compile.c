@@ -136,19 +136,28 @@ vkg_status vkg_compile_fuse(vkg_compiler *c) {
  * already replaced would see the newer contents.  Refuse it: read through the latest handle. */
 static vkg_status check_state_reads(const vkg_compiler *c) {
     const vkg_graph *g = c->g;
-    for (int w = 0; w < c->n; w++) {
-        if (g->nodes[w].op != VKG_OP_WRITE_AT) continue;
-        vkg_tensor old = g->nodes[w].src[0], leaf = old;
-        while (g->nodes[leaf].op == VKG_OP_WRITE_AT) leaf = g->nodes[leaf].src[0];
-        for (int r = w + 1; r < c->n; r++)
-            for (int s = 0; s < VKG_MAX_SRC; s++)
-                if (c->keep[r] && g->nodes[r].src[s] == old)
-                    return vkg_error_set(c->err, VKG_ERR_INVALID_ARGUMENT,
-                                         "%s (node %d) reads state '%s' through a handle that write_at (node %d) "
-                                         "already replaced: use the handle write_at returned",
-                                         vkg_op_name(g->nodes[r].op), r, vkg_tensor_name(g, leaf), w);
-    }
-    return VKG_OK;
+    /* replaced[t]: the first write_at that replaced handle t, or -1; one pass each way, as a
+     * model of thousands of layers has thousands of writes over a hundred thousand nodes. */
+    vkg_tensor *replaced = malloc((size_t)(c->n ? c->n : 1) * sizeof *replaced);
+    if (!replaced) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
+    for (int t = 0; t < c->n; t++) replaced[t] = VKG_NONE;
+    for (int w = 0; w < c->n; w++)
+        if (g->nodes[w].op == VKG_OP_WRITE_AT && replaced[g->nodes[w].src[0]] == VKG_NONE)
+            replaced[g->nodes[w].src[0]] = w;
+    vkg_status st = VKG_OK;
+    for (int r = 0; r < c->n && st == VKG_OK; r++)
+        for (int s = 0; s < VKG_MAX_SRC && st == VKG_OK; s++) {
+            const vkg_tensor old = g->nodes[r].src[s];
+            if (!c->keep[r] || old == VKG_NONE || replaced[old] == VKG_NONE || replaced[old] >= r) continue;
+            vkg_tensor leaf = old;
+            while (g->nodes[leaf].op == VKG_OP_WRITE_AT) leaf = g->nodes[leaf].src[0];
+            st = vkg_error_set(c->err, VKG_ERR_INVALID_ARGUMENT,
+                               "%s (node %d) reads state '%s' through a handle that write_at (node %d) "
+                               "already replaced: use the handle write_at returned",
+                               vkg_op_name(g->nodes[r].op), r, vkg_tensor_name(g, leaf), replaced[old]);
+        }
+    free(replaced);
+    return st;
 }
 
 static void compiler_free(vkg_compiler *c) {

@@ -129,6 +129,23 @@ vkg_status vkg_vk_memory_create(vkg_vk_context *c, int n, const vkg_vk_buffer_re
         goto done;
     }
     for (int b = 0; b < n_blocks; b++) mem->total_bytes += blocks[b].size;
+    /* Everything the session needs, summed per heap and checked against the heap's size before
+     * the first allocation: a config of thousands of layers and a million positions is refused
+     * here, not allocated block by block until the driver (or, on lavapipe, the host) runs out. */
+    for (uint32_t h = 0; h < c->memory.memoryHeapCount; h++) {
+        VkDeviceSize need = 0;
+        for (int b = 0; b < n_blocks; b++)
+            if (c->memory.memoryTypes[blocks[b].type].heapIndex == h) need += blocks[b].size;
+        const VkMemoryHeap *heap = &c->memory.memoryHeaps[h];
+        if (need > heap->size) {
+            st = vkg_error_set(err, VKG_ERR_OUT_OF_DEVICE_MEMORY,
+                               "the session needs %.1f MiB of %s memory (heap %u) but %s has %.1f MiB there "
+                               "(%.1f MiB in all: weights, KV cache, arena, inputs and outputs)",
+                               (double)need / MIB, heap->flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT ? "device-local" : "host",
+                               h, c->props.deviceName, (double)heap->size / MIB, (double)mem->total_bytes / MIB);
+            goto done;
+        }
+    }
     void **maps = calloc((size_t)n_blocks + 1, sizeof *maps);
     if (!maps) {
         st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory planning device memory");
