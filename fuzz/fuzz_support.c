@@ -16,10 +16,9 @@ static char names[16][64];
 static int n_names;
 
 static void remove_dir(void) {
-    char path[512];
+    char path[sizeof dir + sizeof names[0] + 2];
     for (int i = 0; i < n_names; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        unlink(path);
+        if (snprintf(path, sizeof path, "%s/%s", dir, names[i]) < (int)sizeof path) unlink(path);
     }
     rmdir(dir);
 }
@@ -46,7 +45,7 @@ static int name_slot(const char *name) {
 }
 
 const char *fuzz_write_file(const char *name, const void *data, size_t size) {
-    static char paths[16][512];
+    static char paths[16][sizeof dir + sizeof names[0] + 2];
     int slot = name_slot(name);
     snprintf(paths[slot], sizeof paths[slot], "%s/%s", fuzz_dir(), name);
     FILE *f = fopen(paths[slot], "wb");
@@ -58,7 +57,7 @@ const char *fuzz_write_file(const char *name, const void *data, size_t size) {
 }
 
 void fuzz_remove_file(const char *name) {
-    char path[512];
+    char path[sizeof dir + sizeof names[0] + 2];
     name_slot(name);
     snprintf(path, sizeof path, "%s/%s", fuzz_dir(), name);
     unlink(path);

@@ -430,7 +430,7 @@ vkg_status vkg_vk_context_create(int index, int validation, int quiet, uint64_t 
 void vkg_vk_context_free(vkg_vk_context *c) {
     if (!c) return;
     if (c->device) {
-        vkDeviceWaitIdle(c->device);
+        if (c->lost != VKG_VK_HUNG) vkDeviceWaitIdle(c->device); /* a hung queue may never be idle */
         vkg_vk_pipelines_free(c, c->pipelines);
         if (c->pool) vkDestroyCommandPool(c->device, c->pool, NULL);
         vkDestroyDevice(c->device, NULL);
@@ -456,14 +456,22 @@ vkg_status vkg_vk_submit_wait(vkg_vk_context *c, VkCommandBuffer cmd, VkFence fe
         .commandBufferCount = 1,
         .pCommandBuffers = &cmd,
     };
+    if (c->lost)
+        return vkg_error_set(err, VKG_ERR_DEVICE_LOST, "%s: the Vulkan device %s was lost earlier (%s); reopen the device",
+                             what, c->props.deviceName, c->lost == VKG_VK_HUNG ? "a submission timed out" : "the driver said so");
     VkResult r = vkQueueSubmit(c->queue, 1, &si, fence);
+    if (r == VK_ERROR_DEVICE_LOST) c->lost = VKG_VK_LOST;
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, what);
     uint64_t timeout = vkg_vk_timeout_ns();
     r = vkWaitForFences(c->device, 1, &fence, VK_TRUE, timeout);
-    if (r == VK_TIMEOUT)
+    if (r == VK_TIMEOUT) {
+        c->lost = VKG_VK_HUNG; /* its work may never finish: nothing may wait for it again unbounded */
         return vkg_error_set(err, VKG_ERR_TIMEOUT,
-                             "%s: the device did not finish within %llu ms (raise VKG_TIMEOUT_MS to wait longer)",
-                             what, (unsigned long long)(timeout / 1000000ull));
+                             "%s: the device did not finish within %llu ms (raise VKG_TIMEOUT_MS to wait longer); "
+                             "the device is treated as lost from now on", what,
+                             (unsigned long long)(timeout / 1000000ull));
+    }
+    if (r == VK_ERROR_DEVICE_LOST) c->lost = VKG_VK_LOST;
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, what);
     r = vkResetFences(c->device, 1, &fence);
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetFences");

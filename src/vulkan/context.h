@@ -70,7 +70,14 @@ typedef struct vkg_vk_context {
 
     vkg_vk_tuning tuning;
     vkg_vk_pipelines *pipelines;              /* made on first use, see pipelines.h            */
+    int lost;                                 /* VKG_VK_LOST or VKG_VK_HUNG: every submission
+                                                 fails; nothing waits without a bound         */
 } vkg_vk_context;
+
+/* vkg_vk_context.lost: the driver reported the device lost, or a submission did not finish
+ * within the timeout (a fence that never signals), after which the device is treated as lost
+ * and waiting for it idle could last forever. */
+enum { VKG_VK_LOST = 1, VKG_VK_HUNG = 2 };
 
 /* Opens Vulkan device `index` (enumeration order), or the best one when index < 0.  counter
  * receives one count per validation error or warning. */
@@ -109,5 +116,9 @@ vkg_status vkg_vk_submit_wait(vkg_vk_context *c, VkCommandBuffer cmd, VkFence fe
 
 /* A memory type index with all of `want` among `type_bits`, or -1. */
 int vkg_vk_memory_type(const vkg_vk_context *c, uint32_t type_bits, VkMemoryPropertyFlags want);
+
+#ifdef VKG_FAULT_INJECTION
+#include "fault/vk_wrap.h" /* the fault-injection library only: Vulkan calls that can be made to fail */
+#endif
 
 #endif

@@ -186,7 +186,7 @@ void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_me
 }
 
 void vkg_vk_staging_free(vkg_vk_context *c, vkg_vk_staging *st) {
-    if (st->pending) vkWaitForFences(c->device, 1, &st->fence, VK_TRUE, UINT64_MAX);
+    if (st->pending) vkWaitForFences(c->device, 1, &st->fence, VK_TRUE, vkg_vk_timeout_ns()); /* bounded: see vk_backend.c */
     if (st->fence) vkDestroyFence(c->device, st->fence, NULL);
     if (st->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &st->cmd);
     if (st->buffer) vkDestroyBuffer(c->device, st->buffer, NULL);

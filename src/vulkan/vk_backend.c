@@ -11,7 +11,7 @@ static void session_free(void *impl);
 
 /* Waits for a submission that timed out earlier; it must finish before memory is touched. */
 static vkg_status settle(vkg_vk_session *s, vkg_error *err) {
-    if (s->lost)
+    if (s->lost || s->c->lost)
         return vkg_error_set(err, VKG_ERR_DEVICE_LOST, "the Vulkan device %s was lost earlier; reopen the device",
                              s->c->props.deviceName);
     if (!s->pending) return VKG_OK;
@@ -114,8 +114,10 @@ static void session_free(void *impl) {
     vkg_vk_session *s = impl;
     if (!s) return;
     vkg_vk_context *c = s->c;
-    if (s->pending && !s->lost) vkWaitForFences(c->device, 1, &s->fence, VK_TRUE, UINT64_MAX);
-    if (s->lost) vkDeviceWaitIdle(c->device);
+    /* Never an unbounded wait: a run that timed out may never finish (then the objects are
+     * destroyed anyway, which beats a process that hangs at exit). */
+    if (s->pending) vkWaitForFences(c->device, 1, &s->fence, VK_TRUE, vkg_vk_timeout_ns());
+    if (s->lost && c->lost != VKG_VK_HUNG) vkDeviceWaitIdle(c->device);
     if (s->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd);
     if (s->cmd_timed) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_timed);
     if (s->cmd_steps) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_steps);
