@@ -17,18 +17,23 @@
 
 static uint64_t calls[VKG_FAULT_KINDS];
 static uint64_t armed_at;
-static int armed_kind = -1, fired;
+static int armed_kind = -1, sticky, fired;
 
-void vkg_fault_arm(vkg_fault_kind kind, uint64_t n) {
+static void arm(vkg_fault_kind kind, uint64_t n, int every_later) {
     for (int k = 0; k < VKG_FAULT_KINDS; k++) __atomic_store_n(&calls[k], 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&fired, 0, __ATOMIC_SEQ_CST);
     armed_kind = n ? (int)kind : -1;
     armed_at = n;
+    sticky = every_later;
 }
+
+void vkg_fault_arm(vkg_fault_kind kind, uint64_t n) { arm(kind, n, 0); }
+
+void vkg_fault_arm_from(vkg_fault_kind kind, uint64_t n) { arm(kind, n, 1); }
 
 int vkg_fault_hit(vkg_fault_kind kind) {
     uint64_t n = __atomic_add_fetch(&calls[kind], 1, __ATOMIC_SEQ_CST);
-    if ((int)kind != armed_kind || n != armed_at) return 0;
+    if ((int)kind != armed_kind || (sticky ? n < armed_at : n != armed_at)) return 0;
     __atomic_store_n(&fired, 1, __ATOMIC_SEQ_CST);
     return 1;
 }

@@ -31,6 +31,8 @@ typedef enum vkg_fault_kind {
 int vkg_fault_hit(vkg_fault_kind kind);
 /* Resets every count; the n-th call of kind from now on fails (n >= 1), none when n = 0. */
 void vkg_fault_arm(vkg_fault_kind kind, uint64_t n);
+/* The same, but the n-th call and every later one fail (a fence that never signals). */
+void vkg_fault_arm_from(vkg_fault_kind kind, uint64_t n);
 /* Calls of kind counted since the last vkg_fault_arm. */
 uint64_t vkg_fault_calls(vkg_fault_kind kind);
 /* 1 when the armed call has happened (and failed). */

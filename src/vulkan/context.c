@@ -458,7 +458,8 @@ vkg_status vkg_vk_submit_wait(vkg_vk_context *c, VkCommandBuffer cmd, VkFence fe
     };
     if (c->lost)
         return vkg_error_set(err, VKG_ERR_DEVICE_LOST, "%s: the Vulkan device %s was lost earlier (%s); reopen the device",
-                             what, c->props.deviceName, c->lost == VKG_VK_HUNG ? "a submission timed out" : "the driver said so");
+                             what, c->props.deviceName,
+                             c->lost == VKG_VK_HUNG ? "a submission did not finish in time" : "the driver reported it");
     VkResult r = vkQueueSubmit(c->queue, 1, &si, fence);
     if (r == VK_ERROR_DEVICE_LOST) c->lost = VKG_VK_LOST;
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, what);
@@ -468,7 +469,7 @@ vkg_status vkg_vk_submit_wait(vkg_vk_context *c, VkCommandBuffer cmd, VkFence fe
         c->lost = VKG_VK_HUNG; /* its work may never finish: nothing may wait for it again unbounded */
         return vkg_error_set(err, VKG_ERR_TIMEOUT,
                              "%s: the device did not finish within %llu ms (raise VKG_TIMEOUT_MS to wait longer); "
-                             "the device is treated as lost from now on", what,
+                             "it counts as lost until that work is seen to finish", what,
                              (unsigned long long)(timeout / 1000000ull));
     }
     if (r == VK_ERROR_DEVICE_LOST) c->lost = VKG_VK_LOST;
@@ -476,4 +477,23 @@ vkg_status vkg_vk_submit_wait(vkg_vk_context *c, VkCommandBuffer cmd, VkFence fe
     r = vkResetFences(c->device, 1, &fence);
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetFences");
     return VKG_OK;
+}
+
+vkg_status vkg_vk_late_fence(vkg_vk_context *c, VkFence fence, const char *what, vkg_error *err) {
+    if (c->lost == VKG_VK_LOST)
+        return vkg_error_set(err, VKG_ERR_DEVICE_LOST, "%s: the Vulkan device %s was lost; reopen the device", what,
+                             c->props.deviceName);
+    const uint64_t timeout = vkg_vk_timeout_ns();
+    VkResult r = vkWaitForFences(c->device, 1, &fence, VK_TRUE, timeout);
+    if (r == VK_SUCCESS) {
+        if (c->lost == VKG_VK_HUNG) c->lost = 0; /* late, but finished: the device works */
+        r = vkResetFences(c->device, 1, &fence);
+        return r == VK_SUCCESS ? VKG_OK : vkg_vk_fail(err, r, "vkResetFences");
+    }
+    c->lost = r == VK_TIMEOUT ? VKG_VK_HUNG : VKG_VK_LOST; /* for good: nothing clears it now */
+    if (r == VK_TIMEOUT)
+        return vkg_error_set(err, VKG_ERR_TIMEOUT,
+                             "%s: work submitted earlier is still running after another %llu ms; the device counts "
+                             "as lost: reopen it", what, (unsigned long long)(timeout / 1000000ull));
+    return vkg_vk_fail(err, r, what);
 }

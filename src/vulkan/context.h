@@ -70,14 +70,20 @@ typedef struct vkg_vk_context {
 
     vkg_vk_tuning tuning;
     vkg_vk_pipelines *pipelines;              /* made on first use, see pipelines.h            */
-    int lost;                                 /* VKG_VK_LOST or VKG_VK_HUNG: every submission
-                                                 fails; nothing waits without a bound         */
+    int lost;                                 /* 0, VKG_VK_LOST or VKG_VK_HUNG            */
 } vkg_vk_context;
 
-/* vkg_vk_context.lost: the driver reported the device lost, or a submission did not finish
- * within the timeout (a fence that never signals), after which the device is treated as lost
- * and waiting for it idle could last forever. */
+/* vkg_vk_context.lost.  VKG_VK_LOST: the driver reported the device lost.  VKG_VK_HUNG: a
+ * submission did not finish within the timeout; the device counts as lost (every other
+ * submission fails at once, nothing waits for it without a bound, it is not waited idle) until
+ * the owner of that submission sees its fence signal after all (vkg_vk_late_fence), and for
+ * good when it still has not after a second timeout: a fence that never signals. */
 enum { VKG_VK_LOST = 1, VKG_VK_HUNG = 2 };
+
+/* Waits, once more and with the timeout, for a fence whose submission timed out: VKG_OK (and
+ * the device counts as working again) when it has signalled, else a status with a message,
+ * the device then lost for good.  what names the waiter in the message. */
+vkg_status vkg_vk_late_fence(vkg_vk_context *c, VkFence fence, const char *what, vkg_error *err);
 
 /* Opens Vulkan device `index` (enumeration order), or the best one when index < 0.  counter
  * receives one count per validation error or warning. */

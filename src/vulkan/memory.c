@@ -186,7 +186,10 @@ void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_me
 }
 
 void vkg_vk_staging_free(vkg_vk_context *c, vkg_vk_staging *st) {
-    if (st->pending) vkWaitForFences(c->device, 1, &st->fence, VK_TRUE, vkg_vk_timeout_ns()); /* bounded: see vk_backend.c */
+    if (st->pending) { /* bounded: see vk_backend.c */
+        vkg_error ignored;
+        vkg_vk_late_fence(c, st->fence, "freeing the staging buffer", &ignored);
+    }
     if (st->fence) vkDestroyFence(c->device, st->fence, NULL);
     if (st->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &st->cmd);
     if (st->buffer) vkDestroyBuffer(c->device, st->buffer, NULL);
@@ -235,13 +238,9 @@ static vkg_status staged_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_v
                               VkDeviceSize bytes, int to_device, vkg_error *err) {
     VkResult r;
     if (st->pending) {   /* an earlier copy timed out: it must finish before its buffers are reused */
-        r = vkWaitForFences(c->device, 1, &st->fence, VK_TRUE, vkg_vk_timeout_ns());
-        if (r == VK_TIMEOUT)
-            return vkg_error_set(err, VKG_ERR_TIMEOUT, "an earlier copy to or from the device is still running");
-        if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "waiting for an earlier copy");
+        vkg_status s = vkg_vk_late_fence(c, st->fence, "waiting for an earlier copy to or from the device", err);
+        if (s != VKG_OK) return s;
         st->pending = 0;
-        r = vkResetFences(c->device, 1, &st->fence);
-        if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetFences");
     }
     r = vkResetCommandBuffer(st->cmd, 0);
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetCommandBuffer");

@@ -11,20 +11,17 @@ static void session_free(void *impl);
 
 /* Waits for a submission that timed out earlier; it must finish before memory is touched. */
 static vkg_status settle(vkg_vk_session *s, vkg_error *err) {
-    if (s->lost || s->c->lost)
+    if (s->lost || (s->c->lost && !s->pending))
         return vkg_error_set(err, VKG_ERR_DEVICE_LOST, "the Vulkan device %s was lost earlier; reopen the device",
                              s->c->props.deviceName);
     if (!s->pending) return VKG_OK;
-    uint64_t timeout = vkg_vk_timeout_ns();
-    VkResult r = vkWaitForFences(s->c->device, 1, &s->fence, VK_TRUE, timeout);
-    if (r == VK_TIMEOUT)
-        return vkg_error_set(err, VKG_ERR_TIMEOUT, "an earlier run is still executing after another %llu ms",
-                             (unsigned long long)(timeout / 1000000ull));
-    if (r == VK_ERROR_DEVICE_LOST) s->lost = 1;
-    if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "waiting for an earlier run");
+    vkg_status st = vkg_vk_late_fence(s->c, s->fence, "waiting for an earlier run", err);
+    if (st != VKG_OK) {
+        s->lost = 1;
+        return st;
+    }
     s->pending = 0;
-    r = vkResetFences(s->c->device, 1, &s->fence);
-    return r == VK_SUCCESS ? VKG_OK : vkg_vk_fail(err, r, "vkResetFences");
+    return VKG_OK;
 }
 
 static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share, const int *share_map,
@@ -116,7 +113,10 @@ static void session_free(void *impl) {
     vkg_vk_context *c = s->c;
     /* Never an unbounded wait: a run that timed out may never finish (then the objects are
      * destroyed anyway, which beats a process that hangs at exit). */
-    if (s->pending) vkWaitForFences(c->device, 1, &s->fence, VK_TRUE, vkg_vk_timeout_ns());
+    if (s->pending && !s->lost) {
+        vkg_error ignored;
+        vkg_vk_late_fence(c, s->fence, "freeing a session", &ignored);
+    }
     if (s->lost && c->lost != VKG_VK_HUNG) vkDeviceWaitIdle(c->device);
     if (s->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd);
     if (s->cmd_timed) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_timed);
