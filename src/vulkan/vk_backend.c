@@ -111,13 +111,26 @@ static void session_free(void *impl) {
     vkg_vk_session *s = impl;
     if (!s) return;
     vkg_vk_context *c = s->c;
-    /* Never an unbounded wait: a run that timed out may never finish (then the objects are
-     * destroyed anyway, which beats a process that hangs at exit). */
-    if (s->pending && !s->lost) {
+    /* Never an unbounded wait: a run that timed out may never finish.  When it still has not
+     * after one more timeout, its command buffers, fence, descriptors and memory may be in use:
+     * they are left alone (a leak, not a destroyed object the device still reads, and not a
+     * process that hangs at exit); the host memory is freed. */
+    int in_use = 0;
+    if (s->pending) {
         vkg_error ignored;
-        vkg_vk_late_fence(c, s->fence, "freeing a session", &ignored);
+        in_use = s->lost || vkg_vk_late_fence(c, s->fence, "freeing a session", &ignored) != VKG_OK;
     }
     if (s->lost && c->lost != VKG_VK_HUNG) vkDeviceWaitIdle(c->device);
+    if (in_use) {
+        free(s->views);
+        free(s->own);
+        free(s->memory.blocks);
+        free(s->buffers);
+        free(s->borrowed);
+        free(s->steps);
+        free(s);
+        return;
+    }
     if (s->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd);
     if (s->cmd_timed) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_timed);
     if (s->cmd_steps) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_steps);
