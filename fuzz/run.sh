@@ -34,12 +34,13 @@ for t in $targets; do
     cp "$build/fuzz/fuzz_$t" "$logs/bin/fuzz_$t"
     mkdir -p "$logs/$t.corpus"
     rc=0
+    start=$(date +%s)
     "$logs/bin/fuzz_$t" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -close_fd_mask=3 \
         -print_final_stats=1 -artifact_prefix="$logs/$t-" "$logs/$t.corpus" "fuzz/corpus/$t" \
         >"$logs/$t.log" 2>&1 || rc=$?
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$t.log" | tail -n 1)
     findings=$(find "$logs" -maxdepth 1 -name "$t-*" -type f | wc -l)
-    echo "$t: ${runs:-?} executions in $seconds s, $findings finding(s), exit $rc, corpus $(ls "$logs/$t.corpus" | wc -l) files"
+    echo "$t: ${runs:-?} executions in $(($(date +%s) - start)) s, $findings finding(s), exit $rc, corpus $(ls "$logs/$t.corpus" | wc -l) files"
     if [ "$rc" -ne 0 ] || [ "$findings" -ne 0 ]; then status=1; fi
 done
 exit $status
