@@ -238,13 +238,54 @@ static void test_slice_range(void **state) {
     expect_error(g, vkg_slice(g, x, 1, 3, 3), VKG_ERR_SHAPE, "slice", "[2, 5]", "'x'", "[3, 6)", NULL);
     vkg_graph_free(g);
 
-    const int64_t bad[][3] = {{2, 0, 1}, {0, -1, 1}, {0, 0, 0}, {-3, 0, 1}};
+    /* start + length past 2^63 (found by fuzz_graph): refused, not an overflow. */
+    const int64_t bad[][3] = {{2, 0, 1}, {0, -1, 1}, {0, 0, 0}, {-3, 0, 1}, {1, 3, INT64_MAX}, {1, INT64_MAX, 2}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         g = vkg_graph_new();
         x = in2(g, "x", 2, 5);
         expect_error(g, vkg_slice(g, x, (int)bad[i][0], bad[i][1], bad[i][2]), VKG_ERR_SHAPE, "slice", "[2, 5]", NULL);
         vkg_graph_free(g);
     }
+}
+
+/* Found by fuzz_graph: a plan that would split one op into millions of steps to fit a tiny
+ * max_binding_bytes is refused with a message (it asked for gigabytes of step table), and a
+ * layernorm over rows of 2^32 is refused (its row count divided by a wrapped 0). */
+static void test_compile_split_limits(void **state) {
+    (void)state;
+    vkg_graph *g = vkg_graph_new();
+    vkg_tensor a = in2(g, "a", 4096, 1), b = in2(g, "b", 1, 4096);
+    vkg_output(g, "c", vkg_matmul(g, a, b, VKG_NONE, 0));
+    vkg_compile_options o;
+    vkg_compile_options_default(&o);
+    o.alignment = 4;
+    o.max_binding_bytes = 64;
+    vkg_plan *p = NULL;
+    vkg_error err;
+    assert_int_equal(vkg_plan_compile(g, &o, &p, &err), VKG_ERR_UNSUPPORTED);
+    assert_null(p);
+    assert_non_null(strstr(err.message, "matmul"));
+    assert_non_null(strstr(err.message, "65536"));
+    vkg_graph_free(g);
+
+    g = vkg_graph_new();
+    const int64_t table_shape[2] = {1000000, 1}, ids_shape[1] = {2};
+    static float table[1000000]; /* 66,667 blocks of 15 rows */
+    vkg_tensor t = vkg_constant(g, "table", VKG_F32, 2, table_shape, table);
+    vkg_output(g, "e", vkg_embedding(g, t, vkg_input(g, "ids", VKG_I32, 1, ids_shape)));
+    assert_int_equal(vkg_plan_compile(g, &o, &p, &err), VKG_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "embedding"));
+    vkg_graph_free(g);
+
+    /* A layernorm row of 2^32 floats (its 32-bit size wraps to 0) is refused, not divided by. */
+    g = vkg_graph_new();
+    vkg_output(g, "y", vkg_layernorm(g, in2(g, "x", 1, (int64_t)1 << 32), VKG_NONE, VKG_NONE, 1e-5f));
+    assert_int_equal(vkg_plan_compile(g, NULL, &p, &err), VKG_ERR_UNSUPPORTED);
+    assert_null(p);
+    o.max_binding_bytes = (uint64_t)1 << 33; /* bindings past 4 GiB would wrap 32-bit offsets */
+    assert_int_equal(vkg_plan_compile(g, &o, &p, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "4 GiB"));
+    vkg_graph_free(g);
 }
 
 static void test_concat_mismatch(void **state) {
@@ -658,6 +699,7 @@ int main(void) {
         cmocka_unit_test(test_reshape_count),
         cmocka_unit_test(test_permute_axes),
         cmocka_unit_test(test_slice_range),
+        cmocka_unit_test(test_compile_split_limits),
         cmocka_unit_test(test_concat_mismatch),
         cmocka_unit_test(test_write_at_errors),
         cmocka_unit_test(test_mask_errors),

@@ -173,20 +173,22 @@ static vkg_status cpu_session_new(void *device, const vkg_plan *p, void *share, 
     /* The whole session's need, summed and checked before the first region is allocated: a
      * config of thousands of layers and a million positions must be refused, not allocated
      * region by region until memory runs out. */
-    uint64_t need = 0;
+    uint64_t need = 0, states = 0;
     for (int r = 0; r < p->n_regions; r++)
         if ((p->regions[r].kind != VKG_REGION_CONSTANT || vkg_region_widens(&p->regions[r])) &&
             !(share && share_map[r] >= 0)) {
             uint64_t bytes = region_bytes(&p->regions[r]);
             need = need > UINT64_MAX - bytes ? UINT64_MAX : need + bytes;
+            if (p->regions[r].kind == VKG_REGION_STATE) states = states > UINT64_MAX - bytes ? UINT64_MAX : states + bytes;
         }
     const uint64_t have = vkg_host_memory_bytes();
     if (need > have || need > SIZE_MAX) {
         cpu_session_free(s);
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY,
-                             "the CPU session needs %.1f GiB (arena, inputs, outputs and states of %d regions) "
-                             "but this machine has %.1f GiB of memory", (double)need / 1073741824.0,
-                             p->n_regions, (double)have / 1073741824.0);
+                             "the CPU session needs %.1f GiB (%.1f GiB of states such as a KV cache; the rest "
+                             "arena, inputs and outputs; %d regions) but this machine has %.1f GiB of memory",
+                             (double)need / 1073741824.0, (double)states / 1073741824.0, p->n_regions,
+                             (double)have / 1073741824.0);
     }
 
     for (int r = 0; r < p->n_regions; r++) {

@@ -196,12 +196,22 @@ static vkg_status plan_arena(vkg_compiler *c, vkg_plan *p) {
         if (lv[i].first < sl->first) sl->first = lv[i].first;
         if (lv[i].last > sl->last) sl->last = lv[i].last;
     }
-    for (int s = 0; s < c->n_steps; s++) {
-        uint64_t alive = 0;
-        for (int k = 0; k < n_slots; k++)
-            if (slots[k].first <= s && s <= slots[k].last) alive += slots[k].size;
-        if (alive > p->stats.lower_bound_bytes) p->stats.lower_bound_bytes = alive;
+    /* The bytes alive at each step, from each slot's birth and death (linear, not steps x slots). */
+    int64_t *delta = calloc((size_t)c->n_steps + 2, sizeof *delta);
+    if (!delta) {
+        st = vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory planning memory");
+        goto done;
     }
+    for (int k = 0; k < n_slots; k++) {
+        delta[slots[k].first] += (int64_t)slots[k].size;
+        delta[slots[k].last + 1] -= (int64_t)slots[k].size;
+    }
+    int64_t alive = 0;
+    for (int s = 0; s < c->n_steps; s++) {
+        alive += delta[s];
+        if ((uint64_t)alive > p->stats.lower_bound_bytes) p->stats.lower_bound_bytes = (uint64_t)alive;
+    }
+    free(delta);
     if (pack_arena(slots, n_slots, &p->stats.arena_bytes) != VKG_OK) {
         st = vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory planning memory");
         goto done;
@@ -270,6 +280,9 @@ static vkg_status resolve_bindings(vkg_compiler *c, vkg_plan *p) {
             const vkg_placement *pl = &p->place[vkg_storage_root(c, sb->storage)];
             if (c->g->nodes[sb->storage].op == VKG_OP_INDEX) {
                 st->bind[b] = (vkg_binding){.region = pl->region, .offset = 0, .bytes = p->regions[pl->region].bytes};
+                /* Read as data (a copy or concat of the index), the operand starts at its own slot,
+                 * not at the region's first. */
+                if (sb->offset_word >= 0) st->params.words[sb->offset_word] += (uint32_t)(pl->offset / 4u);
                 continue;
             }
             /* Offsets in the params count the storage's elements (2 bytes for a 16-bit constant). */

@@ -162,19 +162,28 @@ vkg_status vkg_compile_fuse(vkg_compiler *c) {
  * already replaced would see the newer contents.  Refuse it: read through the latest handle. */
 static vkg_status check_state_reads(const vkg_compiler *c) {
     const vkg_graph *g = c->g;
-    for (int w = 0; w < c->n; w++) {
-        if (g->nodes[w].op != VKG_OP_WRITE_AT) continue;
-        vkg_tensor old = g->nodes[w].src[0], leaf = old;
-        while (g->nodes[leaf].op == VKG_OP_WRITE_AT) leaf = g->nodes[leaf].src[0];
-        for (int r = w + 1; r < c->n; r++)
-            for (int s = 0; s < VKG_MAX_SRC; s++)
-                if (c->keep[r] && g->nodes[r].src[s] == old)
-                    return vkg_error_set(c->err, VKG_ERR_INVALID_ARGUMENT,
-                                         "%s (node %d) reads state '%s' through a handle that write_at (node %d) "
-                                         "already replaced: use the handle write_at returned",
-                                         vkg_op_name(g->nodes[r].op), r, vkg_tensor_name(g, leaf), w);
-    }
-    return VKG_OK;
+    /* replaced[t]: the first write_at that replaced handle t, or -1; one pass each way, as a
+     * model of thousands of layers has thousands of writes over a hundred thousand nodes. */
+    vkg_tensor *replaced = malloc((size_t)(c->n ? c->n : 1) * sizeof *replaced);
+    if (!replaced) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
+    for (int t = 0; t < c->n; t++) replaced[t] = VKG_NONE;
+    for (int w = 0; w < c->n; w++)
+        if (g->nodes[w].op == VKG_OP_WRITE_AT && replaced[g->nodes[w].src[0]] == VKG_NONE)
+            replaced[g->nodes[w].src[0]] = w;
+    vkg_status st = VKG_OK;
+    for (int r = 0; r < c->n && st == VKG_OK; r++)
+        for (int s = 0; s < VKG_MAX_SRC && st == VKG_OK; s++) {
+            const vkg_tensor old = g->nodes[r].src[s];
+            if (!c->keep[r] || old == VKG_NONE || replaced[old] == VKG_NONE || replaced[old] >= r) continue;
+            vkg_tensor leaf = old;
+            while (g->nodes[leaf].op == VKG_OP_WRITE_AT) leaf = g->nodes[leaf].src[0];
+            st = vkg_error_set(c->err, VKG_ERR_INVALID_ARGUMENT,
+                               "%s (node %d) reads state '%s' through a handle that write_at (node %d) "
+                               "already replaced: use the handle write_at returned",
+                               vkg_op_name(g->nodes[r].op), r, vkg_tensor_name(g, leaf), replaced[old]);
+        }
+    free(replaced);
+    return st;
 }
 
 static void compiler_free(vkg_compiler *c) {
@@ -244,11 +253,13 @@ static vkg_status validate(const vkg_graph *g, const vkg_compile_options *opts, 
     int outputs = 0;
     for (int i = 0; i < g->n_nodes; i++) outputs += g->nodes[i].output_name != NULL;
     if (outputs == 0) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "the graph has no outputs (vkg_output)");
+    /* Kernel parameters hold sizes and offsets within a binding as 32-bit numbers (as Vulkan's
+     * maxStorageBufferRange is): a binding over 4 GiB would wrap them. */
     if (opts && (opts->alignment < 4 || (opts->alignment & (opts->alignment - 1)) ||
-                 opts->max_binding_bytes < 4u * opts->alignment))
+                 opts->max_binding_bytes < 4u * opts->alignment || opts->max_binding_bytes > ((uint64_t)1 << 32)))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "compile options: alignment must be a power of two >= 4 and max_binding_bytes "
-                             "at least 4 alignments");
+                             "at least 4 alignments and at most 4 GiB");
     return VKG_OK;
 }
 

@@ -93,6 +93,11 @@ vkg_status vkg_compile_place(vkg_compiler *c, vkg_plan *p);
 
 /* Appends a symbolic step (NULL when out of memory). */
 vkg_sym_step *vkg_compile_new_step(vkg_compiler *c, vkg_kernel k, vkg_tensor node, const char *label);
+/* Splitting one op into more steps than this (an operand far larger than max_binding_bytes) is
+ * refused: the plan would hold millions of steps, and its step table alone gigabytes. */
+#define VKG_MAX_SPLIT_STEPS 65536
+/* VKG_OK, or VKG_ERR_UNSUPPORTED naming node t and its parts when parts > VKG_MAX_SPLIT_STEPS. */
+vkg_status vkg_compile_check_split(vkg_compiler *c, vkg_tensor t, const char *what, int64_t parts);
 /* Binds view v to a slot and writes its offset into params word offset_word. */
 void vkg_compile_bind(vkg_sym_step *s, int slot, const vkg_view *v, int offset_word, int writes);
 /* The element range [lo, hi) a view touches. */

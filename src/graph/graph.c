@@ -64,6 +64,7 @@ void vkg_graph_free(vkg_graph *g) {
         free(g->nodes[i].output_name);
     }
     free(g->nodes);
+    free(g->bound);
     free(g);
 }
 
@@ -115,14 +116,52 @@ void vkg_node_init(vkg_node *n, vkg_op op, vkg_dtype dtype, int ndim, const int6
     for (int i = 0; i < VKG_MAX_SRC; i++) n->src[i] = VKG_NONE;
 }
 
+static uint32_t name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static int binds(const vkg_node *n, const char *name) {
+    return (n->name && strcmp(n->name, name) == 0) || (n->output_name && strcmp(n->output_name, name) == 0);
+}
+
 /* The leaf or output bound to name: these names are unique, and sessions key on them. */
 static vkg_tensor find_bound(const vkg_graph *g, const char *name) {
-    for (int i = 0; i < g->n_nodes; i++) {
-        const vkg_node *n = &g->nodes[i];
-        if ((n->name && strcmp(n->name, name) == 0) || (n->output_name && strcmp(n->output_name, name) == 0))
-            return i;
+    if (!g->bound_cap) return VKG_NONE;
+    for (uint32_t i = name_hash(name) & (g->bound_cap - 1);; i = (i + 1) & (g->bound_cap - 1)) {
+        const int32_t t = g->bound[i] - 1;
+        if (t < 0) return VKG_NONE;
+        if (binds(&g->nodes[t], name)) return t;
     }
-    return VKG_NONE;
+}
+
+static void insert_bound(int32_t *table, uint32_t cap, const char *name, vkg_tensor t) {
+    uint32_t i = name_hash(name) & (cap - 1);
+    while (table[i]) i = (i + 1) & (cap - 1);
+    table[i] = t + 1;
+}
+
+/* Records that node t is now bound to name (already stored in the node, checked unique); 0
+ * when out of memory.  The table grows at half full, rebuilt from the nodes' names. */
+static int bind_name(vkg_graph *g, vkg_tensor t, const char *name) {
+    if (2 * (g->n_bound + 1) <= g->bound_cap) {
+        insert_bound(g->bound, g->bound_cap, name, t);
+        g->n_bound++;
+        return 1;
+    }
+    const uint32_t cap = g->bound_cap ? 2 * g->bound_cap : 256;
+    int32_t *table = calloc(cap, sizeof *table);
+    if (!table) return 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].name) insert_bound(table, cap, g->nodes[i].name, i);
+        if (g->nodes[i].output_name) insert_bound(table, cap, g->nodes[i].output_name, i);
+    }
+    free(g->bound);
+    g->bound = table;
+    g->bound_cap = cap;
+    g->n_bound++;
+    return 1;
 }
 
 vkg_tensor vkg_find(const vkg_graph *g, const char *name) {
@@ -184,6 +223,10 @@ static vkg_tensor add_leaf(vkg_graph *g, vkg_op op, const char *name, vkg_dtype 
     }
     vkg_tensor t = vkg_graph_add_node(g, &n);
     if (t == VKG_NONE) free(n.name);
+    else if (!bind_name(g, t, name)) {
+        vkg_graph_fail(g, VKG_ERR_OUT_OF_MEMORY, "out of memory naming '%s'", name);
+        return VKG_NONE;
+    }
     return t;
 }
 
@@ -222,7 +265,8 @@ vkg_status vkg_output(vkg_graph *g, const char *name, vkg_tensor t) {
         return g->status;
     }
     n->output_name = strdup(name);
-    if (!n->output_name) vkg_graph_fail(g, VKG_ERR_OUT_OF_MEMORY, "out of memory naming output '%s'", name);
+    if (!n->output_name || !bind_name(g, t, name))
+        vkg_graph_fail(g, VKG_ERR_OUT_OF_MEMORY, "out of memory naming output '%s'", name);
     return g->status;
 }
 

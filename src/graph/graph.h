@@ -63,6 +63,10 @@ typedef struct vkg_node {
 struct vkg_graph {
     vkg_node *nodes;
     int n_nodes, cap_nodes;
+    /* The names leaves and outputs are bound to, hashed (open addressing; node + 1, 0 empty):
+     * a model of thousands of layers binds tens of thousands of names, each checked unique. */
+    int32_t *bound;
+    uint32_t bound_cap, n_bound;
     vkg_status status;
     char error[512];
 };

@@ -94,7 +94,11 @@ static void compute_views(vkg_compiler *c) {
     for (int i = 0; i < c->n; i++) {
         const vkg_node *n = &g->nodes[i];
         c->own_storage[i] = 0;
-        if (!c->keep[i] || c->role[i] == VKG_FUSE_ABSORBED || n->op == VKG_OP_INDEX) continue;
+        if (!c->keep[i] || c->role[i] == VKG_FUSE_ABSORBED) continue;
+        if (n->op == VKG_OP_INDEX) { /* read as data (a copy, a concat): its slot of the indices region */
+            c->view[i] = own_view(n, i);
+            continue;
+        }
         if (n->op == VKG_OP_WRITE_AT) {
             c->view[i] = c->view[n->src[0]];
         } else if (is_view_op(n->op) && !c->materialize[i]) {
@@ -165,6 +169,14 @@ static vkg_status decide_storage(vkg_compiler *c) {
 }
 
 /* ---- symbolic steps ------------------------------------------------------------------------ */
+
+vkg_status vkg_compile_check_split(vkg_compiler *c, vkg_tensor t, const char *what, int64_t parts) {
+    if (parts <= VKG_MAX_SPLIT_STEPS) return VKG_OK;
+    return vkg_error_set(c->err, VKG_ERR_UNSUPPORTED,
+                         "%s '%s': fitting its operands into bindings of %llu bytes takes %lld steps, more than "
+                         "the %d a plan splits one op into", what, vkg_tensor_name(c->g, t),
+                         (unsigned long long)c->opts.max_binding_bytes, (long long)parts, VKG_MAX_SPLIT_STEPS);
+}
 
 vkg_sym_step *vkg_compile_new_step(vkg_compiler *c, vkg_kernel k, vkg_tensor node, const char *label) {
     if (c->n_steps == c->cap_steps) {
@@ -334,7 +346,9 @@ static vkg_status lower_layernorm(vkg_compiler *c, vkg_tensor t) {
     if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
     vkg_layernorm_params *p = &s->step.params.layernorm;
     p->cols = (uint32_t)n->shape[n->ndim - 1];
-    p->rows = (uint32_t)(vkg_shape_numel(n->ndim, n->shape) / p->cols);
+    /* A last axis of 2^32 (the builders' largest extent) wraps to 0 here; such a row is larger
+     * than any binding, which vkg_compile_place refuses, so the step never runs. */
+    p->rows = p->cols ? (uint32_t)(vkg_shape_numel(n->ndim, n->shape) / p->cols) : 0;
     p->eps = n->attr.layernorm.eps;
     vkg_compile_bind(s, 0, &c->view[n->src[0]], WORD(vkg_layernorm_params, in_offset), 0);
     vkg_compile_bind(s, 1, &c->view[t], WORD(vkg_layernorm_params, out_offset), 1);
@@ -361,7 +375,9 @@ static vkg_status lower_embedding(vkg_compiler *c, vkg_tensor t) {
         return vkg_error_set(c->err, VKG_ERR_UNSUPPORTED, "embedding: one row of '%s' (%lld floats) exceeds the "
                              "largest binding (%llu bytes)", vkg_tensor_name(c->g, n->src[0]), (long long)C,
                              (unsigned long long)c->opts.max_binding_bytes);
-    int parts = (int)((V + rows_per_step - 1) / rows_per_step);
+    vkg_status st = vkg_compile_check_split(c, t, "embedding", V / rows_per_step + (V % rows_per_step != 0));
+    if (st != VKG_OK) return st;
+    int parts = (int)(V / rows_per_step + (V % rows_per_step != 0));
     for (int64_t r0 = 0; r0 < V; r0 += rows_per_step) {
         int64_t rc = V - r0 < rows_per_step ? V - r0 : rows_per_step;
         char label[48];

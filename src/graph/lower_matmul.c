@@ -144,7 +144,15 @@ vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
         return vkg_error_set(c->err, VKG_ERR_UNSUPPORTED,
                              "matmul '%s': a batched matmul with operands larger than one binding (%llu bytes) "
                              "is not supported", vkg_tensor_name(g, root), (unsigned long long)c->opts.max_binding_bytes);
-    int parts = (int)(((G.N + nb - 1) / nb) * ((G.M + mb - 1) / mb)), part = 0;
+    /* An empty output (N or M of 0) has no blocks; the product is checked before it is formed. */
+    const int64_t col_parts = nb > 0 ? G.N / nb + (G.N % nb != 0) : 0;
+    const int64_t row_parts = mb > 0 ? G.M / mb + (G.M % mb != 0) : 0;
+    if (col_parts > VKG_MAX_SPLIT_STEPS || row_parts > VKG_MAX_SPLIT_STEPS ||
+        col_parts * row_parts > VKG_MAX_SPLIT_STEPS)
+        return vkg_compile_check_split(c, root, "matmul",
+                                       col_parts > INT64_MAX / (row_parts ? row_parts : 1) ? INT64_MAX
+                                                                                           : col_parts * row_parts);
+    int parts = (int)(col_parts * row_parts), part = 0;
     for (int64_t n0 = 0; n0 < G.N; n0 += nb)
         for (int64_t m0 = 0; m0 < G.M; m0 += mb) {
             char l[48];

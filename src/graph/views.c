@@ -3,6 +3,7 @@
  * consumer reads strides, so these cost nothing at run time. */
 #include "graph/graph_build.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *shape_s(const vkg_graph *g, vkg_tensor t, char *buf, size_t size) {
@@ -103,10 +104,15 @@ vkg_tensor vkg_slice(vkg_graph *g, vkg_tensor x, int axis, int64_t start, int64_
     const vkg_node *nx = &g->nodes[x];
     int ax = norm_axis(axis, nx->ndim);
     char a[96];
-    if (ax < 0 || start < 0 || length < 1 || start + length > nx->shape[ax]) {
-        vkg_graph_fail(g, VKG_ERR_SHAPE, "slice: [%lld, %lld) along axis %d is outside x %s ('%s')",
-                       (long long)start, (long long)(start + length), axis, shape_s(g, x, a, sizeof a),
-                       vkg_tensor_name(g, x));
+    /* length > extent - start, not start + length > extent: the sum may overflow. */
+    if (ax < 0 || start < 0 || length < 1 || start > nx->shape[ax] || length > nx->shape[ax] - start) {
+        char end[48];
+        int64_t stop;
+        if (__builtin_add_overflow(start, length, &stop))
+            snprintf(end, sizeof end, "%lld + %lld", (long long)start, (long long)length);
+        else snprintf(end, sizeof end, "%lld", (long long)stop);
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "slice: [%lld, %s) along axis %d is outside x %s ('%s')", (long long)start,
+                       end, axis, shape_s(g, x, a, sizeof a), vkg_tensor_name(g, x));
         return VKG_NONE;
     }
     int64_t shape[VKG_MAX_DIMS];

@@ -439,7 +439,7 @@ vkg_status vkg_vk_context_create(int index, const vkg_device_options *opts, uint
 void vkg_vk_context_free(vkg_vk_context *c) {
     if (!c) return;
     if (c->device) {
-        vkDeviceWaitIdle(c->device);
+        if (c->lost != VKG_VK_HUNG) vkDeviceWaitIdle(c->device); /* a hung queue may never be idle */
         vkg_vk_pipelines_free(c, c->pipelines);
         if (c->pool) vkDestroyCommandPool(c->device, c->pool, NULL);
         vkDestroyDevice(c->device, NULL);
@@ -455,17 +455,44 @@ vkg_status vkg_vk_submit_wait(vkg_vk_context *c, VkCommandBuffer cmd, VkFence fe
         .commandBufferCount = 1,
         .pCommandBuffers = &cmd,
     };
+    if (c->lost)
+        return vkg_error_set(err, VKG_ERR_DEVICE_LOST, "%s: the Vulkan device %s was lost earlier (%s); reopen the device",
+                             what, c->props.deviceName,
+                             c->lost == VKG_VK_HUNG ? "a submission did not finish in time" : "the driver reported it");
     VkResult r = vkQueueSubmit(c->queue, 1, &si, fence);
+    if (r == VK_ERROR_DEVICE_LOST) c->lost = VKG_VK_LOST;
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, what);
     uint64_t timeout = c->timeout_ns;
     r = vkWaitForFences(c->device, 1, &fence, VK_TRUE, timeout);
-    if (r == VK_TIMEOUT)
+    if (r == VK_TIMEOUT) {
+        c->lost = VKG_VK_HUNG; /* its work may never finish: nothing may wait for it again unbounded */
         return vkg_error_set(err, VKG_ERR_TIMEOUT,
                              "%s: the device did not finish within %llu ms (raise vkg_device_options.timeout_ms, "
-                             "VKG_TIMEOUT_MS for the vkgraph tool, to wait longer)",
-                             what, (unsigned long long)(timeout / 1000000ull));
+                             "VKG_TIMEOUT_MS for the vkgraph tool, to wait longer); it counts as lost until that "
+                             "work is seen to finish", what, (unsigned long long)(timeout / 1000000ull));
+    }
+    if (r == VK_ERROR_DEVICE_LOST) c->lost = VKG_VK_LOST;
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, what);
     r = vkResetFences(c->device, 1, &fence);
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetFences");
     return VKG_OK;
+}
+
+vkg_status vkg_vk_late_fence(vkg_vk_context *c, VkFence fence, const char *what, vkg_error *err) {
+    if (c->lost == VKG_VK_LOST)
+        return vkg_error_set(err, VKG_ERR_DEVICE_LOST, "%s: the Vulkan device %s was lost; reopen the device", what,
+                             c->props.deviceName);
+    const uint64_t timeout = c->timeout_ns;
+    VkResult r = vkWaitForFences(c->device, 1, &fence, VK_TRUE, timeout);
+    if (r == VK_SUCCESS) {
+        if (c->lost == VKG_VK_HUNG) c->lost = 0; /* late, but finished: the device works */
+        r = vkResetFences(c->device, 1, &fence);
+        return r == VK_SUCCESS ? VKG_OK : vkg_vk_fail(err, r, "vkResetFences");
+    }
+    c->lost = r == VK_TIMEOUT ? VKG_VK_HUNG : VKG_VK_LOST; /* for good: nothing clears it now */
+    if (r == VK_TIMEOUT)
+        return vkg_error_set(err, VKG_ERR_TIMEOUT,
+                             "%s: work submitted earlier is still running after another %llu ms; the device counts "
+                             "as lost: reopen it", what, (unsigned long long)(timeout / 1000000ull));
+    return vkg_vk_fail(err, r, what);
 }

@@ -75,7 +75,20 @@ typedef struct vkg_vk_context {
 
     vkg_vk_tuning tuning;
     vkg_vk_pipelines *pipelines;              /* made on first use, see pipelines.h            */
+    int lost;                                 /* 0, VKG_VK_LOST or VKG_VK_HUNG            */
 } vkg_vk_context;
+
+/* vkg_vk_context.lost.  VKG_VK_LOST: the driver reported the device lost.  VKG_VK_HUNG: a
+ * submission did not finish within the timeout; the device counts as lost (every other
+ * submission fails at once, nothing waits for it without a bound, it is not waited idle) until
+ * the owner of that submission sees its fence signal after all (vkg_vk_late_fence), and for
+ * good when it still has not after a second timeout: a fence that never signals. */
+enum { VKG_VK_LOST = 1, VKG_VK_HUNG = 2 };
+
+/* Waits, once more and with the timeout, for a fence whose submission timed out: VKG_OK (and
+ * the device counts as working again) when it has signalled, else a status with a message,
+ * the device then lost for good.  what names the waiter in the message. */
+vkg_status vkg_vk_late_fence(vkg_vk_context *c, VkFence fence, const char *what, vkg_error *err);
 
 /* Opens Vulkan device `index` (enumeration order), or the best one when index < 0.  counter
  * receives one count per validation error or warning. */
@@ -112,5 +125,9 @@ vkg_status vkg_vk_submit_wait(vkg_vk_context *c, VkCommandBuffer cmd, VkFence fe
 
 /* A memory type index with all of `want` among `type_bits`, or -1. */
 int vkg_vk_memory_type(const vkg_vk_context *c, uint32_t type_bits, VkMemoryPropertyFlags want);
+
+#ifdef VKG_FAULT_INJECTION
+#include "fault/vk_wrap.h" /* the fault-injection library only: Vulkan calls that can be made to fail */
+#endif
 
 #endif

@@ -137,6 +137,23 @@ vkg_status vkg_vk_memory_create(vkg_vk_context *c, int n, const vkg_vk_buffer_re
         goto done;
     }
     for (int b = 0; b < n_blocks; b++) mem->total_bytes += blocks[b].size;
+    /* Everything the session needs, summed per heap and checked against the heap's size before
+     * the first allocation: a config of thousands of layers and a million positions is refused
+     * here, not allocated block by block until the driver (or, on lavapipe, the host) runs out. */
+    for (uint32_t h = 0; h < c->memory.memoryHeapCount; h++) {
+        VkDeviceSize need = 0;
+        for (int b = 0; b < n_blocks; b++)
+            if (c->memory.memoryTypes[blocks[b].type].heapIndex == h) need += blocks[b].size;
+        const VkMemoryHeap *heap = &c->memory.memoryHeaps[h];
+        if (need > heap->size) {
+            st = vkg_error_set(err, VKG_ERR_OUT_OF_DEVICE_MEMORY,
+                               "the session needs %.1f MiB of %s memory (heap %u) but %s has %.1f MiB there "
+                               "(%.1f MiB in all: weights, KV cache, arena, inputs and outputs)",
+                               (double)need / MIB, heap->flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT ? "device-local" : "host",
+                               h, c->props.deviceName, (double)heap->size / MIB, (double)mem->total_bytes / MIB);
+            goto done;
+        }
+    }
     void **maps = calloc((size_t)n_blocks + 1, sizeof *maps);
     if (!maps) {
         st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory planning device memory");
@@ -181,7 +198,10 @@ void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_me
 }
 
 void vkg_vk_staging_free(vkg_vk_context *c, vkg_vk_staging *st) {
-    if (st->pending) vkWaitForFences(c->device, 1, &st->fence, VK_TRUE, UINT64_MAX);
+    if (st->pending) { /* bounded: see vk_backend.c */
+        vkg_error ignored;
+        vkg_vk_late_fence(c, st->fence, "freeing the staging buffer", &ignored);
+    }
     if (st->fence) vkDestroyFence(c->device, st->fence, NULL);
     if (st->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &st->cmd);
     if (st->buffer) vkDestroyBuffer(c->device, st->buffer, NULL);
@@ -232,13 +252,9 @@ static vkg_status staged_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_v
                               VkDeviceSize bytes, int to_device, vkg_error *err) {
     VkResult r;
     if (st->pending) {   /* an earlier copy timed out: it must finish before its buffers are reused */
-        r = vkWaitForFences(c->device, 1, &st->fence, VK_TRUE, c->timeout_ns);
-        if (r == VK_TIMEOUT)
-            return vkg_error_set(err, VKG_ERR_TIMEOUT, "an earlier copy to or from the device is still running");
-        if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "waiting for an earlier copy");
+        vkg_status s = vkg_vk_late_fence(c, st->fence, "waiting for an earlier copy to or from the device", err);
+        if (s != VKG_OK) return s;
         st->pending = 0;
-        r = vkResetFences(c->device, 1, &st->fence);
-        if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetFences");
     }
     r = vkResetCommandBuffer(st->cmd, 0);
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetCommandBuffer");

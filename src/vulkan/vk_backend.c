@@ -12,20 +12,17 @@ static void session_free(void *impl);
 
 /* Waits for a submission that timed out earlier; it must finish before memory is touched. */
 static vkg_status settle(vkg_vk_session *s, vkg_error *err) {
-    if (s->lost)
+    if (s->lost || (s->c->lost && !s->pending))
         return vkg_error_set(err, VKG_ERR_DEVICE_LOST, "the Vulkan device %s was lost earlier; reopen the device",
                              s->c->props.deviceName);
     if (!s->pending) return VKG_OK;
-    uint64_t timeout = s->c->timeout_ns;
-    VkResult r = vkWaitForFences(s->c->device, 1, &s->fence, VK_TRUE, timeout);
-    if (r == VK_TIMEOUT)
-        return vkg_error_set(err, VKG_ERR_TIMEOUT, "an earlier run is still executing after another %llu ms",
-                             (unsigned long long)(timeout / 1000000ull));
-    if (r == VK_ERROR_DEVICE_LOST) s->lost = 1;
-    if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "waiting for an earlier run");
+    vkg_status st = vkg_vk_late_fence(s->c, s->fence, "waiting for an earlier run", err);
+    if (st != VKG_OK) {
+        s->lost = 1;
+        return st;
+    }
     s->pending = 0;
-    r = vkResetFences(s->c->device, 1, &s->fence);
-    return r == VK_SUCCESS ? VKG_OK : vkg_vk_fail(err, r, "vkResetFences");
+    return VKG_OK;
 }
 
 /* A constant's host data into its buffer: as it is, or (a plan compiled with read_16bit 0) 16-bit
@@ -139,8 +136,26 @@ static void session_free(void *impl) {
     vkg_vk_session *s = impl;
     if (!s) return;
     vkg_vk_context *c = s->c;
-    if (s->pending && !s->lost) vkWaitForFences(c->device, 1, &s->fence, VK_TRUE, UINT64_MAX);
-    if (s->lost) vkDeviceWaitIdle(c->device);
+    /* Never an unbounded wait: a run that timed out may never finish.  When it still has not
+     * after one more timeout, its command buffers, fence, descriptors and memory may be in use:
+     * they are left alone (a leak, not a destroyed object the device still reads, and not a
+     * process that hangs at exit); the host memory is freed. */
+    int in_use = 0;
+    if (s->pending) {
+        vkg_error ignored;
+        in_use = s->lost || vkg_vk_late_fence(c, s->fence, "freeing a session", &ignored) != VKG_OK;
+    }
+    if (s->lost && c->lost != VKG_VK_HUNG) vkDeviceWaitIdle(c->device);
+    if (in_use) {
+        free(s->views);
+        free(s->own);
+        free(s->memory.blocks);
+        free(s->buffers);
+        free(s->borrowed);
+        free(s->steps);
+        free(s);
+        return;
+    }
     if (s->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd);
     if (s->cmd_timed) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_timed);
     if (s->cmd_steps) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_steps);

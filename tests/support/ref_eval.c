@@ -171,7 +171,15 @@ static void ref_softmax(const ref_ctx *c, vkg_tensor t, float *out) {
         const float *xr = x + r * cols;
         float *o = out + r * cols;
         double max = -INFINITY, sum = 0.0;
-        for (int64_t j = 0; j < cols; j++) max = xr[j] > max ? xr[j] : max;
+        int nan = 0;
+        for (int64_t j = 0; j < cols; j++) {
+            max = xr[j] > max ? xr[j] : max;
+            nan |= isnan(xr[j]);
+        }
+        if (nan) { /* a NaN score leaves no weight defined: the row is NaN (not "all masked") */
+            for (int64_t j = 0; j < cols; j++) o[j] = NAN;
+            continue;
+        }
         if (max == -INFINITY) { /* every entry masked: no weight anywhere */
             for (int64_t j = 0; j < cols; j++) o[j] = 0.0f;
             continue;
