@@ -87,7 +87,8 @@ static vkg_status run_job(const job *j, output *out, vkg_error *err) {
         vkg_status st = vkg_gpt2_load(model_dir, &m, err);
         if (st != VKG_OK) return st;
         out->v[0] = (float)vkg_gpt2_parameter_count(m);
-        out->v[1] = m->wte[0];
+        /* a fingerprint of the weights read: wte's first element, as stored */
+        out->v[1] = m->weight_dtype == VKG_F32 ? ((const float *)m->wte)[0] : (float)((const uint16_t *)m->wte)[0];
         out->n = 2;
         vkg_gpt2_free(m);
         return VKG_OK;
