@@ -7,6 +7,8 @@
 #if defined(VKG_MATMUL_X86)
 #include <immintrin.h>
 
+#include "cpu/matmul_x86.h"
+
 typedef __m512 vf;
 enum { VL = 16, MR = 12, NV = 2 };
 #define MM_NAME vkg_mm_avx512
@@ -16,21 +18,9 @@ static inline vf vload(const float *p) { return _mm512_loadu_ps(p); }
 static inline void vstore(float *p, vf x) { _mm512_storeu_ps(p, x); }
 static inline vf vset1(float x) { return _mm512_set1_ps(x); }
 static inline vf vmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
-static inline float sfma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-static inline float s_f16(uint16_t h) { return _cvtsh_ss(h); }
-static inline float s_bf16(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
 static inline vf vload_f16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 static inline vf vload_bf16(const uint16_t *p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
-}
-static inline mm_x4 x4_f16(const uint16_t *p) { return (mm_x4)_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)p)); }
-static inline mm_x4 x4_bf16(const uint16_t *p) {
-    return (mm_x4)_mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)p)), 16));
 }
 
 #include "cpu/matmul_body.h"
