@@ -192,6 +192,10 @@ void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_me
     for (int b = 0; b < mem->n_blocks; b++) vkFreeMemory(c->device, mem->blocks[b], NULL);
     for (int b = 0; b < mem->n_imported; b++) vkFreeMemory(c->device, mem->imported[b], NULL);
     if (c->device_memory) c->device_memory->bytes -= mem->allocated_bytes;
+    vkg_vk_memory_abandon(mem);
+}
+
+void vkg_vk_memory_abandon(vkg_vk_memory *mem) {
     free(mem->blocks);
     free(mem->imported);
     memset(mem, 0, sizeof *mem);

@@ -44,6 +44,9 @@ vkg_status vkg_vk_memory_create(vkg_vk_context *c, int n, const vkg_vk_buffer_re
 vkg_status vkg_vk_import_host(vkg_vk_context *c, int n, const vkg_vk_buffer_request *req, vkg_vk_buffer *bufs,
                               vkg_vk_memory *mem, vkg_error *err);
 void vkg_vk_memory_free(vkg_vk_context *c, int n, vkg_vk_buffer *bufs, vkg_vk_memory *mem);
+/* Frees only mem's host-side arrays, leaving its Vulkan memory alone: for memory a hung device
+ * may still use (vk_backend.c). */
+void vkg_vk_memory_abandon(vkg_vk_memory *mem);
 
 /* A host-visible buffer plus a command buffer, for copies to and from unmapped buffers. */
 typedef struct vkg_vk_staging {

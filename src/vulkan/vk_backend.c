@@ -149,7 +149,7 @@ static void session_free(void *impl) {
     if (in_use) {
         free(s->views);
         free(s->own);
-        free(s->memory.blocks);
+        vkg_vk_memory_abandon(&s->memory);
         free(s->buffers);
         free(s->borrowed);
         free(s->steps);
