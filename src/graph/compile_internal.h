@@ -98,8 +98,9 @@ vkg_sym_step *vkg_compile_new_step(vkg_compiler *c, vkg_kernel k, vkg_tensor nod
 #define VKG_MAX_SPLIT_STEPS 65536
 /* VKG_OK, or VKG_ERR_UNSUPPORTED naming node t and its parts when parts > VKG_MAX_SPLIT_STEPS. */
 vkg_status vkg_compile_check_split(vkg_compiler *c, vkg_tensor t, const char *what, int64_t parts);
-/* Binds view v to a slot and writes its offset into params word offset_word. */
-void vkg_compile_bind(vkg_sym_step *s, int slot, const vkg_view *v, int offset_word, int writes);
+/* Binds view v to a slot and writes its offset into params word offset_word; whether the step
+ * writes it is the family's (graph/kernels.def). */
+void vkg_compile_bind(vkg_sym_step *s, int slot, const vkg_view *v, int offset_word);
 /* The element range [lo, hi) a view touches. */
 void vkg_view_span(const vkg_view *v, int64_t *lo, int64_t *hi);
 /* The root of a node's storage after in-place aliasing. */
