@@ -86,7 +86,7 @@ static int binary_uses(const vkg_binary_params *p, slot_use *u, char *why, size_
 }
 
 static int unary_uses(const vkg_unary_params *p, slot_use *u, char *why, size_t size) {
-    if (p->op > VKG_UNARY_LAST) return snprintf(why, size, "unknown unary op %u", p->op), -1;
+    if (!vkg_unary_op_known(p->op)) return snprintf(why, size, "unknown unary op %u", p->op), -1;
     if (numel4(p->shape) == 0) return 0;
     use(&u[0], reach4(p->in_offset, p->shape, p->in_strides));
     /* With a runtime index the write moves; vkg_cpu_check_runtime_index checks each value. */

@@ -477,9 +477,13 @@ vkg_status vkg_compile_lower(vkg_compiler *c) {
         case VKG_OP_MATMUL:
             st = c->fused_softmax[i] != VKG_NONE ? vkg_compile_lower_attention(c, i) : vkg_compile_lower_matmul(c, i);
             break;
-        default:
+        /* element-wise, or the last node of a matmul group (its epilogue's add or activation) */
+        case VKG_OP_ADD: case VKG_OP_MUL: case VKG_OP_MASK: case VKG_OP_SCALE: case VKG_OP_MASK_CAUSAL: case VKG_OP_COPY:
+#define VKG_ACTIVATION(NAME, name, code, epilogue) case VKG_OP_##NAME:
+#include "params/unary_ops.def"
             st = c->fused_input[i] != VKG_NONE ? vkg_compile_lower_matmul(c, i) : lower_elementwise(c, i);
             break;
+        case VKG_OP_COUNT: break;
         }
     }
     return st;
