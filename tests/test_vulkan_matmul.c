@@ -1,8 +1,9 @@
 /* The matmul shaders against the CPU reference kernel (src/cpu/kernel_matmul.c), on hand-made
  * one-step plans: shapes of 1, primes and non-multiples of every tile, transposed operands,
  * broadcast batches, element offsets inside bindings, a binding at a non-zero byte offset, every
- * epilogue (bias, each activation, residual, residual aliasing C), and the matrix-vector path, each under
- * several tunings (texel register blocks, shared-memory tiles, split-K matrix-vector). */
+ * epilogue (bias, each activation, residual, residual aliasing C), and the matrix-vector paths, each under
+ * several tunings (texel register blocks, shared-memory tiles, split-K matrix-vector, the texel
+ * matrix-vector shader's slices, texels per invocation and barriers). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -94,7 +95,9 @@ static void run_case(vkg_device *d, const mm_case *mc) {
     vkg_vk_shader sh;
     uint32_t spec[VKG_VK_MAX_SPEC], n_spec, groups[3];
     assert_int_equal(vkg_vk_step_shader(ctx, s, &sh, spec, &n_spec, groups, NULL), VKG_OK);
-    if (ctx->tuning.matmul_texel)
+    if (ctx->tuning.matmul_texel && ctx->tuning.matvec_texel && M == 1 && pad && !mc->trans_b)
+        assert_int_equal(sh, VKG_SH_MATVEC_TEXEL);
+    else if (ctx->tuning.matmul_texel)
         assert_int_equal(sh, !pad ? VKG_SH_MATMUL_TEXEL : mc->trans_b ? VKG_SH_MATMUL_TEXEL4T : VKG_SH_MATMUL_TEXEL4);
     else
         assert_int_equal(sh, M == 1 ? VKG_SH_MATVEC : VKG_SH_MATMUL_TILED);
@@ -125,13 +128,17 @@ static const mm_case cases[] = {
     {37, 50, 31, 2, 2, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 1, 0},
     {13, 19, 6, 3, 1, 0, 1, 1, VKG_MATMUL_BIAS, 0, 1, VKG_UNARY_RELU},
     {70, 9, 130, 1, 1, 0, 0, 1, VKG_MATMUL_RESIDUAL, 0, 1, 0},
-    /* M == 1: matrix-vector */
+    /* M == 1: matrix-vector (padded with B along n: matvec_texel.glsl, K tails of 1 to 3 rows, a
+     * partial last texel of columns) */
     {1, 300, 77, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 0, VKG_UNARY_QUICK_GELU},
     {1, 37, 100, 2, 3, 0, 1, 0, 0, 0, 0, 0},
     {1, 70, 9, 1, 1, 1, 0, 0, VKG_MATMUL_RESIDUAL, 1, 0, 0},
     {1, 300, 77, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 1, VKG_UNARY_GELU_ERF},
     {1, 37, 101, 2, 3, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 1, VKG_UNARY_GELU},
     {1, 129, 3, 1, 1, 0, 0, 1, 0, 0, 1, 0},
+    {1, 1, 1, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 1, 0},
+    {1, 768, 769, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, 0, 1, VKG_UNARY_GELU},
+    {1, 2301, 66, 2, 1, 0, 0, 0, VKG_MATMUL_RESIDUAL, 1, 1, 0},
 };
 
 static void run_all_cases(vkg_device *d) {
@@ -167,11 +174,31 @@ static void test_texel_odd_blocks(void **state) {
     vk_test_context(d)->tuning = saved;
 }
 
+/* matvec_texel.glsl under other shapes: slices of k that get no rows (K < 4 x split), odd texels
+ * per invocation, no barriers, a single slice, and texels halved for a minimum of workgroups. */
+static void test_matvec_texel_tunings(void **state) {
+    vkg_device *d = vk_test_device(state);
+    vkg_vk_context *c = vk_test_context(d);
+    if (!c->tuning.matmul_texel || !c->tuning.matvec_texel) skip();
+    vkg_vk_tuning saved = c->tuning;
+    static const struct { uint32_t wg, split, tn, min_groups; int sync; } tunings[] = {
+        {24, 3, 3, 1, 1}, {8, 1, 1, 1, 0}, {64, 2, 4, 8, 1}, {32, 4, 2, 1, 0}};
+    for (size_t i = 0; i < sizeof tunings / sizeof tunings[0]; i++) {
+        c->tuning.mvx_wg = tunings[i].wg, c->tuning.mvx_split = tunings[i].split, c->tuning.mvx_tn = tunings[i].tn;
+        c->tuning.mvx_min_groups = tunings[i].min_groups, c->tuning.mvx_sync = tunings[i].sync;
+        assert_int_equal(vkg_vk_tuning_check(c, &c->tuning, NULL), VKG_OK);
+        for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++)
+            if (cases[j].M == 1 && cases[j].padded && !cases[j].trans_b) run_case(d, &cases[j]);
+    }
+    c->tuning = saved;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_tuning),
         cmocka_unit_test(test_tiled),
         cmocka_unit_test(test_texel_odd_blocks),
+        cmocka_unit_test(test_matvec_texel_tunings),
     };
     return vk_test_exit_status(cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown));
 }

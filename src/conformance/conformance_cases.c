@@ -65,6 +65,14 @@ static const conf_point sweep_mv[] = {
 static const conf_point sweep_mv_kn[] = {
     {Q, {1, 1, 1}},      {Q, {1, 7, 13}},      {Q, {1, 65, 33}},      {D, {1, 257, 127}},
     {D, {1, 3072, 768}}, {D, {1, 768, 3072}},  {F, {1, 3072, 1024}},  {END, {0}}};
+/* {1, N, K}: matrix-vector with B [K, N] in rows of whole 16-byte texels (N a multiple of 8: four
+ * floats or eight 16-bit elements each), the texel path's matvec_texel.glsl: from one texel of
+ * columns to GPT-2's 2304 and 3072, K tails of 1 to 3 rows past the last block of four, and K
+ * smaller than the slices of k. */
+static const conf_point sweep_mv_texel[] = {
+    {Q, {1, 8, 1}},      {Q, {1, 8, 7}},      {Q, {1, 40, 13}},     {D, {1, 776, 7}},     {D, {1, 64, 769}},
+    {D, {1, 768, 769}},  {D, {1, 2304, 768}}, {D, {1, 3072, 768}},  {D, {1, 768, 3072}},  {F, {1, 2304, 3073}},
+    {END, {0}}};
 /* {V, C, N}: table [V, C], N ids. */
 static const conf_point sweep_emb[] = {
     {Q, {1, 1, 1}},       {Q, {7, 13, 5}},   {Q, {31, 33, 17}}, {D, {257, 65, 31}},
@@ -657,6 +665,13 @@ static const conf_case_def cases[] = {
     {"matmul", "matrix-vector, B bf16 [N, K]", MM16, mm_bf16_nk, sweep_mv},
     {"matmul", "matrix-vector, B f16 [K, N]", MM16, mm_f16_kn_bias, sweep_mv_kn},
     {"matmul", "matrix-vector, B bf16 [K, N]", MM16, mm_bf16_kn_bias, sweep_mv_kn},
+    {"matmul", "matrix-vector, whole texels [K, N]", RED, mm_bias, sweep_mv_texel},
+    {"matmul", "matrix-vector texels, +gelu", RED, mm_bias_gelu, sweep_mv_texel},
+    {"matmul", "matrix-vector texels, +residual", RED, mm_bias_residual_kn, sweep_mv_texel},
+    {"matmul", "matrix-vector texels, B f16", MM16, mm_f16_kn_bias, sweep_mv_texel},
+    {"matmul", "matrix-vector texels, B bf16", MM16, mm_bf16_kn_bias, sweep_mv_texel},
+    {"matmul", "mv texels, B f16 +gelu", MM16, mm_f16_kn_bias_gelu, sweep_mv_texel},
+    {"matmul", "mv texels, B bf16 +residual", MM16, mm_bf16_kn_bias_residual, sweep_mv_texel},
     {"matmul", "GPT-2 c_attn, B f16", MM16, mm_f16_kn_bias, sweep_gpt2_qkv},
     {"matmul", "GPT-2 attn.c_proj+res, B f16", MM16, mm_f16_kn_bias_residual, sweep_gpt2_proj},
     {"matmul", "GPT-2 c_fc+gelu, B f16", MM16, mm_f16_kn_bias_gelu, sweep_gpt2_fc},

@@ -39,7 +39,8 @@ vkg_kernel vkg_vk_shader_kernel(vkg_vk_shader s);
 uint32_t vkg_vk_shader_bindings(vkg_vk_shader s);
 /* Bit i set: binding i is a uniform texel buffer (else a storage buffer). */
 uint32_t vkg_vk_shader_texel_mask(vkg_vk_shader s);
-/* 1: its texel buffers are viewed as vec4 (R32G32B32A32_SFLOAT), else as floats (R32_SFLOAT). */
+/* 1: its texel buffers are viewed as vec4 (R32G32B32A32_SFLOAT), else as floats (R32_SFLOAT);
+ * 2: as vec4 too, and a 16-bit B as eight elements per texel (R32G32B32A32_UINT). */
 int vkg_vk_shader_texel_vec4(vkg_vk_shader s);
 /* 1: its binding 1 holds 16-bit elements (R16_UINT / R16G16B16A16_UINT texels, or uint16_t). */
 int vkg_vk_shader_b16(vkg_vk_shader s);

@@ -96,10 +96,39 @@ static int b_vec4(const vkg_matmul_params *m, int along_k) {
  *   GPU path: shared-memory tiles, or the split-K matrix-vector shader for M == 1. */
 static int b_16bit(const vkg_matmul_params *m) { return (m->flags & (VKG_MATMUL_B_F16 | VKG_MATMUL_B_BF16)) != 0; }
 
+/* B along n in texels of `ept` elements: unit n stride, every other step and offset whole texels. */
+static int b_texels_along_n(const vkg_matmul_params *m, uint32_t ept) {
+    return m->b_stride_n == 1 && (m->K == 1 || m->b_stride_k % ept == 0) && m->b_offset % ept == 0 &&
+           (m->batch0 == 1 || m->b_stride_b0 % ept == 0) && (m->batch1 == 1 || m->b_stride_b1 % ept == 0);
+}
+
+/* The M == 1 texel shader with B along n (matvec_texel.glsl) where the tuning has it and the
+ * layout allows: 16-byte texels of B (four floats or eight 16-bit elements), A in vec4s.  Each
+ * workgroup covers mvx_wg / mvx_split invocations x mvx_tn texels of columns; mvx_tn is halved
+ * while that leaves fewer than mvx_min_groups workgroups (a product with few columns still
+ * spreads over the device's threads).  Returns 0 to leave the step to the general choice. */
+static int choose_matvec_texel(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                               uint32_t *n_spec, uint32_t g[3]) {
+    const vkg_vk_tuning *t = &c->tuning;
+    const vkg_matmul_params *m = &st->params.matmul;
+    const uint32_t ept = b_16bit(m) ? 8 : 4;
+    if (!t->matmul_texel || !t->matvec_texel || m->M != 1 || !a_along_k4(m) || !b_texels_along_n(m, ept) ||
+        !texel_fits(c, &st->bind[0], 16) || !texel_fits(c, &st->bind[1], 16))
+        return 0;
+    const uint64_t texels = div_up(m->N, ept), lanes = t->mvx_wg / t->mvx_split;
+    uint32_t tn = t->mvx_tn;
+    while (tn > 1 && div_up(texels, lanes * tn) < t->mvx_min_groups) tn /= 2;
+    *sh = VKG_SH_MATVEC_TEXEL;
+    spec[0] = t->mvx_wg, spec[1] = t->mvx_split, spec[2] = tn, spec[3] = (uint32_t)t->mvx_sync, *n_spec = 4;
+    g[0] = div_up(texels, lanes * tn), g[1] = 1, g[2] = m->batch0 * m->batch1;
+    return 1;
+}
+
 static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                           uint32_t *n_spec, uint32_t g[3]) {
     const vkg_vk_tuning *t = &c->tuning;
     const vkg_matmul_params *m = &st->params.matmul;
+    if (choose_matvec_texel(c, st, sh, spec, n_spec, g)) return;
     uint32_t wx = t->mm_wg_x, wy = t->mm_wg_y, tm = t->mm_tm, tn = t->mm_tn;
     /* A 16-bit B takes the texel path where the device has 16-bit integer texels; its texels are
      * half as wide. */
@@ -142,6 +171,12 @@ static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, 
         uint64_t split = spec[0] / spec[1];
         return div_up(K, split) + split + 2;
     }
+    if (sh == VKG_SH_MATVEC_TEXEL) {
+        /* the walk over one slice's blocks of four rows and the partial block at its end, then
+         * the store of 8 x spec[2] outputs at most, each summed over the slices */
+        uint64_t split = spec[1], outs = 8 * (uint64_t)spec[2];
+        return div_up(div_up(K, 4), split) + 2 + outs * (split + 1) + 1;
+    }
     /* VKG_SH_MATMUL_TILED, the one other shader choose_matmul picks */
     uint64_t threads = (uint64_t)spec[0] * spec[1], bm = (uint64_t)spec[1] * spec[2], bn = (uint64_t)spec[0] * spec[3];
     uint64_t bk = spec[4];
@@ -182,6 +217,10 @@ static int texel_view(vkg_vk_shader sh, uint32_t b, VkFormat *format, uint64_t *
     if (!((vkg_vk_shader_texel_mask(sh) >> b) & 1)) return 0;
     int vec4 = vkg_vk_shader_texel_vec4(sh);
     int b16 = vkg_vk_shader_b16(sh) && vkg_kernel_binding_elem(vkg_vk_shader_kernel(sh), (int)b) == VKG_ELEM_WEIGHT;
+    if (vec4 == 2 && b16) {   /* eight 16-bit elements per texel */
+        *format = VK_FORMAT_R32G32B32A32_UINT, *bytes = 16;
+        return 1;
+    }
     *format = b16 ? (vec4 ? VK_FORMAT_R16G16B16A16_UINT : VK_FORMAT_R16_UINT)
                   : (vec4 ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R32_SFLOAT);
     *bytes = (uint64_t)(vec4 ? 4 : 1) * (b16 ? 2 : 4);
