@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "models/gpt2_weights.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,13 +16,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* One tensor the model needs: its name (without prefix), shape, and where its pointer goes: a
- * matrix (2-d, held in weight_dtype) or a vector (1-d, held in f32). */
+/* One tensor the model needs (a row of gpt2_weights.c's table for one layer): its name (without
+ * prefix) and shape, 2-d for a matrix (held in weight_dtype), 1-d for a vector (held in f32). */
 typedef struct wanted {
     char name[64];
     int ndim;
     int64_t shape[2];
-    union { const void **matrix; const float **vector; } slot;
+    vkg_gpt2_weight id;
+    int layer;
     const vkg_st_tensor *found;
     size_t offset;                   /* in the weights block */
 } wanted;
@@ -43,54 +45,38 @@ static const vkg_st_tensor *find(const vkg_safetensors *st, const char *prefix, 
     return vkg_safetensors_find(st, full);
 }
 
-static wanted *want_common(wanted *w, int *n, const char *name, int64_t d0, int64_t d1) {
-    wanted *x = &w[(*n)++];
+typedef struct listing {
+    const vkg_gpt2_config *config;
+    wanted *w;
+    int n;
+} listing;
+
+static vkg_status want(void *user, vkg_gpt2_weight id, int layer) {
+    listing *l = user;
+    const vkg_gpt2_weight_spec *s = &vkg_gpt2_weights[id];
+    wanted *x = &l->w[l->n++];
     memset(x, 0, sizeof *x);
-    snprintf(x->name, sizeof x->name, "%s", name);
-    x->ndim = d1 ? 2 : 1;
-    x->shape[0] = d0;
-    x->shape[1] = d1;
-    return x;
-}
-static void want_matrix(wanted *w, int *n, const char *name, const void **slot, int64_t d0, int64_t d1) {
-    want_common(w, n, name, d0, d1)->slot.matrix = slot;
-}
-static void want_vector(wanted *w, int *n, const char *name, const float **slot, int64_t d0) {
-    want_common(w, n, name, d0, 0)->slot.vector = slot;
+    vkg_gpt2_weight_name(id, layer, x->name, sizeof x->name);
+    x->ndim = s->d1 == VKG_GPT2_DIM_NONE ? 1 : 2;
+    x->shape[0] = vkg_gpt2_dim_size(l->config, s->d0);
+    x->shape[1] = vkg_gpt2_dim_size(l->config, s->d1);
+    x->id = id;
+    x->layer = layer;
+    return VKG_OK;
 }
 
-/* The list of tensors for m's config; *n gets the count.  The caller frees the list. */
-static wanted *list_tensors(vkg_gpt2 *m, int *n) {
-    const vkg_gpt2_config *c = &m->config;
-    const int64_t C = c->n_embd, V = c->vocab_size, P = c->n_positions, I = vkg_gpt2_inner_size(c);
-    wanted *w = calloc((size_t)c->n_layer * 12 + 6, sizeof *w);
-    if (!w) return NULL;
-    *n = 0;
-    want_matrix(w, n, "wte.weight", &m->wte, V, C);
-    want_matrix(w, n, "wpe.weight", &m->wpe, P, C);
-    for (int i = 0; i < c->n_layer; i++) {
-        vkg_gpt2_layer *L = &m->layers[i];
-        char name[64];
-#define MATRIX(suffix, slot, d0, d1) (snprintf(name, sizeof name, "h.%d.%s", i, suffix), want_matrix(w, n, name, slot, d0, d1))
-#define VECTOR(suffix, slot, d0) (snprintf(name, sizeof name, "h.%d.%s", i, suffix), want_vector(w, n, name, slot, d0))
-        VECTOR("ln_1.weight", &L->ln_1_w, C);
-        VECTOR("ln_1.bias", &L->ln_1_b, C);
-        MATRIX("attn.c_attn.weight", &L->attn_w, C, 3 * C);
-        VECTOR("attn.c_attn.bias", &L->attn_b, 3 * C);
-        MATRIX("attn.c_proj.weight", &L->attn_proj_w, C, C);
-        VECTOR("attn.c_proj.bias", &L->attn_proj_b, C);
-        VECTOR("ln_2.weight", &L->ln_2_w, C);
-        VECTOR("ln_2.bias", &L->ln_2_b, C);
-        MATRIX("mlp.c_fc.weight", &L->fc_w, C, I);
-        VECTOR("mlp.c_fc.bias", &L->fc_b, I);
-        MATRIX("mlp.c_proj.weight", &L->mlp_proj_w, I, C);
-        VECTOR("mlp.c_proj.bias", &L->mlp_proj_b, C);
-#undef MATRIX
-#undef VECTOR
-    }
-    want_vector(w, n, "ln_f.weight", &m->ln_f_w, C);
-    want_vector(w, n, "ln_f.bias", &m->ln_f_b, C);
-    return w;
+static vkg_status want_required(void *user, vkg_gpt2_weight id, int layer) {
+    return vkg_gpt2_weights[id].optional ? VKG_OK : want(user, id, layer);
+}
+
+/* Every tensor of the table but the optional head; l->n gets the count.  The caller frees l->w
+ * (room for the head is left at the end). */
+static vkg_status list_tensors(listing *l) {
+    const int n_layer = l->config->n_layer;
+    l->n = 0;
+    l->w = calloc(((size_t)n_layer + 1) * VKG_GPT2_N_WEIGHTS, sizeof *l->w);
+    if (!l->w) return VKG_ERR_OUT_OF_MEMORY;
+    return vkg_gpt2_weights_each(n_layer, want_required, l);
 }
 
 /* Finds every tensor of the list and checks its shape and dtype. */
@@ -200,8 +186,7 @@ static vkg_status read_tensors(vkg_gpt2 *m, const vkg_safetensors *file, wanted 
         vkg_status st = vkg_safetensors_read(file, t, file_dtype_of(d), dst, err);
         if (st == VKG_OK) st = check_finite(path, t, dst, d, err);
         if (st != VKG_OK) return st;
-        if (w[i].ndim == 2) *w[i].slot.matrix = dst;
-        else *w[i].slot.vector = dst;
+        vkg_gpt2_weight_set(m, w[i].id, w[i].layer, dst);
     }
     return vkg_safetensors_check_unchanged(file, err);
 }
@@ -256,25 +241,25 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_op
         m->layers = calloc((size_t)m->config.n_layer, sizeof *m->layers);
         if (!m->layers) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    int n = 0;
-    wanted *w = st == VKG_OK ? list_tensors(m, &n) : NULL;
-    if (st == VKG_OK && !w) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    listing l = {.config = &m->config};
+    if (st == VKG_OK && list_tensors(&l) != VKG_OK) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    wanted *w = l.w;
     if (st == VKG_OK) {
         /* The head: lm_head.weight when the file has it (never prefixed), else tied to wte. */
         m->tied_head = !vkg_safetensors_find(file, "lm_head.weight") &&
                        !vkg_safetensors_find(file, "transformer.lm_head.weight");
         if (!m->tied_head) {
-            want_matrix(w, &n, "lm_head.weight", &m->lm_head, m->config.vocab_size, m->config.n_embd);
+            st = want(&l, VKG_GPT2_LM_HEAD, 0);
         } else if (!tie) {
             st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: config.json sets tie_word_embeddings to false, but the file "
                                "has no lm_head.weight for the untied output head", weights_path);
         }
     }
-    if (st == VKG_OK) st = match_tensors(m, file, w, n, weights_path, err);
+    if (st == VKG_OK) st = match_tensors(m, file, w, l.n, weights_path, err);
     if (st == VKG_OK) {
         m->dtype = w[0].found->dtype;
         m->weight_dtype = o->dtype == VKG_GPT2_DTYPE_AS_STORED ? dtype_of_file(m->dtype) : (vkg_dtype)o->dtype;
-        st = read_tensors(m, file, w, n, weights_path, err);
+        st = read_tensors(m, file, w, l.n, weights_path, err);
     }
     vkg_safetensors_close(file); /* everything is in m->weights: the file may change from here on */
     if (st == VKG_OK && m->tied_head) m->lm_head = m->wte;
@@ -323,7 +308,7 @@ void vkg_gpt2_free(vkg_gpt2 *m) {
 }
 
 int64_t vkg_gpt2_parameter_count(const vkg_gpt2 *m) {
-    return vkg_gpt2_config_parameter_count(&m->config, m->tied_head);
+    return vkg_gpt2_weights_numel(&m->config, m->tied_head);
 }
 
 vkg_status vkg_gpt2_check_ids(const vkg_gpt2 *m, const int32_t *ids, size_t n, vkg_error *err) {

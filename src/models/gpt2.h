@@ -7,13 +7,11 @@
  * (S <= P).
  *
  * Weights (vkg_gpt2_load).  dir/config.json gives the hyperparameters (gpt2_config.h) and
- * dir/model.safetensors the tensors, named as Hugging Face names them, with or without the
- * "transformer." prefix (GPT2LMHeadModel vs GPT2Model files):
- *     wte.weight [V, C], wpe.weight [P, C], ln_f.{weight,bias} [C], lm_head.weight [V, C] (optional:
- *     tied to wte when absent), per layer i: h.i.ln_1.{weight,bias} [C], h.i.attn.c_attn.weight
- *     [C, 3C] + bias [3C], h.i.attn.c_proj.weight [C, C] + bias [C], h.i.ln_2.{weight,bias} [C],
- *     h.i.mlp.c_fc.weight [C, I] + bias [I], h.i.mlp.c_proj.weight [I, C] + bias [C].
- * Conv1D weights are stored [in, out], so each projection is x @ W + b.  Other tensors (the
+ * dir/model.safetensors the tensors gpt2_weights.c's table lists (wte, wpe, each layer's
+ * ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj, then ln_f and an optional lm_head,
+ * tied to wte when absent), named as Hugging Face names them, with or without the "transformer."
+ * prefix (GPT2LMHeadModel vs GPT2Model files).  Conv1D weights are stored [in, out], so each
+ * projection is x @ W + b.  Other tensors (the
  * attn.bias / attn.masked_bias buffers of older checkpoints) are ignored, never read.  The
  * tensors are read (pread, never mapped) into one page-aligned block the model owns
  * (vkg_gpt2.weights), each at a 256-byte aligned offset, so the block can be handed to a device

@@ -2,6 +2,7 @@
 #include "models/gpt2.h"
 
 #include "base/error.h"
+#include "models/gpt2_weights.h"
 #include "models/layers.h"
 
 #include <math.h>
@@ -26,10 +27,13 @@ typedef struct builder {
 
 static vkg_tensor named(builder *b, vkg_tensor t, const char *what) { return vkg_layers_name(&b->L, t, what); }
 
-/* A weight: a matrix [d0, d1] in the model's weight dtype (f32, f16 or bf16), or a vector [d0]
- * (d1 = 0) in f32. */
-static vkg_tensor weight(builder *b, const char *name, const void *data, int64_t d0, int64_t d1) {
-    return vkg_layers_weight(&b->L, name, b->m->weight_dtype, d0, d1, data);
+/* Weight w (of layer `layer`, for a layer's) as a constant named and shaped as the weight table
+ * says: a matrix in the model's weight dtype (f32, f16 or bf16), or a vector in f32. */
+static vkg_tensor weight(builder *b, vkg_gpt2_weight w, int layer) {
+    const vkg_gpt2_weight_spec *s = &vkg_gpt2_weights[w];
+    const vkg_gpt2_config *c = &b->m->config;
+    return vkg_layers_weight(&b->L, s->name, b->m->weight_dtype, vkg_gpt2_dim_size(c, s->d0),
+                             vkg_gpt2_dim_size(c, s->d1), vkg_gpt2_weight_data(b->m, w, layer));
 }
 
 /* activation_function, computed as transformers computes it (gpt2_config.h lists the names). */
@@ -55,36 +59,35 @@ static float score_scale(const builder *b, int layer) {
 }
 
 static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_gpt2_graph *gg) {
-    vkg_layers *Ls = &b->L;
-    const vkg_gpt2_layer *L = &b->m->layers[layer];
-    const int64_t C = b->C, I = vkg_gpt2_inner_size(&b->m->config);
+    vkg_layers *L = &b->L;
+    const int64_t C = b->C;
     const float eps = b->m->config.layer_norm_epsilon;
-    vkg_layers_prefix(Ls, "h.%d.", layer);
+    vkg_layers_prefix(L, "h.%d.", layer);
 
     /* x += c_proj(attention(ln_1(x))), q, k, v side by side in one c_attn projection */
-    vkg_tensor a = vkg_layer_layernorm(Ls, x, weight(b, "ln_1.weight", L->ln_1_w, C, 0),
-                                       weight(b, "ln_1.bias", L->ln_1_b, C, 0), eps, "ln_1");
-    vkg_tensor qkv = vkg_layer_linear(Ls, a, weight(b, "attn.c_attn.weight", L->attn_w, C, 3 * C),
-                                      weight(b, "attn.c_attn.bias", L->attn_b, 3 * C, 0), 0, "attn.c_attn");
+    vkg_tensor a = vkg_layer_layernorm(L, x, weight(b, VKG_GPT2_LN_1_W, layer),
+                                       weight(b, VKG_GPT2_LN_1_B, layer), eps, "ln_1");
+    vkg_tensor qkv = vkg_layer_linear(L, a, weight(b, VKG_GPT2_ATTN_W, layer),
+                                      weight(b, VKG_GPT2_ATTN_B, layer), 0, "attn.c_attn");
     const vkg_attention at = {.n_head = b->H, .n_kv_head = b->H, .head_dim = b->D, .scale = score_scale(b, layer),
                               .causal = 1, .mask = VKG_NONE, .k_cache = b->S ? gg->k_cache[layer] : VKG_NONE,
                               .v_cache = b->S ? gg->v_cache[layer] : VKG_NONE, .pos = gg->pos};
     vkg_tensor probs = VKG_NONE;
-    vkg_tensor heads = vkg_layer_attention(Ls, &at, qkv, 0, qkv, C, qkv, 2 * C, &probs);
-    vkg_tensor proj = vkg_layer_linear(Ls, heads, weight(b, "attn.c_proj.weight", L->attn_proj_w, C, C),
-                                       weight(b, "attn.c_proj.bias", L->attn_proj_b, C, 0), 0, "attn.c_proj");
+    vkg_tensor heads = vkg_layer_attention(L, &at, qkv, 0, qkv, C, qkv, 2 * C, &probs);
+    vkg_tensor proj = vkg_layer_linear(L, heads, weight(b, VKG_GPT2_ATTN_PROJ_W, layer),
+                                       weight(b, VKG_GPT2_ATTN_PROJ_B, layer), 0, "attn.c_proj");
     x = named(b, vkg_add(b->g, x, proj), "residual_1");
 
     /* x += mlp(ln_2(x)) */
-    vkg_tensor m = vkg_layer_layernorm(Ls, x, weight(b, "ln_2.weight", L->ln_2_w, C, 0),
-                                       weight(b, "ln_2.bias", L->ln_2_b, C, 0), eps, "ln_2");
-    const vkg_mlp mlp = {.up_w = weight(b, "mlp.c_fc.weight", L->fc_w, C, I), .up_b = weight(b, "mlp.c_fc.bias", L->fc_b, I, 0),
+    vkg_tensor m = vkg_layer_layernorm(L, x, weight(b, VKG_GPT2_LN_2_W, layer),
+                                       weight(b, VKG_GPT2_LN_2_B, layer), eps, "ln_2");
+    const vkg_mlp mlp = {.up_w = weight(b, VKG_GPT2_FC_W, layer), .up_b = weight(b, VKG_GPT2_FC_B, layer),
                          .gate_w = VKG_NONE, .gate_b = VKG_NONE,
-                         .down_w = weight(b, "mlp.c_proj.weight", L->mlp_proj_w, I, C),
-                         .down_b = weight(b, "mlp.c_proj.bias", L->mlp_proj_b, C, 0),
+                         .down_w = weight(b, VKG_GPT2_MLP_PROJ_W, layer),
+                         .down_b = weight(b, VKG_GPT2_MLP_PROJ_B, layer),
                          .act = activation(b->m->activation),
                          .up_name = "mlp.c_fc", .act_name = "mlp.act", .down_name = "mlp.c_proj"};
-    m = vkg_layer_mlp(Ls, m, &mlp);
+    m = vkg_layer_mlp(L, m, &mlp);
     x = named(b, vkg_add(b->g, x, m), "residual_2");
 
     int want = b->o->attention_layer == VKG_GPT2_ALL_LAYERS || b->o->attention_layer == layer;
@@ -153,9 +156,9 @@ static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o,
     }
 
     b.L.prefix[0] = '\0'; /* the embedding and the head have no layer prefix */
-    vkg_tensor wte = weight(&b, "wte.weight", m->wte, c->vocab_size, b.C);
+    vkg_tensor wte = weight(&b, VKG_GPT2_WTE, 0);
     vkg_tensor tok = named(&b, vkg_embedding(g, wte, gg->ids), "embed.wte");
-    vkg_tensor pos = named(&b, vkg_embedding(g, weight(&b, "wpe.weight", m->wpe, c->n_positions, b.C), gg->positions),
+    vkg_tensor pos = named(&b, vkg_embedding(g, weight(&b, VKG_GPT2_WPE, 0), gg->positions),
                            "embed.wpe");
     vkg_tensor x = named(&b, vkg_add(g, tok, pos), "embed.sum");
     /* Without logits only the layers up to the last attention asked for are built: with a cache
@@ -168,9 +171,9 @@ static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o,
     if (!o->no_logits) {
         if (!o->all_logits && b.T > 1) /* the head only where it is read */
             x = named(&b, vkg_slice(g, x, 0, b.T - 1, 1), "last_position");
-        x = vkg_layer_layernorm(&b.L, x, weight(&b, "ln_f.weight", m->ln_f_w, b.C, 0),
-                                weight(&b, "ln_f.bias", m->ln_f_b, b.C, 0), c->layer_norm_epsilon, "ln_f");
-        vkg_tensor head = m->tied_head ? wte : weight(&b, "lm_head.weight", m->lm_head, c->vocab_size, b.C);
+        x = vkg_layer_layernorm(&b.L, x, weight(&b, VKG_GPT2_LN_F_W, 0),
+                                weight(&b, VKG_GPT2_LN_F_B, 0), c->layer_norm_epsilon, "ln_f");
+        vkg_tensor head = m->tied_head ? wte : weight(&b, VKG_GPT2_LM_HEAD, 0);
         gg->logits = vkg_layer_linear(&b.L, x, head, VKG_NONE, VKG_TRANSPOSE_B, "logits");
         vkg_output(g, "logits", gg->logits);
     }
