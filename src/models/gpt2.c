@@ -266,6 +266,7 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_op
     if (st == VKG_OK) {
         m->activation = vkg_gpt2_activation_kind(m->config.activation);
         snprintf(m->note, sizeof m->note, "%s", m->config.note);
+        vkg_gpt2_decoder_init(m);
     }
     free(w);
     free(config_path);
@@ -311,14 +312,18 @@ int64_t vkg_gpt2_parameter_count(const vkg_gpt2 *m) {
     return vkg_gpt2_weights_numel(&m->config, m->tied_head);
 }
 
-vkg_status vkg_gpt2_check_ids(const vkg_gpt2 *m, const int32_t *ids, size_t n, vkg_error *err) {
-    if (n == 0) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "the prompt is empty: give at least one token");
-    if (n > (size_t)m->config.n_positions)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "the prompt has %zu tokens, more than the model's context "
-                             "of %d positions (n_positions)", n, m->config.n_positions);
-    for (size_t i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= m->config.vocab_size)
-            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "token id %d at position %zu is outside the "
-                                 "vocabulary [0, %d)", (int)ids[i], i, m->config.vocab_size);
-    return VKG_OK;
+static void free_model(void *m) { vkg_gpt2_free(m); }
+
+void vkg_gpt2_decoder_init(vkg_gpt2 *m) {
+    const vkg_gpt2_config *c = &m->config;
+    m->decoder = (vkg_decoder){
+        .model = m,
+        .facts = {.architecture = "gpt2", .ctx_key = "n_positions", .n_layer = c->n_layer, .n_head = c->n_head,
+                  .n_kv_head = c->n_head, .n_embd = c->n_embd, .n_inner = vkg_gpt2_inner_size(c),
+                  .n_ctx = c->n_positions, .n_vocab = c->vocab_size, .bos_token = c->bos_token_id,
+                  .eos_token = c->eos_token_id, .tied_head = m->tied_head, .n_params = vkg_gpt2_parameter_count(m),
+                  .weight_dtype = m->weight_dtype, .note = m->note},
+        .build = vkg_gpt2_build_graph,
+        .free = free_model,
+    };
 }

@@ -7,21 +7,14 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-void vkg_gpt2_build_options_default(vkg_gpt2_build_options *o, int tokens) {
-    memset(o, 0, sizeof *o);
-    o->tokens = tokens;
-    o->attention_layer = VKG_GPT2_NO_ATTENTION;
-}
 
 /* What the builders share: the layers' graph and name prefix, the model and the options. */
 typedef struct builder {
     vkg_layers L;
     vkg_graph *g;
     const vkg_gpt2 *m;
-    const vkg_gpt2_build_options *o;
+    const vkg_forward_options *o;
     int64_t T, C, H, D, S;
 } builder;
 
@@ -58,7 +51,7 @@ static float score_scale(const builder *b, int layer) {
     return (float)s;
 }
 
-static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_gpt2_graph *gg) {
+static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *gg) {
     vkg_layers *L = &b->L;
     const int64_t C = b->C;
     const float eps = b->m->config.layer_norm_epsilon;
@@ -90,7 +83,7 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_gpt2_graph *gg)
     m = vkg_layer_mlp(L, m, &mlp);
     x = named(b, vkg_add(b->g, x, m), "residual_2");
 
-    int want = b->o->attention_layer == VKG_GPT2_ALL_LAYERS || b->o->attention_layer == layer;
+    int want = b->o->attention_layer == VKG_ALL_LAYERS || b->o->attention_layer == layer;
     if (want) {
         char name[32];
         snprintf(name, sizeof name, "attention.%d", layer);
@@ -102,48 +95,22 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_gpt2_graph *gg)
     return x;
 }
 
-static vkg_status check_options(const vkg_gpt2 *m, const vkg_gpt2_build_options *o, vkg_error *err) {
-    const int P = m->config.n_positions;
+vkg_status vkg_gpt2_build_graph(const void *model, const vkg_forward_options *o, vkg_forward_graph *gg,
+                                vkg_error *err) {
+    const vkg_gpt2 *m = model;
+    const vkg_gpt2_config *c = &m->config;
     if (m->activation == VKG_GPT2_ACT_UNKNOWN)
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "gpt2: activation_function \"%.31s\" is not supported "
-                             "(supported: %s)", m->config.activation, vkg_gpt2_activation_names());
-    if (o->tokens < 1 || o->tokens > P)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: %d tokens per run; the model takes 1 to %d "
-                             "(n_positions)", o->tokens, P);
-    if (o->cache_len && (o->cache_len < o->tokens || o->cache_len > P))
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: a KV cache of %d positions for runs of %d tokens; "
-                             "it must hold from %d to %d (n_positions)", o->cache_len, o->tokens, o->tokens, P);
-    if (o->attention_layer != VKG_GPT2_NO_ATTENTION && o->attention_layer != VKG_GPT2_ALL_LAYERS &&
-        (o->attention_layer < 0 || o->attention_layer >= m->config.n_layer))
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: layer %d does not exist; the model has layers 0 to %d",
-                             o->attention_layer, m->config.n_layer - 1);
-    if (o->no_logits && o->attention_layer == VKG_GPT2_NO_ATTENTION && !o->cache_len)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: neither logits nor attention asked for: the graph "
-                             "would compute nothing");
-    if (o->attention_keys < 0 || (o->attention_keys > 0 && (!o->cache_len || o->attention_keys > o->cache_len)))
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: attention_keys %d needs a cache of at least as many "
-                             "positions", o->attention_keys);
-    return VKG_OK;
-}
-
-static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o, vkg_gpt2_graph *gg, vkg_error *err) {
-    const vkg_gpt2_config *c = &m->config;
+                             "(supported: %s)", c->activation, vkg_gpt2_activation_names());
     builder b = {.m = m, .o = o, .T = o->tokens, .C = c->n_embd, .H = c->n_head, .D = c->n_embd / c->n_head,
                  .S = o->cache_len};
-    b.g = b.L.g = gg->graph = vkg_graph_new();
-    gg->attention = malloc((size_t)c->n_layer * sizeof *gg->attention);
-    if (!b.g || !gg->attention) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory building GPT-2");
-    for (int i = 0; i < c->n_layer; i++) gg->attention[i] = VKG_NONE;
-    vkg_graph *g = b.g;
+    vkg_graph *g = b.g = b.L.g = gg->graph;
 
     const int64_t tokens[1] = {b.T};
     gg->ids = vkg_input(g, "ids", VKG_I32, 1, tokens);
     gg->positions = vkg_input(g, "positions", VKG_I32, 1, tokens);
     gg->pos = VKG_NONE;
     if (b.S) {
-        gg->k_cache = malloc((size_t)c->n_layer * sizeof *gg->k_cache);
-        gg->v_cache = malloc((size_t)c->n_layer * sizeof *gg->v_cache);
-        if (!gg->k_cache || !gg->v_cache) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory building GPT-2");
         gg->pos = vkg_index(g, "pos");
         const int64_t cache_shape[3] = {b.H, b.S, b.D};
         for (int i = 0; i < c->n_layer; i++) {
@@ -177,27 +144,5 @@ static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o,
         gg->logits = vkg_layer_linear(&b.L, x, head, VKG_NONE, VKG_TRANSPOSE_B, "logits");
         vkg_output(g, "logits", gg->logits);
     }
-    if (vkg_graph_status(g) != VKG_OK)
-        return vkg_error_set(err, vkg_graph_status(g), "gpt2: building the graph failed: %s", vkg_graph_error(g));
-    return VKG_OK;
-}
-
-vkg_status vkg_gpt2_build(const vkg_gpt2 *m, const vkg_gpt2_build_options *o, vkg_gpt2_graph *out, vkg_error *err) {
-    memset(out, 0, sizeof *out);
-    vkg_status st = check_options(m, o, err);
-    if (st != VKG_OK) return st;
-    out->n_layer = m->config.n_layer;
-    out->tokens = o->tokens;
-    out->cache_len = o->cache_len;
-    st = build_into(m, o, out, err);
-    if (st != VKG_OK) vkg_gpt2_graph_free(out);
-    return st;
-}
-
-void vkg_gpt2_graph_free(vkg_gpt2_graph *gg) {
-    vkg_graph_free(gg->graph);
-    free(gg->attention);
-    free(gg->k_cache);
-    free(gg->v_cache);
-    memset(gg, 0, sizeof *gg);
+    return VKG_OK; /* the graph's status is checked by vkg_decoder_build */
 }
