@@ -1,10 +1,11 @@
+/* The lesson's transformer block: its weights, drawn as PyTorch draws them, and its graph, written
+ * with the shared layers (layers.h). */
 #include "vkgraph_lesson.h"
 
 #include "base/error.h"
 #include "models/layers.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 static float *uniform(vkg_rng *r, size_t n, float bound) {
