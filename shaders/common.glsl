@@ -20,7 +20,7 @@ float vkg_neg_inf() {
     return uintBitsToFloat(0xff800000u);
 }
 
-// The activations of params/activation.h (the C kernels compute the same in src/cpu/kernels.h).
+// The activations of params/unary_ops.def (the C kernels compute the same in src/cpu/kernels.h).
 
 // 1 / (1 + exp(-z)): exp overflowing to +inf gives 0 and underflowing gives 1, never a NaN.
 float vkg_sigmoid(float z) {
@@ -66,7 +66,8 @@ float vkg_gated(float x, float gate) {
 }
 
 // The activation `op` (a VKG_UNARY_* activation code; VKG_UNARY_COPY leaves x as it is).  The
-// sigmoid-gated ones share one sigmoid, so the epilogue's code stays small.
+// sigmoid-gated ones share one sigmoid, so the epilogue's code stays small.  GLSL has no switch
+// the compiler checks for completeness: a new row of params/unary_ops.def needs its line here.
 float vkg_activation(uint op, float x) {
     if (op == VKG_UNARY_COPY) return x;
     if (op == VKG_UNARY_RELU) return x > 0.0 ? x : 0.0; // NaN -> 0 on every driver (max(NaN, 0) is undefined in SPIR-V)

@@ -27,9 +27,7 @@ static int make_dir(void **state) {
 
 static int remove_dir(void **state) {
     (void)state;
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_remove_tree(tmp_dir);
 }
 
 static const char *write_config(const char *text) {

@@ -34,9 +34,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     vkg_device_free(cpu);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    int rc = system(cmd);
+    int rc = test_remove_tree(tmp);
     free(tmp);
     return rc == 0 ? 0 : -1;
 }

@@ -68,15 +68,7 @@ static int setup(void **state) {
     return 0;
 }
 
-static void remove_model_dir(void) {
-    char p[1200];
-    const char *files[] = {"config.json", "model.safetensors", "reference.npy", "RANDOM-WEIGHTS.txt"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-        unlink(p);
-    }
-    rmdir(dir);
-}
+static void remove_model_dir(void) { assert_int_equal(test_remove_tree(dir), 0); }
 
 static int teardown(void **state) {
     (void)state;

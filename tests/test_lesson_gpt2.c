@@ -51,11 +51,14 @@ static void test_py_repr(void **state) {
 
 /* A GPT-2-shaped model with random weights and GPT-2's vocabulary (so the real tokenizer fits),
  * written once per test run. */
+static char lesson_tmp[256]; /* removed by main */
+
 static const char *random_gpt2_dir(void) {
     static char dir[512];
     if (dir[0]) return dir;
     char *tmp = test_tmpdir("lesson");
     assert_non_null(tmp);
+    snprintf(lesson_tmp, sizeof lesson_tmp, "%s", tmp);
     snprintf(dir, sizeof dir, "%s/model", tmp);
     free(tmp);
     vkg_gpt2_random_options o;
@@ -273,5 +276,6 @@ int main(void) {
     int failed = cmocka_run_group_tests_name("lesson step 7: repr and command", host_tests, NULL, NULL);
     failed += cmocka_run_group_tests_name("lesson step 7 on the CPU", cpu_tests, vk_test_cpu_group_setup, vk_test_group_teardown);
     failed += cmocka_run_group_tests_name("lesson step 7 on Vulkan", vulkan_tests, vk_test_group_setup, vk_test_group_teardown);
+    if (lesson_tmp[0] && test_remove_tree(lesson_tmp) != 0) failed++;
     return vk_test_exit_status(failed);
 }

@@ -72,9 +72,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    int rc = system(cmd);
+    int rc = test_remove_tree(tmp);
     free(tmp);
     return vk_test_pair_teardown(&cpu, &gpu) == 0 && rc == 0 ? 0 : -1;
 }

@@ -140,15 +140,7 @@ static int write_model(void **state) {
 
 static int remove_model(void **state) {
     (void)state;
-    const char *files[] = {"config.json", "model.safetensors"};
-    char path[4200];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", model_dir, files[i]);
-        remove(path);
-    }
-    remove(model_dir);
-    remove(tmp_dir);
-    return 0;
+    return test_remove_tree(tmp_dir);
 }
 
 int main(void) {

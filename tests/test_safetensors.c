@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "io/safetensors.h"
+#include "support/test_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -25,9 +26,7 @@ static int make_dir(void **state) {
 
 static int remove_dir(void **state) {
     (void)state;
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_remove_tree(tmp_dir);
 }
 
 static const char *tmp_path(const char *name) {

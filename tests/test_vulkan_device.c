@@ -210,10 +210,7 @@ static void test_pipeline_cache(void **state) {
     assert_int_equal(access(path, F_OK), -1);
 
     free(good), free(foreign), free(huge_header), free(flipped);
-    char dirs[1100];
-    snprintf(dirs, sizeof dirs, "%s/vkgraph", dir);
-    rmdir(dirs);
-    rmdir(dir);
+    assert_int_equal(test_remove_tree(dir), 0);
 }
 
 /* --- timeout ----------------------------------------------------------------------------------- */

@@ -25,7 +25,7 @@ VKG_PARAMS_BEGIN(vkg_matmul_params)
     vkg_u32 bias_offset;
     vkg_u32 r_offset, r_stride_m, r_stride_b0, r_stride_b1;
     vkg_u32 flags;
-    vkg_u32 activation;       /* after the bias: an activation (params/activation.h),
+    vkg_u32 activation;       /* after the bias: an activation (params/unary_ops.def),
                                  or VKG_UNARY_COPY for none */
 VKG_PARAMS_END(vkg_matmul_params)
 

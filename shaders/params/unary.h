@@ -6,13 +6,8 @@
 #include "activation.h"
 #include "common.h"
 
-/* op: an activation (params/activation.h), or one of these. */
-#define VKG_UNARY_SCALE 1u    /* alpha * x                                          */
-#define VKG_UNARY_CAUSAL 4u   /* -inf where i3 > i2 + causal_offset (+ index)       */
-#define VKG_UNARY_LAST VKG_UNARY_SILU  /* the largest op code */
-
 VKG_PARAMS_BEGIN(vkg_unary_params)
-    vkg_u32 op;
+    vkg_u32 op;               /* a VKG_UNARY_* code (params/unary_ops.def)            */
     vkg_f32 alpha;
     vkg_i32 causal_offset;
     vkg_u32 dyn_index;        /* runtime index added to causal_offset, or VKG_NO_INDEX */

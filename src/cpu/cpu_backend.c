@@ -39,83 +39,38 @@ typedef struct step_job {
     void *const *bind;
 } step_job;
 
-static void matmul_range(void *ctx, size_t begin, size_t end) {
-    const step_job *j = ctx;
-    vkg_cpu_matmul(&j->step->params.matmul, j->bind[0], j->bind[1], j->bind[2], j->bind[3],
-                   j->bind[4], begin, end);
-}
-static void binary_range(void *ctx, size_t begin, size_t end) {
-    const step_job *j = ctx;
-    vkg_cpu_binary(&j->step->params.binary, j->bind[0], j->bind[1], j->bind[2], begin, end);
-}
-static void unary_range(void *ctx, size_t begin, size_t end) {
-    const step_job *j = ctx;
-    vkg_cpu_unary(&j->step->params.unary, j->bind[0], j->bind[1], j->bind[2], begin, end);
-}
-static void softmax_range(void *ctx, size_t begin, size_t end) {
-    const step_job *j = ctx;
-    vkg_cpu_softmax(&j->step->params.softmax, j->bind[0], j->bind[1], j->bind[2], j->bind[3],
-                    begin, end);
-}
-static void layernorm_range(void *ctx, size_t begin, size_t end) {
-    const step_job *j = ctx;
-    vkg_cpu_layernorm(&j->step->params.layernorm, j->bind[0], j->bind[1], j->bind[2], j->bind[3],
-                      begin, end);
-}
-static void embedding_range(void *ctx, size_t begin, size_t end) {
-    const step_job *j = ctx;
-    vkg_cpu_embedding(&j->step->params.embedding, j->bind[0], j->bind[1], j->bind[2], begin, end);
-}
-
-static void attention_range(void *ctx, size_t begin, size_t end) {
-    const step_job *j = ctx;
-    vkg_cpu_attention(&j->step->params.attention, j->bind[0], j->bind[1], j->bind[2], j->bind[3], j->bind[4],
-                      begin, end);
-}
+/* Per family (graph/kernels.def): <name>_range runs its C kernel over a range of work units with
+ * the step's first n_bindings binding pointers, in slot order. */
+#define BIND_ARGS_1(b) b[0]
+#define BIND_ARGS_2(b) BIND_ARGS_1(b), b[1]
+#define BIND_ARGS_3(b) BIND_ARGS_2(b), b[2]
+#define BIND_ARGS_4(b) BIND_ARGS_3(b), b[3]
+#define BIND_ARGS_5(b) BIND_ARGS_4(b), b[4]
+#define VKG_KERNEL(ENUM, name, n_bindings, units, cost, ...)                                 \
+    static void name##_range(void *ctx, size_t begin, size_t end) {                          \
+        const step_job *j = ctx;                                                             \
+        vkg_cpu_##name(&j->step->params.name, BIND_ARGS_##n_bindings(j->bind), begin, end); \
+    }
+#include "graph/kernels.def"
 
 /* The step's work units, the function that computes a range of them, and a rough count of
  * element operations per unit (to decide whether threads are worth waking). */
 static void step_work(const vkg_step *s, size_t *units, double *unit_cost, vkg_parallel_fn *fn) {
-    const vkg_params *p = &s->params;
     switch (s->kernel) {
-    case VKG_KERNEL_MATMUL:
-        *units = vkg_cpu_matmul_units(&p->matmul);
-        *unit_cost = 2.0 * (p->matmul.M < VKG_CPU_MATMUL_TILE_M ? p->matmul.M : VKG_CPU_MATMUL_TILE_M) *
-                     VKG_CPU_MATMUL_TILE_N * p->matmul.K;
-        *fn = matmul_range;
-        break;
-    case VKG_KERNEL_BINARY:
-        *units = vkg_cpu_binary_units(&p->binary);
-        *unit_cost = 1.0;
-        *fn = binary_range;
-        break;
-    case VKG_KERNEL_UNARY:
-        *units = vkg_cpu_unary_units(&p->unary);
-        *unit_cost = 1.0;
-        *fn = unary_range;
-        break;
-    case VKG_KERNEL_SOFTMAX:
-        *units = p->softmax.rows;
-        *unit_cost = 8.0 * p->softmax.cols;
-        *fn = softmax_range;
-        break;
-    case VKG_KERNEL_LAYERNORM:
-        *units = p->layernorm.rows;
-        *unit_cost = 4.0 * p->layernorm.cols;
-        *fn = layernorm_range;
-        break;
-    case VKG_KERNEL_ATTENTION:
-        *units = vkg_cpu_attention_units(&p->attention);
-        *unit_cost = 2.0 * p->attention.S * (p->attention.D + p->attention.Dv);
-        *fn = attention_range;
-        break;
-    case VKG_KERNEL_EMBEDDING:
-    default: /* the plan check rejected every other kernel id */
-        *units = p->embedding.n_ids;
-        *unit_cost = p->embedding.dim;
-        *fn = embedding_range;
-        break;
+#define VKG_KERNEL(ENUM, name, n_bindings, units_of_p, cost_of_p, ...) \
+    case VKG_KERNEL_##ENUM: {                                          \
+        const vkg_##name##_params *p = &s->params.name;                \
+        *units = units_of_p;                                           \
+        *unit_cost = cost_of_p;                                        \
+        *fn = name##_range;                                            \
+        return;                                                        \
     }
+#include "graph/kernels.def"
+    case VKG_KERNEL_COUNT: break;
+    }
+    *units = 0; /* the plan check refused every other kernel id */
+    *unit_cost = 0;
+    *fn = NULL;
 }
 
 static void run_step(vkg_threadpool *pool, const vkg_step *s, void *const *bind) {

@@ -12,21 +12,11 @@
 #include "cpu/kernels.h"
 
 typedef struct slot_use {
-    int used;             /* the kernel forms a pointer from this binding */
-    int writes;
+    int used;             /* the kernel forms a pointer from this binding (what it does there,
+                             read or write, is graph/kernels.def's) */
     uint64_t elements;    /* elements it may reach from the binding's start; 0: none */
     unsigned elem_bytes;  /* 4, or 2 for a 16-bit operand (matmul's B, an embedding table) */
 } slot_use;
-
-static const char *const slot_names[VKG_KERNEL_COUNT][VKG_MAX_BINDINGS] = {
-    [VKG_KERNEL_MATMUL] = {"A", "B", "C", "bias", "residual"},
-    [VKG_KERNEL_BINARY] = {"a", "b", "out", "-", "-"},
-    [VKG_KERNEL_UNARY] = {"in", "out", "indices", "-", "-"},
-    [VKG_KERNEL_SOFTMAX] = {"in", "out", "mask", "indices", "-"},
-    [VKG_KERNEL_LAYERNORM] = {"in", "out", "gamma", "beta", "-"},
-    [VKG_KERNEL_EMBEDDING] = {"ids", "table", "out", "-", "-"},
-    [VKG_KERNEL_ATTENTION] = {"q", "k", "v", "out", "indices"},
-};
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 static uint64_t sat_mul(uint64_t a, uint64_t b) {
@@ -54,10 +44,9 @@ static uint64_t numel4(const uint32_t shape[4]) {
     return sat_mul(sat_mul(shape[0], shape[1]), sat_mul(shape[2], shape[3]));
 }
 
-static void use(slot_use *u, uint64_t elements, int writes) {
+static void use(slot_use *u, uint64_t elements) {
     u->used = 1;
     u->elements = elements;
-    u->writes = writes;
     u->elem_bytes = 4;
 }
 
@@ -77,12 +66,12 @@ static int matmul_uses(const vkg_matmul_params *p, slot_use *u, char *why, size_
     uint64_t c_ext[4] = {p->batch0, p->batch1, p->M, p->N};
     uint64_t c_str[4] = {p->c_stride_b0, p->c_stride_b1, p->c_stride_m, 1};
     uint64_t r_str[4] = {p->r_stride_b0, p->r_stride_b1, p->r_stride_m, 1};
-    use(&u[0], reach(p->a_offset, 4, a_ext, a_str), 0);
-    use(&u[1], reach(p->b_offset, 4, b_ext, b_str), 0);
+    use(&u[0], reach(p->a_offset, 4, a_ext, a_str));
+    use(&u[1], reach(p->b_offset, 4, b_ext, b_str));
     if (p->flags & (VKG_MATMUL_B_F16 | VKG_MATMUL_B_BF16)) u[1].elem_bytes = 2;
-    use(&u[2], reach(p->c_offset, 4, c_ext, c_str), 1);
-    if (p->flags & VKG_MATMUL_BIAS) use(&u[3], sat_add(p->bias_offset, p->N), 0);
-    if (p->flags & VKG_MATMUL_RESIDUAL) use(&u[4], reach(p->r_offset, 4, c_ext, r_str), 0);
+    use(&u[2], reach(p->c_offset, 4, c_ext, c_str));
+    if (p->flags & VKG_MATMUL_BIAS) use(&u[3], sat_add(p->bias_offset, p->N));
+    if (p->flags & VKG_MATMUL_RESIDUAL) use(&u[4], reach(p->r_offset, 4, c_ext, r_str));
     return 0;
 }
 
@@ -90,19 +79,19 @@ static int binary_uses(const vkg_binary_params *p, slot_use *u, char *why, size_
     if (p->op > VKG_BINARY_MASK) return snprintf(why, size, "unknown binary op %u", p->op), -1;
     uint64_t n = numel4(p->shape);
     if (n == 0) return 0;
-    use(&u[0], reach4(p->a_offset, p->shape, p->a_strides), 0);
-    use(&u[1], reach4(p->b_offset, p->shape, p->b_strides), 0);
-    use(&u[2], sat_add(p->out_offset, n), 1);
+    use(&u[0], reach4(p->a_offset, p->shape, p->a_strides));
+    use(&u[1], reach4(p->b_offset, p->shape, p->b_strides));
+    use(&u[2], sat_add(p->out_offset, n));
     return 0;
 }
 
 static int unary_uses(const vkg_unary_params *p, slot_use *u, char *why, size_t size) {
-    if (p->op > VKG_UNARY_LAST) return snprintf(why, size, "unknown unary op %u", p->op), -1;
+    if (!vkg_unary_op_known(p->op)) return snprintf(why, size, "unknown unary op %u", p->op), -1;
     if (numel4(p->shape) == 0) return 0;
-    use(&u[0], reach4(p->in_offset, p->shape, p->in_strides), 0);
+    use(&u[0], reach4(p->in_offset, p->shape, p->in_strides));
     /* With a runtime index the write moves; vkg_cpu_check_runtime_index checks each value. */
-    use(&u[1], reach4(p->out_offset, p->shape, p->out_strides), 1);
-    if (p->dyn_index != VKG_NO_INDEX) use(&u[2], (uint64_t)p->dyn_index + 1, 0);
+    use(&u[1], reach4(p->out_offset, p->shape, p->out_strides));
+    if (p->dyn_index != VKG_NO_INDEX) use(&u[2], (uint64_t)p->dyn_index + 1);
     return 0;
 }
 
@@ -113,8 +102,8 @@ static int softmax_uses(const vkg_softmax_params *p, slot_use *u, char *why, siz
     if (p->dim1 == 0 || p->dim2 == 0)
         return snprintf(why, size, "softmax dim1 %u and dim2 %u must be at least 1", p->dim1, p->dim2), -1;
     uint64_t rows_cols = (uint64_t)p->rows * p->cols;
-    use(&u[0], rows_cols ? sat_add(p->in_offset, rows_cols) : 0, 0);
-    use(&u[1], rows_cols ? sat_add(p->out_offset, rows_cols) : 0, 1);
+    use(&u[0], rows_cols ? sat_add(p->in_offset, rows_cols) : 0);
+    use(&u[1], rows_cols ? sat_add(p->out_offset, rows_cols) : 0);
     if (p->mask_kind == VKG_SOFTMAX_MASK_BOOL || p->mask_kind == VKG_SOFTMAX_MASK_ADDITIVE) {
         /* The largest (i0, i1, i2) each row index can give (a box around them all). */
         uint64_t plane = (uint64_t)p->dim1 * p->dim2, last = p->rows - 1;
@@ -122,10 +111,10 @@ static int softmax_uses(const vkg_softmax_params *p, slot_use *u, char *why, siz
                            last >= p->dim2 ? p->dim2 : last + 1, p->cols};
         uint64_t str[4] = {p->mask_strides[0], p->mask_strides[1], p->mask_strides[2],
                            p->mask_strides[3]};
-        use(&u[2], reach(p->mask_offset, 4, ext, str), 0);
+        use(&u[2], reach(p->mask_offset, 4, ext, str));
     }
     if (p->mask_kind == VKG_SOFTMAX_MASK_CAUSAL && p->dyn_index != VKG_NO_INDEX)
-        use(&u[3], (uint64_t)p->dyn_index + 1, 0);
+        use(&u[3], (uint64_t)p->dyn_index + 1);
     return 0;
 }
 
@@ -134,10 +123,10 @@ static int layernorm_uses(const vkg_layernorm_params *p, slot_use *u, char *why,
         return snprintf(why, size, "unknown layernorm flags 0x%x", p->flags), -1;
     if (p->rows == 0) return 0;
     uint64_t rows_cols = (uint64_t)p->rows * p->cols;
-    use(&u[0], rows_cols ? sat_add(p->in_offset, rows_cols) : 0, 0);
-    use(&u[1], rows_cols ? sat_add(p->out_offset, rows_cols) : 0, 1);
-    if (p->flags & VKG_LAYERNORM_GAMMA) use(&u[2], p->cols ? sat_add(p->gamma_offset, p->cols) : 0, 0);
-    if (p->flags & VKG_LAYERNORM_BETA) use(&u[3], p->cols ? sat_add(p->beta_offset, p->cols) : 0, 0);
+    use(&u[0], rows_cols ? sat_add(p->in_offset, rows_cols) : 0);
+    use(&u[1], rows_cols ? sat_add(p->out_offset, rows_cols) : 0);
+    if (p->flags & VKG_LAYERNORM_GAMMA) use(&u[2], p->cols ? sat_add(p->gamma_offset, p->cols) : 0);
+    if (p->flags & VKG_LAYERNORM_BETA) use(&u[3], p->cols ? sat_add(p->beta_offset, p->cols) : 0);
     return 0;
 }
 
@@ -146,14 +135,14 @@ static int embedding_uses(const vkg_embedding_params *p, slot_use *u, char *why,
         p->flags == (VKG_EMBEDDING_TABLE_F16 | VKG_EMBEDDING_TABLE_BF16))
         return snprintf(why, size, "unknown embedding flags 0x%x", p->flags), -1;
     if (p->n_ids == 0) return 0;
-    use(&u[0], sat_add(p->ids_offset, p->n_ids), 0);
+    use(&u[0], sat_add(p->ids_offset, p->n_ids));
     if (p->row_count > 0) {
         uint64_t table = (uint64_t)p->row_count * p->dim;
-        use(&u[1], table ? sat_add(p->table_offset, table) : 0, 0);
+        use(&u[1], table ? sat_add(p->table_offset, table) : 0);
         if (p->flags) u[1].elem_bytes = 2;
     }
     uint64_t out = (uint64_t)p->n_ids * p->dim;
-    use(&u[2], out ? sat_add(p->out_offset, out) : 0, 1);
+    use(&u[2], out ? sat_add(p->out_offset, out) : 0);
     return 0;
 }
 
@@ -170,33 +159,30 @@ static int attention_uses(const vkg_attention_params *p, slot_use *u, char *why,
     uint64_t v_str[4] = {p->v_stride_b0, p->v_stride_b1, p->v_stride_s, p->v_stride_d};
     uint64_t o_str[4] = {p->o_stride_b0, p->o_stride_b1, p->o_stride_t, p->o_stride_d};
     if (p->S > 0 && p->D > 0) {
-        use(&u[0], reach(p->q_offset, 4, q_ext, q_str), 0);
-        use(&u[1], reach(p->k_offset, 4, k_ext, k_str), 0);
+        use(&u[0], reach(p->q_offset, 4, q_ext, q_str));
+        use(&u[1], reach(p->k_offset, 4, k_ext, k_str));
     }
-    if (p->S > 0 && p->Dv > 0) use(&u[2], reach(p->v_offset, 4, v_ext, v_str), 0);
-    if (p->Dv > 0) use(&u[3], reach(p->o_offset, 4, o_ext, o_str), 1);
+    if (p->S > 0 && p->Dv > 0) use(&u[2], reach(p->v_offset, 4, v_ext, v_str));
+    if (p->Dv > 0) use(&u[3], reach(p->o_offset, 4, o_ext, o_str));
     if (p->mask_kind == VKG_ATTENTION_MASK_CAUSAL && p->dyn_index != VKG_NO_INDEX)
-        use(&u[4], (uint64_t)p->dyn_index + 1, 0);
+        use(&u[4], (uint64_t)p->dyn_index + 1);
     return 0;
 }
 
 static int step_uses(const vkg_step *s, slot_use *u, char *why, size_t size) {
     switch (s->kernel) {
-    case VKG_KERNEL_MATMUL: return matmul_uses(&s->params.matmul, u, why, size);
-    case VKG_KERNEL_BINARY: return binary_uses(&s->params.binary, u, why, size);
-    case VKG_KERNEL_UNARY: return unary_uses(&s->params.unary, u, why, size);
-    case VKG_KERNEL_SOFTMAX: return softmax_uses(&s->params.softmax, u, why, size);
-    case VKG_KERNEL_LAYERNORM: return layernorm_uses(&s->params.layernorm, u, why, size);
-    case VKG_KERNEL_EMBEDDING: return embedding_uses(&s->params.embedding, u, why, size);
-    case VKG_KERNEL_ATTENTION: return attention_uses(&s->params.attention, u, why, size);
-    default: return snprintf(why, size, "unknown kernel %d", (int)s->kernel), -1;
+#define VKG_KERNEL(ENUM, name, n_bindings, units, cost, ...) \
+    case VKG_KERNEL_##ENUM: return name##_uses(&s->params.name, u, why, size);
+#include "graph/kernels.def"
+    case VKG_KERNEL_COUNT: break;
     }
+    return snprintf(why, size, "unknown kernel %d", (int)s->kernel), -1;
 }
 
 static vkg_status check_slot(const vkg_plan *p, int i, int slot, const slot_use *u, vkg_error *err) {
     const vkg_step *s = &p->steps[i];
     const vkg_binding *b = &s->bind[slot];
-    const char *name = slot_names[s->kernel][slot];
+    const char *name = vkg_kernel_binding_name(s->kernel, slot);
     if (b->region == -1) {
         if (!u->used) return VKG_OK;
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
@@ -229,7 +215,7 @@ static vkg_status check_slot(const vkg_plan *p, int i, int slot, const slot_use 
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "step %d (%s): binding %d (%s) reads %u-byte elements from region %d, which holds %s",
                              i, s->label, slot, name, es, (int)b->region, vkg_dtype_name(r->dtype));
-    if ((u->writes || b->writes) && r->kind == VKG_REGION_CONSTANT)
+    if ((vkg_kernel_binding_writes(s->kernel, slot) || b->writes) && r->kind == VKG_REGION_CONSTANT)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "step %d (%s): binding %d (%s) would write to region %d, a constant",
                              i, s->label, slot, name, (int)b->region);

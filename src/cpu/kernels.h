@@ -27,7 +27,7 @@
 #include "params/softmax.h"
 #include "params/unary.h"
 
-/* The activations of params/activation.h, as the shaders compute them (shaders/common.glsl),
+/* The activations of params/unary_ops.def, as the shaders compute them (shaders/common.glsl),
  * except that the exact GELU takes Phi from libm's erfc in double, where the shader needs its own
  * approximation. */
 
@@ -82,23 +82,28 @@ static inline float vkg_cpu_gated(float x, float gate) { return gate == 0.0f ? -
  * tail where 1 + erf(x / sqrt 2) cancels, and x / sqrt 2 rounded to float would cost 1e-5 there. */
 static inline float vkg_cpu_normal_cdf(float x) { return (float)(0.5 * erfc(-0.70710678118654752 * (double)x)); }
 
-/* The activation op (a VKG_UNARY_* activation code); any other op leaves x as it is. */
+/* The activation op (a VKG_UNARY_* activation code of params/unary_ops.def); any other op leaves
+ * x as it is.  A switch over every code: a new activation without its case here does not compile. */
 static inline float vkg_cpu_activation(uint32_t op, float x) {
-    switch (op) {
+    switch ((vkg_unary_op)op) {
+    case VKG_UNARY_COPY:
+    case VKG_UNARY_SCALE:
+    case VKG_UNARY_CAUSAL: return x;
     case VKG_UNARY_RELU: return x > 0.0f ? x : 0.0f; /* NaN -> 0, as the shader */
     case VKG_UNARY_GELU_ERF: return vkg_cpu_gated(x, vkg_cpu_normal_cdf(x));
     /* 0.5 (1 + tanh(u)) = sigmoid(2 u): the tanh GELU without 1 + tanh(u) cancelling for u << 0 */
     case VKG_UNARY_GELU: return vkg_cpu_gated(x, vkg_cpu_sigmoid(1.5957691216057308f * (x + 0.044715f * x * x * x)));
     case VKG_UNARY_QUICK_GELU: return vkg_cpu_gated(x, vkg_cpu_sigmoid(1.702f * x));
     case VKG_UNARY_SILU: return vkg_cpu_gated(x, vkg_cpu_sigmoid(x));
-    default: return x;
     }
+    return x;
 }
 
 /* 1 for the codes vkg_cpu_activation computes (COPY included: no activation). */
 static inline int vkg_cpu_is_activation(uint32_t op) {
-    return op == VKG_UNARY_COPY || op == VKG_UNARY_GELU || op == VKG_UNARY_RELU || op == VKG_UNARY_GELU_ERF ||
-           op == VKG_UNARY_QUICK_GELU || op == VKG_UNARY_SILU;
+#define VKG_ACTIVATION(NAME, name, code, epilogue) if (op == VKG_UNARY_##NAME) return 1;
+#include "params/unary_ops.def"
+    return op == VKG_UNARY_COPY;
 }
 
 /* The runtime index a dyn_index field names: indices[dyn_index], or 0 for VKG_NO_INDEX. */

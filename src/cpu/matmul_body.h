@@ -113,11 +113,8 @@ static void store(const vkg_matmul_params *p, const vkg_mm_view *v, const float 
         const float *r = v->r ? v->r + (m0 + i) * v->r_sm + n0 : NULL;
         const float *s = acc + i * acc_stride;
         switch (p->activation) {
-            MM_EPILOGUE_ACT(VKG_UNARY_GELU)
-            MM_EPILOGUE_ACT(VKG_UNARY_GELU_ERF)
-            MM_EPILOGUE_ACT(VKG_UNARY_QUICK_GELU)
-            MM_EPILOGUE_ACT(VKG_UNARY_SILU)
-            MM_EPILOGUE_ACT(VKG_UNARY_RELU)
+#define VKG_ACTIVATION(NAME, name, code, epilogue) MM_EPILOGUE_ACT(VKG_UNARY_##NAME)
+#include "params/unary_ops.def" /* every activation */
         default: /* VKG_UNARY_COPY: none (the plan check admits no other) */
             if (bias && r) epilogue_row(VKG_UNARY_COPY, 1, 1, c, s, bias, r, cols);
             else if (bias) epilogue_row(VKG_UNARY_COPY, 1, 0, c, s, bias, r, cols);

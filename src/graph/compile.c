@@ -97,11 +97,6 @@ static void fuse_attention(vkg_compiler *c, vkg_tensor sm) {
     c->fused_softmax[pv] = sm;
 }
 
-/* The activations a matmul's epilogue absorbs: the GELUs and silu.  relu, which the epilogue could
- * apply as well, stays a step of its own, so that the plans of relu models (the lesson's block,
- * whose steps the README and `vkgraph compare` show) keep the steps they had. */
-static int fusable_activation(vkg_op op) { return vkg_activation_code(op) != VKG_UNARY_COPY && op != VKG_OP_RELU; }
-
 /* matmul -> (+ bias[N]) -> activation -> (+ residual of the same shape), each step optional, in
  * this order: the matmul kernel's epilogue.  The group's value is its last node's. */
 
@@ -125,7 +120,7 @@ static void fuse_matmul(vkg_compiler *c, vkg_tensor mm) {
             same_shape(nn, &g->nodes[last])) {
             bias = other;
             has_bias = 1;
-        } else if (fusable_activation(nn->op) && activation == VKG_NONE && residual == VKG_NONE) {
+        } else if (vkg_activation_fuses(nn->op) && activation == VKG_NONE && residual == VKG_NONE) {
             activation = next;
         } else if (nn->op == VKG_OP_ADD && residual == VKG_NONE && same_shape(&g->nodes[other], nn) &&
                    same_shape(nn, &g->nodes[last])) {

@@ -62,14 +62,18 @@ typedef struct vkg_compiler {
 /* The VKG_UNARY_* code of an activation op (vkg_gelu, vkg_relu, ...); VKG_UNARY_COPY for any
  * other op. */
 static inline uint32_t vkg_activation_code(vkg_op op) {
-    switch (op) {
-    case VKG_OP_GELU: return VKG_UNARY_GELU;
-    case VKG_OP_GELU_ERF: return VKG_UNARY_GELU_ERF;
-    case VKG_OP_QUICK_GELU: return VKG_UNARY_QUICK_GELU;
-    case VKG_OP_SILU: return VKG_UNARY_SILU;
-    case VKG_OP_RELU: return VKG_UNARY_RELU;
-    default: return VKG_UNARY_COPY;
-    }
+#define VKG_ACTIVATION(NAME, name, code, epilogue) \
+    if (op == VKG_OP_##NAME) return VKG_UNARY_##NAME;
+#include "params/unary_ops.def"
+    return VKG_UNARY_COPY;
+}
+
+/* 1 for an activation the compiler fuses into the epilogue of the matmul before it. */
+static inline int vkg_activation_fuses(vkg_op op) {
+#define VKG_ACTIVATION(NAME, name, code, epilogue) \
+    if (op == VKG_OP_##NAME) return epilogue;
+#include "params/unary_ops.def"
+    return 0;
 }
 
 /* The element type node t's storage holds in the plan: its own, except that 16-bit constants are
@@ -98,8 +102,9 @@ vkg_sym_step *vkg_compile_new_step(vkg_compiler *c, vkg_kernel k, vkg_tensor nod
 #define VKG_MAX_SPLIT_STEPS 65536
 /* VKG_OK, or VKG_ERR_UNSUPPORTED naming node t and its parts when parts > VKG_MAX_SPLIT_STEPS. */
 vkg_status vkg_compile_check_split(vkg_compiler *c, vkg_tensor t, const char *what, int64_t parts);
-/* Binds view v to a slot and writes its offset into params word offset_word. */
-void vkg_compile_bind(vkg_sym_step *s, int slot, const vkg_view *v, int offset_word, int writes);
+/* Binds view v to a slot and writes its offset into params word offset_word; whether the step
+ * writes it is the family's (graph/kernels.def). */
+void vkg_compile_bind(vkg_sym_step *s, int slot, const vkg_view *v, int offset_word);
 /* The element range [lo, hi) a view touches. */
 void vkg_view_span(const vkg_view *v, int64_t *lo, int64_t *hi);
 /* The root of a node's storage after in-place aliasing. */

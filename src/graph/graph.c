@@ -6,16 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const op_names[VKG_OP_COUNT] = {
-    [VKG_OP_INPUT] = "input",         [VKG_OP_CONSTANT] = "constant", [VKG_OP_STATE] = "state",
-    [VKG_OP_INDEX] = "index",         [VKG_OP_MATMUL] = "matmul",     [VKG_OP_ADD] = "add",
-    [VKG_OP_MUL] = "mul",             [VKG_OP_SCALE] = "scale",       [VKG_OP_SOFTMAX] = "softmax",
-    [VKG_OP_MASK_CAUSAL] = "mask_causal", [VKG_OP_MASK] = "mask",     [VKG_OP_LAYERNORM] = "layernorm",
-    [VKG_OP_GELU] = "gelu",           [VKG_OP_RELU] = "relu",         [VKG_OP_GELU_ERF] = "gelu_erf",
-    [VKG_OP_QUICK_GELU] = "quick_gelu", [VKG_OP_SILU] = "silu",       [VKG_OP_EMBEDDING] = "embedding",
-    [VKG_OP_RESHAPE] = "reshape",     [VKG_OP_PERMUTE] = "permute",   [VKG_OP_SLICE] = "slice",
-    [VKG_OP_CONCAT] = "concat",       [VKG_OP_COPY] = "copy",         [VKG_OP_WRITE_AT] = "write_at",
+static const char *const op_names[] = {
+#define VKG_OP(NAME, name) [VKG_OP_##NAME] = #name,
+#include "graph/ops.def"
+#define VKG_ACTIVATION(NAME, name, code, epilogue) [VKG_OP_##NAME] = #name,
+#include "params/unary_ops.def"
 };
+_Static_assert(sizeof op_names / sizeof op_names[0] == VKG_OP_COUNT, "one name per op");
 
 const char *vkg_op_name(vkg_op op) { return (op >= 0 && op < VKG_OP_COUNT) ? op_names[op] : "?"; }
 

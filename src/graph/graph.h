@@ -5,31 +5,12 @@
 
 #include "vkgraph.h"
 
+/* The ops: graph/ops.def's rows, then the activations of params/unary_ops.def. */
 typedef enum vkg_op {
-    VKG_OP_INPUT = 0,
-    VKG_OP_CONSTANT,
-    VKG_OP_STATE,
-    VKG_OP_INDEX,
-    VKG_OP_MATMUL,
-    VKG_OP_ADD,
-    VKG_OP_MUL,
-    VKG_OP_SCALE,
-    VKG_OP_SOFTMAX,
-    VKG_OP_MASK_CAUSAL,
-    VKG_OP_MASK,
-    VKG_OP_LAYERNORM,
-    VKG_OP_GELU,
-    VKG_OP_RELU,
-    VKG_OP_GELU_ERF,
-    VKG_OP_QUICK_GELU,
-    VKG_OP_SILU,
-    VKG_OP_EMBEDDING,
-    VKG_OP_RESHAPE,
-    VKG_OP_PERMUTE,
-    VKG_OP_SLICE,
-    VKG_OP_CONCAT,
-    VKG_OP_COPY,
-    VKG_OP_WRITE_AT,
+#define VKG_OP(NAME, name) VKG_OP_##NAME,
+#include "graph/ops.def"
+#define VKG_ACTIVATION(NAME, name, code, epilogue) VKG_OP_##NAME,
+#include "params/unary_ops.def"
     VKG_OP_COUNT
 } vkg_op;
 

@@ -206,12 +206,12 @@ void vkg_view_span(const vkg_view *v, int64_t *lo, int64_t *hi) {
     *hi = last + 1;
 }
 
-void vkg_compile_bind(vkg_sym_step *s, int slot, const vkg_view *v, int offset_word, int writes) {
+void vkg_compile_bind(vkg_sym_step *s, int slot, const vkg_view *v, int offset_word) {
     vkg_sym_binding *b = &s->sym[slot];
     b->storage = v->base;
     vkg_view_span(v, &b->lo, &b->hi);
     b->offset_word = offset_word;
-    b->writes = writes;
+    b->writes = vkg_kernel_binding_writes(s->step.kernel, slot);
     if (offset_word >= 0) s->step.params.words[offset_word] = (uint32_t)v->offset;
 }
 
@@ -259,8 +259,8 @@ static vkg_status emit_unary(vkg_compiler *c, vkg_tensor node, const char *label
     strides4(in, shape4, p->in_strides);
     strides4(out, shape4, p->out_strides);
     vkg_view bin = broadcast_view(in, shape4);
-    vkg_compile_bind(s, 0, &bin, WORD(vkg_unary_params, in_offset), 0);
-    vkg_compile_bind(s, 1, out, WORD(vkg_unary_params, out_offset), 1);
+    vkg_compile_bind(s, 0, &bin, WORD(vkg_unary_params, in_offset));
+    vkg_compile_bind(s, 1, out, WORD(vkg_unary_params, out_offset));
     return VKG_OK;
 }
 
@@ -279,9 +279,9 @@ static vkg_status lower_elementwise(vkg_compiler *c, vkg_tensor t) {
         strides4(&c->view[n->src[0]], shape4, p->a_strides);
         strides4(&c->view[n->src[1]], shape4, p->b_strides);
         vkg_view a = broadcast_view(&c->view[n->src[0]], shape4), b = broadcast_view(&c->view[n->src[1]], shape4);
-        vkg_compile_bind(s, 0, &a, WORD(vkg_binary_params, a_offset), 0);
-        vkg_compile_bind(s, 1, &b, WORD(vkg_binary_params, b_offset), 0);
-        vkg_compile_bind(s, 2, out, WORD(vkg_binary_params, out_offset), 1);
+        vkg_compile_bind(s, 0, &a, WORD(vkg_binary_params, a_offset));
+        vkg_compile_bind(s, 1, &b, WORD(vkg_binary_params, b_offset));
+        vkg_compile_bind(s, 2, out, WORD(vkg_binary_params, out_offset));
         return VKG_OK;
     }
     uint32_t op = n->op == VKG_OP_SCALE ? VKG_UNARY_SCALE : n->op == VKG_OP_MASK_CAUSAL ? VKG_UNARY_CAUSAL
@@ -319,8 +319,8 @@ static vkg_status lower_softmax(vkg_compiler *c, vkg_tensor t) {
     p->scale = sc != VKG_NONE ? c->g->nodes[sc].attr.scale.s : 1.0f;
     p->mask_kind = VKG_SOFTMAX_MASK_NONE;
     p->dyn_index = VKG_NO_INDEX;
-    vkg_compile_bind(s, 0, &c->view[x], WORD(vkg_softmax_params, in_offset), 0);
-    vkg_compile_bind(s, 1, &c->view[t], WORD(vkg_softmax_params, out_offset), 1);
+    vkg_compile_bind(s, 0, &c->view[x], WORD(vkg_softmax_params, in_offset));
+    vkg_compile_bind(s, 1, &c->view[t], WORD(vkg_softmax_params, out_offset));
     if (mk != VKG_NONE) {
         const vkg_node *m = &c->g->nodes[mk];
         if (m->op == VKG_OP_MASK_CAUSAL) {
@@ -334,7 +334,7 @@ static vkg_status lower_softmax(vkg_compiler *c, vkg_tensor t) {
             p->mask_kind = m->attr.mask.kind == VKG_MASK_BOOL ? VKG_SOFTMAX_MASK_BOOL : VKG_SOFTMAX_MASK_ADDITIVE;
             strides4(&c->view[m->src[1]], shape4, p->mask_strides);
             vkg_view mv = broadcast_view(&c->view[m->src[1]], shape4);
-            vkg_compile_bind(s, 2, &mv, WORD(vkg_softmax_params, mask_offset), 0);
+            vkg_compile_bind(s, 2, &mv, WORD(vkg_softmax_params, mask_offset));
         }
     }
     return VKG_OK;
@@ -350,15 +350,15 @@ static vkg_status lower_layernorm(vkg_compiler *c, vkg_tensor t) {
      * than any binding, which vkg_compile_place refuses, so the step never runs. */
     p->rows = p->cols ? (uint32_t)(vkg_shape_numel(n->ndim, n->shape) / p->cols) : 0;
     p->eps = n->attr.layernorm.eps;
-    vkg_compile_bind(s, 0, &c->view[n->src[0]], WORD(vkg_layernorm_params, in_offset), 0);
-    vkg_compile_bind(s, 1, &c->view[t], WORD(vkg_layernorm_params, out_offset), 1);
+    vkg_compile_bind(s, 0, &c->view[n->src[0]], WORD(vkg_layernorm_params, in_offset));
+    vkg_compile_bind(s, 1, &c->view[t], WORD(vkg_layernorm_params, out_offset));
     if (n->src[1] != VKG_NONE) {
         p->flags |= VKG_LAYERNORM_GAMMA;
-        vkg_compile_bind(s, 2, &c->view[n->src[1]], WORD(vkg_layernorm_params, gamma_offset), 0);
+        vkg_compile_bind(s, 2, &c->view[n->src[1]], WORD(vkg_layernorm_params, gamma_offset));
     }
     if (n->src[2] != VKG_NONE) {
         p->flags |= VKG_LAYERNORM_BETA;
-        vkg_compile_bind(s, 3, &c->view[n->src[2]], WORD(vkg_layernorm_params, beta_offset), 0);
+        vkg_compile_bind(s, 3, &c->view[n->src[2]], WORD(vkg_layernorm_params, beta_offset));
     }
     return VKG_OK;
 }
@@ -395,9 +395,9 @@ static vkg_status lower_embedding(vkg_compiler *c, vkg_tensor t) {
         vkg_view part = *table;
         part.shape[0] = rc;
         part.offset += r0 * C;
-        vkg_compile_bind(s, 0, &c->view[n->src[1]], WORD(vkg_embedding_params, ids_offset), 0);
-        vkg_compile_bind(s, 1, &part, WORD(vkg_embedding_params, table_offset), 0);
-        vkg_compile_bind(s, 2, &c->view[t], WORD(vkg_embedding_params, out_offset), 1);
+        vkg_compile_bind(s, 0, &c->view[n->src[1]], WORD(vkg_embedding_params, ids_offset));
+        vkg_compile_bind(s, 1, &part, WORD(vkg_embedding_params, table_offset));
+        vkg_compile_bind(s, 2, &c->view[t], WORD(vkg_embedding_params, out_offset));
     }
     return VKG_OK;
 }
@@ -477,9 +477,13 @@ vkg_status vkg_compile_lower(vkg_compiler *c) {
         case VKG_OP_MATMUL:
             st = c->fused_softmax[i] != VKG_NONE ? vkg_compile_lower_attention(c, i) : vkg_compile_lower_matmul(c, i);
             break;
-        default:
+        /* element-wise, or the last node of a matmul group (its epilogue's add or activation) */
+        case VKG_OP_ADD: case VKG_OP_MUL: case VKG_OP_MASK: case VKG_OP_SCALE: case VKG_OP_MASK_CAUSAL: case VKG_OP_COPY:
+#define VKG_ACTIVATION(NAME, name, code, epilogue) case VKG_OP_##NAME:
+#include "params/unary_ops.def"
             st = c->fused_input[i] != VKG_NONE ? vkg_compile_lower_matmul(c, i) : lower_elementwise(c, i);
             break;
+        case VKG_OP_COUNT: break;
         }
     }
     return st;

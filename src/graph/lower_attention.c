@@ -39,10 +39,10 @@ vkg_status vkg_compile_lower_attention(vkg_compiler *c, vkg_tensor pv) {
     p->scale = sc != VKG_NONE ? g->nodes[sc].attr.scale.s : 1.0f;
     p->mask_kind = VKG_ATTENTION_MASK_NONE;
     p->dyn_index = VKG_NO_INDEX;
-    vkg_compile_bind(s, 0, q, WORD(q_offset), 0);
-    vkg_compile_bind(s, 1, k, WORD(k_offset), 0);
-    vkg_compile_bind(s, 2, v, WORD(v_offset), 0);
-    vkg_compile_bind(s, 3, o, WORD(o_offset), 1);
+    vkg_compile_bind(s, 0, q, WORD(q_offset));
+    vkg_compile_bind(s, 1, k, WORD(k_offset));
+    vkg_compile_bind(s, 2, v, WORD(v_offset));
+    vkg_compile_bind(s, 3, o, WORD(o_offset));
     if (mk != VKG_NONE) {
         const vkg_node *m = &g->nodes[mk];
         p->mask_kind = VKG_ATTENTION_MASK_CAUSAL;

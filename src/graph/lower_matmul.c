@@ -75,18 +75,18 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int
     vkg_compile_batch_strides(&G->c, out, &p->c_stride_b0, &p->c_stride_b1);
     vkg_view a = block(G->a, m0, mn, 0, G->K), b = block(G->b, 0, G->K, n0, nn), cc = block(G->c, m0, mn, n0, nn);
     /* Each binding spans its view as shaped: a broadcast batch (size 1 in the operand) spans one. */
-    vkg_compile_bind(s, 0, &a, WORD(a_offset), 0);
-    vkg_compile_bind(s, 1, &b, WORD(b_offset), 0);
+    vkg_compile_bind(s, 0, &a, WORD(a_offset));
+    vkg_compile_bind(s, 1, &b, WORD(b_offset));
     const vkg_dtype b_dtype = vkg_compile_dtype(c, G->b.base); /* B's offset and strides count its elements */
     if (b_dtype == VKG_F16) p->flags |= VKG_MATMUL_B_F16;
     if (b_dtype == VKG_BF16) p->flags |= VKG_MATMUL_B_BF16;
-    vkg_compile_bind(s, 2, &cc, WORD(c_offset), 1);
+    vkg_compile_bind(s, 2, &cc, WORD(c_offset));
     if (G->bias != VKG_NONE) {
         p->flags |= VKG_MATMUL_BIAS;
         vkg_view z = G->z;
         z.offset += n0;
         z.shape[0] = nn;
-        vkg_compile_bind(s, 3, &z, WORD(bias_offset), 0);
+        vkg_compile_bind(s, 3, &z, WORD(bias_offset));
     }
     p->activation = G->activation != VKG_NONE ? vkg_activation_code(c->g->nodes[G->activation].op) : VKG_UNARY_COPY;
     if (G->residual != VKG_NONE) {
@@ -94,7 +94,7 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int
         vkg_view r = block(G->r, m0, mn, n0, nn);
         p->r_stride_m = (uint32_t)G->r.strides[G->r.ndim - 2];
         vkg_compile_batch_strides(&G->r, out, &p->r_stride_b0, &p->r_stride_b1);
-        vkg_compile_bind(s, 4, &r, WORD(r_offset), 0);
+        vkg_compile_bind(s, 4, &r, WORD(r_offset));
     }
     return VKG_OK;
 }

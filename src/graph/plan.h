@@ -6,27 +6,31 @@
 
 #include "vkgraph.h"
 #include "graph/graph.h"
-#include "params/attention.h"
-#include "params/binary.h"
-#include "params/embedding.h"
-#include "params/layernorm.h"
-#include "params/matmul.h"
-#include "params/softmax.h"
-#include "params/unary.h"
+#include "graph/kernels.def" /* at file scope: the families' parameter blocks, no rows */
 
+/* The kernel families, one per row of graph/kernels.def. */
 typedef enum vkg_kernel {
-    VKG_KERNEL_MATMUL = 0,
-    VKG_KERNEL_BINARY,
-    VKG_KERNEL_UNARY,
-    VKG_KERNEL_SOFTMAX,
-    VKG_KERNEL_LAYERNORM,
-    VKG_KERNEL_EMBEDDING,
-    VKG_KERNEL_ATTENTION,  /* scores, mask, softmax and times V in one step (no [T, S] matrix) */
+#define VKG_KERNEL(ENUM, name, n_bindings, units, cost, ...) VKG_KERNEL_##ENUM,
+#include "graph/kernels.def"
     VKG_KERNEL_COUNT
 } vkg_kernel;
 
+/* What a binding slot of a family holds (graph/kernels.def's VKG_BIND). */
+typedef enum vkg_binding_elem {
+    VKG_ELEM_F32,
+    VKG_ELEM_I32,
+    VKG_ELEM_WEIGHT  /* f32, or 16-bit elements where the step's parameters say so */
+} vkg_binding_elem;
+
+/* Facts of graph/kernels.def (kernel_info.c).  An unknown kernel or slot gives a name of "?" ("-"
+ * for a slot past a known family's last), 0 bindings, no writes, VKG_ELEM_F32, 0 bytes. */
 const char *vkg_kernel_name(vkg_kernel k);
 int vkg_kernel_binding_count(vkg_kernel k);
+const char *vkg_kernel_binding_name(vkg_kernel k, int slot);
+int vkg_kernel_binding_writes(vkg_kernel k, int slot);
+vkg_binding_elem vkg_kernel_binding_elem(vkg_kernel k, int slot);
+/* sizeof its parameter block: what a shader of the family takes as push constants. */
+uint32_t vkg_kernel_params_bytes(vkg_kernel k);
 
 /* Where a binding's bytes live.  Region 0 is always the arena of intermediates. */
 typedef enum vkg_region_kind {
@@ -62,16 +66,15 @@ typedef struct vkg_binding {
     int writes;
 } vkg_binding;
 
+/* Each family's parameter block as the member of its name; push constants are at most 128 bytes. */
 typedef union vkg_params {
-    vkg_matmul_params matmul;
-    vkg_binary_params binary;
-    vkg_unary_params unary;
-    vkg_softmax_params softmax;
-    vkg_layernorm_params layernorm;
-    vkg_embedding_params embedding;
-    vkg_attention_params attention;
+#define VKG_KERNEL(ENUM, name, n_bindings, units, cost, ...) vkg_##name##_params name;
+#include "graph/kernels.def"
     uint32_t words[32];
 } vkg_params;
+#define VKG_KERNEL(ENUM, name, n_bindings, units, cost, ...) \
+    _Static_assert(sizeof(vkg_##name##_params) <= sizeof(uint32_t[32]), #name " parameters exceed 128 bytes");
+#include "graph/kernels.def"
 
 typedef struct vkg_step {
     vkg_kernel kernel;

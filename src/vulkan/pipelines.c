@@ -18,38 +18,23 @@ struct vkg_vk_pipelines {
 
 static const struct {
     const char *file;
-    uint32_t bindings;
+    vkg_kernel kernel;
     uint32_t texel_mask;
     int texel_vec4;
-    uint32_t push_bytes;
     vkg_vk_shader b16;              /* the variant for 16-bit B (itself for those variants)   */
-} shader_info[VKG_SH_COUNT] = {
-    [VKG_SH_MATMUL_TEXEL] = {"matmul_texel", 5, 0x3, 0, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TEXEL_B16},
-    [VKG_SH_MATMUL_TEXEL4] = {"matmul_texel4", 5, 0x3, 1, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TEXEL4_B16},
-    [VKG_SH_MATMUL_TEXEL4T] = {"matmul_texel4t", 5, 0x3, 1, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TEXEL4T_B16},
-    [VKG_SH_MATMUL_TILED] = {"matmul_tiled", 5, 0x0, 0, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TILED_B16},
-    [VKG_SH_MATVEC] = {"matvec", 5, 0x0, 0, sizeof(vkg_matmul_params), VKG_SH_MATVEC_B16},
-    [VKG_SH_MATMUL_TEXEL_B16] = {"matmul_texel_b16", 5, 0x3, 0, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TEXEL_B16},
-    [VKG_SH_MATMUL_TEXEL4_B16] = {"matmul_texel4_b16", 5, 0x3, 1, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TEXEL4_B16},
-    [VKG_SH_MATMUL_TEXEL4T_B16] = {"matmul_texel4t_b16", 5, 0x3, 1, sizeof(vkg_matmul_params),
-                                   VKG_SH_MATMUL_TEXEL4T_B16},
-    [VKG_SH_MATMUL_TILED_B16] = {"matmul_tiled_b16", 5, 0x0, 0, sizeof(vkg_matmul_params), VKG_SH_MATMUL_TILED_B16},
-    [VKG_SH_MATVEC_B16] = {"matvec_b16", 5, 0x0, 0, sizeof(vkg_matmul_params), VKG_SH_MATVEC_B16},
-    [VKG_SH_BINARY] = {"binary", 3, 0x0, 0, sizeof(vkg_binary_params), VKG_SH_COUNT},
-    [VKG_SH_UNARY] = {"unary", 3, 0x0, 0, sizeof(vkg_unary_params), VKG_SH_COUNT},
-    [VKG_SH_SOFTMAX] = {"softmax", 4, 0x0, 0, sizeof(vkg_softmax_params), VKG_SH_COUNT},
-    [VKG_SH_LAYERNORM] = {"layernorm", 4, 0x0, 0, sizeof(vkg_layernorm_params), VKG_SH_COUNT},
-    [VKG_SH_EMBEDDING] = {"embedding", 3, 0x0, 0, sizeof(vkg_embedding_params), VKG_SH_EMBEDDING_B16},
-    [VKG_SH_EMBEDDING_B16] = {"embedding_b16", 3, 0x0, 0, sizeof(vkg_embedding_params), VKG_SH_EMBEDDING_B16},
-    [VKG_SH_ATTENTION] = {"attention", 5, 0x7, 0, sizeof(vkg_attention_params), VKG_SH_COUNT},
-    [VKG_SH_ATTENTION4] = {"attention4", 5, 0x7, 1, sizeof(vkg_attention_params), VKG_SH_COUNT},
+} shader_info[] = {
+#define VKG_SHADER(SHADER, file, ENUM, texel_mask, texel_vec4, b16) \
+    [VKG_SH_##SHADER] = {#file, VKG_KERNEL_##ENUM, texel_mask, texel_vec4, VKG_SH_##b16},
+#include "graph/kernels.def"
 };
+_Static_assert(sizeof shader_info / sizeof shader_info[0] == VKG_SH_COUNT, "one entry per shader");
 
 const char *vkg_vk_shader_file(vkg_vk_shader s) { return shader_info[s].file; }
-uint32_t vkg_vk_shader_bindings(vkg_vk_shader s) { return shader_info[s].bindings; }
+vkg_kernel vkg_vk_shader_kernel(vkg_vk_shader s) { return shader_info[s].kernel; }
+uint32_t vkg_vk_shader_bindings(vkg_vk_shader s) { return (uint32_t)vkg_kernel_binding_count(shader_info[s].kernel); }
 uint32_t vkg_vk_shader_texel_mask(vkg_vk_shader s) { return shader_info[s].texel_mask; }
 int vkg_vk_shader_texel_vec4(vkg_vk_shader s) { return shader_info[s].texel_vec4; }
-uint32_t vkg_vk_shader_push_bytes(vkg_vk_shader s) { return shader_info[s].push_bytes; }
+uint32_t vkg_vk_shader_push_bytes(vkg_vk_shader s) { return vkg_kernel_params_bytes(shader_info[s].kernel); }
 vkg_vk_shader vkg_vk_shader_b16_variant(vkg_vk_shader s) { return shader_info[s].b16; }
 int vkg_vk_shader_b16(vkg_vk_shader s) { return shader_info[s].b16 == s; }
 
@@ -210,7 +195,7 @@ static vkg_status get_module(vkg_vk_context *c, vkg_vk_shader s, VkShaderModule 
 
 static vkg_status make_layouts(vkg_vk_context *c, vkg_vk_pipeline *p, vkg_error *err) {
     VkDescriptorSetLayoutBinding b[VKG_MAX_BINDINGS];
-    uint32_t n = shader_info[p->shader].bindings;
+    uint32_t n = vkg_vk_shader_bindings(p->shader);
     for (uint32_t i = 0; i < n; i++)
         b[i] = (VkDescriptorSetLayoutBinding){
             .binding = i,
@@ -229,7 +214,7 @@ static vkg_status make_layouts(vkg_vk_context *c, vkg_vk_pipeline *p, vkg_error 
     VkPushConstantRange range = {
         .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
         .offset = 0,
-        .size = shader_info[p->shader].push_bytes,
+        .size = vkg_vk_shader_push_bytes(p->shader),
     };
     VkPipelineLayoutCreateInfo lci = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,

@@ -14,29 +14,11 @@ typedef struct vkg_spirv {
 } vkg_spirv;
 extern const vkg_spirv vkg_spirv_table[];
 
-/* The shaders, one per way of running a kernel family. */
+/* The shaders, one per way of running a kernel family: graph/kernels.def's VKG_SHADER rows, where
+ * each says what it does. */
 typedef enum vkg_vk_shader {
-    VKG_SH_MATMUL_TEXEL = 0,   /* register blocks, texel buffers of floats, any strides          */
-    VKG_SH_MATMUL_TEXEL4,      /* register blocks, vec4 texel fetches, A along k, B along n       */
-    VKG_SH_MATMUL_TEXEL4T,     /* register blocks, vec4 texel fetches, A and B along k            */
-    VKG_SH_MATMUL_TILED,       /* shared-memory tiles + register blocks, storage buffers (GPUs)  */
-    VKG_SH_MATVEC,             /* M == 1, storage buffers, split-K reduction in shared memory    */
-    /* The same five with B of 16-bit elements (f16 or bf16, specialization constant 5: 1 for
-     * bf16), widened as read: texel buffers of R16_UINT / R16G16B16A16_UINT, storage buffers of
-     * uint16_t (storageBuffer16BitAccess). */
-    VKG_SH_MATMUL_TEXEL_B16,
-    VKG_SH_MATMUL_TEXEL4_B16,
-    VKG_SH_MATMUL_TEXEL4T_B16,
-    VKG_SH_MATMUL_TILED_B16,
-    VKG_SH_MATVEC_B16,
-    VKG_SH_BINARY,
-    VKG_SH_UNARY,
-    VKG_SH_SOFTMAX,
-    VKG_SH_LAYERNORM,
-    VKG_SH_EMBEDDING,
-    VKG_SH_EMBEDDING_B16,      /* a table of 16-bit elements (specialization constant 5 as above) */
-    VKG_SH_ATTENTION,          /* fused attention, texel buffers of floats, any strides          */
-    VKG_SH_ATTENTION4,         /* fused attention, vec4 texel fetches along rows                 */
+#define VKG_SHADER(SHADER, file, ENUM, texel_mask, texel_vec4, b16) VKG_SH_##SHADER,
+#include "graph/kernels.def"
     VKG_SH_COUNT
 } vkg_vk_shader;
 
@@ -52,6 +34,8 @@ typedef struct vkg_vk_pipeline {
 } vkg_vk_pipeline;
 
 const char *vkg_vk_shader_file(vkg_vk_shader s);
+/* The kernel family it runs; its bindings and push constants are the family's. */
+vkg_kernel vkg_vk_shader_kernel(vkg_vk_shader s);
 uint32_t vkg_vk_shader_bindings(vkg_vk_shader s);
 /* Bit i set: binding i is a uniform texel buffer (else a storage buffer). */
 uint32_t vkg_vk_shader_texel_mask(vkg_vk_shader s);

@@ -136,21 +136,16 @@ static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_sh
  * The loops over a register block inside the walk have constant bounds and are unrolled. */
 static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, const uint32_t spec[]) {
     uint64_t K = m->K, store = (uint64_t)spec[2] * (spec[3] + 1) + 1;
-    switch (sh) {
-    case VKG_SH_MATMUL_TEXEL4:
-    case VKG_SH_MATMUL_TEXEL4T: return div_up(K, 4) + 1 + store;
-    case VKG_SH_MATMUL_TEXEL: return K + 1 + store;
-    case VKG_SH_MATVEC: {
+    if (sh == VKG_SH_MATMUL_TEXEL4 || sh == VKG_SH_MATMUL_TEXEL4T) return div_up(K, 4) + 1 + store;
+    if (sh == VKG_SH_MATMUL_TEXEL) return K + 1 + store;
+    if (sh == VKG_SH_MATVEC) {
         uint64_t split = spec[0] / spec[1];
         return div_up(K, split) + split + 2;
     }
-    case VKG_SH_MATMUL_TILED: {
-        uint64_t threads = (uint64_t)spec[0] * spec[1], bm = (uint64_t)spec[1] * spec[2], bn = (uint64_t)spec[0] * spec[3];
-        uint64_t bk = spec[4];
-        return div_up(K, bk) * (div_up(bm * bk, threads) + div_up(bk * bn, threads) + 3) + store;
-    }
-    default: return 0;
-    }
+    /* VKG_SH_MATMUL_TILED, the one other shader choose_matmul picks */
+    uint64_t threads = (uint64_t)spec[0] * spec[1], bm = (uint64_t)spec[1] * spec[2], bn = (uint64_t)spec[0] * spec[3];
+    uint64_t bk = spec[4];
+    return div_up(K, bk) * (div_up(bm * bk, threads) + div_up(bk * bn, threads) + 3) + store;
 }
 
 /* Whether attention's q, k and v can be read as vec4 texels: unit stride along their rows, whole
@@ -185,88 +180,117 @@ static void widen_16bit(vkg_vk_shader *sh, uint32_t spec[], uint32_t *n_spec, in
  * buffer, else 0 (a storage buffer). */
 static int texel_view(vkg_vk_shader sh, uint32_t b, VkFormat *format, uint64_t *bytes) {
     if (!((vkg_vk_shader_texel_mask(sh) >> b) & 1)) return 0;
-    int vec4 = vkg_vk_shader_texel_vec4(sh), b16 = b == 1 && vkg_vk_shader_b16(sh);
+    int vec4 = vkg_vk_shader_texel_vec4(sh);
+    int b16 = vkg_vk_shader_b16(sh) && vkg_kernel_binding_elem(vkg_vk_shader_kernel(sh), (int)b) == VKG_ELEM_WEIGHT;
     *format = b16 ? (vec4 ? VK_FORMAT_R16G16B16A16_UINT : VK_FORMAT_R16_UINT)
                   : (vec4 ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R32_SFLOAT);
     *bytes = (uint64_t)(vec4 ? 4 : 1) * (b16 ? 2 : 4);
     return 1;
 }
 
+/* Per family (graph/kernels.def): <name>_shader picks the step's shader, sets its specialization
+ * constants spec[0..*n_spec) (on entry spec[0] is the element-wise workgroup width, *n_spec 1) and
+ * its workgroup count g, or says why the device cannot run the step. */
+
+static vkg_status matmul_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                                uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
+    const vkg_matmul_params *m = &st->params.matmul;
+    choose_matmul(c, st, sh, spec, n_spec, g);
+    uint64_t iters = matmul_iterations(*sh, m, spec);
+    if (iters > LOOP_BUDGET)
+        return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
+                             "%s: matmul %ux%ux%u needs %llu shader loop iterations per invocation, more "
+                             "than %s runs reliably (%u)", st->label, m->M, m->N, m->K,
+                             (unsigned long long)iters, c->props.deviceName, LOOP_BUDGET);
+    uint64_t batch = (uint64_t)m->batch0 * m->batch1;
+    const uint32_t *max = c->props.limits.maxComputeWorkGroupCount;
+    if (batch > max[2] || g[0] > max[0] || g[1] > max[1])
+        return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
+                             "matmul %ux%ux%u with batch %llu needs %u x %u x %u workgroups; %s allows %u x %u x %u",
+                             m->M, m->N, m->K, (unsigned long long)batch, g[0], g[1], g[2],
+                             c->props.deviceName, max[0], max[1], max[2]);
+    if (m->N == 0 || m->M == 0) g[0] = 0;
+    if (b_16bit(m)) widen_16bit(sh, spec, n_spec, (m->flags & VKG_MATMUL_B_BF16) != 0);
+    return VKG_OK;
+}
+
+/* n elements, one per invocation of workgroups of the element-wise width. */
+static vkg_status elementwise_groups(const vkg_vk_context *c, const vkg_step *st, uint64_t n, uint32_t g[3],
+                                     vkg_error *err) {
+    return linear_groups(c, st, div_up(n, c->tuning.elementwise_wg), n, 1, g, err);
+}
+
+static uint64_t numel4(const uint32_t s[4]) { return (uint64_t)s[0] * s[1] * s[2] * s[3]; }
+
+static vkg_status binary_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                                uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
+    (void)spec, (void)n_spec;
+    *sh = VKG_SH_BINARY;
+    return elementwise_groups(c, st, numel4(st->params.binary.shape), g, err);
+}
+
+static vkg_status unary_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                               uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
+    (void)spec, (void)n_spec;
+    *sh = VKG_SH_UNARY;
+    return elementwise_groups(c, st, numel4(st->params.unary.shape), g, err);
+}
+
+/* One row of `cols` per workgroup of the row width (widened for very wide rows). */
+static vkg_status row_groups(const vkg_vk_context *c, const vkg_step *st, uint32_t rows, uint32_t cols,
+                             uint32_t spec[], uint32_t g[3], vkg_error *err) {
+    spec[0] = row_workgroup(c, cols);
+    return linear_groups(c, st, rows, (uint64_t)rows * cols, row_iterations(c, cols, spec[0]), g, err);
+}
+
+static vkg_status softmax_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                                 uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
+    (void)n_spec;
+    *sh = VKG_SH_SOFTMAX;
+    return row_groups(c, st, st->params.softmax.rows, st->params.softmax.cols, spec, g, err);
+}
+
+static vkg_status layernorm_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                                   uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
+    (void)n_spec;
+    *sh = VKG_SH_LAYERNORM;
+    return row_groups(c, st, st->params.layernorm.rows, st->params.layernorm.cols, spec, g, err);
+}
+
+static vkg_status embedding_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                                   uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
+    const vkg_embedding_params *e = &st->params.embedding;
+    *sh = VKG_SH_EMBEDDING;
+    if (e->flags) widen_16bit(sh, spec, n_spec, (e->flags & VKG_EMBEDDING_TABLE_BF16) != 0);
+    return elementwise_groups(c, st, (uint64_t)e->n_ids * e->dim, g, err);
+}
+
+static vkg_status attention_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                                   uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
+    const vkg_attention_params *a = &st->params.attention;
+    if (!texel_fits(c, &st->bind[0], 4) || !texel_fits(c, &st->bind[1], 4) || !texel_fits(c, &st->bind[2], 4))
+        return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: q, k or v spans more than a texel buffer of %s holds",
+                             st->label, c->props.deviceName);
+    *sh = attention_vec4(c, st) ? VKG_SH_ATTENTION4 : VKG_SH_ATTENTION;
+    spec[0] = c->tuning.row_wg, spec[1] = div_up(a->D, 4), spec[2] = div_up(a->Dv, 4), *n_spec = 3;
+    if (spec[1] == 0) spec[1] = 1;
+    if (spec[2] == 0) spec[2] = 1;
+    /* one unit: a workgroup's tile of consecutive query rows of one batch entry */
+    uint64_t batch = (uint64_t)a->batch0 * a->batch1, rows = batch * a->T, units = batch * div_up(a->T, spec[0]);
+    return linear_groups(c, st, units, rows * a->S * (a->D + a->Dv), attention_iterations(a), g, err);
+}
+
 vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                               uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
-    const vkg_vk_tuning *t = &c->tuning;
-    spec[0] = t->elementwise_wg;
+    spec[0] = c->tuning.elementwise_wg;
     *n_spec = 1;
     switch (st->kernel) {
-    case VKG_KERNEL_MATMUL: {
-        const vkg_matmul_params *m = &st->params.matmul;
-        choose_matmul(c, st, sh, spec, n_spec, g);
-        uint64_t iters = matmul_iterations(*sh, m, spec);
-        if (iters > LOOP_BUDGET)
-            return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
-                                 "%s: matmul %ux%ux%u needs %llu shader loop iterations per invocation, more "
-                                 "than %s runs reliably (%u)", st->label, m->M, m->N, m->K,
-                                 (unsigned long long)iters, c->props.deviceName, LOOP_BUDGET);
-        uint64_t batch = (uint64_t)m->batch0 * m->batch1;
-        const uint32_t *max = c->props.limits.maxComputeWorkGroupCount;
-        if (batch > max[2] || g[0] > max[0] || g[1] > max[1])
-            return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
-                                 "matmul %ux%ux%u with batch %llu needs %u x %u x %u workgroups; %s allows %u x %u x %u",
-                                 m->M, m->N, m->K, (unsigned long long)batch, g[0], g[1], g[2],
-                                 c->props.deviceName, max[0], max[1], max[2]);
-        if (m->N == 0 || m->M == 0) g[0] = 0;
-        if (b_16bit(m)) widen_16bit(sh, spec, n_spec, (m->flags & VKG_MATMUL_B_BF16) != 0);
-        return VKG_OK;
+#define VKG_KERNEL(ENUM, name, n_bindings, units, cost, ...) \
+    case VKG_KERNEL_##ENUM: return name##_shader(c, st, sh, spec, n_spec, g, err);
+#include "graph/kernels.def"
+    case VKG_KERNEL_COUNT: break;
     }
-    case VKG_KERNEL_BINARY: {
-        const uint32_t *s = st->params.binary.shape;
-        uint64_t n = (uint64_t)s[0] * s[1] * s[2] * s[3];
-        *sh = VKG_SH_BINARY;
-        return linear_groups(c, st, div_up(n, t->elementwise_wg), n, 1, g, err);
-    }
-    case VKG_KERNEL_UNARY: {
-        const uint32_t *s = st->params.unary.shape;
-        uint64_t n = (uint64_t)s[0] * s[1] * s[2] * s[3];
-        *sh = VKG_SH_UNARY;
-        return linear_groups(c, st, div_up(n, t->elementwise_wg), n, 1, g, err);
-    }
-    case VKG_KERNEL_SOFTMAX: {
-        const vkg_softmax_params *sm = &st->params.softmax;
-        *sh = VKG_SH_SOFTMAX;
-        spec[0] = row_workgroup(c, sm->cols);
-        return linear_groups(c, st, sm->rows, (uint64_t)sm->rows * sm->cols, row_iterations(c, sm->cols, spec[0]), g,
-                             err);
-    }
-    case VKG_KERNEL_LAYERNORM: {
-        const vkg_layernorm_params *ln = &st->params.layernorm;
-        *sh = VKG_SH_LAYERNORM;
-        spec[0] = row_workgroup(c, ln->cols);
-        return linear_groups(c, st, ln->rows, (uint64_t)ln->rows * ln->cols, row_iterations(c, ln->cols, spec[0]), g,
-                             err);
-    }
-    case VKG_KERNEL_EMBEDDING: {
-        const vkg_embedding_params *e = &st->params.embedding;
-        *sh = VKG_SH_EMBEDDING;
-        if (e->flags) widen_16bit(sh, spec, n_spec, (e->flags & VKG_EMBEDDING_TABLE_BF16) != 0);
-        uint64_t n = (uint64_t)e->n_ids * e->dim;
-        return linear_groups(c, st, div_up(n, t->elementwise_wg), n, 1, g, err);
-    }
-    case VKG_KERNEL_ATTENTION: {
-        const vkg_attention_params *a = &st->params.attention;
-        if (!texel_fits(c, &st->bind[0], 4) || !texel_fits(c, &st->bind[1], 4) || !texel_fits(c, &st->bind[2], 4))
-            return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: q, k or v spans more than a texel buffer of %s holds",
-                                 st->label, c->props.deviceName);
-        *sh = attention_vec4(c, st) ? VKG_SH_ATTENTION4 : VKG_SH_ATTENTION;
-        spec[0] = c->tuning.row_wg, spec[1] = div_up(a->D, 4), spec[2] = div_up(a->Dv, 4), *n_spec = 3;
-        if (spec[1] == 0) spec[1] = 1;
-        if (spec[2] == 0) spec[2] = 1;
-        /* one unit: a workgroup's tile of consecutive query rows of one batch entry */
-        uint64_t batch = (uint64_t)a->batch0 * a->batch1, rows = batch * a->T, units = batch * div_up(a->T, spec[0]);
-        return linear_groups(c, st, units, rows * a->S * (a->D + a->Dv), attention_iterations(a), g, err);
-    }
-    default:
-        return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "the Vulkan executor has no kernel %d", (int)st->kernel);
-    }
+    return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "the Vulkan executor has no kernel %d", (int)st->kernel);
 }
 
 /* Every binding must lie inside its region and respect the device's descriptor limits; the

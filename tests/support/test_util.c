@@ -7,6 +7,8 @@
 
 #include "vkgraph_npy.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +77,23 @@ char *test_tmpdir(const char *tag) {
     snprintf(buf, sizeof buf, "/tmp/vkg-test-%s-XXXXXX", tag);
     if (!mkdtemp(buf)) return NULL;
     return strdup(buf);
+}
+
+int test_remove_tree(const char *dir) {
+    struct stat st;
+    if (lstat(dir, &st) != 0) return -1;
+    if (!S_ISDIR(st.st_mode)) return unlink(dir) == 0 ? 0 : -1;
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int rc = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path || test_remove_tree(path) != 0)
+            rc = -1;
+    }
+    closedir(d);
+    return rmdir(dir) == 0 ? rc : -1;
 }
 
 FILE *test_capture_begin(test_capture *c) {

@@ -24,6 +24,9 @@ int test_read_ids(const char *dir_rel, int32_t *ids, int cap);
 float *test_numpy_logits(const char *model_dir, const int32_t *ids, int n, int64_t vocab);
 /* A fresh directory under /tmp (caller frees the string; removes nothing). */
 char *test_tmpdir(const char *tag);
+/* Removes dir and everything under it (symbolic links are removed, never followed); 0 on
+ * success, -1 when anything could not be removed. */
+int test_remove_tree(const char *dir);
 
 /* Text printed to a FILE, captured in memory: print to test_capture_begin()'s stream, then
  * test_capture_end() gives the text (the caller frees it). */
