@@ -86,7 +86,7 @@ vkg_status vkg_block_weights_init(vkg_block_weights *w, const vkg_block_config *
 void vkg_block_weights_free(vkg_block_weights *w);
 
 /* Adds the block's constants (named prefix.*) and ops to g; x is [B, T, C] (or [T, C]).
- * attn_probs, when non-NULL, receives the attention weights [B, H, T, T]. */
+ * attn_probs, when non-NULL, receives the attention weights [B, H, T, T] ([H, T, T] for x [T, C]). */
 vkg_tensor vkg_block_build(vkg_graph *g, vkg_tensor x, const vkg_block_config *cfg, const vkg_block_weights *w,
                            const char *prefix, vkg_tensor *attn_probs);
 

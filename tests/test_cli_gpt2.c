@@ -7,6 +7,7 @@
 #include "vkgraph_heatmap.h"
 #include "vkgraph_npy.h"
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/sampling.h"
 
 /* ---- logits ------------------------------------------------------------------------------------ */
@@ -56,7 +57,7 @@ static void greedy_ids(int32_t *seq, int np, int n) {
     assert_int_equal(vkg_device_open("cpu", &o, &cpu, &err), VKG_OK);
     float logits[512];
     for (int i = 0; i < n; i++) {
-        assert_int_equal(vkg_gpt2_forward(m, cpu, seq, np + i, 0, logits, VKG_GPT2_NO_ATTENTION, NULL, &err), VKG_OK);
+        assert_int_equal(vkg_decoder_forward(&m->decoder, cpu, seq, np + i, 0, logits, VKG_NO_ATTENTION, NULL, &err), VKG_OK);
         seq[np + i] = vkg_argmax(logits, 512);
     }
     vkg_device_free(cpu);

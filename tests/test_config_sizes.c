@@ -10,6 +10,7 @@
 #include "gpt2_cli_run.h"
 
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/gpt2_random.h"
 
 #include <inttypes.h>
@@ -80,8 +81,8 @@ static void test_deep_long_model_refused(void **state) {
     assert_int_equal(vkg_gpt2_load(deep, &m, &err), VKG_OK);
     vkg_device *cpu = NULL;
     assert_int_equal(vkg_device_open("cpu", NULL, &cpu, &err), VKG_OK);
-    vkg_gpt2_generator gen;
-    assert_int_equal(vkg_gpt2_generator_new(m, cpu, 0, &gen, &err), VKG_ERR_OUT_OF_MEMORY);
+    vkg_generator gen;
+    assert_int_equal(vkg_generator_new(&m->decoder, cpu, 0, &gen, &err), VKG_ERR_OUT_OF_MEMORY);
     if (!strstr(err.message, "256.0 GiB of states")) fail_msg("%s", err.message);
     vkg_device_free(cpu);
     vkg_gpt2_free(m);
@@ -133,8 +134,8 @@ static void test_lazy_kv_cache(void **state) {
     vkg_device *cpu = NULL;
     vkg_device_options o = {.cpu_threads = 1, .quiet = 1};
     assert_int_equal(vkg_device_open("cpu", &o, &cpu, &err), VKG_OK);
-    vkg_gpt2_generator gen;
-    vkg_status st = vkg_gpt2_generator_new(m, cpu, 0, &gen, &err);
+    vkg_generator gen;
+    vkg_status st = vkg_generator_new(&m->decoder, cpu, 0, &gen, &err);
     if (st == VKG_ERR_OUT_OF_MEMORY) { /* a machine with less than 4 GiB: refused, as it must be */
         vkg_device_free(cpu);
         vkg_gpt2_free(m);
@@ -142,11 +143,11 @@ static void test_lazy_kv_cache(void **state) {
     }
     if (st != VKG_OK) fail_msg("%s", err.message);
     const int32_t ids[3] = {1, 2, 3};
-    if (vkg_gpt2_generator_feed(&gen, ids, 3, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_generator_feed(&gen, ids, 3, &err) != VKG_OK) fail_msg("%s", err.message);
     assert_true(isfinite(gen.logits[0]));
     const uint64_t peak = peak_resident();
     if (peak > GIB) fail_msg("a 4 GiB KV cache with 3 tokens in it peaked at %.2f GiB resident", (double)peak / GIB);
-    vkg_gpt2_generator_free(&gen);
+    vkg_generator_free(&gen);
     vkg_device_free(cpu);
     vkg_gpt2_free(m);
 }

@@ -24,9 +24,9 @@ static vkg_gpt2 *load(const char *rel) {
     return m;
 }
 
-static void build(const vkg_gpt2 *m, vkg_gpt2_build_options *o, vkg_gpt2_graph *gg) {
+static void build(const vkg_gpt2 *m, vkg_forward_options *o, vkg_forward_graph *gg) {
     vkg_error err = {0};
-    if (vkg_gpt2_build(m, o, gg, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_decoder_build(&m->decoder, o, gg, &err) != VKG_OK) fail_msg("%s", err.message);
 }
 
 static vkg_plan *compile(const vkg_graph *g) {
@@ -69,7 +69,7 @@ static int top_level(const char *name) {
 
 /* Every op node is "h.<i>.<module>" for a layer i of the model or a top-level name, no two alike,
  * and vkg_tensor_layer reads the layer back. */
-static void check_gpt2_names(const vkg_gpt2_graph *gg) {
+static void check_gpt2_names(const vkg_forward_graph *gg) {
     const vkg_graph *g = gg->graph;
     int per_layer[64] = {0};
     for (int i = 0; i < g->n_nodes; i++) {
@@ -97,16 +97,16 @@ static void check_gpt2_names(const vkg_gpt2_graph *gg) {
 static void test_gpt2_names(void **state) {
     (void)state;
     vkg_gpt2 *m = load("gpt2-tiny");
-    vkg_gpt2_build_options o;
-    vkg_gpt2_graph gg;
+    vkg_forward_options o;
+    vkg_forward_graph gg;
     /* prefill with the last position's logits, prefill with all of them, decode with every
      * layer's attention and keys sliced */
     for (int variant = 0; variant < 3; variant++) {
-        vkg_gpt2_build_options_default(&o, variant == 2 ? 1 : 7);
+        vkg_forward_options_default(&o, variant == 2 ? 1 : 7);
         o.all_logits = variant == 1;
         if (variant == 2) {
             o.cache_len = 32;
-            o.attention_layer = VKG_GPT2_ALL_LAYERS;
+            o.attention_layer = VKG_ALL_LAYERS;
             o.attention_keys = 4;
         }
         build(m, &o, &gg);
@@ -129,23 +129,23 @@ static void test_gpt2_names(void **state) {
             assert_int_equal(vkg_find(g, "attention.1"), gg.attention[1]);
             assert_string_equal(vkg_tensor_name(g, gg.attention[1]), "h.1.attn.softmax.slice");
         }
-        vkg_gpt2_graph_free(&gg);
+        vkg_forward_graph_free(&gg);
     }
     vkg_gpt2_free(m);
 
     /* Without the 1/sqrt(d) scale there is no scale node; relu names its own node mlp.act. */
     m = load("gpt2-config/unscaled-attn");
-    vkg_gpt2_build_options_default(&o, 5);
+    vkg_forward_options_default(&o, 5);
     build(m, &o, &gg);
     check_gpt2_names(&gg);
     assert_int_equal(vkg_find(gg.graph, "h.0.attn.scale"), VKG_NONE);
-    vkg_gpt2_graph_free(&gg);
+    vkg_forward_graph_free(&gg);
     vkg_gpt2_free(m);
     m = load("gpt2-config/relu");
     build(m, &o, &gg);
     check_gpt2_names(&gg);
     assert_int_equal(gg.graph->nodes[vkg_find(gg.graph, "h.1.mlp.act")].op, VKG_OP_RELU);
-    vkg_gpt2_graph_free(&gg);
+    vkg_forward_graph_free(&gg);
     vkg_gpt2_free(m);
 }
 
@@ -192,10 +192,10 @@ static const char *step_line(const char *text, const char *name, char *line, siz
 static void test_plan_text_names(void **state) {
     (void)state;
     vkg_gpt2 *m = load("gpt2-tiny");
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, 1);
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, 1);
     o.cache_len = 32;
-    vkg_gpt2_graph gg;
+    vkg_forward_graph gg;
     build(m, &o, &gg);
     vkg_plan *p = compile(gg.graph);
     char *text = plan_dump(p, VKG_DUMP_TEXT, VKG_DUMP_ALL_LAYERS);
@@ -231,7 +231,7 @@ static void test_plan_text_names(void **state) {
     assert_non_null(strstr(text, "\"output\": true, \"output_name\": \"logits\""));
     free(text);
     vkg_plan_free(p);
-    vkg_gpt2_graph_free(&gg);
+    vkg_forward_graph_free(&gg);
     vkg_gpt2_free(m);
 }
 
@@ -297,10 +297,10 @@ static void test_plan_dot(void **state) {
     (void)state;
     vkg_gpt2 *m = load("gpt2-tiny");
     for (int decode = 0; decode < 2; decode++) {
-        vkg_gpt2_build_options o;
-        vkg_gpt2_build_options_default(&o, decode ? 1 : 6);
+        vkg_forward_options o;
+        vkg_forward_options_default(&o, decode ? 1 : 6);
         o.cache_len = decode ? 32 : 0;
-        vkg_gpt2_graph gg;
+        vkg_forward_graph gg;
         build(m, &o, &gg);
         vkg_plan *p = compile(gg.graph);
         char *text = plan_dump(p, VKG_DUMP_DOT, VKG_DUMP_ALL_LAYERS);
@@ -352,7 +352,7 @@ static void test_plan_dot(void **state) {
         free(d);
         free(text);
         vkg_plan_free(p);
-        vkg_gpt2_graph_free(&gg);
+        vkg_forward_graph_free(&gg);
     }
     vkg_gpt2_free(m);
 }
@@ -362,9 +362,9 @@ static void test_plan_dot(void **state) {
 static void test_layer_ranges(void **state) {
     (void)state;
     vkg_gpt2 *m = load("gpt2-tiny");
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, 4);
-    vkg_gpt2_graph gg;
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, 4);
+    vkg_forward_graph gg;
     build(m, &o, &gg);
     vkg_plan *p = compile(gg.graph);
     assert_int_equal(vkg_graph_layer_count(gg.graph), 2);
@@ -408,7 +408,7 @@ static void test_layer_ranges(void **state) {
     assert_non_null(strstr(text, "\"name\": \"wte.weight\"")); /* the tied head reads it */
     free(text);
     vkg_plan_free(p);
-    vkg_gpt2_graph_free(&gg);
+    vkg_forward_graph_free(&gg);
     vkg_gpt2_free(m);
 }
 

@@ -13,6 +13,7 @@
 
 #include "vkgraph_npy.h"
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/sampling.h"
 #include "support/test_util.h"
 
@@ -67,7 +68,7 @@ static float *full_logits(const vkg_gpt2 *m, const int32_t *ids, int n) {
     float *logits = malloc((size_t)n * (size_t)m->config.vocab_size * sizeof *logits);
     assert_non_null(logits);
     vkg_error err = {0};
-    if (vkg_gpt2_forward(m, cpu, ids, n, 1, logits, VKG_GPT2_NO_ATTENTION, NULL, &err) != VKG_OK)
+    if (vkg_decoder_forward(&m->decoder, cpu, ids, n, 1, logits, VKG_NO_ATTENTION, NULL, &err) != VKG_OK)
         fail_msg("%s", err.message);
     return logits;
 }
@@ -92,30 +93,30 @@ static void check_golden(const char *dir_rel) {
     float *want_attn = read_npy(path, (int64_t)L * H * T * T);
 
     /* Every layer's attention and every position's logits from one run. */
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, T);
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, T);
     o.all_logits = 1;
-    o.attention_layer = VKG_GPT2_ALL_LAYERS;
-    vkg_gpt2_runner r;
+    o.attention_layer = VKG_ALL_LAYERS;
+    vkg_runner r;
     vkg_error err = {0};
-    if (vkg_gpt2_runner_new(m, cpu, &o, &r, &err) != VKG_OK) fail_msg("%s", err.message);
-    assert_int_equal(vkg_gpt2_runner_run(&r, ids, 0, &err), VKG_OK);
+    if (vkg_runner_new(&m->decoder, cpu, &o, &r, &err) != VKG_OK) fail_msg("%s", err.message);
+    assert_int_equal(vkg_runner_run(&r, ids, 0, &err), VKG_OK);
     float *logits = malloc((size_t)T * V * sizeof *logits), *attn = malloc((size_t)H * T * T * sizeof *attn);
-    assert_int_equal(vkg_gpt2_runner_logits(&r, logits, (size_t)T * V, &err), VKG_OK);
+    assert_int_equal(vkg_runner_logits(&r, logits, (size_t)T * V, &err), VKG_OK);
     expect_close(logits, want_logits, (size_t)T * V, LOGIT_TOL, "logits against the golden file");
     for (int l = 0; l < L; l++) {
-        assert_int_equal(vkg_gpt2_runner_attention(&r, l, attn, (size_t)H * T * T, &err), VKG_OK);
+        assert_int_equal(vkg_runner_attention(&r, l, attn, (size_t)H * T * T, &err), VKG_OK);
         expect_close(attn, want_attn + (size_t)l * H * T * T, (size_t)H * T * T, PROB_TOL, "attention");
     }
-    vkg_gpt2_runner_free(&r);
+    vkg_runner_free(&r);
 
     /* The default: the last position's logits only, and one layer's attention. */
     float *last = malloc((size_t)V * sizeof *last);
-    if (vkg_gpt2_forward(m, cpu, ids, T, 0, last, 1, attn, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_decoder_forward(&m->decoder, cpu, ids, T, 0, last, 1, attn, &err) != VKG_OK) fail_msg("%s", err.message);
     expect_close(last, want_logits + (size_t)(T - 1) * V, (size_t)V, LOGIT_TOL, "last logits");
     expect_close(attn, want_attn + (size_t)H * T * T, (size_t)H * T * T, PROB_TOL, "layer 1 attention");
     /* Attention without logits: the same probabilities from a plan without the later layers. */
-    if (vkg_gpt2_forward(m, cpu, ids, T, 0, NULL, 0, attn, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_decoder_forward(&m->decoder, cpu, ids, T, 0, NULL, 0, attn, &err) != VKG_OK) fail_msg("%s", err.message);
     expect_close(attn, want_attn, (size_t)H * T * T, PROB_TOL, "layer 0 attention without logits");
     free(last);
     free(logits);
@@ -153,21 +154,21 @@ static void test_cache_chunks_equal_full_pass(void **state) {
     const int T = test_read_ids("gpt2-tiny", ids, 12), V = m->config.vocab_size, H = m->config.n_head, S = 12, C = 4;
     float *want = full_logits(m, ids, T);
     float *want_attn = read_npy("gpt2-tiny/attention.npy", 2LL * H * T * T);
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, C);
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, C);
     o.cache_len = S;
     o.all_logits = 1;
     o.attention_layer = 1;
-    vkg_gpt2_runner r;
+    vkg_runner r;
     vkg_error err = {0};
-    if (vkg_gpt2_runner_new(m, cpu, &o, &r, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_runner_new(&m->decoder, cpu, &o, &r, &err) != VKG_OK) fail_msg("%s", err.message);
     float *logits = malloc((size_t)C * V * sizeof *logits), *attn = malloc((size_t)H * C * S * sizeof *attn);
     for (int start = 0; start < T; start += C) {
-        if (vkg_gpt2_runner_run(&r, ids + start, start, &err) != VKG_OK) fail_msg("%s", err.message);
-        assert_int_equal(vkg_gpt2_runner_logits(&r, logits, (size_t)C * V, &err), VKG_OK);
+        if (vkg_runner_run(&r, ids + start, start, &err) != VKG_OK) fail_msg("%s", err.message);
+        assert_int_equal(vkg_runner_logits(&r, logits, (size_t)C * V, &err), VKG_OK);
         expect_close(logits, want + (size_t)start * V, (size_t)C * V, LOGIT_TOL, "chunk logits");
         /* Rows [H, C, S] of the cache: keys not yet written get weight exactly 0. */
-        assert_int_equal(vkg_gpt2_runner_attention(&r, 1, attn, (size_t)H * C * S, &err), VKG_OK);
+        assert_int_equal(vkg_runner_attention(&r, 1, attn, (size_t)H * C * S, &err), VKG_OK);
         for (int h = 0; h < H; h++)
             for (int i = 0; i < C; i++)
                 for (int j = 0; j < S; j++) {
@@ -178,9 +179,9 @@ static void test_cache_chunks_equal_full_pass(void **state) {
                 }
     }
     /* A run past the cache is refused. */
-    assert_int_equal(vkg_gpt2_runner_run(&r, ids, 10, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_runner_run(&r, ids, 10, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "do not fit the KV cache of 12 positions"));
-    vkg_gpt2_runner_free(&r);
+    vkg_runner_free(&r);
     free(logits);
     free(attn);
     free(want);
@@ -195,21 +196,21 @@ static void test_cache_attention_keys(void **state) {
     int32_t ids[12];
     const int T = test_read_ids("gpt2-tiny", ids, 12), H = m->config.n_head;
     float *want_attn = read_npy("gpt2-tiny/attention.npy", 2LL * H * T * T);
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, T);
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, T);
     o.cache_len = 32;
-    o.attention_layer = VKG_GPT2_ALL_LAYERS;
+    o.attention_layer = VKG_ALL_LAYERS;
     o.attention_keys = T;
-    vkg_gpt2_runner r;
+    vkg_runner r;
     vkg_error err = {0};
-    if (vkg_gpt2_runner_new(m, cpu, &o, &r, &err) != VKG_OK) fail_msg("%s", err.message);
-    assert_int_equal(vkg_gpt2_runner_run(&r, ids, 0, &err), VKG_OK);
+    if (vkg_runner_new(&m->decoder, cpu, &o, &r, &err) != VKG_OK) fail_msg("%s", err.message);
+    assert_int_equal(vkg_runner_run(&r, ids, 0, &err), VKG_OK);
     float *attn = malloc((size_t)H * T * T * sizeof *attn);
     for (int l = 0; l < 2; l++) {
-        assert_int_equal(vkg_gpt2_runner_attention(&r, l, attn, (size_t)H * T * T, &err), VKG_OK);
+        assert_int_equal(vkg_runner_attention(&r, l, attn, (size_t)H * T * T, &err), VKG_OK);
         expect_close(attn, want_attn + (size_t)l * H * T * T, (size_t)H * T * T, PROB_TOL, "sliced attention");
     }
-    vkg_gpt2_runner_free(&r);
+    vkg_runner_free(&r);
     free(attn);
     free(want_attn);
     vkg_gpt2_free(m);
@@ -222,22 +223,22 @@ static void test_decode_equals_full_pass(void **state) {
     int32_t ids[12];
     const int T = test_read_ids("gpt2-tiny", ids, 12), V = m->config.vocab_size;
     float *want = full_logits(m, ids, T);
-    vkg_gpt2_generator gen;
+    vkg_generator gen;
     vkg_error err = {0};
-    if (vkg_gpt2_generator_new(m, cpu, T, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_generator_new(&m->decoder, cpu, T, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
     for (int i = 0; i < T; i++) {
-        assert_int_equal(vkg_gpt2_generator_feed(&gen, &ids[i], 1, &err), VKG_OK);
+        assert_int_equal(vkg_generator_feed(&gen, &ids[i], 1, &err), VKG_OK);
         expect_close(gen.logits, want + (size_t)i * V, (size_t)V, LOGIT_TOL, "decode logits");
     }
     assert_int_equal(gen.length, T);
     /* Full: one more token is refused, with the cache's size in the message. */
-    assert_int_equal(vkg_gpt2_generator_feed(&gen, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_generator_feed(&gen, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "12 positions"));
     /* After a reset the same prompt gives the same prediction, fed all at once. */
-    assert_int_equal(vkg_gpt2_generator_reset(&gen, &err), VKG_OK);
-    assert_int_equal(vkg_gpt2_generator_feed(&gen, ids, 5, &err), VKG_OK);
+    assert_int_equal(vkg_generator_reset(&gen, &err), VKG_OK);
+    assert_int_equal(vkg_generator_feed(&gen, ids, 5, &err), VKG_OK);
     expect_close(gen.logits, want + 4 * (size_t)V, (size_t)V, LOGIT_TOL, "logits after a reset");
-    vkg_gpt2_generator_free(&gen);
+    vkg_generator_free(&gen);
     free(want);
     vkg_gpt2_free(m);
 }
@@ -247,17 +248,17 @@ static void test_decode_equals_full_pass(void **state) {
 /* n tokens after the prompt with the cache. */
 static void generate_cached(const vkg_gpt2 *m, const vkg_sampling_options *so, const int32_t *prompt, int np,
                             int32_t *out, int n) {
-    vkg_gpt2_generator gen;
+    vkg_generator gen;
     vkg_sampler s;
     vkg_error err = {0};
     assert_int_equal(vkg_sampler_init(&s, so, m->config.vocab_size, &err), VKG_OK);
-    if (vkg_gpt2_generator_new(m, cpu, np + n, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
-    assert_int_equal(vkg_gpt2_generator_feed(&gen, prompt, np, &err), VKG_OK);
+    if (vkg_generator_new(&m->decoder, cpu, np + n, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
+    assert_int_equal(vkg_generator_feed(&gen, prompt, np, &err), VKG_OK);
     for (int i = 0; i < n; i++) {
         out[i] = vkg_sampler_next(&s, gen.logits, NULL, 0); /* no penalty: no context needed */
-        assert_int_equal(vkg_gpt2_generator_feed(&gen, &out[i], 1, &err), VKG_OK);
+        assert_int_equal(vkg_generator_feed(&gen, &out[i], 1, &err), VKG_OK);
     }
-    vkg_gpt2_generator_free(&gen);
+    vkg_generator_free(&gen);
     vkg_sampler_free(&s);
 }
 
@@ -276,7 +277,7 @@ static void test_greedy_cache_equals_recompute(void **state) {
     float *last = malloc((size_t)V * sizeof *last);
     vkg_error err = {0};
     for (int i = 0; i < n; i++) {
-        if (vkg_gpt2_forward(m, cpu, seq, np + i, 0, last, VKG_GPT2_NO_ATTENTION, NULL, &err) != VKG_OK)
+        if (vkg_decoder_forward(&m->decoder, cpu, seq, np + i, 0, last, VKG_NO_ATTENTION, NULL, &err) != VKG_OK)
             fail_msg("%s", err.message);
         seq[np + i] = vkg_argmax(last, V);
         assert_int_equal(seq[np + i], cached[i]);
@@ -312,43 +313,43 @@ static void test_prompt_limits(void **state) {
     int32_t ids[40] = {0};
     float logits[512];
     vkg_error err = {0};
-    assert_int_equal(vkg_gpt2_forward(m, cpu, ids, 33, 0, logits, VKG_GPT2_NO_ATTENTION, NULL, &err),
+    assert_int_equal(vkg_decoder_forward(&m->decoder, cpu, ids, 33, 0, logits, VKG_NO_ATTENTION, NULL, &err),
                      VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "33 tokens, more than the model's context of 32 positions"));
     ids[3] = 512;
-    assert_int_equal(vkg_gpt2_check_ids(m, ids, 5, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_decoder_check_ids(&m->decoder, ids, 5, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "token id 512 at position 3 is outside the vocabulary [0, 512)"));
     ids[3] = -1;
-    assert_int_equal(vkg_gpt2_forward(m, cpu, ids, 5, 0, logits, VKG_GPT2_NO_ATTENTION, NULL, &err),
+    assert_int_equal(vkg_decoder_forward(&m->decoder, cpu, ids, 5, 0, logits, VKG_NO_ATTENTION, NULL, &err),
                      VKG_ERR_INVALID_ARGUMENT);
-    assert_int_equal(vkg_gpt2_check_ids(m, ids, 0, &err), VKG_ERR_INVALID_ARGUMENT);
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, 4);
+    assert_int_equal(vkg_decoder_check_ids(&m->decoder, ids, 0, &err), VKG_ERR_INVALID_ARGUMENT);
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, 4);
     o.attention_layer = 2;
-    vkg_gpt2_graph gg;
-    assert_int_equal(vkg_gpt2_build(m, &o, &gg, &err), VKG_ERR_INVALID_ARGUMENT);
+    vkg_forward_graph gg;
+    assert_int_equal(vkg_decoder_build(&m->decoder, &o, &gg, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "layer 2 does not exist"));
-    o.attention_layer = VKG_GPT2_NO_ATTENTION;
+    o.attention_layer = VKG_NO_ATTENTION;
     o.no_logits = 1;
-    assert_int_equal(vkg_gpt2_build(m, &o, &gg, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_decoder_build(&m->decoder, &o, &gg, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "neither logits nor attention"));
     /* Layer 0's attention alone leaves layer 1 and the head out of the plan. */
     o.attention_layer = 0;
     int steps[2];
     for (int k = 0; k < 2; k++) {
         o.no_logits = k == 0;
-        assert_int_equal(vkg_gpt2_build(m, &o, &gg, &err), VKG_OK);
+        assert_int_equal(vkg_decoder_build(&m->decoder, &o, &gg, &err), VKG_OK);
         vkg_plan *plan = NULL;
         assert_int_equal(vkg_plan_compile(gg.graph, NULL, &plan, &err), VKG_OK);
         steps[k] = vkg_plan_step_count(plan);
         vkg_plan_free(plan);
-        vkg_gpt2_graph_free(&gg);
+        vkg_forward_graph_free(&gg);
     }
     assert_true(2 * steps[0] < steps[1] + 4);
     o.no_logits = 0;
-    o.attention_layer = VKG_GPT2_NO_ATTENTION;
+    o.attention_layer = VKG_NO_ATTENTION;
     o.cache_len = 3;
-    assert_int_equal(vkg_gpt2_build(m, &o, &gg, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_decoder_build(&m->decoder, &o, &gg, &err), VKG_ERR_INVALID_ARGUMENT);
     vkg_gpt2_free(m);
 }
 
@@ -367,12 +368,13 @@ static void test_gpt2_small_shapes_compile(void **state) {
     m.wte = m.wpe = m.ln_f_w = m.ln_f_b = m.lm_head = dummy;
     m.tied_head = 1;
     m.activation = VKG_GPT2_ACT_GELU_TANH;
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, 1);
+    vkg_gpt2_decoder_init(&m);
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, 1);
     o.cache_len = 1024;
-    vkg_gpt2_graph gg;
+    vkg_forward_graph gg;
     vkg_error err = {0};
-    if (vkg_gpt2_build(&m, &o, &gg, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_decoder_build(&m.decoder, &o, &gg, &err) != VKG_OK) fail_msg("%s", err.message);
     assert_int_equal(vkg_graph_constant_numel(gg.graph), 124439808); /* GPT-2 124M, head tied */
     vkg_plan *plan = NULL;
     if (vkg_plan_compile(gg.graph, NULL, &plan, &err) != VKG_OK) fail_msg("%s", err.message);
@@ -380,7 +382,7 @@ static void test_gpt2_small_shapes_compile(void **state) {
     vkg_plan_memory(plan, &ms);
     assert_true(ms.arena_bytes < (16u << 20)); /* one token's intermediates: a few MB */
     vkg_plan_free(plan);
-    vkg_gpt2_graph_free(&gg);
+    vkg_forward_graph_free(&gg);
 }
 
 int main(void) {

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/gpt2_random.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
@@ -59,23 +60,23 @@ static vkg_gpt2 *load_as(const char *dir, int dtype) {
 static float *logits_on(vkg_device *d, const vkg_gpt2 *m) {
     float *out = malloc((size_t)T * (size_t)m->config.vocab_size * sizeof *out);
     vkg_error err = {0};
-    if (vkg_gpt2_forward(m, d, ids, T, 1, out, VKG_GPT2_NO_ATTENTION, NULL, &err) != VKG_OK)
+    if (vkg_decoder_forward(&m->decoder, d, ids, T, 1, out, VKG_NO_ATTENTION, NULL, &err) != VKG_OK)
         fail_msg("%s", err.message);
     return out;
 }
 
 static uint64_t constant_bytes(const vkg_gpt2 *m) {
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, T);
-    vkg_gpt2_graph gg;
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, T);
+    vkg_forward_graph gg;
     vkg_error err = {0};
-    if (vkg_gpt2_build(m, &o, &gg, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_decoder_build(&m->decoder, &o, &gg, &err) != VKG_OK) fail_msg("%s", err.message);
     vkg_plan *p = NULL;
     if (vkg_plan_compile(gg.graph, NULL, &p, &err) != VKG_OK) fail_msg("%s", err.message);
     vkg_memory_stats ms;
     vkg_plan_memory(p, &ms);
     vkg_plan_free(p);
-    vkg_gpt2_graph_free(&gg);
+    vkg_forward_graph_free(&gg);
     return ms.constant_bytes;
 }
 
@@ -183,12 +184,12 @@ static void test_vulkan_against_cpu(void **state) {
 
 /* All-position logits of m's T-token plan compiled for dev with read_16bit as given. */
 static float *logits_read_16bit(vkg_device *dev, const vkg_gpt2 *m, int read_16bit, uint64_t *constants) {
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, T);
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, T);
     o.all_logits = 1;
-    vkg_gpt2_graph gg;
+    vkg_forward_graph gg;
     vkg_error err = {0};
-    if (vkg_gpt2_build(m, &o, &gg, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_decoder_build(&m->decoder, &o, &gg, &err) != VKG_OK) fail_msg("%s", err.message);
     vkg_compile_options co;
     vkg_compile_options_default(&co);
     vkg_device_compile_options(dev, &co);
@@ -210,7 +211,7 @@ static float *logits_read_16bit(vkg_device *dev, const vkg_gpt2 *m, int read_16b
     *constants = ms.constant_bytes;
     vkg_session_free(s);
     vkg_plan_free(p);
-    vkg_gpt2_graph_free(&gg);
+    vkg_forward_graph_free(&gg);
     return out;
 }
 

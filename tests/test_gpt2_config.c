@@ -9,6 +9,7 @@
 
 #include "io/safetensors.h"
 #include "models/gpt2_config.h"
+#include "models/gpt2_weights.h"
 #include "models/gpt2_random.h"
 #include "support/test_util.h"
 
@@ -68,7 +69,7 @@ static void test_load_hub_gpt2(void **state) {
     /* exactly GPT2Config()'s defaults, which are GPT-2 124M */
     vkg_gpt2_config_default(&want);
     assert_memory_equal(&c, &want, sizeof c);
-    assert_int_equal(vkg_gpt2_config_parameter_count(&c, 1), 124439808);
+    assert_int_equal(vkg_gpt2_weights_numel(&c, 1), 124439808);
 }
 
 /* A config as transformers 4.46 saves it: n_inner null, every attention flag, bookkeeping keys, and

@@ -5,6 +5,7 @@
 #include "gpt2_cli_run.h"
 
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/gpt2_random.h"
 
 #include <math.h>
@@ -120,7 +121,7 @@ static void test_overflow_is_an_error(void **state) {
     assert_int_equal(vkg_device_open("cpu", &o, &cpu, &err), VKG_OK);
     const int32_t ids[4] = {1, 2, 3, 5};
     float logits[64];
-    assert_int_equal(vkg_gpt2_forward(m, cpu, ids, 4, 0, logits, VKG_GPT2_NO_ATTENTION, NULL, &err),
+    assert_int_equal(vkg_decoder_forward(&m->decoder, cpu, ids, 4, 0, logits, VKG_NO_ATTENTION, NULL, &err),
                      VKG_ERR_NOT_FINITE);
     assert_non_null(strstr(err.message, "the model's outputs overflowed: logits at position 3 are not finite"));
     assert_string_equal(vkg_status_name(VKG_ERR_NOT_FINITE), "not finite");

@@ -17,6 +17,7 @@
 
 #include "vkgraph_npy.h"
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/gpt2_random.h"
 #include "models/sampling.h"
 #include "support/test_util.h"
@@ -102,7 +103,7 @@ static float *forward(vkg_device *d, int T) {
     float *logits = malloc((size_t)T * V * sizeof *logits);
     assert_non_null(logits);
     vkg_error err = {0};
-    if (vkg_gpt2_forward(model, d, ids, T, 1, logits, VKG_GPT2_NO_ATTENTION, NULL, &err) != VKG_OK)
+    if (vkg_decoder_forward(&model->decoder, d, ids, T, 1, logits, VKG_NO_ATTENTION, NULL, &err) != VKG_OK)
         fail_msg("%s, T = %d: %s", vkg_device_name(d), T, err.message);
     return logits;
 }
@@ -134,17 +135,17 @@ static void test_forward_every_length(void **state) {
 /* A 1000-token prompt in one prefill pass, then 24 tokens decoded one by one up to the context's
  * end, on each executor: every prediction equals the reference's row at that position. */
 static void prefill_then_decode(vkg_device *d) {
-    vkg_gpt2_generator gen;
+    vkg_generator gen;
     vkg_error err = {0};
-    if (vkg_gpt2_generator_new(model, d, T_MAX, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
-    if (vkg_gpt2_generator_feed(&gen, ids, PREFILL, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_generator_new(&model->decoder, d, T_MAX, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_generator_feed(&gen, ids, PREFILL, &err) != VKG_OK) fail_msg("%s", err.message);
     char what[96];
     snprintf(what, sizeof what, "%.20s prefill of %d", vkg_device_is_cpu(d) ? "CPU executor" : "Vulkan", PREFILL);
     expect_rows(gen.logits, PREFILL - 1, 1, what);
     float *decoded = malloc((size_t)(T_MAX - PREFILL) * V * sizeof *decoded);
     assert_non_null(decoded);
     for (int pos = PREFILL; pos < T_MAX; pos++) {
-        if (vkg_gpt2_generator_feed(&gen, &ids[pos], 1, &err) != VKG_OK) fail_msg("position %d: %s", pos, err.message);
+        if (vkg_generator_feed(&gen, &ids[pos], 1, &err) != VKG_OK) fail_msg("position %d: %s", pos, err.message);
         memcpy(decoded + (size_t)(pos - PREFILL) * V, gen.logits, V * sizeof *decoded);
     }
     /* rows PREFILL .. T_MAX - 2 predict from the decoded tokens; the last row is position 1023 */
@@ -152,9 +153,9 @@ static void prefill_then_decode(vkg_device *d) {
              T_MAX - 1);
     expect_rows(decoded, PREFILL, (size_t)(T_MAX - PREFILL), what);
     /* the cache is full: one more token is refused, not written past the end */
-    assert_int_equal(vkg_gpt2_generator_feed(&gen, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_generator_feed(&gen, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT);
     free(decoded);
-    vkg_gpt2_generator_free(&gen);
+    vkg_generator_free(&gen);
 }
 
 static void test_prefill_then_decode_cpu(void **state) {

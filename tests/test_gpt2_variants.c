@@ -17,6 +17,7 @@
 
 #include "vkgraph_npy.h"
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/gpt2_random.h"
 #include "models/sampling.h"
 #include "support/test_util.h"
@@ -60,21 +61,21 @@ static const struct {
 /* Every position's logits [T, V] on dev, and the plan's text dump into text (when non-NULL). */
 static void run_all_logits(vkg_device *dev, const vkg_gpt2 *m, const int32_t *ids, int T, float *logits, char *text,
                            size_t text_size) {
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, T);
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, T);
     o.all_logits = 1;
-    vkg_gpt2_runner r;
+    vkg_runner r;
     vkg_error err = {0};
-    if (vkg_gpt2_runner_new(m, dev, &o, &r, &err) != VKG_OK) fail_msg("%s", err.message);
-    if (vkg_gpt2_runner_run(&r, ids, 0, &err) != VKG_OK) fail_msg("%s", err.message);
-    assert_int_equal(vkg_gpt2_runner_logits(&r, logits, (size_t)T * m->config.vocab_size, &err), VKG_OK);
+    if (vkg_runner_new(&m->decoder, dev, &o, &r, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_runner_run(&r, ids, 0, &err) != VKG_OK) fail_msg("%s", err.message);
+    assert_int_equal(vkg_runner_logits(&r, logits, (size_t)T * m->config.vocab_size, &err), VKG_OK);
     if (text) {
         FILE *f = fmemopen(text, text_size - 1, "w");
         assert_non_null(f);
         assert_int_equal(vkg_plan_dump(r.plan, f, VKG_DUMP_TEXT), VKG_OK);
         fclose(f);
     }
-    vkg_gpt2_runner_free(&r);
+    vkg_runner_free(&r);
 }
 
 static double expect_nmse(const char *model, const char *what, const float *got, const float *want, size_t n) {
@@ -127,17 +128,18 @@ static void test_against_numpy(void **state) {
         }
 
         /* Decoding token by token over the cache: the same logits, position by position. */
-        vkg_gpt2_generator gen;
-        if (vkg_gpt2_generator_new(m, cpu, T, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
+        vkg_generator gen;
+        if (vkg_generator_new(&m->decoder, cpu, T, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
         for (int i = 0; i < T; i++) {
-            assert_int_equal(vkg_gpt2_generator_feed(&gen, &ids[i], 1, &err), VKG_OK);
+            assert_int_equal(vkg_generator_feed(&gen, &ids[i], 1, &err), VKG_OK);
             memcpy(got + (size_t)i * V, gen.logits, V * sizeof *got);
         }
-        vkg_gpt2_generator_free(&gen);
+        vkg_generator_free(&gen);
         expect_nmse(models[k].dir, "CPU decode with the cache vs NumPy", got, want, n);
 
         vkg_gpt2 plain = *m;
         make_plain_gpt2(&plain);
+        vkg_gpt2_decoder_init(&plain); /* the decoder of the copy, not of m */
         run_all_logits(cpu, &plain, ids, T, got, NULL, 0);
         double wrong = test_nmse(got, want, n);
         printf("  %-20s %-38s nmse %.3e\n", models[k].dir, "as plain GPT-2 (must be far)", wrong);
@@ -171,18 +173,18 @@ static void test_token_outside_vocabulary(void **state) {
     assert_int_equal(m->config.eos_token_id, 51);
     assert_non_null(strstr(m->note, "bos_token_id 50256 lies outside the vocabulary [0, 53)"));
     const int32_t prompt[3] = {3, 50, 7};
-    vkg_gpt2_generator gen;
-    if (vkg_gpt2_generator_new(m, cpu, 16, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
-    assert_int_equal(vkg_gpt2_generator_feed(&gen, prompt, 3, &err), VKG_OK);
+    vkg_generator gen;
+    if (vkg_generator_new(&m->decoder, cpu, 16, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
+    assert_int_equal(vkg_generator_feed(&gen, prompt, 3, &err), VKG_OK);
     for (int i = 0; i < 5; i++) {
         int32_t next = vkg_argmax(gen.logits, 53);
         assert_true(next >= 0 && next < 53);
-        assert_int_equal(vkg_gpt2_generator_feed(&gen, &next, 1, &err), VKG_OK);
+        assert_int_equal(vkg_generator_feed(&gen, &next, 1, &err), VKG_OK);
     }
-    vkg_gpt2_generator_free(&gen);
+    vkg_generator_free(&gen);
     /* The id itself is still outside the vocabulary as input. */
     const int32_t bos = 50256;
-    assert_int_equal(vkg_gpt2_check_ids(m, &bos, 1, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_decoder_check_ids(&m->decoder, &bos, 1, &err), VKG_ERR_INVALID_ARGUMENT);
     vkg_gpt2_free(m);
     assert_int_equal(test_remove_tree(dir), 0);
     free(dir);

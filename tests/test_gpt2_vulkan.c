@@ -13,6 +13,7 @@
 
 #include "vkgraph_npy.h"
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/sampling.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
@@ -44,18 +45,18 @@ static void expect_close(const float *got, const float *want, size_t n, double t
 /* Every position's logits [T, V] and every layer's attention [L, H, T, T] on dev. */
 static void run_all(vkg_device *dev, const vkg_gpt2 *m, const int32_t *ids, int T, float *logits, float *attn) {
     const size_t V = (size_t)m->config.vocab_size, H = (size_t)m->config.n_head;
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, T);
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, T);
     o.all_logits = 1;
-    o.attention_layer = VKG_GPT2_ALL_LAYERS;
-    vkg_gpt2_runner r;
+    o.attention_layer = VKG_ALL_LAYERS;
+    vkg_runner r;
     vkg_error err = {0};
-    if (vkg_gpt2_runner_new(m, dev, &o, &r, &err) != VKG_OK) fail_msg("%s", err.message);
-    if (vkg_gpt2_runner_run(&r, ids, 0, &err) != VKG_OK) fail_msg("%s", err.message);
-    assert_int_equal(vkg_gpt2_runner_logits(&r, logits, (size_t)T * V, &err), VKG_OK);
+    if (vkg_runner_new(&m->decoder, dev, &o, &r, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_runner_run(&r, ids, 0, &err) != VKG_OK) fail_msg("%s", err.message);
+    assert_int_equal(vkg_runner_logits(&r, logits, (size_t)T * V, &err), VKG_OK);
     for (int l = 0; l < m->config.n_layer; l++)
-        assert_int_equal(vkg_gpt2_runner_attention(&r, l, attn + (size_t)l * H * T * T, H * T * T, &err), VKG_OK);
-    vkg_gpt2_runner_free(&r);
+        assert_int_equal(vkg_runner_attention(&r, l, attn + (size_t)l * H * T * T, H * T * T, &err), VKG_OK);
+    vkg_runner_free(&r);
 }
 
 static void compare_executors(const char *model) {
@@ -108,20 +109,20 @@ static void test_decode_on_gpu(void **state) {
     const size_t V = 512;
     int32_t seq[20] = {17, 301, 5, 88, 511};
     const int np = 5, n = 10;
-    vkg_gpt2_generator gen;
-    if (vkg_gpt2_generator_new(m, gpu, np + n, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
-    assert_int_equal(vkg_gpt2_generator_feed(&gen, seq, np, &err), VKG_OK);
+    vkg_generator gen;
+    if (vkg_generator_new(&m->decoder, gpu, np + n, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
+    assert_int_equal(vkg_generator_feed(&gen, seq, np, &err), VKG_OK);
     float *full = malloc((np + n) * V * sizeof *full);
     for (int i = 0; i < n; i++) {
         seq[np + i] = vkg_argmax(gen.logits, (int)V);
-        if (vkg_gpt2_forward(m, cpu, seq, np + i, 1, full, VKG_GPT2_NO_ATTENTION, NULL, &err) != VKG_OK)
+        if (vkg_decoder_forward(&m->decoder, cpu, seq, np + i, 1, full, VKG_NO_ATTENTION, NULL, &err) != VKG_OK)
             fail_msg("%s", err.message);
         expect_close(gen.logits, full + (size_t)(np + i - 1) * V, V, LOGIT_TOL, "GPU decode against the CPU pass");
         assert_int_equal(seq[np + i], vkg_argmax(full + (size_t)(np + i - 1) * V, (int)V));
-        if (i + 1 < n) assert_int_equal(vkg_gpt2_generator_feed(&gen, &seq[np + i], 1, &err), VKG_OK);
+        if (i + 1 < n) assert_int_equal(vkg_generator_feed(&gen, &seq[np + i], 1, &err), VKG_OK);
     }
     free(full);
-    vkg_gpt2_generator_free(&gen);
+    vkg_generator_free(&gen);
     vkg_gpt2_free(m);
 }
 

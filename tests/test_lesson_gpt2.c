@@ -16,6 +16,7 @@
 #include "runtime/backend.h"
 #include "io/tokenizer.h"
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/gpt2_random.h"
 #include "vkgraph_lesson.h"
 #include "support/test_util.h"
@@ -102,7 +103,7 @@ static void test_gpt2(void **state) {
     check_ok(vkg_tokenizer_encode(tok, VKG_LESSON_SENTENCE_TIRED, strlen(VKG_LESSON_SENTENCE_TIRED), &ids, &n, &err), &err);
     float *logits = malloc((size_t)m->config.vocab_size * sizeof *logits), probs[4 * 12 * 12];
     assert_non_null(logits);
-    check_ok(vkg_gpt2_forward(m, d, ids, (int)n, 0, logits, 4, probs, &err), &err);
+    check_ok(vkg_decoder_forward(&m->decoder, d, ids, (int)n, 0, logits, 4, probs, &err), &err);
     for (int i = 0; i < 144; i++) assert_true(fabs(r.tired.heat[i] - probs[3 * 144 + i]) < TOL);
     for (int h = 0; h < 4; h++) {
         const float *row = probs + (h * 12 + 8) * 12;
@@ -167,7 +168,7 @@ static void test_gpt2(void **state) {
     check_validation(d);
 }
 
-/* Every layer's attention from one pass (VKG_GPT2_ALL_LAYERS) is each layer's own pass, and each
+/* Every layer's attention from one pass (VKG_ALL_LAYERS) is each layer's own pass, and each
  * query row sums to 1 over the keys. */
 static void test_all_layers_one_pass(void **state) {
     vkg_device *d = vk_test_device(state);
@@ -177,9 +178,9 @@ static void test_all_layers_one_pass(void **state) {
     enum { T = 9, L = 6, H = 4 };
     const int32_t ids[T] = {464, 5044, 1422, 470, 3272, 262, 4675, 780, 340};
     float all[L * H * T * T], one[H * T * T];
-    check_ok(vkg_gpt2_forward(m, d, ids, T, 0, NULL, VKG_GPT2_ALL_LAYERS, all, &err), &err);
+    check_ok(vkg_decoder_forward(&m->decoder, d, ids, T, 0, NULL, VKG_ALL_LAYERS, all, &err), &err);
     for (int l = 0; l < L; l++) {
-        check_ok(vkg_gpt2_forward(m, d, ids, T, 0, NULL, l, one, &err), &err);
+        check_ok(vkg_decoder_forward(&m->decoder, d, ids, T, 0, NULL, l, one, &err), &err);
         for (int i = 0; i < H * T * T; i++) assert_true(fabsf(all[l * H * T * T + i] - one[i]) < 1e-5f);
         for (int r = 0; r < H * T; r++) {
             double sum = 0;

@@ -16,6 +16,7 @@
 
 #include "io/safetensors.h"
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/gpt2_random.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
@@ -195,12 +196,12 @@ static void test_run_after_load_survives(void **state) {
             vkg_error err = {0};
             if (vkg_gpt2_load(model_dir(), &m, &err) != VKG_OK) fail_msg("%s", err.message);
             float before[5 * 64], after[5 * 64];
-            assert_int_equal(vkg_gpt2_forward(m, devs[d], ids, 5, 1, before, VKG_GPT2_NO_ATTENTION, NULL, &err), VKG_OK);
+            assert_int_equal(vkg_decoder_forward(&m->decoder, devs[d], ids, 5, 1, before, VKG_NO_ATTENTION, NULL, &err), VKG_OK);
             assert_int_equal(truncate(weights_path(), 0), 0);
-            assert_int_equal(vkg_gpt2_forward(m, devs[d], ids, 5, 1, after, VKG_GPT2_NO_ATTENTION, NULL, &err), VKG_OK);
+            assert_int_equal(vkg_decoder_forward(&m->decoder, devs[d], ids, 5, 1, after, VKG_NO_ATTENTION, NULL, &err), VKG_OK);
             assert_memory_equal(before, after, sizeof before);
             assert_int_equal(unlink(weights_path()), 0);
-            assert_int_equal(vkg_gpt2_forward(m, devs[d], ids, 5, 1, after, VKG_GPT2_NO_ATTENTION, NULL, &err), VKG_OK);
+            assert_int_equal(vkg_decoder_forward(&m->decoder, devs[d], ids, 5, 1, after, VKG_NO_ATTENTION, NULL, &err), VKG_OK);
             assert_memory_equal(before, after, sizeof before);
             vkg_gpt2_free(m);
         }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/gpt2_random.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
@@ -69,17 +70,17 @@ static int measure(const char *device) {
     enum { T = 16 };
     int32_t ids[T];
     for (int i = 0; i < T; i++) ids[i] = (int32_t)(i * 3001 % 50257);
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, T);
-    vkg_gpt2_runner r;
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, T);
+    vkg_runner r;
     static float logits[50257];
-    if (vkg_gpt2_runner_new(m, dev, &o, &r, &err) != VKG_OK || vkg_gpt2_runner_run(&r, ids, 0, &err) != VKG_OK ||
-        vkg_gpt2_runner_logits(&r, logits, 50257, &err) != VKG_OK)
+    if (vkg_runner_new(&m->decoder, dev, &o, &r, &err) != VKG_OK || vkg_runner_run(&r, ids, 0, &err) != VKG_OK ||
+        vkg_runner_logits(&r, logits, 50257, &err) != VKG_OK)
         return fprintf(stderr, "%s: %s\n", device, err.message), 1;
     vkg_memory_stats stats;
     vkg_plan_memory(r.plan, &stats);
     uint64_t peak = status_bytes("VmHWM");
-    vkg_gpt2_runner_free(&r);
+    vkg_runner_free(&r);
     vkg_gpt2_free(m);
     uint64_t messages = dev && strcmp(device, "cpu") != 0 ? vkg_device_validation_errors(dev) : 0;
     vkg_device_free(dev);

@@ -56,12 +56,12 @@ static void gpt2_model(conf_build *b, const int64_t *d, int dtype) {
         return;
     }
     conf_defer(b, free_model, m);   /* after the graph, which borrows its weights */
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, T);
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, T);
     o.all_logits = 1;
-    vkg_gpt2_graph gg;
+    vkg_forward_graph gg;
     vkg_error err = {0};
-    if (vkg_gpt2_build(m, &o, &gg, &err) != VKG_OK) {
+    if (vkg_decoder_build(&m->decoder, &o, &gg, &err) != VKG_OK) {
         b->out_of_memory = err.status == VKG_ERR_OUT_OF_MEMORY;
         return;
     }
@@ -76,7 +76,7 @@ static void gpt2_model(conf_build *b, const int64_t *d, int dtype) {
         positions[i] = i;
     }
     b->out[b->n_out++] = gg.logits;   /* already the graph's output "logits" */
-    vkg_gpt2_graph_free(&gg);
+    vkg_forward_graph_free(&gg);
 }
 
 void conf_gpt2_model(conf_build *b, const int64_t *d) { gpt2_model(b, d, VKG_GPT2_DTYPE_AS_STORED); }

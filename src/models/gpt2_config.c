@@ -76,13 +76,6 @@ void vkg_gpt2_config_default(vkg_gpt2_config *c) {
 
 int vkg_gpt2_inner_size(const vkg_gpt2_config *c) { return c->n_inner ? c->n_inner : 4 * c->n_embd; }
 
-int64_t vkg_gpt2_config_parameter_count(const vkg_gpt2_config *c, int tied_head) {
-    const int64_t C = c->n_embd, I = vkg_gpt2_inner_size(c), V = c->vocab_size, P = c->n_positions;
-    /* two layer norms, c_attn, attn.c_proj, c_fc, mlp.c_proj (weights and biases) */
-    int64_t per_layer = 4 * C + (C * 3 * C + 3 * C) + (C * C + C) + (C * I + I) + (I * C + C);
-    return V * C + P * C + c->n_layer * per_layer + 2 * C + (tied_head ? 0 : V * C);
-}
-
 static vkg_status check_range(const char *key, int value, int lo, int hi, vkg_error *err) {
     if (value < lo || value > hi)
         return vkg_error_set(err, VKG_ERR_FORMAT, "%s is %d; it must be between %d and %d", key, value, lo, hi);

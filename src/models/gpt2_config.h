@@ -82,7 +82,4 @@ vkg_gpt2_activation vkg_gpt2_activation_kind(const char *activation);
 /* The MLP's width: n_inner, or 4 * n_embd when it is 0. */
 int vkg_gpt2_inner_size(const vkg_gpt2_config *cfg);
 
-/* Parameters of a model of this shape (with a separate lm_head when untied). */
-int64_t vkg_gpt2_config_parameter_count(const vkg_gpt2_config *cfg, int tied_head);
-
 #endif

@@ -2,68 +2,42 @@
 #include "models/gpt2.h"
 
 #include "base/error.h"
+#include "models/gpt2_weights.h"
+#include "models/layers.h"
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-void vkg_gpt2_build_options_default(vkg_gpt2_build_options *o, int tokens) {
-    memset(o, 0, sizeof *o);
-    o->tokens = tokens;
-    o->attention_layer = VKG_GPT2_NO_ATTENTION;
-}
-
-/* What the builders share: the graph, the config and the names' layer prefix. */
+/* What the builders share: the layers' graph and name prefix, the model and the options. */
 typedef struct builder {
+    vkg_layers L;
     vkg_graph *g;
     const vkg_gpt2 *m;
-    const vkg_gpt2_build_options *o;
+    const vkg_forward_options *o;
     int64_t T, C, H, D, S;
-    char prefix[32];
 } builder;
 
-/* Names t "<prefix><what>" (module paths as transformers' GPT2Model has them: "h.3.attn.softmax")
- * and returns it.  On a graph in error this does nothing, like every builder. */
-static vkg_tensor named(builder *b, vkg_tensor t, const char *what) {
-    char full[96];
-    snprintf(full, sizeof full, "%s%s", b->prefix, what);
-    vkg_name(b->g, t, full);
-    return t;
-}
+static vkg_tensor named(builder *b, vkg_tensor t, const char *what) { return vkg_layers_name(&b->L, t, what); }
 
-/* A weight: a matrix [d0, d1] in the model's weight dtype (f32, f16 or bf16), or a vector [d0]
- * (d1 = 0) in f32. */
-static vkg_tensor weight(builder *b, const char *name, const void *data, int64_t d0, int64_t d1) {
-    char full[96];
-    snprintf(full, sizeof full, "%s%s", b->prefix, name);
-    int64_t shape[2] = {d0, d1};
-    return vkg_constant(b->g, full, d1 ? b->m->weight_dtype : VKG_F32, d1 ? 2 : 1, shape, data);
-}
-
-/* Columns [part * C, part * C + C) of qkv [T, 3C] as heads [H, T, D]: a view, no copy.  The
- * views are "attn.q" (the heads) and, on the way there, "attn.q.slice" and "attn.q.reshape". */
-static vkg_tensor head_view(builder *b, vkg_tensor qkv, int part) {
-    const int64_t split[3] = {b->T, b->H, b->D};
-    const int to_heads[3] = {1, 0, 2};
-    const char *which = part == 0 ? "attn.q" : part == 1 ? "attn.k" : "attn.v";
-    char what[32];
-    snprintf(what, sizeof what, "%s.slice", which);
-    vkg_tensor cols = named(b, vkg_slice(b->g, qkv, 1, part * b->C, b->C), what);
-    snprintf(what, sizeof what, "%s.reshape", which);
-    vkg_tensor split_heads = named(b, vkg_reshape(b->g, cols, 3, split), what);
-    return named(b, vkg_permute(b->g, split_heads, to_heads), which);
+/* Weight w (of layer `layer`, for a layer's) as a constant named and shaped as the weight table
+ * says: a matrix in the model's weight dtype (f32, f16 or bf16), or a vector in f32. */
+static vkg_tensor weight(builder *b, vkg_gpt2_weight w, int layer) {
+    const vkg_gpt2_weight_spec *s = &vkg_gpt2_weights[w];
+    const vkg_gpt2_config *c = &b->m->config;
+    return vkg_layers_weight(&b->L, s->name, b->m->weight_dtype, vkg_gpt2_dim_size(c, s->d0),
+                             vkg_gpt2_dim_size(c, s->d1), vkg_gpt2_weight_data(b->m, w, layer));
 }
 
 /* activation_function, computed as transformers computes it (gpt2_config.h lists the names). */
-static vkg_tensor activation(builder *b, vkg_tensor x) {
-    switch (b->m->activation) {
-    case VKG_GPT2_ACT_GELU_TANH: return vkg_gelu(b->g, x);
-    case VKG_GPT2_ACT_GELU_ERF: return vkg_gelu_erf(b->g, x);
-    case VKG_GPT2_ACT_QUICK_GELU: return vkg_quick_gelu(b->g, x);
-    case VKG_GPT2_ACT_SILU: return vkg_silu(b->g, x);
-    case VKG_GPT2_ACT_RELU: return vkg_relu(b->g, x);
-    default: return VKG_NONE; /* the loader refuses other names */
+static vkg_activation_fn activation(vkg_gpt2_activation a) {
+    switch (a) {
+    case VKG_GPT2_ACT_GELU_TANH: return vkg_gelu;
+    case VKG_GPT2_ACT_GELU_ERF: return vkg_gelu_erf;
+    case VKG_GPT2_ACT_QUICK_GELU: return vkg_quick_gelu;
+    case VKG_GPT2_ACT_SILU: return vkg_silu;
+    case VKG_GPT2_ACT_RELU: return vkg_relu;
+    default: return NULL; /* the loader refuses other names */
     }
 }
 
@@ -77,111 +51,66 @@ static float score_scale(const builder *b, int layer) {
     return (float)s;
 }
 
-/* Causal self-attention of one layer: a [T, C] (after ln_1) -> merged heads [T, C], before
- * c_proj.  *probs gets the softmax probabilities [H, T, T or S]. */
-static vkg_tensor attention(builder *b, int layer, vkg_tensor a, vkg_gpt2_graph *gg, vkg_tensor *probs) {
-    vkg_graph *g = b->g;
-    const vkg_gpt2_layer *L = &b->m->layers[layer];
-    vkg_tensor qkv = named(b, vkg_matmul(g, a, weight(b, "attn.c_attn.weight", L->attn_w, b->C, 3 * b->C),
-                                         weight(b, "attn.c_attn.bias", L->attn_b, 3 * b->C, 0), 0),
-                           "attn.c_attn");
-    vkg_tensor q = head_view(b, qkv, 0), k = head_view(b, qkv, 1), v = head_view(b, qkv, 2);
-    vkg_tensor offset = VKG_NONE;
-    if (b->S) {
-        /* The new rows go into the cache at pos; attention reads the whole cache. */
-        k = named(b, vkg_write_at(g, gg->k_cache[layer], k, 1, 0, gg->pos), "attn.k_cache.write");
-        v = named(b, vkg_write_at(g, gg->v_cache[layer], v, 1, 0, gg->pos), "attn.v_cache.write");
-        offset = gg->pos;
-    }
-    vkg_tensor scores = named(b, vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B), "attn.scores");
-    const float s = score_scale(b, layer);
-    if (s != 1.0f) scores = named(b, vkg_scale(g, scores, s), "attn.scale"); /* no step at all for unscaled scores */
-    *probs = named(b, vkg_softmax(g, named(b, vkg_mask_causal(g, scores, 0, offset), "attn.mask")), "attn.softmax");
-    vkg_tensor heads = named(b, vkg_matmul(g, *probs, v, VKG_NONE, 0), "attn.heads"); /* [H, T, D] */
-    const int to_tokens[3] = {1, 0, 2};
-    const int64_t merged[2] = {b->T, b->C};
-    vkg_tensor tokens = named(b, vkg_permute(g, heads, to_tokens), "attn.merge.permute");
-    return named(b, vkg_reshape(g, tokens, 2, merged), "attn.merge");
-}
-
-static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_gpt2_graph *gg) {
-    vkg_graph *g = b->g;
-    const vkg_gpt2_layer *L = &b->m->layers[layer];
-    const int64_t C = b->C, I = vkg_gpt2_inner_size(&b->m->config);
+static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *gg) {
+    vkg_layers *L = &b->L;
+    const int64_t C = b->C;
     const float eps = b->m->config.layer_norm_epsilon;
-    snprintf(b->prefix, sizeof b->prefix, "h.%d.", layer);
+    vkg_layers_prefix(L, "h.%d.", layer);
 
-    vkg_tensor a = named(b, vkg_layernorm(g, x, weight(b, "ln_1.weight", L->ln_1_w, C, 0),
-                                          weight(b, "ln_1.bias", L->ln_1_b, C, 0), eps), "ln_1");
+    /* x += c_proj(attention(ln_1(x))), q, k, v side by side in one c_attn projection */
+    vkg_tensor a = vkg_layer_layernorm(L, x, weight(b, VKG_GPT2_LN_1_W, layer),
+                                       weight(b, VKG_GPT2_LN_1_B, layer), eps, "ln_1");
+    vkg_tensor qkv = vkg_layer_linear(L, a, weight(b, VKG_GPT2_ATTN_W, layer),
+                                      weight(b, VKG_GPT2_ATTN_B, layer), 0, "attn.c_attn");
+    const vkg_attention at = {.n_head = b->H, .n_kv_head = b->H, .head_dim = b->D, .scale = score_scale(b, layer),
+                              .causal = 1, .mask = VKG_NONE, .k_cache = b->S ? gg->k_cache[layer] : VKG_NONE,
+                              .v_cache = b->S ? gg->v_cache[layer] : VKG_NONE, .pos = gg->pos};
     vkg_tensor probs = VKG_NONE;
-    vkg_tensor heads = attention(b, layer, a, gg, &probs);
-    vkg_tensor proj = named(b, vkg_matmul(g, heads, weight(b, "attn.c_proj.weight", L->attn_proj_w, C, C),
-                                          weight(b, "attn.c_proj.bias", L->attn_proj_b, C, 0), 0), "attn.c_proj");
-    x = named(b, vkg_add(g, x, proj), "residual_1");
+    vkg_tensor heads = vkg_layer_attention(L, &at, qkv, 0, qkv, C, qkv, 2 * C, &probs);
+    vkg_tensor proj = vkg_layer_linear(L, heads, weight(b, VKG_GPT2_ATTN_PROJ_W, layer),
+                                       weight(b, VKG_GPT2_ATTN_PROJ_B, layer), 0, "attn.c_proj");
+    x = named(b, vkg_add(b->g, x, proj), "residual_1");
 
-    vkg_tensor m = named(b, vkg_layernorm(g, x, weight(b, "ln_2.weight", L->ln_2_w, C, 0),
-                                          weight(b, "ln_2.bias", L->ln_2_b, C, 0), eps), "ln_2");
-    m = named(b, vkg_matmul(g, m, weight(b, "mlp.c_fc.weight", L->fc_w, C, I),
-                            weight(b, "mlp.c_fc.bias", L->fc_b, I, 0), 0), "mlp.c_fc");
-    m = named(b, activation(b, m), "mlp.act");
-    m = named(b, vkg_matmul(g, m, weight(b, "mlp.c_proj.weight", L->mlp_proj_w, I, C),
-                            weight(b, "mlp.c_proj.bias", L->mlp_proj_b, C, 0), 0), "mlp.c_proj");
-    x = named(b, vkg_add(g, x, m), "residual_2");
+    /* x += mlp(ln_2(x)) */
+    vkg_tensor m = vkg_layer_layernorm(L, x, weight(b, VKG_GPT2_LN_2_W, layer),
+                                       weight(b, VKG_GPT2_LN_2_B, layer), eps, "ln_2");
+    const vkg_mlp mlp = {.up_w = weight(b, VKG_GPT2_FC_W, layer), .up_b = weight(b, VKG_GPT2_FC_B, layer),
+                         .gate_w = VKG_NONE, .gate_b = VKG_NONE,
+                         .down_w = weight(b, VKG_GPT2_MLP_PROJ_W, layer),
+                         .down_b = weight(b, VKG_GPT2_MLP_PROJ_B, layer),
+                         .act = activation(b->m->activation),
+                         .up_name = "mlp.c_fc", .act_name = "mlp.act", .down_name = "mlp.c_proj"};
+    m = vkg_layer_mlp(L, m, &mlp);
+    x = named(b, vkg_add(b->g, x, m), "residual_2");
 
-    int want = b->o->attention_layer == VKG_GPT2_ALL_LAYERS || b->o->attention_layer == layer;
+    int want = b->o->attention_layer == VKG_ALL_LAYERS || b->o->attention_layer == layer;
     if (want) {
         char name[32];
         snprintf(name, sizeof name, "attention.%d", layer);
         vkg_tensor out = probs;
         if (b->S && b->o->attention_keys > 0)
-            out = named(b, vkg_slice(g, probs, 2, 0, b->o->attention_keys), "attn.softmax.slice");
-        if (vkg_output(g, name, out) == VKG_OK) gg->attention[layer] = out;
+            out = named(b, vkg_slice(b->g, probs, 2, 0, b->o->attention_keys), "attn.softmax.slice");
+        if (vkg_output(b->g, name, out) == VKG_OK) gg->attention[layer] = out;
     }
     return x;
 }
 
-static vkg_status check_options(const vkg_gpt2 *m, const vkg_gpt2_build_options *o, vkg_error *err) {
-    const int P = m->config.n_positions;
+vkg_status vkg_gpt2_build_graph(const void *model, const vkg_forward_options *o, vkg_forward_graph *gg,
+                                vkg_error *err) {
+    const vkg_gpt2 *m = model;
+    const vkg_gpt2_config *c = &m->config;
     if (m->activation == VKG_GPT2_ACT_UNKNOWN)
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "gpt2: activation_function \"%.31s\" is not supported "
-                             "(supported: %s)", m->config.activation, vkg_gpt2_activation_names());
-    if (o->tokens < 1 || o->tokens > P)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: %d tokens per run; the model takes 1 to %d "
-                             "(n_positions)", o->tokens, P);
-    if (o->cache_len && (o->cache_len < o->tokens || o->cache_len > P))
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: a KV cache of %d positions for runs of %d tokens; "
-                             "it must hold from %d to %d (n_positions)", o->cache_len, o->tokens, o->tokens, P);
-    if (o->attention_layer != VKG_GPT2_NO_ATTENTION && o->attention_layer != VKG_GPT2_ALL_LAYERS &&
-        (o->attention_layer < 0 || o->attention_layer >= m->config.n_layer))
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: layer %d does not exist; the model has layers 0 to %d",
-                             o->attention_layer, m->config.n_layer - 1);
-    if (o->no_logits && o->attention_layer == VKG_GPT2_NO_ATTENTION && !o->cache_len)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: neither logits nor attention asked for: the graph "
-                             "would compute nothing");
-    if (o->attention_keys < 0 || (o->attention_keys > 0 && (!o->cache_len || o->attention_keys > o->cache_len)))
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: attention_keys %d needs a cache of at least as many "
-                             "positions", o->attention_keys);
-    return VKG_OK;
-}
-
-static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o, vkg_gpt2_graph *gg, vkg_error *err) {
-    const vkg_gpt2_config *c = &m->config;
+                             "(supported: %s)", c->activation, vkg_gpt2_activation_names());
     builder b = {.m = m, .o = o, .T = o->tokens, .C = c->n_embd, .H = c->n_head, .D = c->n_embd / c->n_head,
                  .S = o->cache_len};
-    b.g = gg->graph = vkg_graph_new();
-    gg->attention = malloc((size_t)c->n_layer * sizeof *gg->attention);
-    if (!b.g || !gg->attention) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory building GPT-2");
-    for (int i = 0; i < c->n_layer; i++) gg->attention[i] = VKG_NONE;
-    vkg_graph *g = b.g;
+    vkg_graph *g = b.g = b.L.g = gg->graph;
 
     const int64_t tokens[1] = {b.T};
     gg->ids = vkg_input(g, "ids", VKG_I32, 1, tokens);
     gg->positions = vkg_input(g, "positions", VKG_I32, 1, tokens);
     gg->pos = VKG_NONE;
     if (b.S) {
-        gg->k_cache = malloc((size_t)c->n_layer * sizeof *gg->k_cache);
-        gg->v_cache = malloc((size_t)c->n_layer * sizeof *gg->v_cache);
-        if (!gg->k_cache || !gg->v_cache) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory building GPT-2");
         gg->pos = vkg_index(g, "pos");
         const int64_t cache_shape[3] = {b.H, b.S, b.D};
         for (int i = 0; i < c->n_layer; i++) {
@@ -193,10 +122,10 @@ static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o,
         }
     }
 
-    b.prefix[0] = '\0';
-    vkg_tensor wte = weight(&b, "wte.weight", m->wte, c->vocab_size, b.C);
+    b.L.prefix[0] = '\0'; /* the embedding and the head have no layer prefix */
+    vkg_tensor wte = weight(&b, VKG_GPT2_WTE, 0);
     vkg_tensor tok = named(&b, vkg_embedding(g, wte, gg->ids), "embed.wte");
-    vkg_tensor pos = named(&b, vkg_embedding(g, weight(&b, "wpe.weight", m->wpe, c->n_positions, b.C), gg->positions),
+    vkg_tensor pos = named(&b, vkg_embedding(g, weight(&b, VKG_GPT2_WPE, 0), gg->positions),
                            "embed.wpe");
     vkg_tensor x = named(&b, vkg_add(g, tok, pos), "embed.sum");
     /* Without logits only the layers up to the last attention asked for are built: with a cache
@@ -204,38 +133,16 @@ static vkg_status build_into(const vkg_gpt2 *m, const vkg_gpt2_build_options *o,
     const int layers = o->no_logits && o->attention_layer >= 0 ? o->attention_layer + 1 : c->n_layer;
     for (int i = 0; i < layers; i++) x = block(&b, i, x, gg);
 
-    b.prefix[0] = '\0';
+    b.L.prefix[0] = '\0'; /* the embedding and the head have no layer prefix */
     gg->logits = VKG_NONE;
     if (!o->no_logits) {
         if (!o->all_logits && b.T > 1) /* the head only where it is read */
             x = named(&b, vkg_slice(g, x, 0, b.T - 1, 1), "last_position");
-        x = named(&b, vkg_layernorm(g, x, weight(&b, "ln_f.weight", m->ln_f_w, b.C, 0),
-                                    weight(&b, "ln_f.bias", m->ln_f_b, b.C, 0), c->layer_norm_epsilon), "ln_f");
-        vkg_tensor head = m->tied_head ? wte : weight(&b, "lm_head.weight", m->lm_head, c->vocab_size, b.C);
-        gg->logits = named(&b, vkg_matmul(g, x, head, VKG_NONE, VKG_TRANSPOSE_B), "logits");
+        x = vkg_layer_layernorm(&b.L, x, weight(&b, VKG_GPT2_LN_F_W, 0),
+                                weight(&b, VKG_GPT2_LN_F_B, 0), c->layer_norm_epsilon, "ln_f");
+        vkg_tensor head = m->tied_head ? wte : weight(&b, VKG_GPT2_LM_HEAD, 0);
+        gg->logits = vkg_layer_linear(&b.L, x, head, VKG_NONE, VKG_TRANSPOSE_B, "logits");
         vkg_output(g, "logits", gg->logits);
     }
-    if (vkg_graph_status(g) != VKG_OK)
-        return vkg_error_set(err, vkg_graph_status(g), "gpt2: building the graph failed: %s", vkg_graph_error(g));
-    return VKG_OK;
-}
-
-vkg_status vkg_gpt2_build(const vkg_gpt2 *m, const vkg_gpt2_build_options *o, vkg_gpt2_graph *out, vkg_error *err) {
-    memset(out, 0, sizeof *out);
-    vkg_status st = check_options(m, o, err);
-    if (st != VKG_OK) return st;
-    out->n_layer = m->config.n_layer;
-    out->tokens = o->tokens;
-    out->cache_len = o->cache_len;
-    st = build_into(m, o, out, err);
-    if (st != VKG_OK) vkg_gpt2_graph_free(out);
-    return st;
-}
-
-void vkg_gpt2_graph_free(vkg_gpt2_graph *gg) {
-    vkg_graph_free(gg->graph);
-    free(gg->attention);
-    free(gg->k_cache);
-    free(gg->v_cache);
-    memset(gg, 0, sizeof *gg);
+    return VKG_OK; /* the graph's status is checked by vkg_decoder_build */
 }

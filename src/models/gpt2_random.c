@@ -17,6 +17,7 @@
 #include "models/gpt2_random.h"
 
 #include "base/error.h"
+#include "models/gpt2_weights.h"
 
 #include <errno.h>
 #include <math.h>
@@ -170,47 +171,49 @@ static vkg_status make_dirs(const char *dir, vkg_error *err) {
     return st;
 }
 
-static vkg_status build_tensors(tensor_set *s, const vkg_gpt2_random_options *o, vkg_error *err) {
-    const vkg_gpt2_config *c = &o->config;
-    const int64_t C = c->n_embd, V = c->vocab_size, P = c->n_positions, I = vkg_gpt2_inner_size(c);
-    const float wide = 1.5f / sqrtf((float)C), proj = 0.02f, embed = 0.1f;
+typedef struct drawing {
+    tensor_set *s;
+    const vkg_gpt2_random_options *o;
+    vkg_error *err;
+} drawing;
+
+/* Writes one tensor of the weight table, drawn as its init class says (the scales: see the top of
+ * this file); the buffers old checkpoints carry go before attn.c_attn.weight, where the attention
+ * module's state dict lists them. */
+static vkg_status draw(void *user, vkg_gpt2_weight w, int layer) {
+    drawing *d = user;
+    const vkg_gpt2_config *c = &d->o->config;
+    const vkg_gpt2_weight_spec *spec = &vkg_gpt2_weights[w];
+    const int64_t C = c->n_embd, P = c->n_positions;
+    char name[96];
     vkg_status st;
-#define ADD(name, ndim, kind, mean, std, ...)                                                           \
-    do {                                                                                                \
-        const int64_t shape_[] = {__VA_ARGS__};                                                         \
-        if ((st = add(s, name, ndim, shape_, kind, mean, std, err)) != VKG_OK) return st;               \
-    } while (0)
-    ADD("wte.weight", 2, FILL_NORMAL, 0.0f, embed, V, C);
-    ADD("wpe.weight", 2, FILL_NORMAL, 0.0f, embed, P, C);
-    for (int i = 0; i < c->n_layer; i++) {
-        char n[96];
-#define LAYER(suffix) (snprintf(n, sizeof n, "h.%d.%s", i, suffix), n)
-        ADD(LAYER("ln_1.weight"), 1, FILL_NORMAL, 1.0f, 0.1f, C);
-        ADD(LAYER("ln_1.bias"), 1, FILL_NORMAL, 0.0f, 0.05f, C);
-        if (o->attn_bias_buffers) {
-            ADD(LAYER("attn.bias"), 4, FILL_TRIL, 0.0f, 0.0f, 1, 1, P, P);
-            ADD(LAYER("attn.masked_bias"), 0, FILL_CONSTANT, -1e4f, 0.0f, 0);
-        }
-        ADD(LAYER("attn.c_attn.weight"), 2, FILL_NORMAL, 0.0f, wide, C, 3 * C);
-        ADD(LAYER("attn.c_attn.bias"), 1, FILL_NORMAL, 0.0f, proj, 3 * C);
-        ADD(LAYER("attn.c_proj.weight"), 2, FILL_NORMAL, 0.0f, proj, C, C);
-        ADD(LAYER("attn.c_proj.bias"), 1, FILL_NORMAL, 0.0f, proj, C);
-        ADD(LAYER("ln_2.weight"), 1, FILL_NORMAL, 1.0f, 0.1f, C);
-        ADD(LAYER("ln_2.bias"), 1, FILL_NORMAL, 0.0f, 0.05f, C);
-        ADD(LAYER("mlp.c_fc.weight"), 2, FILL_NORMAL, 0.0f, wide, C, I);
-        ADD(LAYER("mlp.c_fc.bias"), 1, FILL_NORMAL, 0.0f, proj, I);
-        ADD(LAYER("mlp.c_proj.weight"), 2, FILL_NORMAL, 0.0f, proj, I, C);
-        ADD(LAYER("mlp.c_proj.bias"), 1, FILL_NORMAL, 0.0f, proj, C);
-#undef LAYER
+    if (w == VKG_GPT2_ATTN_W && d->o->attn_bias_buffers) {
+        const int64_t tril[4] = {1, 1, P, P};
+        snprintf(name, sizeof name, "h.%d.attn.bias", layer);
+        if ((st = add(d->s, name, 4, tril, FILL_TRIL, 0.0f, 0.0f, d->err)) != VKG_OK) return st;
+        snprintf(name, sizeof name, "h.%d.attn.masked_bias", layer);
+        if ((st = add(d->s, name, 0, tril, FILL_CONSTANT, -1e4f, 0.0f, d->err)) != VKG_OK) return st;
     }
-    ADD("ln_f.weight", 1, FILL_NORMAL, 1.0f, 0.1f, C);
-    ADD("ln_f.bias", 1, FILL_NORMAL, 0.0f, 0.05f, C);
-    if (o->untied_lm_head) {
-        s->prefix = ""; /* Hugging Face keeps the head outside "transformer." */
-        ADD("lm_head.weight", 2, FILL_NORMAL, 0.0f, embed, V, C);
+    if (spec->optional) { /* the head: only untied, and Hugging Face keeps it outside "transformer." */
+        if (!d->o->untied_lm_head) return VKG_OK;
+        d->s->prefix = "";
     }
-#undef ADD
-    return VKG_OK;
+    float mean = 0.0f, std = 0.02f;
+    switch (spec->init) {
+    case VKG_GPT2_INIT_EMBED: std = 0.1f; break;
+    case VKG_GPT2_INIT_NORM_WEIGHT: mean = 1.0f, std = 0.1f; break;
+    case VKG_GPT2_INIT_NORM_BIAS: std = 0.05f; break;
+    case VKG_GPT2_INIT_WIDE: std = 1.5f / sqrtf((float)C); break;
+    case VKG_GPT2_INIT_SMALL: std = 0.02f; break;
+    }
+    const int64_t shape[2] = {vkg_gpt2_dim_size(c, spec->d0), vkg_gpt2_dim_size(c, spec->d1)};
+    return add(d->s, vkg_gpt2_weight_name(w, layer, name, sizeof name), spec->d1 == VKG_GPT2_DIM_NONE ? 1 : 2, shape,
+               FILL_NORMAL, mean, std, d->err);
+}
+
+static vkg_status build_tensors(tensor_set *s, const vkg_gpt2_random_options *o, vkg_error *err) {
+    drawing d = {.s = s, .o = o, .err = err};
+    return vkg_gpt2_weights_each(o->config.n_layer, draw, &d);
 }
 
 vkg_status vkg_gpt2_write_random(const char *dir, const vkg_gpt2_random_options *o, vkg_error *err) {

@@ -1,20 +1,12 @@
 /*
  * Small GPT-2-shaped models with random weights, written exactly as Hugging Face lays a GPT-2
- * checkpoint out: dir/config.json and dir/model.safetensors with these tensors
- * (C = n_embd, P = n_positions, V = vocab_size; Conv1D weights are [in, out]):
- *
- *   wte.weight [V, C]                     wpe.weight [P, C]
- *   h.{i}.ln_1.weight, .bias [C]          h.{i}.ln_2.weight, .bias [C]
- *   h.{i}.attn.c_attn.weight [C, 3C]      h.{i}.attn.c_attn.bias [3C]      (q, k, v side by side)
- *   h.{i}.attn.c_proj.weight [C, C]       h.{i}.attn.c_proj.bias [C]
- *   h.{i}.mlp.c_fc.weight [C, I]          h.{i}.mlp.c_fc.bias [I]          (I = n_inner, 4C if 0)
- *   h.{i}.mlp.c_proj.weight [I, C]        h.{i}.mlp.c_proj.bias [C]
- *   ln_f.weight, .bias [C]
- *   optional: lm_head.weight [V, C] (never prefixed), h.{i}.attn.bias [1, 1, P, P] (lower
- *   triangle of ones) and h.{i}.attn.masked_bias [] (-1e4), the buffers old checkpoints carry.
+ * checkpoint out: dir/config.json and dir/model.safetensors with the tensors of GPT-2's weight
+ * table (gpt2_weights.c: names, shapes, order), and optionally lm_head.weight [V, C] (never
+ * prefixed), h.{i}.attn.bias [1, 1, P, P] (lower triangle of ones) and h.{i}.attn.masked_bias []
+ * (-1e4), the buffers old checkpoints carry.
  *
  * The weights are drawn so that the model exercises every op in a test (see gpt2_random.c for
- * the scales and why), from vkg_rng seeded with `seed`, in the order listed: the same options
+ * the scales and why), from vkg_rng seeded with `seed`, in the table's order: the same options
  * give the same files on every machine.
  */
 #ifndef VKG_MODELS_GPT2_RANDOM_H

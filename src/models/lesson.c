@@ -3,41 +3,36 @@
 #include "vkgraph_lesson.h"
 
 #include "base/error.h"
+#include "models/layers.h"
 
 #include <math.h>
 
+/* The lesson's graphs leave their nodes unnamed: their dumps show the ops. */
 vkg_tensor vkg_lesson_attention(vkg_graph *g, vkg_tensor q, vkg_tensor k, vkg_tensor v, vkg_tensor mask,
                                 vkg_tensor *weights) {
     int64_t shape[VKG_MAX_DIMS];
     int nd = vkg_tensor_shape(g, q, shape);
     float d_k = nd > 0 ? (float)shape[nd - 1] : 1.0f;
-    /* scores = Q @ K^T / sqrt(d_k) */
-    vkg_tensor scores = vkg_scale(g, vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf(d_k));
-    /* blocked: -inf, so exp gives weight exactly 0 */
-    if (mask != VKG_NONE) scores = vkg_mask(g, scores, mask, VKG_MASK_BOOL);
-    vkg_tensor w = vkg_softmax(g, scores);
-    if (weights) *weights = w;
-    return vkg_matmul(g, w, v, VKG_NONE, 0);
-}
-
-/* [T, C] -> [H, T, D]: each head's slice of the features, as a view. */
-static vkg_tensor split_heads(vkg_graph *g, vkg_tensor m, int64_t T, int64_t H, int64_t D) {
-    const int axes[3] = {1, 0, 2};
-    return vkg_permute(g, vkg_reshape(g, m, 3, (int64_t[]){T, H, D}), axes);
+    /* softmax(Q @ K^T / sqrt(d_k)) V, a blocked key at -inf, so that exp gives it weight exactly 0 */
+    vkg_layers L = {.g = g, .unnamed = 1};
+    const vkg_sdpa a = {.scale = 1.0f / sqrtf(d_k), .dyn_offset = VKG_NONE, .mask = mask};
+    return vkg_layer_sdpa(&L, q, k, v, &a, weights);
 }
 
 vkg_tensor vkg_lesson_multi_head(vkg_graph *g, vkg_tensor x, vkg_tensor w_q, vkg_tensor w_k, vkg_tensor w_v,
                                  vkg_tensor w_o, int n_heads, vkg_tensor mask) {
     int64_t shape[VKG_MAX_DIMS] = {0, 0};
     vkg_tensor_shape(g, x, shape);
-    int64_t T = shape[0], C = shape[1], H = n_heads > 0 ? n_heads : 1, D = C / H;
-    vkg_tensor q = split_heads(g, vkg_matmul(g, x, w_q, VKG_NONE, 0), T, H, D);
-    vkg_tensor k = split_heads(g, vkg_matmul(g, x, w_k, VKG_NONE, 0), T, H, D);
-    vkg_tensor v = split_heads(g, vkg_matmul(g, x, w_v, VKG_NONE, 0), T, H, D);
-    vkg_tensor heads = vkg_lesson_attention(g, q, k, v, mask, NULL);      /* all heads at once */
-    const int back[3] = {1, 0, 2};
-    vkg_tensor joined = vkg_reshape(g, vkg_permute(g, heads, back), 2, (int64_t[]){T, C});
-    return vkg_matmul(g, joined, w_o, VKG_NONE, 0);
+    int64_t C = shape[1], H = n_heads > 0 ? n_heads : 1, D = C / H;
+    vkg_layers L = {.g = g, .unnamed = 1};
+    vkg_tensor q = vkg_layer_linear(&L, x, w_q, VKG_NONE, 0, NULL);
+    vkg_tensor k = vkg_layer_linear(&L, x, w_k, VKG_NONE, 0, NULL);
+    vkg_tensor v = vkg_layer_linear(&L, x, w_v, VKG_NONE, 0, NULL);
+    /* every head at once; the mask (not causal by rule) blocks what it blocks in each head */
+    const vkg_attention a = {.n_head = H, .n_kv_head = H, .head_dim = D, .scale = 1.0f / sqrtf((float)D),
+                             .mask = mask, .k_cache = VKG_NONE, .v_cache = VKG_NONE, .pos = VKG_NONE};
+    vkg_tensor joined = vkg_layer_attention(&L, &a, q, 0, k, 0, v, 0, NULL);
+    return vkg_layer_linear(&L, joined, w_o, VKG_NONE, 0, NULL);
 }
 
 vkg_tensor vkg_lesson_row_dots(vkg_graph *g, vkg_tensor a, vkg_tensor b) {

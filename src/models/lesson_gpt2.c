@@ -8,6 +8,7 @@
 #include "vkgraph_heatmap.h"
 #include "io/tokenizer.h"
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "models/gpt2_random.h"
 
 #include <stdlib.h>
@@ -58,7 +59,7 @@ static vkg_status look(const vkg_gpt2 *m, vkg_device *dev, const vkg_tokenizer *
                        int head, vkg_lesson_sentence *s, vkg_error *err) {
     int32_t *ids = NULL;
     vkg_status st = tokenize(tok, text, &ids, s, err);
-    if (st == VKG_OK) st = vkg_gpt2_check_ids(m, ids, (size_t)s->n_tokens, err);
+    if (st == VKG_OK) st = vkg_decoder_check_ids(&m->decoder, ids, (size_t)s->n_tokens, err);
     if (st != VKG_OK) {
         free(ids);
         return st;
@@ -74,7 +75,7 @@ static vkg_status look(const vkg_gpt2 *m, vkg_device *dev, const vkg_tokenizer *
         free(probs);
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %d layers of attention", L);
     }
-    st = vkg_gpt2_forward(m, dev, ids, T, 0, NULL, VKG_GPT2_ALL_LAYERS, probs, err); /* one pass, no head */
+    st = vkg_decoder_forward(&m->decoder, dev, ids, T, 0, NULL, VKG_ALL_LAYERS, probs, err); /* one pass, no head */
     for (int l = 0; st == VKG_OK && l < L; l++) {
         for (int h = 0; h < H; h++) {
             const float *row = probs + (size_t)l * per_layer + ((size_t)h * (size_t)T + (size_t)s->it) * (size_t)T;

@@ -1,12 +1,14 @@
-/* The public model API (vkgraph_model.h): opaque handles over GPT-2's loader, tokenizer,
- * generator, sampler and stop strings.  What each call does lives in those files; this one
- * holds the handles, the tokens of a context and the stage timings. */
+/* The public model API (vkgraph_model.h): opaque handles over a model behind the model
+ * interface (decoder.h; GPT-2's loader is the one place here that names a model), the tokenizer,
+ * the generator, the sampler and the stop strings.  What each call does lives in those files;
+ * this one holds the handles, the tokens of a context and the stage timings. */
 #include "vkgraph_model.h"
 
 #include "base/error.h"
 #include "io/tokenizer.h"
 #include "models/gpt2.h"
 #include "models/gpt2_random.h"
+#include "models/model_run.h"
 #include "models/sampling.h"
 #include "models/stop_strings.h"
 
@@ -15,7 +17,7 @@
 #include <string.h>
 
 struct vkg_model {
-    vkg_gpt2 *gpt2;
+    const vkg_decoder *dec;              /* the model, freed through dec->free       */
     vkg_tokenizer *tok;                  /* NULL when the folder has none            */
     vkg_device *dev;                     /* borrowed; NULL: facts and tokenizer only */
     vkg_weight_dtype dtype;
@@ -24,7 +26,7 @@ struct vkg_model {
 
 struct vkg_context {
     vkg_model *model;
-    vkg_gpt2_generator gen;
+    vkg_generator gen;
     int32_t *tokens;                     /* [n_ctx + 1]: the cache's, then a pending one */
     int n_tokens;                        /* >= gen.length; one more while a token is pending */
     int64_t generated;                   /* every token generated, for the marks' names  */
@@ -59,9 +61,19 @@ static int load_dtype(vkg_weight_dtype d) {
     return -2;
 }
 
-_Static_assert(VKG_NO_ATTENTION == VKG_GPT2_NO_ATTENTION && VKG_ALL_LAYERS == VKG_GPT2_ALL_LAYERS,
-               "the public attention sentinels are GPT-2's");
 _Static_assert(VKG_NO_TOKEN == VKG_GPT2_NO_TOKEN, "the public missing-token id is GPT-2's");
+
+/* Loads the model in dir behind the model interface: GPT-2, the one model there is (a second
+ * one is chosen here by config.json's model_type). */
+static vkg_status open_decoder(const char *dir, int dtype, const vkg_decoder **out, vkg_error *err) {
+    vkg_gpt2_load_options lo;
+    vkg_gpt2_load_options_default(&lo);
+    lo.dtype = dtype;
+    vkg_gpt2 *m = NULL;
+    vkg_status st = vkg_gpt2_load_with(dir, &lo, &m, err);
+    *out = st == VKG_OK ? &m->decoder : NULL;
+    return st;
+}
 
 vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_options *opts, vkg_model **out,
                           vkg_error *err) {
@@ -70,26 +82,24 @@ vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_opti
     vkg_model_options o;
     vkg_model_options_default(&o);
     if (opts) o = *opts;
-    vkg_gpt2_load_options lo;
-    vkg_gpt2_load_options_default(&lo);
-    lo.dtype = load_dtype(o.dtype);
-    if (lo.dtype == -2)
+    const int dtype = load_dtype(o.dtype);
+    if (dtype == -2)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_open: weight dtype %d is none of "
                              "VKG_WEIGHTS_AS_STORED, _F32, _F16, _BF16", (int)o.dtype);
     vkg_model *m = calloc(1, sizeof *m);
     if (!m) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     m->dev = dev;
-    vkg_status st = vkg_gpt2_load_with(dir, &lo, &m->gpt2, err);
-    if (st == VKG_OK) m->dtype = m->gpt2->weight_dtype == VKG_F16    ? VKG_WEIGHTS_F16
-                                 : m->gpt2->weight_dtype == VKG_BF16 ? VKG_WEIGHTS_BF16
-                                                                     : VKG_WEIGHTS_F32;
+    vkg_status st = open_decoder(dir, dtype, &m->dec, err);
+    if (st == VKG_OK) m->dtype = m->dec->facts.weight_dtype == VKG_F16    ? VKG_WEIGHTS_F16
+                                 : m->dec->facts.weight_dtype == VKG_BF16 ? VKG_WEIGHTS_BF16
+                                                                          : VKG_WEIGHTS_F32;
     const char *tok_dir = o.tokenizer_dir ? o.tokenizer_dir : dir;
     if (st == VKG_OK && !o.no_tokenizer && (o.tokenizer_dir || vkg_tokenizer_present(tok_dir))) st = vkg_tokenizer_load(tok_dir, &m->tok, err);
     if (st != VKG_OK) {
         vkg_model_free(m);
         return st;
     }
-    m->random_weights = vkg_gpt2_dir_is_random(dir);
+    m->random_weights = vkg_gpt2_dir_is_random(dir); /* the marker `vkgraph gpt2-random` writes */
     *out = m;
     return VKG_OK;
 }
@@ -97,28 +107,28 @@ vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_opti
 void vkg_model_free(vkg_model *m) {
     if (!m) return;
     vkg_tokenizer_free(m->tok);
-    vkg_gpt2_free(m->gpt2);
+    if (m->dec) m->dec->free((void *)m->dec->model);
     free(m);
 }
 
 vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_error *err) {
     if (!m || !info) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_get_info: NULL argument");
-    const vkg_gpt2_config *c = &m->gpt2->config;
+    const vkg_decoder_facts *f = &m->dec->facts;
     memset(info, 0, sizeof *info);
-    snprintf(info->architecture, sizeof info->architecture, "gpt2");
-    info->n_layer = c->n_layer;
-    info->n_head = c->n_head;
-    info->n_embd = c->n_embd;
-    info->n_ctx = c->n_positions;
-    info->n_vocab = c->vocab_size;
-    info->n_inner = vkg_gpt2_inner_size(c);
-    info->n_params = vkg_gpt2_parameter_count(m->gpt2);
-    info->bos_token = c->bos_token_id;
-    info->eos_token = c->eos_token_id;
-    info->tied_head = m->gpt2->tied_head;
+    snprintf(info->architecture, sizeof info->architecture, "%s", f->architecture);
+    info->n_layer = f->n_layer;
+    info->n_head = f->n_head;
+    info->n_embd = f->n_embd;
+    info->n_ctx = f->n_ctx;
+    info->n_vocab = f->n_vocab;
+    info->n_inner = f->n_inner;
+    info->n_params = f->n_params;
+    info->bos_token = f->bos_token;
+    info->eos_token = f->eos_token;
+    info->tied_head = f->tied_head;
     info->dtype = m->dtype;
     info->random_weights = m->random_weights;
-    snprintf(info->note, sizeof info->note, "%s", m->gpt2->note);
+    snprintf(info->note, sizeof info->note, "%s", f->note);
     return VKG_OK;
 }
 
@@ -137,7 +147,7 @@ const vkg_tokenizer *vkg_model_tokenizer(const vkg_model *m) { return m ? m->tok
 
 vkg_status vkg_model_check_ids(const vkg_model *m, const int32_t *ids, size_t n, vkg_error *err) {
     if (!m) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_check_ids: NULL model");
-    return vkg_gpt2_check_ids(m->gpt2, ids, n, err);
+    return vkg_decoder_check_ids(m->dec, ids, n, err);
 }
 
 void vkg_model_graph_options_default(vkg_model_graph_options *o, int tokens) {
@@ -151,18 +161,18 @@ vkg_status vkg_model_build_graph(const vkg_model *m, const vkg_model_graph_optio
                                  vkg_error *err) {
     if (out) *out = NULL;
     if (!m || !o || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_build_graph: NULL argument");
-    vkg_gpt2_build_options bo;
-    vkg_gpt2_build_options_default(&bo, o->tokens);
+    vkg_forward_options bo;
+    vkg_forward_options_default(&bo, o->tokens);
     bo.cache_len = o->n_ctx;
     bo.all_logits = o->logits == VKG_LOGITS_ALL;
     bo.no_logits = o->logits == VKG_LOGITS_NONE;
-    bo.attention_layer = o->attention_layer; /* the same two sentinels */
-    vkg_gpt2_graph gg;
-    vkg_status st = vkg_gpt2_build(m->gpt2, &bo, &gg, err);
+    bo.attention_layer = o->attention_layer;
+    vkg_forward_graph gg;
+    vkg_status st = vkg_decoder_build(m->dec, &bo, &gg, err);
     if (st != VKG_OK) return st;
     *out = gg.graph; /* the graph outlives the handles that index it */
     gg.graph = NULL;
-    vkg_gpt2_graph_free(&gg);
+    vkg_forward_graph_free(&gg);
     return VKG_OK;
 }
 
@@ -192,12 +202,12 @@ vkg_status vkg_context_new(vkg_model *m, const vkg_context_options *opts, vkg_co
     vkg_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     ctx->model = m;
-    vkg_gpt2_generator_options go = {.cache_len = o.n_ctx,
+    vkg_generator_options go = {.cache_len = o.n_ctx,
                                      .all_logits = o.logits == VKG_LOGITS_ALL,
                                      .no_logits = o.logits == VKG_LOGITS_NONE,
-                                     .attention_layer = o.attention_layer, /* the same two sentinels */
-                                     .batch = o.n_batch};
-    vkg_status st = vkg_gpt2_generator_new_with(m->gpt2, m->dev, &go, &ctx->gen, err);
+                                .attention_layer = o.attention_layer,
+                                .batch = o.n_batch};
+    vkg_status st = vkg_generator_new_with(m->dec, m->dev, &go, &ctx->gen, err);
     if (st == VKG_OK && !(ctx->tokens = malloc(((size_t)ctx->gen.opts.cache_len + 1) * sizeof *ctx->tokens)))
         st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     if (st != VKG_OK) {
@@ -211,7 +221,7 @@ vkg_status vkg_context_new(vkg_model *m, const vkg_context_options *opts, vkg_co
 
 void vkg_context_free(vkg_context *ctx) {
     if (!ctx) return;
-    vkg_gpt2_generator_free(&ctx->gen);
+    vkg_generator_free(&ctx->gen);
     vkg_sampler_free(&ctx->sampler);
     free(ctx->tokens);
     free(ctx);
@@ -230,7 +240,7 @@ static vkg_status feed_waiting(vkg_context *ctx, int decode, vkg_error *err) {
     const int n = ctx->n_tokens - ctx->gen.length;
     if (n == 0) return VKG_OK;
     const double t0 = vkg_clock_seconds();
-    vkg_status st = vkg_gpt2_generator_feed(&ctx->gen, ctx->tokens + ctx->gen.length, n, err);
+    vkg_status st = vkg_generator_feed(&ctx->gen, ctx->tokens + ctx->gen.length, n, err);
     const double s = vkg_clock_seconds() - t0;
     if (st != VKG_OK) {
         ctx->n_tokens = ctx->gen.length; /* what failed is not in the cache */
@@ -265,12 +275,12 @@ vkg_status vkg_context_decode(vkg_context *ctx, int32_t id, vkg_error *err) { re
 vkg_status vkg_context_reset(vkg_context *ctx, vkg_error *err) {
     if (!ctx) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_reset: NULL context");
     ctx->n_tokens = 0;
-    return vkg_gpt2_generator_reset(&ctx->gen, err);
+    return vkg_generator_reset(&ctx->gen, err);
 }
 
 vkg_status vkg_context_truncate(vkg_context *ctx, int n, vkg_error *err) {
     if (!ctx) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_truncate: NULL context");
-    vkg_status st = vkg_gpt2_generator_truncate(&ctx->gen, n, err);
+    vkg_status st = vkg_generator_truncate(&ctx->gen, n, err);
     if (st == VKG_OK) ctx->n_tokens = n;
     return st;
 }
@@ -280,31 +290,31 @@ vkg_status vkg_context_get_logits(vkg_context *ctx, float *out, size_t floats, v
     if (ctx->gen.opts.no_logits)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "the context was made with VKG_LOGITS_NONE");
     if (!ctx->gen.fed) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "no logits yet: feed a token first");
-    const size_t V = (size_t)ctx->model->gpt2->config.vocab_size;
+    const size_t V = (size_t)ctx->model->dec->facts.n_vocab;
     const size_t want = (ctx->gen.opts.all_logits ? (size_t)ctx->gen.fed : 1) * V;
     if (floats != want)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "logits: %zu floats asked for, the last feed has %zu "
                              "(%s x %zu)", floats, want, ctx->gen.opts.all_logits ? "its tokens" : "1", V);
-    return vkg_gpt2_generator_logits(&ctx->gen, out, floats, err);
+    return vkg_generator_logits(&ctx->gen, out, floats, err);
 }
 
 vkg_status vkg_context_get_attention(vkg_context *ctx, int layer, float *out, size_t floats, vkg_error *err) {
     if (!ctx || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_get_attention: NULL argument");
     const int a = ctx->gen.opts.attention_layer;
-    if (!ctx->gen.fed || (a != VKG_ALL_LAYERS && a != layer) || layer < 0 || layer >= ctx->model->gpt2->config.n_layer)
+    if (!ctx->gen.fed || (a != VKG_ALL_LAYERS && a != layer) || layer < 0 || layer >= ctx->model->dec->facts.n_layer)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: layer %d's attention %s", ctx->gen.fed ? "attention"
                              : "no attention yet", layer, ctx->gen.fed ? "was not asked for when the context was made"
                                                                       : "comes after a feed");
-    const size_t H = (size_t)ctx->model->gpt2->config.n_head, T = (size_t)ctx->gen.fed;
+    const size_t H = (size_t)ctx->model->dec->facts.n_head, T = (size_t)ctx->gen.fed;
     const size_t S = (size_t)ctx->gen.opts.cache_len, L = (size_t)ctx->gen.length;
     if (floats != H * T * L)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "attention: %zu floats asked for, the last feed has %zu "
                              "(%zu heads x %zu queries x %zu keys)", floats, H * T * L, H, T, L);
-    if (L == S) return vkg_gpt2_generator_attention(&ctx->gen, layer, out, floats, err); /* a full cache */
+    if (L == S) return vkg_generator_attention(&ctx->gen, layer, out, floats, err); /* a full cache */
     /* The run's rows hold every cache position: keep the first L of each. */
     float *rows = malloc(H * T * S * sizeof *rows);
     if (!rows) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %zu attention rows", H * T);
-    vkg_status st = vkg_gpt2_generator_attention(&ctx->gen, layer, rows, H * T * S, err);
+    vkg_status st = vkg_generator_attention(&ctx->gen, layer, rows, H * T * S, err);
     if (st == VKG_OK)
         for (size_t row = 0; row < H * T; row++) memcpy(out + row * L, rows + row * S, L * sizeof *out);
     free(rows);
@@ -370,7 +380,7 @@ static vkg_status deliver(generation *g, int32_t id, int *stop, vkg_error *err) 
 static vkg_status generate_loop(generation *g, vkg_error *err) {
     vkg_context *ctx = g->ctx;
     const vkg_generate_options *o = g->o;
-    const int eos = ctx->model->gpt2->config.eos_token_id, S = ctx->gen.opts.cache_len;
+    const int eos = ctx->model->dec->facts.eos_token, S = ctx->gen.opts.cache_len;
     vkg_status st = mark_token(ctx, ctx->generated + 1, err);
     if (st == VKG_OK && o->n_prompt) {
         memcpy(ctx->tokens + ctx->n_tokens, o->prompt, (size_t)o->n_prompt * sizeof *o->prompt);
@@ -385,7 +395,7 @@ static vkg_status generate_loop(generation *g, vkg_error *err) {
             break;
         }
         float *logits = NULL;
-        if ((st = vkg_gpt2_generator_last_logits(&ctx->gen, &logits, err)) != VKG_OK) break;
+        if ((st = vkg_generator_last_logits(&ctx->gen, &logits, err)) != VKG_OK) break;
         if (o->ignore_eos && eos != VKG_NO_TOKEN) logits[eos] = -INFINITY; /* as llama.cpp */
         double t0 = vkg_clock_seconds();
         const int32_t next = vkg_sampler_next(&ctx->sampler, logits, ctx->tokens, ctx->gen.length);
@@ -443,7 +453,7 @@ vkg_status vkg_context_generate(vkg_context *ctx, const vkg_generate_options *op
     if (!ctx->sampler_ready || memcmp(&ctx->sampler.opts, &o.sampling, sizeof o.sampling) != 0) {
         vkg_sampler_free(&ctx->sampler);
         ctx->sampler_ready = 0;
-        st = vkg_sampler_init(&ctx->sampler, &o.sampling, ctx->model->gpt2->config.vocab_size, err);
+        st = vkg_sampler_init(&ctx->sampler, &o.sampling, ctx->model->dec->facts.n_vocab, err);
         if (st != VKG_OK) return st;
         ctx->sampler_ready = 1;
     }
@@ -456,7 +466,7 @@ vkg_status vkg_context_generate(vkg_context *ctx, const vkg_generate_options *op
 
 const vkg_plan *vkg_context_plan(const vkg_context *ctx, int tokens) {
     if (!ctx) return NULL;
-    const vkg_gpt2_generator *g = &ctx->gen;
+    const vkg_generator *g = &ctx->gen;
     if (tokens == g->base.gg.tokens) return g->base.plan;
     if (tokens == 1 && g->has_step) return g->step.plan;
     if (g->has_other && g->other.gg.tokens == tokens) return g->other.plan;
@@ -465,7 +475,7 @@ const vkg_plan *vkg_context_plan(const vkg_context *ctx, int tokens) {
 
 vkg_status vkg_context_enable_profiling(vkg_context *ctx, int enable, vkg_error *err) {
     if (!ctx) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_enable_profiling: NULL context");
-    vkg_gpt2_generator *g = &ctx->gen;
+    vkg_generator *g = &ctx->gen;
     vkg_status st = vkg_session_enable_profiling(g->base.session, enable, err);
     if (st == VKG_OK && g->has_step) st = vkg_session_enable_profiling(g->step.session, enable, err);
     if (st == VKG_OK && g->has_other) st = vkg_session_enable_profiling(g->other.session, enable, err);

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "models/gpt2_random.h"
+#include "models/gpt2_weights.h"
 
 #include <string.h>
 
@@ -75,7 +76,7 @@ vkg_status vkg_random_gpt2_write(const char *dir, const vkg_random_gpt2_options 
 int64_t vkg_random_gpt2_parameter_count(const vkg_random_gpt2_options *o) {
     vkg_gpt2_random_options p;
     to_private(o, &p);
-    return vkg_gpt2_config_parameter_count(&p.config, !o->untied_lm_head);
+    return vkg_gpt2_weights_numel(&p.config, !o->untied_lm_head);
 }
 
 int vkg_gpt2_activation_supported(const char *name) { return vkg_gpt2_activation_kind(name) != VKG_GPT2_ACT_UNKNOWN; }

@@ -19,6 +19,7 @@
 #include "runtime/backend.h"
 #include "fault/fault.h"
 #include "models/gpt2.h"
+#include "models/model_run.h"
 #include "vulkan/context.h"
 #include "vkgraph.h"
 
@@ -56,17 +57,17 @@ static vkg_status run_on(const job *j, vkg_device *dev, const vkg_gpt2 *m, outpu
     const int V = m->config.vocab_size, H = m->config.n_head;
     if (j->what == 1) {
         out->n = (size_t)V;
-        return vkg_gpt2_forward(m, dev, ids, n_ids, 0, out->v, VKG_GPT2_NO_ATTENTION, NULL, err);
+        return vkg_decoder_forward(&m->decoder, dev, ids, n_ids, 0, out->v, VKG_NO_ATTENTION, NULL, err);
     }
     if (j->what == 3) {
         out->n = (size_t)H * (size_t)n_ids * (size_t)n_ids;
-        return vkg_gpt2_forward(m, dev, ids, n_ids, 0, NULL, 0, out->v, err);
+        return vkg_decoder_forward(&m->decoder, dev, ids, n_ids, 0, NULL, 0, out->v, err);
     }
     /* generate: the prompt, then GEN_TOKENS greedy tokens; every step's logits are the output */
-    vkg_gpt2_generator gen;
-    vkg_status st = vkg_gpt2_generator_new(m, dev, n_ids + GEN_TOKENS, &gen, err);
+    vkg_generator gen;
+    vkg_status st = vkg_generator_new(&m->decoder, dev, n_ids + GEN_TOKENS, &gen, err);
     if (st != VKG_OK) return st;
-    st = vkg_gpt2_generator_feed(&gen, ids, n_ids, err);
+    st = vkg_generator_feed(&gen, ids, n_ids, err);
     out->n = 0;
     for (int t = 0; t < GEN_TOKENS && st == VKG_OK; t++) {
         memcpy(out->v + out->n, gen.logits, (size_t)V * sizeof(float));
@@ -74,9 +75,9 @@ static vkg_status run_on(const job *j, vkg_device *dev, const vkg_gpt2 *m, outpu
         int32_t best = 0;
         for (int k = 1; k < V; k++)
             if (gen.logits[k] > gen.logits[best]) best = k;
-        st = vkg_gpt2_generator_feed(&gen, &best, 1, err);
+        st = vkg_generator_feed(&gen, &best, 1, err);
     }
-    vkg_gpt2_generator_free(&gen);
+    vkg_generator_free(&gen);
     return st;
 }
 
@@ -244,23 +245,23 @@ static void test_fence_timeouts(void **state) {
     float *want = calloc((size_t)m->config.vocab_size, sizeof *want);
     const size_t bytes = (size_t)m->config.vocab_size * sizeof *logits;
     vkg_fault_arm(VKG_FAULT_FENCE, 0);
-    assert_int_equal(vkg_gpt2_forward(m, dev, ids, n_ids, 0, want, VKG_GPT2_NO_ATTENTION, NULL, &err), VKG_OK);
+    assert_int_equal(vkg_decoder_forward(&m->decoder, dev, ids, n_ids, 0, want, VKG_NO_ATTENTION, NULL, &err), VKG_OK);
     const uint64_t waits = vkg_fault_calls(VKG_FAULT_FENCE);
     assert_true(waits >= 1);
 
     vkg_fault_arm(VKG_FAULT_FENCE, waits); /* the run's own wait */
-    vkg_status st = vkg_gpt2_forward(m, dev, ids, n_ids, 0, logits, VKG_GPT2_NO_ATTENTION, NULL, &err);
+    vkg_status st = vkg_decoder_forward(&m->decoder, dev, ids, n_ids, 0, logits, VKG_NO_ATTENTION, NULL, &err);
     vkg_fault_arm(VKG_FAULT_FENCE, 0);
     assert_int_equal(st, VKG_ERR_TIMEOUT);
     if (!strstr(err.message, "did not finish within") || !strstr(err.message, "lost"))
         fail_msg("unexpected message: %s", err.message);
-    assert_int_equal(vkg_gpt2_forward(m, dev, ids, n_ids, 0, logits, VKG_GPT2_NO_ATTENTION, NULL, &err), VKG_OK);
+    assert_int_equal(vkg_decoder_forward(&m->decoder, dev, ids, n_ids, 0, logits, VKG_NO_ATTENTION, NULL, &err), VKG_OK);
     assert_memory_equal(logits, want, bytes);
 
     vkg_fault_arm_from(VKG_FAULT_FENCE, waits); /* the run's wait and every one after it */
-    st = vkg_gpt2_forward(m, dev, ids, n_ids, 0, logits, VKG_GPT2_NO_ATTENTION, NULL, &err);
+    st = vkg_decoder_forward(&m->decoder, dev, ids, n_ids, 0, logits, VKG_NO_ATTENTION, NULL, &err);
     assert_int_equal(st, VKG_ERR_TIMEOUT);
-    st = vkg_gpt2_forward(m, dev, ids, n_ids, 0, logits, VKG_GPT2_NO_ATTENTION, NULL, &err);
+    st = vkg_decoder_forward(&m->decoder, dev, ids, n_ids, 0, logits, VKG_NO_ATTENTION, NULL, &err);
     assert_int_equal(st, VKG_ERR_DEVICE_LOST);
     if (!strstr(err.message, "lost earlier")) fail_msg("unexpected message: %s", err.message);
     vkg_device_free(dev); /* returns: every wait is bounded, a hung device is not waited idle */

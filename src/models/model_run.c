@@ -1,5 +1,5 @@
-/* Running GPT-2 graphs on a device: a compiled plan with its session, and one-shot forward passes. */
-#include "models/gpt2.h"
+/* Running a model's forward graphs on a device: a compiled plan with its session, and one-shot forward passes. */
+#include "models/model_run.h"
 
 #include "base/error.h"
 
@@ -8,16 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-vkg_status vkg_gpt2_runner_new(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt2_build_options *o,
-                               vkg_gpt2_runner *out, vkg_error *err) {
-    return vkg_gpt2_runner_new_shared(m, dev, o, NULL, out, err);
+vkg_status vkg_runner_new(const vkg_decoder *m, vkg_device *dev, const vkg_forward_options *o,
+                          vkg_runner *out, vkg_error *err) {
+    return vkg_runner_new_shared(m, dev, o, NULL, out, err);
 }
 
-vkg_status vkg_gpt2_runner_new_shared(const vkg_gpt2 *m, vkg_device *dev, const vkg_gpt2_build_options *o,
-                                      vkg_session *with, vkg_gpt2_runner *out, vkg_error *err) {
+vkg_status vkg_runner_new_shared(const vkg_decoder *m, vkg_device *dev, const vkg_forward_options *o,
+                                 vkg_session *with, vkg_runner *out, vkg_error *err) {
     memset(out, 0, sizeof *out);
     out->model = m;
-    vkg_status st = vkg_gpt2_build(m, o, &out->gg, err);
+    vkg_status st = vkg_decoder_build(m, o, &out->gg, err);
     if (st != VKG_OK) return st;
     vkg_compile_options co;
     vkg_compile_options_default(&co);
@@ -32,29 +32,29 @@ vkg_status vkg_gpt2_runner_new_shared(const vkg_gpt2 *m, vkg_device *dev, const 
     }
     if (st == VKG_OK && !(out->position_buf = malloc((size_t)o->tokens * sizeof *out->position_buf)))
         st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
-    if (st != VKG_OK) vkg_gpt2_runner_free(out);
+    if (st != VKG_OK) vkg_runner_free(out);
     return st;
 }
 
-void vkg_gpt2_runner_free(vkg_gpt2_runner *r) {
+void vkg_runner_free(vkg_runner *r) {
     vkg_session_free(r->session);
     vkg_plan_free(r->plan);
-    vkg_gpt2_graph_free(&r->gg);
+    vkg_forward_graph_free(&r->gg);
     free(r->position_buf);
     memset(r, 0, sizeof *r);
 }
 
-vkg_status vkg_gpt2_runner_run(vkg_gpt2_runner *r, const int32_t *ids, int32_t start, vkg_error *err) {
-    const vkg_gpt2_graph *gg = &r->gg;
+vkg_status vkg_runner_run(vkg_runner *r, const int32_t *ids, int32_t start, vkg_error *err) {
+    const vkg_forward_graph *gg = &r->gg;
     const int T = gg->tokens, limit = gg->cache_len ? gg->cache_len : T;
     if (start < 0 || start + T > limit)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: tokens at positions %d..%d do not fit %s of %d "
-                             "positions", (int)start, (int)start + T - 1, gg->cache_len ? "the KV cache" : "this run",
-                             limit);
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: tokens at positions %d..%d do not fit %s of %d "
+                             "positions", r->model->facts.architecture, (int)start, (int)start + T - 1,
+                             gg->cache_len ? "the KV cache" : "this run", limit);
     for (int i = 0; i < T; i++) {
-        if (ids[i] < 0 || ids[i] >= r->model->config.vocab_size)
+        if (ids[i] < 0 || ids[i] >= r->model->facts.n_vocab)
             return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "token id %d at position %d is outside the vocabulary "
-                                 "[0, %d)", (int)ids[i], (int)start + i, r->model->config.vocab_size);
+                                 "[0, %d)", (int)ids[i], (int)start + i, r->model->facts.n_vocab);
         r->position_buf[i] = start + i;
     }
     const size_t bytes = (size_t)T * sizeof(int32_t);
@@ -71,7 +71,7 @@ vkg_status vkg_gpt2_runner_run(vkg_gpt2_runner *r, const int32_t *ids, int32_t s
  * The scan is one pass over what was just copied out, cheap beside the forward pass.  out holds
  * the tensor t's values, rows of its last dimension; its second-to-last dimension is the
  * position (the query position for attention). */
-static vkg_status check_outputs(const vkg_gpt2_runner *r, vkg_tensor t, const float *out, size_t floats,
+static vkg_status check_outputs(const vkg_runner *r, vkg_tensor t, const float *out, size_t floats,
                                 const char *what, vkg_error *err) {
     for (size_t i = 0; i < floats; i++) {
         if (isfinite(out[i])) continue;
@@ -82,25 +82,26 @@ static vkg_status check_outputs(const vkg_gpt2_runner *r, vkg_tensor t, const fl
         const int32_t position = r->start + (rows == 1 ? r->gg.tokens - 1 : (int32_t)row);
         char head[48] = "";
         if (nd >= 3) snprintf(head, sizeof head, " (head %zu)", (i / (cols * rows)) % (size_t)shape[nd - 3]);
-        return vkg_error_set(err, VKG_ERR_NOT_FINITE, "gpt2: the model's outputs overflowed: %s%s at position %d are "
+        return vkg_error_set(err, VKG_ERR_NOT_FINITE, "%s: the model's outputs overflowed: %s%s at position %d are "
                              "not finite (%s at index %zu of that row); the weights are finite but too large",
-                             what, head, (int)position, isnan(out[i]) ? "NaN" : out[i] > 0 ? "Inf" : "-Inf",
+                             r->model->facts.architecture, what, head, (int)position, isnan(out[i]) ? "NaN" : out[i] > 0 ? "Inf" : "-Inf",
                              i % cols);
     }
     return VKG_OK;
 }
 
-vkg_status vkg_gpt2_runner_logits(vkg_gpt2_runner *r, float *out, size_t floats, vkg_error *err) {
+vkg_status vkg_runner_logits(vkg_runner *r, float *out, size_t floats, vkg_error *err) {
     if (r->gg.logits == VKG_NONE)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: the graph was built without logits (no_logits)");
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: the graph was built without logits (no_logits)",
+                             r->model->facts.architecture);
     vkg_status st = vkg_session_get_output(r->session, r->gg.logits, out, floats * sizeof(float), err);
     return st == VKG_OK ? check_outputs(r, r->gg.logits, out, floats, "logits", err) : st;
 }
 
-vkg_status vkg_gpt2_runner_attention(vkg_gpt2_runner *r, int layer, float *out, size_t floats, vkg_error *err) {
+vkg_status vkg_runner_attention(vkg_runner *r, int layer, float *out, size_t floats, vkg_error *err) {
     if (layer < 0 || layer >= r->gg.n_layer || r->gg.attention[layer] == VKG_NONE)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "gpt2: layer %d's attention was not requested when the "
-                             "graph was built", layer);
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: layer %d's attention was not requested when the "
+                             "graph was built", r->model->facts.architecture, layer);
     vkg_status st = vkg_session_get_output(r->session, r->gg.attention[layer], out, floats * sizeof(float), err);
     if (st != VKG_OK) return st;
     char what[64];
@@ -117,34 +118,35 @@ vkg_status vkg_gpt2_runner_attention(vkg_gpt2_runner *r, int layer, float *out, 
         double sum = 0;
         for (size_t j = 0; j < cols; j++) sum += out[i + j];
         if (fabs(sum - 1.0) > 1e-2)
-            return vkg_error_set(err, VKG_ERR_NOT_FINITE, "gpt2: the model's outputs overflowed: %s (head %zu) at "
-                                 "position %d sums to %g, not 1 (its scores were not finite)", what,
+            return vkg_error_set(err, VKG_ERR_NOT_FINITE, "%s: the model's outputs overflowed: %s (head %zu) at "
+                                 "position %d sums to %g, not 1 (its scores were not finite)",
+                                 r->model->facts.architecture, what,
                                  i / (cols * rows), (int)(r->start + (int32_t)((i / cols) % rows)), sum);
     }
     return VKG_OK;
 }
 
-vkg_status vkg_gpt2_forward(const vkg_gpt2 *m, vkg_device *dev, const int32_t *ids, int n, int all_logits,
-                            float *logits, int attention_layer, float *attention_out, vkg_error *err) {
-    vkg_status st = vkg_gpt2_check_ids(m, ids, n > 0 ? (size_t)n : 0, err);
+vkg_status vkg_decoder_forward(const vkg_decoder *m, vkg_device *dev, const int32_t *ids, int n, int all_logits,
+                               float *logits, int attention_layer, float *attention_out, vkg_error *err) {
+    vkg_status st = vkg_decoder_check_ids(m, ids, n > 0 ? (size_t)n : 0, err);
     if (st != VKG_OK) return st;
-    vkg_gpt2_build_options o;
-    vkg_gpt2_build_options_default(&o, n);
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, n);
     o.all_logits = all_logits;
     o.no_logits = logits == NULL;
     if (attention_out) o.attention_layer = attention_layer;
-    vkg_gpt2_runner r;
-    st = vkg_gpt2_runner_new(m, dev, &o, &r, err);
+    vkg_runner r;
+    st = vkg_runner_new(m, dev, &o, &r, err);
     if (st != VKG_OK) return st;
-    const size_t V = (size_t)m->config.vocab_size, H = (size_t)m->config.n_head;
-    st = vkg_gpt2_runner_run(&r, ids, 0, err);
-    if (st == VKG_OK && logits) st = vkg_gpt2_runner_logits(&r, logits, (all_logits ? (size_t)n : 1) * V, err);
+    const size_t V = (size_t)m->facts.n_vocab, H = (size_t)m->facts.n_head;
+    st = vkg_runner_run(&r, ids, 0, err);
+    if (st == VKG_OK && logits) st = vkg_runner_logits(&r, logits, (all_logits ? (size_t)n : 1) * V, err);
     const size_t per_layer = H * (size_t)n * (size_t)n;
-    if (st == VKG_OK && attention_out && attention_layer == VKG_GPT2_ALL_LAYERS)
-        for (int l = 0; st == VKG_OK && l < m->config.n_layer; l++)
-            st = vkg_gpt2_runner_attention(&r, l, attention_out + (size_t)l * per_layer, per_layer, err);
+    if (st == VKG_OK && attention_out && attention_layer == VKG_ALL_LAYERS)
+        for (int l = 0; st == VKG_OK && l < m->facts.n_layer; l++)
+            st = vkg_runner_attention(&r, l, attention_out + (size_t)l * per_layer, per_layer, err);
     else if (st == VKG_OK && attention_out)
-        st = vkg_gpt2_runner_attention(&r, attention_layer, attention_out, per_layer, err);
-    vkg_gpt2_runner_free(&r);
+        st = vkg_runner_attention(&r, attention_layer, attention_out, per_layer, err);
+    vkg_runner_free(&r);
     return st;
 }

@@ -1,0 +1,92 @@
+/* The model interface's shared part: the options checked against a model's facts, the forward
+ * graph's arrays, and the ids checked against the vocabulary (see decoder.h). */
+#include "models/decoder.h"
+
+#include "base/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void vkg_forward_options_default(vkg_forward_options *o, int tokens) {
+    memset(o, 0, sizeof *o);
+    o->tokens = tokens;
+    o->attention_layer = VKG_NO_ATTENTION;
+}
+
+static vkg_status check_options(const vkg_decoder_facts *f, const vkg_forward_options *o, vkg_error *err) {
+    const int P = f->n_ctx;
+    const char *a = f->architecture;
+    if (o->tokens < 1 || o->tokens > P)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: %d tokens per run; the model takes 1 to %d (%s)", a,
+                             o->tokens, P, f->ctx_key);
+    if (o->cache_len && (o->cache_len < o->tokens || o->cache_len > P))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a KV cache of %d positions for runs of %d tokens; "
+                             "it must hold from %d to %d (%s)", a, o->cache_len, o->tokens, o->tokens, P, f->ctx_key);
+    if (o->attention_layer != VKG_NO_ATTENTION && o->attention_layer != VKG_ALL_LAYERS &&
+        (o->attention_layer < 0 || o->attention_layer >= f->n_layer))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: layer %d does not exist; the model has layers 0 to %d",
+                             a, o->attention_layer, f->n_layer - 1);
+    if (o->no_logits && o->attention_layer == VKG_NO_ATTENTION && !o->cache_len)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: neither logits nor attention asked for: the graph "
+                             "would compute nothing", a);
+    if (o->attention_keys < 0 || (o->attention_keys > 0 && (!o->cache_len || o->attention_keys > o->cache_len)))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: attention_keys %d needs a cache of at least as many "
+                             "positions", a, o->attention_keys);
+    return VKG_OK;
+}
+
+static vkg_status build_into(const vkg_decoder *d, const vkg_forward_options *o, vkg_forward_graph *gg,
+                             vkg_error *err) {
+    const int n_layer = d->facts.n_layer;
+    gg->n_layer = n_layer;
+    gg->tokens = o->tokens;
+    gg->cache_len = o->cache_len;
+    gg->ids = gg->positions = gg->pos = gg->logits = VKG_NONE;
+    gg->graph = vkg_graph_new();
+    gg->attention = malloc((size_t)n_layer * sizeof *gg->attention);
+    if (o->cache_len) {
+        gg->k_cache = malloc((size_t)n_layer * sizeof *gg->k_cache);
+        gg->v_cache = malloc((size_t)n_layer * sizeof *gg->v_cache);
+    }
+    if (!gg->graph || !gg->attention || (o->cache_len && (!gg->k_cache || !gg->v_cache)))
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory building the %s graph", d->facts.architecture);
+    for (int i = 0; i < n_layer; i++) {
+        gg->attention[i] = VKG_NONE;
+        if (o->cache_len) gg->k_cache[i] = gg->v_cache[i] = VKG_NONE;
+    }
+    vkg_status st = d->build(d->model, o, gg, err);
+    if (st == VKG_OK && vkg_graph_status(gg->graph) != VKG_OK)
+        st = vkg_error_set(err, vkg_graph_status(gg->graph), "%s: building the graph failed: %s", d->facts.architecture,
+                           vkg_graph_error(gg->graph));
+    return st;
+}
+
+vkg_status vkg_decoder_build(const vkg_decoder *d, const vkg_forward_options *o, vkg_forward_graph *out,
+                             vkg_error *err) {
+    memset(out, 0, sizeof *out);
+    vkg_status st = check_options(&d->facts, o, err);
+    if (st == VKG_OK) st = build_into(d, o, out, err);
+    if (st != VKG_OK) vkg_forward_graph_free(out);
+    return st;
+}
+
+void vkg_forward_graph_free(vkg_forward_graph *gg) {
+    vkg_graph_free(gg->graph);
+    free(gg->attention);
+    free(gg->k_cache);
+    free(gg->v_cache);
+    memset(gg, 0, sizeof *gg);
+}
+
+vkg_status vkg_decoder_check_ids(const vkg_decoder *d, const int32_t *ids, size_t n, vkg_error *err) {
+    const vkg_decoder_facts *f = &d->facts;
+    if (n == 0) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "the prompt is empty: give at least one token");
+    if (n > (size_t)f->n_ctx)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "the prompt has %zu tokens, more than the model's context "
+                             "of %d positions (%s)", n, f->n_ctx, f->ctx_key);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= f->n_vocab)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "token id %d at position %zu is outside the "
+                                 "vocabulary [0, %d)", (int)ids[i], i, f->n_vocab);
+    return VKG_OK;
+}

@@ -1,0 +1,183 @@
+/* The shared model layers as graph compositions (see layers.h for the shapes and the names). */
+#include "models/layers.h"
+
+#include "graph/graph_build.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void vkg_layers_prefix(vkg_layers *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->prefix, sizeof b->prefix, fmt, ap);
+    va_end(ap);
+}
+
+vkg_tensor vkg_layers_name(vkg_layers *b, vkg_tensor t, const char *what) {
+    if (b->unnamed) return t;
+    char full[112];
+    snprintf(full, sizeof full, "%s%s", b->prefix, what);
+    vkg_name(b->g, t, full);
+    return t;
+}
+
+vkg_tensor vkg_layers_weight(vkg_layers *b, const char *name, vkg_dtype dtype, int64_t d0, int64_t d1,
+                             const void *data) {
+    char full[112];
+    snprintf(full, sizeof full, "%s%s", b->prefix, name);
+    const int64_t shape[2] = {d0, d1};
+    return vkg_constant(b->g, full, d1 ? dtype : VKG_F32, d1 ? 2 : 1, shape, data);
+}
+
+/* "<base><suffix>" into buf: the name of a node on the way to `base`. */
+static const char *sub(char *buf, size_t size, const char *base, const char *suffix) {
+    snprintf(buf, size, "%s%s", base, suffix);
+    return buf;
+}
+
+vkg_tensor vkg_layer_linear(vkg_layers *b, vkg_tensor x, vkg_tensor w, vkg_tensor bias, unsigned flags,
+                            const char *name) {
+    return vkg_layers_name(b, vkg_matmul(b->g, x, w, bias, flags), name);
+}
+
+vkg_tensor vkg_layer_layernorm(vkg_layers *b, vkg_tensor x, vkg_tensor gamma, vkg_tensor beta, float eps,
+                               const char *name) {
+    return vkg_layers_name(b, vkg_layernorm(b->g, x, gamma, beta, eps), name);
+}
+
+vkg_tensor vkg_layer_rmsnorm(vkg_layers *b, vkg_tensor x, vkg_tensor gamma, float eps, const char *name) {
+    vkg_graph *g = b->g;
+    char what[96];
+    int64_t shape[VKG_MAX_DIMS];
+    const int axis = vkg_tensor_shape(g, x, shape) - 1;
+    if (axis < 0) return VKG_NONE; /* a graph in error */
+    vkg_tensor neg = vkg_layers_name(b, vkg_scale(g, x, -1.0f), sub(what, sizeof what, name, ".negate"));
+    vkg_tensor mirror = vkg_layers_name(b, vkg_concat(g, x, neg, axis), sub(what, sizeof what, name, ".mirror"));
+    vkg_tensor norm = vkg_layers_name(b, vkg_layernorm(g, mirror, VKG_NONE, VKG_NONE, eps),
+                                      sub(what, sizeof what, name, ".norm"));
+    vkg_tensor half = vkg_layers_name(b, vkg_slice(g, norm, axis, 0, shape[axis]), sub(what, sizeof what, name, ".half"));
+    return vkg_layers_name(b, vkg_mul(g, half, gamma), name);
+}
+
+vkg_tensor vkg_layer_mlp(vkg_layers *b, vkg_tensor x, const vkg_mlp *m) {
+    vkg_tensor h;
+    if (m->gate_w != VKG_NONE) {
+        vkg_tensor gate = vkg_layer_linear(b, x, m->gate_w, m->gate_b, m->flags, m->gate_name);
+        gate = vkg_layers_name(b, m->act(b->g, gate), m->act_name);
+        vkg_tensor up = vkg_layer_linear(b, x, m->up_w, m->up_b, m->flags, m->up_name);
+        h = vkg_layers_name(b, vkg_mul(b->g, gate, up), m->gated_name);
+    } else {
+        h = vkg_layer_linear(b, x, m->up_w, m->up_b, m->flags, m->up_name);
+        h = vkg_layers_name(b, m->act(b->g, h), m->act_name);
+    }
+    return vkg_layer_linear(b, h, m->down_w, m->down_b, m->flags, m->down_name);
+}
+
+vkg_tensor vkg_layer_sdpa(vkg_layers *b, vkg_tensor q, vkg_tensor k, vkg_tensor v, const vkg_sdpa *a,
+                          vkg_tensor *probs) {
+    vkg_graph *g = b->g;
+    vkg_tensor scores = vkg_layers_name(b, vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B), "attn.scores");
+    if (a->scale != 1.0f) scores = vkg_layers_name(b, vkg_scale(g, scores, a->scale), "attn.scale");
+    if (a->causal) scores = vkg_layers_name(b, vkg_mask_causal(g, scores, a->offset, a->dyn_offset), "attn.mask");
+    if (a->mask != VKG_NONE) scores = vkg_layers_name(b, vkg_mask(g, scores, a->mask, VKG_MASK_BOOL), "attn.mask");
+    vkg_tensor p = vkg_layers_name(b, vkg_softmax(g, scores), "attn.softmax");
+    if (probs) *probs = p;
+    return vkg_layers_name(b, vkg_matmul(g, p, v, VKG_NONE, 0), "attn.heads");
+}
+
+/* Columns [col, col + n * D) of x [.., T, W] as n heads: [.., n, T, D], or, for queries in groups
+ * of G > 1 (x without leading dimensions), [n / G, G, T, D].  Views, no copy. */
+static vkg_tensor heads_of(vkg_layers *b, vkg_tensor x, int64_t col, int64_t n, int64_t G, int64_t D,
+                           const char *which) {
+    vkg_graph *g = b->g;
+    char what[32];
+    int64_t shape[VKG_MAX_DIMS];
+    const int nd = vkg_tensor_shape(g, x, shape);
+    if (nd < 2) return VKG_NONE;
+    if (col != 0 || shape[nd - 1] != n * D)
+        x = vkg_layers_name(b, vkg_slice(g, x, nd - 1, col, n * D), sub(what, sizeof what, which, ".slice"));
+    int64_t split[VKG_MAX_DIMS];
+    int axes[VKG_MAX_DIMS], out_nd;
+    if (G > 1) { /* [T, Hkv, G, D] -> [Hkv, G, T, D] */
+        const int64_t s[4] = {shape[0], n / G, G, D};
+        const int a[4] = {1, 2, 0, 3};
+        for (int i = 0; i < 4; i++) split[i] = s[i], axes[i] = a[i];
+        out_nd = 4;
+    } else { /* [.., T, n, D] -> [.., n, T, D] */
+        for (int i = 0; i < nd - 1; i++) split[i] = shape[i], axes[i] = i;
+        split[nd - 1] = n;
+        split[nd] = D;
+        axes[nd - 2] = nd - 1;
+        axes[nd - 1] = nd - 2;
+        axes[nd] = nd;
+        out_nd = nd + 1;
+    }
+    x = vkg_layers_name(b, vkg_reshape(g, x, out_nd, split), sub(what, sizeof what, which, ".reshape"));
+    return vkg_layers_name(b, vkg_permute(g, x, axes), which);
+}
+
+/* Key or value heads [Hkv, T, D] through the cache (when there is one): the T rows written at
+ * pos, the whole cache [Hkv, S, D] read back; with groups, [Hkv, 1, S, D] so that the G query
+ * heads of a group broadcast over one key/value head. */
+static vkg_tensor through_cache(vkg_layers *b, const vkg_attention *a, vkg_tensor x, vkg_tensor cache,
+                                const char *which) {
+    char what[32];
+    if (cache != VKG_NONE)
+        x = vkg_layers_name(b, vkg_write_at(b->g, cache, x, 1, 0, a->pos), sub(what, sizeof what, which, "_cache.write"));
+    if (a->n_head == a->n_kv_head) return x;
+    int64_t shape[VKG_MAX_DIMS];
+    vkg_tensor_shape(b->g, x, shape);
+    const int64_t grouped[4] = {a->n_kv_head, 1, shape[1], a->head_dim};
+    return vkg_layers_name(b, vkg_reshape(b->g, x, 4, grouped), sub(what, sizeof what, which, ".group"));
+}
+
+vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
+                               int64_t k_col, vkg_tensor v, int64_t v_col, vkg_tensor *probs) {
+    vkg_graph *g = b->g;
+    if (vkg_graph_status(g) != VKG_OK) return VKG_NONE;
+    int64_t shape[VKG_MAX_DIMS];
+    const int nd = vkg_tensor_shape(g, q, shape);
+    const int64_t H = a->n_head, Hkv = a->n_kv_head, D = a->head_dim, G = Hkv > 0 ? H / Hkv : 0;
+    if (H < 1 || Hkv < 1 || D < 1 || H % Hkv) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "attention: %lld query heads in groups over %lld key/value heads of size "
+                       "%lld; the query heads must be a positive multiple of the key/value heads",
+                       (long long)H, (long long)Hkv, (long long)D);
+        return VKG_NONE;
+    }
+    if ((G > 1 || a->k_cache != VKG_NONE) && nd != 2) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "attention: queries %s; grouped heads and a KV cache take the tokens as "
+                       "[T, H * D], without leading dimensions", vkg_shape_str(nd, shape, (char[64]){0}, 64));
+        return VKG_NONE;
+    }
+    vkg_tensor qh = heads_of(b, q, q_col, H, G, D, "attn.q");
+    vkg_tensor kh = heads_of(b, k, k_col, Hkv, 1, D, "attn.k");
+    vkg_tensor vh = heads_of(b, v, v_col, Hkv, 1, D, "attn.v");
+    kh = through_cache(b, a, kh, a->k_cache, "attn.k");
+    vh = through_cache(b, a, vh, a->v_cache, "attn.v");
+    const vkg_sdpa s = {.scale = a->scale, .causal = a->causal, .dyn_offset = a->k_cache != VKG_NONE ? a->pos : VKG_NONE,
+                        .mask = a->mask};
+    vkg_tensor p = VKG_NONE;
+    vkg_tensor heads = vkg_layer_sdpa(b, qh, kh, vh, &s, &p);
+    if (probs && G > 1) { /* [Hkv, G, T, S] -> [H, T, S]: the heads in order (a view) */
+        int64_t ps[VKG_MAX_DIMS];
+        vkg_tensor_shape(g, p, ps);
+        const int64_t per_head[3] = {H, ps[2], ps[3]};
+        p = vkg_layers_name(b, vkg_reshape(g, p, 3, per_head), "attn.softmax.heads");
+    }
+    if (probs) *probs = p;
+    /* Back to tokens: [.., H, T, D] -> [.., T, H, D] (or [Hkv, G, T, D] -> [T, Hkv, G, D]) -> [.., T, H * D] */
+    int axes[VKG_MAX_DIMS], hnd = G > 1 ? 4 : nd + 1;
+    int64_t merged[VKG_MAX_DIMS];
+    if (G > 1) {
+        const int a4[4] = {2, 0, 1, 3};
+        for (int i = 0; i < 4; i++) axes[i] = a4[i];
+    } else {
+        for (int i = 0; i < hnd; i++) axes[i] = i;
+        axes[hnd - 3] = hnd - 2;
+        axes[hnd - 2] = hnd - 3;
+    }
+    for (int i = 0; i < nd - 1; i++) merged[i] = shape[i];
+    merged[nd - 1] = H * D;
+    vkg_tensor tokens = vkg_layers_name(b, vkg_permute(g, heads, axes), "attn.merge.permute");
+    return vkg_layers_name(b, vkg_reshape(g, tokens, nd, merged), "attn.merge");
+}

@@ -1,0 +1,105 @@
+/*
+ * The layers every model here is made of, each written once as a composition of graph ops:
+ * linear, layer norm, RMS norm, attention with a KV cache (grouped-query attention when there are
+ * fewer key/value heads than query heads) and the MLP (plain or gated).  GPT-2 (gpt2_graph.c),
+ * the lesson's block (block.c) and the lesson's attention (lesson.c) are written with them.
+ *
+ * A vkg_layers holds the graph and the prefix that names the nodes ("h.3." makes
+ * "h.3.attn.softmax"), so that dumps, profiles and compare reports show module paths as Hugging
+ * Face and PyTorch name them.  Like every graph builder, each layer returns VKG_NONE on a graph in
+ * error and does nothing else, so a model is straight-line code checked once at the end.
+ *
+ * Shapes: T tokens, H query heads, Hkv key/value heads (H a multiple of Hkv; G = H / Hkv query
+ * heads share each key/value head), D the head size, S the positions a KV cache holds.
+ */
+#ifndef VKG_MODELS_LAYERS_H
+#define VKG_MODELS_LAYERS_H
+
+#include "base/error.h"
+#include "vkgraph.h"
+
+typedef struct vkg_layers {
+    vkg_graph *g;
+    char prefix[48];   /* prepended to every name; "" for none                                */
+    int unnamed;       /* 1: leave the nodes unnamed (the lesson's graphs, which show op names) */
+} vkg_layers;
+
+/* Sets the prefix, printf-style ("h.%d."). */
+void vkg_layers_prefix(vkg_layers *b, const char *fmt, ...) VKG_PRINTF(2, 3);
+/* Names t "<prefix><what>" and returns it. */
+vkg_tensor vkg_layers_name(vkg_layers *b, vkg_tensor t, const char *what);
+/* A constant "<prefix><name>": a matrix [d0, d1] in dtype, or a vector [d0] (d1 = 0) in f32. */
+vkg_tensor vkg_layers_weight(vkg_layers *b, const char *name, vkg_dtype dtype, int64_t d0, int64_t d1,
+                             const void *data);
+
+/* x [.., in] -> x @ W + bias [.., out], named `name`.  W is [in, out] (Conv1D, flags 0) or
+ * [out, in] (torch.nn.Linear, VKG_TRANSPOSE_B); bias [out] or VKG_NONE. */
+vkg_tensor vkg_layer_linear(vkg_layers *b, vkg_tensor x, vkg_tensor w, vkg_tensor bias, unsigned flags,
+                            const char *name);
+
+/* Over the last axis: gamma * (x - mean) / sqrt(var + eps) + beta (one layernorm step). */
+vkg_tensor vkg_layer_layernorm(vkg_layers *b, vkg_tensor x, vkg_tensor gamma, vkg_tensor beta, float eps,
+                               const char *name);
+/* Over the last axis: gamma * x / sqrt(mean(x^2) + eps), as Llama's RMSNorm.  There is no RMS
+ * kernel: the layer norm of [x, -x] (mean 0 but for rounding, variance mean(x^2)) gives
+ * [x, -x] / sqrt(mean(x^2) + eps), of which the first half is kept.  Nodes: "<name>.negate",
+ * "<name>.mirror", "<name>.norm", "<name>.half", and the product with gamma, "<name>". */
+vkg_tensor vkg_layer_rmsnorm(vkg_layers *b, vkg_tensor x, vkg_tensor gamma, float eps, const char *name);
+
+/* An activation: vkg_gelu, vkg_gelu_erf, vkg_quick_gelu, vkg_silu, vkg_relu. */
+typedef vkg_tensor (*vkg_activation_fn)(vkg_graph *g, vkg_tensor x);
+
+/* The MLP: down(act(up(x))), or with a gate down(act(gate(x)) * up(x)) (Llama's SwiGLU with
+ * vkg_silu).  Weights as for vkg_layer_linear, all in one layout (flags). */
+typedef struct vkg_mlp {
+    vkg_tensor up_w, up_b;         /* [C, I] or [I, C]; bias [I] or VKG_NONE            */
+    vkg_tensor gate_w, gate_b;     /* the same, or gate_w = VKG_NONE: no gate              */
+    vkg_tensor down_w, down_b;     /* [I, C] or [C, I]; bias [C] or VKG_NONE            */
+    unsigned flags;                /* 0 or VKG_TRANSPOSE_B                                 */
+    vkg_activation_fn act;
+    /* Node names: the projections, the activation and (with a gate) the product. */
+    const char *up_name, *gate_name, *act_name, *gated_name, *down_name;
+} vkg_mlp;
+vkg_tensor vkg_layer_mlp(vkg_layers *b, vkg_tensor x, const vkg_mlp *m);
+
+/* Scaled dot-product attention over heads already split: q [.., Tq, D], k [.., Tk, D],
+ * v [.., Tk, Dv] (leading dimensions broadcast) -> softmax(mask(q k^T * scale)) v [.., Tq, Dv].
+ * scale 1 adds no step.  causal: key j is blocked for query i when j > i + offset + dyn_offset
+ * (dyn_offset a vkg_index or VKG_NONE); mask: a boolean mask (0 blocks) or VKG_NONE.  The
+ * compiler fuses it into one attention step unless *probs is read.  Nodes "attn.scores",
+ * "attn.scale", "attn.mask", "attn.softmax", "attn.heads". */
+typedef struct vkg_sdpa {
+    float scale;
+    int causal;
+    int32_t offset;
+    vkg_tensor dyn_offset;
+    vkg_tensor mask;
+} vkg_sdpa;
+vkg_tensor vkg_layer_sdpa(vkg_layers *b, vkg_tensor q, vkg_tensor k, vkg_tensor v, const vkg_sdpa *a,
+                          vkg_tensor *probs);
+
+/* Multi-head causal self-attention with an optional KV cache.  Each key/value head serves
+ * n_head / n_kv_head query heads (query head h reads key/value head h / G, as transformers'
+ * repeat_kv); n_kv_head == n_head is plain multi-head attention. */
+typedef struct vkg_attention {
+    int64_t n_head, n_kv_head, head_dim;
+    float scale;                /* multiplies the scores (1 / sqrt(D) as a rule; 1: no step) */
+    int causal;
+    vkg_tensor mask;            /* a boolean mask (0 blocks) broadcasting to the scores, or VKG_NONE */
+    /* The KV cache: states [n_kv_head, S, head_dim] and the runtime index of the tokens already
+     * in it.  The run's T rows are written at pos..pos+T-1 and attention reads all S rows; the
+     * causal mask, offset by pos, gives the rows not yet written weight exactly 0.  VKG_NONE:
+     * attention over the run's T tokens alone. */
+    vkg_tensor k_cache, v_cache, pos;
+} vkg_attention;
+
+/* q [.., T, H*D], k and v [.., T, Hkv*D]: token-major, as projections give them; each may be a
+ * wider tensor (a fused qkv projection [.., T, (H + 2 Hkv) * D]) with its columns starting at
+ * q_col, k_col, v_col, which are then sliced out ("attn.q.slice").  The heads are views
+ * ("attn.q.reshape", "attn.q": [.., H, T, D], or [Hkv, G, T, D] when G > 1, which needs the
+ * tokens without leading dimensions).  Returns the heads merged back, [.., T, H*D] ("attn.merge"),
+ * before the output projection; *probs (may be NULL) the probabilities [.., H, T, T or S]. */
+vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
+                               int64_t k_col, vkg_tensor v, int64_t v_col, vkg_tensor *probs);
+
+#endif

@@ -1,0 +1,122 @@
+/* Reading a model's tensors into one block (see weights_read.h). */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+#include "models/weights_read.h"
+
+#include "base/error.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static const vkg_st_tensor *find(const vkg_safetensors *st, const char *prefix, const char *name) {
+    char full[96];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    return vkg_safetensors_find(st, full);
+}
+
+vkg_status vkg_weights_match(const vkg_safetensors *file, const char *prefix, vkg_weight_want *w, int n,
+                             const char *path, const vkg_weights_note *note, vkg_error *err) {
+    for (int i = 0; i < n; i++) {
+        char want_s[64], got_s[128];
+        const vkg_st_tensor *t = find(file, prefix, w[i].name);
+        if (!t) t = find(file, "", w[i].name);
+        if (!t) {
+            /* The config's sizes help when the file is of another model than config.json. */
+            return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s%s is missing (expected shape %s; config.json "
+                                 "says %s)", path, prefix, w[i].name,
+                                 vkg_shape_str(w[i].ndim, w[i].shape, want_s, sizeof want_s), note->missing);
+        }
+        int same = t->ndim == w[i].ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == w[i].shape[d];
+        if (!same)
+            return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s has shape %s, expected %s (from config.json: "
+                                 "%s)", path, t->name, vkg_shape_str(t->ndim, t->shape, got_s, sizeof got_s),
+                                 vkg_shape_str(w[i].ndim, w[i].shape, want_s, sizeof want_s), note->shapes);
+        if (!vkg_st_dtype_convertible(t->dtype))
+            return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: tensor %s is %s; only F32, F16 and BF16 weights are "
+                                 "supported", path, t->name, vkg_st_dtype_name(t->dtype));
+        w[i].found = t;
+    }
+    return VKG_OK;
+}
+
+static vkg_st_dtype file_dtype_of(vkg_dtype d) {
+    return d == VKG_F16 ? VKG_ST_F16 : d == VKG_BF16 ? VKG_ST_BF16 : VKG_ST_F32;
+}
+vkg_dtype vkg_weights_dtype_of_file(vkg_st_dtype d) {
+    return d == VKG_ST_F16 ? VKG_F16 : d == VKG_ST_BF16 ? VKG_BF16 : VKG_F32;
+}
+
+/* The first element that is NaN or +-Inf in n elements of dtype d, or n. */
+static size_t first_nonfinite(const void *data, vkg_dtype d, size_t n, const char **what) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits;
+        if (d == VKG_F32) memcpy(&bits, (const float *)data + i, 4);
+        else bits = d == VKG_F16 ? vkg_bits_from_f32(vkg_f16_to_f32(((const uint16_t *)data)[i]))
+                                 : (uint32_t)((const uint16_t *)data)[i] << 16;
+        if ((bits & 0x7F800000u) != 0x7F800000u) continue;
+        *what = (bits & 0x7FFFFFu) ? "NaN" : (bits >> 31) ? "-Inf" : "Inf";
+        return i;
+    }
+    return n;
+}
+
+/* A weight holding NaN or Inf would turn every answer into NaN (printed as token 0), so it is
+ * refused at load, naming the first bad element.  One pass over the tensor as held (f32 or
+ * 16-bit), small beside the read itself. */
+static vkg_status check_finite(const char *path, const vkg_st_tensor *t, const void *v, vkg_dtype d, vkg_error *err) {
+    const size_t n = (size_t)vkg_st_tensor_numel(t);
+    const char *what = "";
+    size_t i = first_nonfinite(v, d, n, &what);
+    if (i == n) return VKG_OK;
+    char where[64] = "", converted[96] = "";
+    if (t->ndim == 2)
+        snprintf(where, sizeof where, " (row %zu, column %zu)", i / (size_t)t->shape[1], i % (size_t)t->shape[1]);
+    if (file_dtype_of(d) != t->dtype)
+        snprintf(converted, sizeof converted, " once converted from %s to %s%s", vkg_st_dtype_name(t->dtype),
+                 vkg_dtype_name(d), d == VKG_F16 ? " (f16 ends at 65504)" : "");
+    return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s holds %s at index %zu%s%s", path, t->name, what, i,
+                         where, converted);
+}
+
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+vkg_status vkg_weights_read(const vkg_safetensors *file, vkg_weight_want *w, int n, vkg_dtype matrix_dtype,
+                            const char *path, void **block_out, size_t *bytes, vkg_error *err) {
+    enum { TENSOR_ALIGN = 256 };
+    *block_out = NULL;
+    *bytes = 0;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE) > TENSOR_ALIGN ? (size_t)sysconf(_SC_PAGESIZE) : TENSOR_ALIGN;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const vkg_dtype d = w[i].ndim == 2 ? matrix_dtype : VKG_F32;
+        total = round_up(total + (size_t)vkg_st_tensor_numel(w[i].found) * vkg_dtype_size(d), TENSOR_ALIGN);
+    }
+    total = round_up(total ? total : 1, page);
+    if ((uint64_t)total > vkg_host_memory_bytes())
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: the weights need %.1f GiB, more than this machine's "
+                             "%.1f GiB of memory", path, (double)total / 1073741824.0,
+                             (double)vkg_host_memory_bytes() / 1073741824.0);
+    void *block = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block == MAP_FAILED)
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the weights (%zu MB)", total >> 20);
+    *block_out = block;
+    *bytes = total;
+    size_t offset = 0;
+    for (int i = 0; i < n; i++) {
+        const vkg_st_tensor *t = w[i].found;
+        const vkg_dtype d = w[i].ndim == 2 ? matrix_dtype : VKG_F32;
+        w[i].data = (unsigned char *)block + offset;
+        offset = round_up(offset + (size_t)vkg_st_tensor_numel(t) * vkg_dtype_size(d), TENSOR_ALIGN);
+        vkg_status st = vkg_safetensors_read(file, t, file_dtype_of(d), w[i].data, err);
+        if (st == VKG_OK) st = check_finite(path, t, w[i].data, d, err);
+        if (st != VKG_OK) return st;
+    }
+    return vkg_safetensors_check_unchanged(file, err);
+}
+
+void vkg_weights_free(void *block, size_t bytes) {
+    if (block) munmap(block, bytes);
+}

@@ -1,0 +1,48 @@
+/*
+ * Reading a model's weights from a safetensors file, for every model's loader: the model lists
+ * the tensors it needs (from its weight table), and these find each one, check its shape and
+ * dtype, and read them all into one page-aligned block the model owns, each at a 256-byte
+ * aligned offset (the largest storage-buffer offset alignment devices ask for), so that the block
+ * can be handed to a device that imports host memory.  Matrices are held in the dtype the model
+ * asks for (f32, f16 or bf16: converted at the read), vectors in f32.  A NaN or Inf is refused,
+ * naming the first bad element, also one that converting to f16 made (a value beyond +-65504);
+ * so is a file that changed while it was read.
+ */
+#ifndef VKG_MODELS_WEIGHTS_READ_H
+#define VKG_MODELS_WEIGHTS_READ_H
+
+#include "io/safetensors.h"
+#include "vkgraph.h"
+
+typedef struct vkg_weight_want {
+    char name[64];                   /* without the file's prefix                             */
+    int ndim;                        /* 2: a matrix (held in the matrices' dtype); 1: a vector */
+    int64_t shape[2];
+    int id, layer;                   /* the model's own: which weight, which layer            */
+    const vkg_st_tensor *found;      /* set by vkg_weights_match                              */
+    void *data;                      /* set by vkg_weights_read: where it lies in the block   */
+} vkg_weight_want;
+
+/* What config.json says, for the messages of vkg_weights_match: `missing` follows "config.json
+ * says " when a tensor is missing (the file may be of another model), `shapes` follows "from
+ * config.json: " when a shape differs. */
+typedef struct vkg_weights_note {
+    const char *missing, *shapes;
+} vkg_weights_note;
+
+/* Finds each of w[0..n) in file as prefix + name, else as name alone, and checks its shape and
+ * that its dtype converts (F32, F16, BF16).  Errors (VKG_ERR_FORMAT, VKG_ERR_UNSUPPORTED) name the
+ * file `path`, the tensor and the shapes. */
+vkg_status vkg_weights_match(const vkg_safetensors *file, const char *prefix, vkg_weight_want *w, int n,
+                             const char *path, const vkg_weights_note *note, vkg_error *err);
+
+/* Reads every matched tensor into one block (*block, *bytes: a whole number of pages, freed with
+ * vkg_weights_free, also after an error), matrices in matrix_dtype. */
+vkg_status vkg_weights_read(const vkg_safetensors *file, vkg_weight_want *w, int n, vkg_dtype matrix_dtype,
+                            const char *path, void **block, size_t *bytes, vkg_error *err);
+void vkg_weights_free(void *block, size_t bytes);
+
+/* The vkg_dtype of a file's dtype (F16, BF16; anything else F32). */
+vkg_dtype vkg_weights_dtype_of_file(vkg_st_dtype d);
+
+#endif
