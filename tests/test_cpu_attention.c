@@ -2,8 +2,8 @@
  * hand-built parameter blocks laid out as GPT-2's steps lay them out (q, k, v as strided views of
  * one [T, 3C] projection; k, v read from a [H, 1024, 64] cache while decoding), and through a
  * session: every variant this machine runs and the reference, against attention computed in
- * double, and against each other; the mask, the runtime index, -inf and NaN scores; and the
- * same bits however the rows are cut or spread over threads.
+ * double, and against each other (the fused variants bit for bit); the mask, the runtime index,
+ * -inf and NaN scores; and the same bits however the rows are cut or spread over threads.
  *
  * The tolerance (row_f64) is a bound on float rounding, worked out per output element, not a
  * guess: the scores are float dot products over D (error (D + 1) eps scale sum_d |q_d k_d|), the
@@ -205,9 +205,22 @@ static double check_against_f64(const problem *pr, float *const *outs, size_t ro
     return worst;
 }
 
+/* The fused variants (AVX2, AVX-512) compute every row the same way whatever their width:
+ * their results agree bit for bit (the portable one rounds products apart, so differs). */
+static void check_fused_agree(float *const *outs, size_t n) {
+    int first = -1;
+    for (int i = 0; i < n_variants; i++) {
+        if (variants[i] != VKG_CPU_MATMUL_AVX2 && variants[i] != VKG_CPU_MATMUL_AVX512) continue;
+        if (first < 0) first = i;
+        else if (memcmp(outs[i], outs[first], n * sizeof(float)))
+            fail_msg("%s and %s differ", name_of(variants[first]), name_of(variants[i]));
+    }
+}
+
 static void check_problem(const problem *pr, size_t row_step) {
     float *outs[VKG_CPU_MATMUL_VARIANTS + 1];
     for (int i = 0; i < n_variants; i++) outs[i] = run_whole(variants[i], pr);
+    check_fused_agree(outs, pr->out_n);
     double worst = check_against_f64(pr, outs, row_step);
     if (worst > TYPICAL) fail_msg("T=%u S=%u: an error of %.3f times its bound", pr->p.T, pr->p.S, worst);
     for (int i = 0; i < n_variants; i++) free(outs[i]);
@@ -289,6 +302,7 @@ static void test_other_layouts(void **state) {
         pr.out_n = 1 + (size_t)6 * T * 2 * Dv;
         float *outs[VKG_CPU_MATMUL_VARIANTS + 1];
         for (int j = 0; j < n_variants; j++) outs[j] = run_whole(variants[j], &pr);
+        check_fused_agree(outs, pr.out_n);
         assert_true(check_against_f64(&pr, outs, 1) <= TYPICAL);
         /* nothing but the outputs is written: the strides' gaps keep their zeros */
         for (int j = 0; j < n_variants; j++) {

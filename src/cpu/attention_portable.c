@@ -5,8 +5,7 @@
 #include "cpu/attention_variant.h"
 
 typedef float vf __attribute__((vector_size(16)));
-typedef int32_t vi __attribute__((vector_size(16)));
-enum { VL = 4, KV = 2, RT = 4, CH = 4 };
+enum { VL = 4, SCORE_ACC = 8, CH = 4, PV_ROWS = 2 };
 #define ATTN_NAME vkg_attn_portable
 
 static inline vf vzero(void) { return (vf){0, 0, 0, 0}; }
@@ -17,12 +16,8 @@ static inline vf vload(const float *p) {
 }
 static inline void vstore(float *p, vf x) { memcpy(p, &x, sizeof x); }
 static inline vf vset1(float x) { return (vf){x, x, x, x}; }
-static inline vf vadd(vf a, vf b) { return a + b; }
 static inline vf vmul(vf a, vf b) { return a * b; }
 static inline vf vmadd(vf a, vf b, vf c) { return a * b + c; }
-static inline vf vmax(vf a, vf b) {
-    const vi gt = a > b;
-    return (vf)(((vi)a & gt) | ((vi)b & ~gt));
-}
+static inline void vkeep(vf *x) { (void)x; }
 
 #include "cpu/attention_body.h"

@@ -11,7 +11,9 @@
 #include "cpu/kernels.h"
 
 enum {
-    VKG_ATTN_GROUP = 32,  /* query rows of one batch entry that share each packed block of keys */
+    VKG_ATTN_GROUP = 32,  /* query rows of one batch entry computed together (vector lanes)    */
+    VKG_ATTN_KEYS = 32,   /* keys per block: one max and rescale per row and block; the same on
+                             every variant, so that the fused ones agree bit for bit           */
     VKG_ATTN_MAX_D = 256  /* the widest q/k row the blocked variants pack; wider rows run the
                              reference (params/attention.h bounds Dv by VKG_ATTENTION_MAX_DV) */
 };
