@@ -37,7 +37,8 @@
 
 _Static_assert(VKG_ATTENTION_MAX_DV % (CH * VL) == 0, "output rows are whole register chunks");
 _Static_assert(GPAD % PV_ROWS == 0, "P.V row tiles within a group");
-_Static_assert(GPAD % VL == 0 && GPAD <= 8 * VL && SCORE_ACC >= 8, "a group is 1, 2, 4 or 8 vectors of rows");
+_Static_assert(GPAD % VL == 0 && (GPAD / VL & (GPAD / VL - 1)) == 0 && GPAD <= 8 * VL && SCORE_ACC >= 8,
+               "a group is 1, 2, 4 or 8 vectors of rows, and a score tile at least 8 vectors");
 
 /* The buffers of one group (on the stack: about 110 KiB). */
 typedef struct group {
