@@ -1,38 +1,42 @@
-/* Fused attention (params/attention.h), the reference the shader is checked against.  One unit
+/* Fused attention (params/attention.h) on the CPU.
+ *
+ * The reference, vkg_cpu_attention_reference (what the tests hold the variants to): one unit
  * is one query row (b0, b1, t); its keys are walked in order j = 0, 1, ... with the online
  * softmax:
  *   s = scale * (q . k_j);  m' = max(m, s);  l = l e^(m - m') + e^(s - m');
  *   acc = acc e^(m - m') + e^(s - m') v_j;   out = acc / l
  * Blocked keys (causal: j > t + causal_offset + index) and keys whose score is -inf take no part,
  * so they weigh exactly 0, as softmax gives them.  A NaN score makes the row's outputs NaN, as it
- * makes every unblocked probability NaN in softmax. */
+ * makes every unblocked probability NaN in softmax.
+ *
+ * vkg_cpu_attention runs the blocked variant (attention_body.h: the same sums over blocks of
+ * keys, one rescale per block, vector multiply-adds, vkg_cpu_exp) for the widest instruction set
+ * this CPU has, the matmul's (portable C, AVX2 + FMA, AVX-512; vkg_cpu_matmul_variant_runs says
+ * which run).  Every variant keeps the reference's masking, -inf and NaN semantics and the unit
+ * contract (a row's bits never depend on how the rows were cut, so neither on the thread count);
+ * its results differ from the reference's by rounding only (the order of the sums, the rescale
+ * points, fused products, vkg_cpu_exp for expf).  Rows wider than VKG_ATTN_MAX_D run the
+ * reference. */
 #include "cpu/kernels.h"
+
+#include "cpu/attention_variant.h"
 
 size_t vkg_cpu_attention_units(const vkg_attention_params *p) {
     return (size_t)p->batch0 * p->batch1 * p->T;
 }
 
-void vkg_cpu_attention(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
-                       const int32_t *indices, size_t row_begin, size_t row_end) {
-    int64_t index = p->mask_kind == VKG_ATTENTION_MASK_CAUSAL ? vkg_cpu_dyn_index(indices, p->dyn_index) : 0;
+void vkg_cpu_attention_reference(const vkg_attention_params *p, const float *q, const float *k, const float *v,
+                                 float *out, const int32_t *indices, size_t row_begin, size_t row_end) {
+    const int64_t index = vkg_attn_index(p, indices);
     float acc[VKG_ATTENTION_MAX_DV];
     for (size_t r = row_begin; r < row_end; r++) {
-        size_t t = r % p->T, b1 = r / p->T % p->batch1, b0 = r / ((size_t)p->T * p->batch1);
-        const float *qr = q + p->q_offset + b0 * p->q_stride_b0 + b1 * p->q_stride_b1 + t * p->q_stride_t;
-        const float *kb = k + p->k_offset + b0 * p->k_stride_b0 + b1 * p->k_stride_b1;
-        const float *vb = v + p->v_offset + b0 * p->v_stride_b0 + b1 * p->v_stride_b1;
-        float *o = out + p->o_offset + b0 * p->o_stride_b0 + b1 * p->o_stride_b1 + t * p->o_stride_t;
-        int64_t keys = p->S;
-        if (p->mask_kind == VKG_ATTENTION_MASK_CAUSAL) {
-            int64_t last = (int64_t)t + p->causal_offset + index;
-            keys = last < 0 ? 0 : last + 1 < keys ? last + 1 : keys;
-        }
+        const vkg_attn_row w = vkg_attn_row_of(p, q, k, v, out, r, index);
         float m = -INFINITY, l = 0.0f;
         for (size_t d = 0; d < p->Dv; d++) acc[d] = 0.0f;
-        for (int64_t j = 0; j < keys; j++) {
-            const float *kj = kb + (size_t)j * p->k_stride_s, *vj = vb + (size_t)j * p->v_stride_s;
+        for (size_t j = 0; j < w.keys; j++) {
+            const float *kj = w.k + j * p->k_stride_s, *vj = w.v + j * p->v_stride_s;
             float dot = 0.0f;
-            for (size_t d = 0; d < p->D; d++) dot += qr[d * p->q_stride_d] * kj[d * p->k_stride_d];
+            for (size_t d = 0; d < p->D; d++) dot += w.q[d * p->q_stride_d] * kj[d * p->k_stride_d];
             float s = p->scale * dot;
             if (s == -INFINITY) continue;
             if (!(s <= m)) { /* a new maximum, or NaN (which then stays) */
@@ -45,6 +49,30 @@ void vkg_cpu_attention(const vkg_attention_params *p, const float *q, const floa
             l += e;
             for (size_t d = 0; d < p->Dv; d++) acc[d] += e * vj[d * p->v_stride_d];
         }
-        for (size_t d = 0; d < p->Dv; d++) o[d * p->o_stride_d] = l == 0.0f ? 0.0f : acc[d] / l;
+        for (size_t d = 0; d < p->Dv; d++) w.o[d * p->o_stride_d] = l == 0.0f ? 0.0f : acc[d] / l;
     }
+}
+
+/* Indexed by VKG_CPU_MATMUL_*; a variant not built for this architecture has none. */
+static vkg_attn_fn *const variants[VKG_CPU_MATMUL_VARIANTS] = {
+    [VKG_CPU_MATMUL_PORTABLE] = vkg_attn_portable,
+#if defined(VKG_MATMUL_X86)
+    [VKG_CPU_MATMUL_AVX2] = vkg_attn_avx2,
+    [VKG_CPU_MATMUL_AVX512] = vkg_attn_avx512,
+#endif
+};
+
+void vkg_cpu_attention_with(int variant, const vkg_attention_params *p, const float *q, const float *k,
+                            const float *v, float *out, const int32_t *indices, size_t row_begin, size_t row_end) {
+    if (p->D > VKG_ATTN_MAX_D) {
+        vkg_cpu_attention_reference(p, q, k, v, out, indices, row_begin, row_end);
+        return;
+    }
+    if (!vkg_cpu_matmul_variant_runs(variant) || !variants[variant]) variant = VKG_CPU_MATMUL_PORTABLE;
+    variants[variant](p, q, k, v, out, indices, row_begin, row_end);
+}
+
+void vkg_cpu_attention(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
+                       const int32_t *indices, size_t row_begin, size_t row_end) {
+    vkg_cpu_attention_with(vkg_cpu_matmul_best_variant(), p, q, k, v, out, indices, row_begin, row_end);
 }

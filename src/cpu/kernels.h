@@ -150,9 +150,16 @@ void vkg_cpu_layernorm(const vkg_layernorm_params *p, const float *in, float *ou
 void vkg_cpu_embedding(const vkg_embedding_params *p, const int32_t *ids, const void *table,
                        float *out, size_t id_begin, size_t id_end);
 
-/* attention: units are query rows (b0, b1, t). */
+/* attention: units are query rows (b0, b1, t).  vkg_cpu_attention runs the fastest variant this
+ * CPU runs (the matmul's instruction sets: VKG_CPU_MATMUL_* codes), vkg_cpu_attention_with the one
+ * asked for (the portable one where that one cannot run), vkg_cpu_attention_reference the plain
+ * one key at a time loop; kernel_attention.c states what they share and how they differ. */
 size_t vkg_cpu_attention_units(const vkg_attention_params *p);
 void vkg_cpu_attention(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
                        const int32_t *indices, size_t row_begin, size_t row_end);
+void vkg_cpu_attention_with(int variant, const vkg_attention_params *p, const float *q, const float *k,
+                            const float *v, float *out, const int32_t *indices, size_t row_begin, size_t row_end);
+void vkg_cpu_attention_reference(const vkg_attention_params *p, const float *q, const float *k, const float *v,
+                                 float *out, const int32_t *indices, size_t row_begin, size_t row_end);
 
 #endif

@@ -1,0 +1,246 @@
+/* The blocked attention algorithm, once, for any vector width: included by one file per variant
+ * (attention_portable.c, attention_avx2.c, attention_avx512.c) after it defines
+ *   ATTN_NAME        the variant's entry point (a vkg_attn_fn, attention_variant.h)
+ *   vf, VL           its vector type of VL floats
+ *   SCORE_ACC        vectors of scores a register tile holds
+ *   CH, PV_ROWS      P.V holds PV_ROWS rows x CH vectors of output sums in registers
+ *   vzero, vload, vstore, vset1, vmul, vmadd(a, b, c) = a * b + c (fused or not),
+ *   vkeep(&x)        keeps x in a register (no effect on the value): a v chunk loaded once
+ *                    serves PV_ROWS rows instead of being reloaded into each multiply-add
+ *
+ * Up to VKG_ATTN_GROUP consecutive query rows of one batch entry form a group; the group's q is
+ * packed transposed once (qT[d][r]: vector lanes are rows), and the keys are taken in blocks of
+ * KB (blocks start at key 0, KB, 2 KB, ... whatever the group), read in place.  For each block
+ * and each row of the group:
+ *   s_j   = scale * (q . k_j), the dot summed in d order from 0 by vmadd; keys past the row's
+ *           last (the causal mask) get s_j = -inf, as do keys past S in the last block;
+ *   m'    = max(m, max_j s_j);  b = m' unless m' = -inf (nothing seen yet: then b = 0)
+ *   c     = exp(m - b),  p_j = exp(s_j - b)                         (vkg_cpu_exp)
+ *   l     = l c + p_0 + p_1 + ... (in key order)
+ *   acc   = acc c, then acc += p_j v_j by vmadd in key order, skipping keys with s_j = -inf
+ *   out   = l == 0 ? 0 : acc / l
+ * A block whose scores are all -inf leaves a row exactly as it was (c = 1, or c = 0 with
+ * everything still 0).  Keys with s_j = -inf and masked keys take no part (not even 0 * v_j,
+ * which a non-finite v_j would turn into NaN); a NaN score makes p_j, hence l and the outputs,
+ * NaN, as in the reference.  Every step of a row depends on that row, KB and the block's
+ * position only, never on the vector width or the other rows of its group: the results do not
+ * depend on how the units were cut, and the fused variants agree bit for bit. */
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/attention_variant.h"
+
+#define KB VKG_ATTN_KEYS
+#define GPAD VKG_ATTN_GROUP /* lanes of the transposed buffers: one per row of a group */
+#define ALIGNED __attribute__((aligned(64)))
+#define INLINE static inline __attribute__((always_inline))
+
+_Static_assert(VKG_ATTENTION_MAX_DV % (CH * VL) == 0, "output rows are whole register chunks");
+_Static_assert(GPAD % PV_ROWS == 0, "P.V row tiles within a group");
+_Static_assert(GPAD % VL == 0 && (GPAD / VL & (GPAD / VL - 1)) == 0 && GPAD <= 8 * VL && SCORE_ACC >= 8,
+               "a group is 1, 2, 4 or 8 vectors of rows, and a score tile at least 8 vectors");
+
+/* The buffers of one group (on the stack: about 110 KiB). */
+typedef struct group {
+    float qT[VKG_ATTN_MAX_D * GPAD] ALIGNED;   /* q transposed: row r's q_d at d * GPAD + r      */
+    float s[KB * GPAD] ALIGNED;                /* the block's scores: row r's s_j at j * GPAD + r */
+    float p[KB * GPAD] ALIGNED;                /* their weights, laid out alike                   */
+    float vp[KB * VKG_ATTENTION_MAX_DV];       /* the block's values, where not read in place     */
+    float acc[VKG_ATTN_GROUP * VKG_ATTENTION_MAX_DV]; /* row r's output sums at r * dv_pad     */
+    float m[GPAD] ALIGNED, l[GPAD] ALIGNED, base[GPAD] ALIGNED, corr[GPAD] ALIGNED;
+    vkg_attn_row rows[VKG_ATTN_GROUP];
+} group;
+
+/* s[j][r] = scale * (q_r . k_j) for JT keys (k_j[d] at kr[j * ks + d * kds]) x RV vectors of
+ * rows; RV and JT are constants wherever it is inlined. */
+INLINE void score_tile(int RV, int JT, const float *qT, size_t D, const float *kr, size_t ks, size_t kds,
+                       float scale, float *s) {
+    vf acc[SCORE_ACC];
+    for (int i = 0; i < RV * JT; i++) acc[i] = vzero();
+    for (size_t d = 0; d < D; d++) {
+        vf qd[SCORE_ACC];
+        for (int c = 0; c < RV; c++) qd[c] = vload(qT + d * GPAD + c * VL);
+        for (int j = 0; j < JT; j++) {
+            const vf kd = vset1(kr[j * ks + d * kds]);
+            for (int c = 0; c < RV; c++) acc[j * RV + c] = vmadd(kd, qd[c], acc[j * RV + c]);
+        }
+    }
+    const vf sc = vset1(scale);
+    for (int j = 0; j < JT; j++)
+        for (int c = 0; c < RV; c++) vstore(s + j * GPAD + c * VL, vmul(sc, acc[j * RV + c]));
+}
+
+/* The scores of nb keys from kr for RV vectors of rows: whole tiles, then one key at a time. */
+INLINE void score_keys(int RV, const float *qT, size_t D, const float *kr, size_t ks, size_t kds, float scale,
+                       float *s, size_t nb) {
+    const int JT = SCORE_ACC / RV;
+    size_t j = 0;
+    for (; j + (size_t)JT <= nb; j += JT) score_tile(RV, JT, qT, D, kr + j * ks, ks, kds, scale, s + j * GPAD);
+    for (; j < nb; j++) score_tile(RV, 1, qT, D, kr + j * ks, ks, kds, scale, s + j * GPAD);
+}
+
+/* One row's P.V over n keys of a block: acc = acc c + the live keys' p_j v_j (v_j at
+ * vrows + j * v_step, dv_pad floats); s and p point at the row's lane of the first key. */
+INLINE void row_values(const float *s, const float *p, size_t n, float corr, float *acc, size_t dv_pad,
+                       const float *vrows, size_t v_step) {
+    const vf cv = vset1(corr);
+    for (size_t x = 0; x < dv_pad; x += CH * VL) {
+        vf a[CH];
+        for (int c = 0; c < CH; c++) a[c] = vmul(vload(acc + x + c * VL), cv);
+        for (size_t j = 0; j < n; j++) {
+            if (s[j * GPAD] == -INFINITY) continue;
+            const vf pj = vset1(p[j * GPAD]);
+            const float *vr = vrows + j * v_step + x;
+            for (int c = 0; c < CH; c++) a[c] = vmadd(pj, vload(vr + c * VL), a[c]);
+        }
+        for (int c = 0; c < CH; c++) vstore(acc + x + c * VL, a[c]);
+    }
+}
+
+/* The same for PV_ROWS consecutive rows none of whose first n keys has a -inf score: each v
+ * chunk loaded once serves every row (row i's lane is i, its sums at acc + i * dv_pad). */
+INLINE void rows_values(const float *p, size_t n, const float *corr, float *acc, size_t dv_pad,
+                        const float *vrows, size_t v_step) {
+    for (size_t x = 0; x < dv_pad; x += CH * VL) {
+        vf a[PV_ROWS][CH];
+        for (int i = 0; i < PV_ROWS; i++) {
+            const vf cv = vset1(corr[i]);
+            for (int c = 0; c < CH; c++) a[i][c] = vmul(vload(acc + i * dv_pad + x + c * VL), cv);
+        }
+        for (size_t j = 0; j < n; j++) {
+            const float *vr = vrows + j * v_step + x;
+            vf pj[PV_ROWS];
+            for (int i = 0; i < PV_ROWS; i++) pj[i] = vset1(p[j * GPAD + i]);
+            for (int c = 0; c < CH; c++) {
+                vf vj = vload(vr + c * VL);
+                vkeep(&vj);
+                for (int i = 0; i < PV_ROWS; i++) a[i][c] = vmadd(pj[i], vj, a[i][c]);
+            }
+        }
+        for (int i = 0; i < PV_ROWS; i++)
+            for (int c = 0; c < CH; c++) vstore(acc + i * dv_pad + x + c * VL, a[i][c]);
+    }
+}
+
+/* The scores of nb keys for the first lanes rows (lanes a multiple of VL): RV constant. */
+static void score_block(size_t lanes, const float *qT, size_t D, const float *kr, size_t ks, size_t kds,
+                        float scale, float *s, size_t nb) {
+    if (lanes <= VL) score_keys(1, qT, D, kr, ks, kds, scale, s, nb);
+    else if (lanes <= 2 * VL) score_keys(2, qT, D, kr, ks, kds, scale, s, nb);
+    else if (lanes <= 4 * VL) score_keys(4, qT, D, kr, ks, kds, scale, s, nb);
+    else score_keys(8, qT, D, kr, ks, kds, scale, s, nb);
+}
+
+/* Rows r0 .. r0 + g - 1, all of one batch entry (consecutive positions). */
+static void run_group(group *G, const vkg_attention_params *p, const float *q, const float *k, const float *v,
+                      float *out, size_t r0, size_t g, int64_t index) {
+    const size_t D = p->D, Dv = p->Dv, dv_pad = (Dv + CH * VL - 1) / (CH * VL) * (CH * VL);
+    const size_t ks = p->k_stride_s, kds = p->k_stride_d, vs = p->v_stride_s, vds = p->v_stride_d;
+    /* the lanes in use: whole vectors, a power of two of them (the score tiles' shapes) */
+    size_t lanes = VL;
+    while (lanes < g) lanes *= 2;
+    /* values are read in place when their rows are contiguous whole chunks */
+    const int v_direct = vds == 1 && Dv == dv_pad;
+    size_t keys_max = 0;
+    for (size_t r = 0; r < g; r++) {
+        vkg_attn_row *w = &G->rows[r];
+        *w = vkg_attn_row_of(p, q, k, v, out, r0 + r, index);
+        if (w->keys > keys_max) keys_max = w->keys;
+        memset(G->acc + r * dv_pad, 0, dv_pad * sizeof(float));
+    }
+    for (size_t d = 0; d < D; d++)
+        for (size_t r = 0; r < lanes; r++) G->qT[d * GPAD + r] = r < g ? G->rows[r].q[d * p->q_stride_d] : 0.0f;
+    for (size_t r = 0; r < lanes; r++) G->m[r] = -INFINITY, G->l[r] = 0.0f;
+    const float *kb = G->rows[0].k, *vb = G->rows[0].v;
+    for (size_t j0 = 0; j0 < keys_max; j0 += KB) {
+        const size_t nb = keys_max - j0 < KB ? keys_max - j0 : KB;
+        score_block(lanes, G->qT, D, kb + j0 * ks, ks, kds, p->scale, G->s, nb);
+        /* the mask: each row's keys past its last, and every row's past S */
+        for (size_t r = 0; r < g; r++) {
+            const size_t keys = G->rows[r].keys, n = keys <= j0 ? 0 : keys - j0 < nb ? keys - j0 : nb;
+            for (size_t j = n; j < nb; j++) G->s[j * GPAD + r] = -INFINITY;
+        }
+        for (size_t j = nb; j < KB; j++)
+            for (size_t r = 0; r < lanes; r++) G->s[j * GPAD + r] = -INFINITY;
+        /* the online softmax, lane by lane (each loop vectorizes over rows) */
+        float mx[GPAD] ALIGNED;
+        for (size_t r = 0; r < lanes; r++) mx[r] = -INFINITY;
+        for (size_t j = 0; j < KB; j++)
+            for (size_t r = 0; r < lanes; r++) {
+                const float x = G->s[j * GPAD + r];
+                mx[r] = x > mx[r] ? x : mx[r];
+            }
+        for (size_t r = 0; r < lanes; r++) {
+            const float mn = mx[r] > G->m[r] ? mx[r] : G->m[r];
+            G->base[r] = mn == -INFINITY ? 0.0f : mn;
+            G->corr[r] = vkg_cpu_exp(G->m[r] - G->base[r]);
+            G->m[r] = mn;
+            G->l[r] *= G->corr[r];
+        }
+        for (size_t j = 0; j < KB; j++)
+            for (size_t r = 0; r < lanes; r++) {
+                const float e = vkg_cpu_exp(G->s[j * GPAD + r] - G->base[r]);
+                G->p[j * GPAD + r] = e;
+                G->l[r] += e;
+            }
+        const float *vrows = vb + j0 * vs;
+        size_t v_step = vs;
+        if (!v_direct) {
+            for (size_t j = 0; j < nb; j++)
+                for (size_t x = 0; x < dv_pad; x++)
+                    G->vp[j * dv_pad + x] = x < Dv ? vb[(j0 + j) * vs + x * vds] : 0.0f;
+            vrows = G->vp;
+            v_step = dv_pad;
+        }
+        /* each row's keys in this block, and whether a -inf score is among them (a hole) */
+        size_t n[GPAD];
+        int neg[GPAD] ALIGNED;
+        for (size_t r = 0; r < lanes; r++) neg[r] = 0;
+        for (size_t j = 0; j < KB; j++)
+            for (size_t r = 0; r < lanes; r++) neg[r] += G->s[j * GPAD + r] == -INFINITY;
+        for (size_t r = 0; r < g; r++) {
+            const size_t keys = G->rows[r].keys;
+            n[r] = keys <= j0 ? 0 : keys - j0 < nb ? keys - j0 : nb;
+        }
+        /* P.V: PV_ROWS rows at a time over the keys they all have, unless one has a hole; then
+         * each row over the rest of its keys (a row without keys here stays as it is) */
+        for (size_t r = 0; r < g;) {
+            size_t shared = 0, rows = 1;
+            if (r + PV_ROWS <= g) {
+                shared = n[r];
+                for (size_t i = r; i < r + PV_ROWS; i++) {
+                    if (neg[i] > (int)(KB - n[i])) shared = 0;
+                    if (n[i] < shared) shared = n[i];
+                }
+                if (shared) {
+                    rows = PV_ROWS;
+                    rows_values(G->p + r, shared, G->corr + r, G->acc + r * dv_pad, dv_pad, vrows, v_step);
+                }
+            }
+            for (size_t i = r; i < r + rows; i++)
+                if (n[i] > shared)
+                    row_values(G->s + shared * GPAD + i, G->p + shared * GPAD + i, n[i] - shared,
+                               shared ? 1.0f : G->corr[i], G->acc + i * dv_pad, dv_pad, vrows + shared * v_step,
+                               v_step);
+            r += rows;
+        }
+    }
+    for (size_t r = 0; r < g; r++) {
+        const float l = G->l[r], *a = G->acc + r * dv_pad;
+        float *o = G->rows[r].o;
+        for (size_t d = 0; d < Dv; d++) o[d * p->o_stride_d] = l == 0.0f ? 0.0f : a[d] / l;
+    }
+}
+
+void ATTN_NAME(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
+               const int32_t *indices, size_t row_begin, size_t row_end) {
+    const int64_t index = vkg_attn_index(p, indices);
+    group G;
+    for (size_t r = row_begin; r < row_end;) {
+        size_t g = p->T - r % p->T; /* the rest of this batch entry's rows */
+        if (g > row_end - r) g = row_end - r;
+        if (g > VKG_ATTN_GROUP) g = VKG_ATTN_GROUP;
+        run_group(&G, p, q, k, v, out, r, g, index);
+        r += g;
+    }
+}

@@ -1,0 +1,65 @@
+/* What kernel_attention.c shares with its blocked variants (attention_portable.c,
+ * attention_avx2.c, attention_avx512.c, one algorithm: attention_body.h): where one query row's
+ * operands are and how many keys it sees (the reference reads them here too, so the mask rule
+ * lives in one place), and the bounds of the blocked variants' buffers. */
+#ifndef VKG_CPU_ATTENTION_VARIANT_H
+#define VKG_CPU_ATTENTION_VARIANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/kernels.h"
+
+enum {
+    VKG_ATTN_GROUP = 32,  /* query rows of one batch entry computed together (vector lanes)    */
+    VKG_ATTN_KEYS = 32,   /* keys per block: one max and rescale per row and block; the same on
+                             every variant, so that the fused ones agree bit for bit           */
+    VKG_ATTN_MAX_D = 256  /* the widest q/k row the blocked variants pack; wider rows run the
+                             reference (params/attention.h bounds Dv by VKG_ATTENTION_MAX_DV) */
+};
+
+/* Query row r (a unit): its q row, the first key and value of its batch entry, its output row,
+ * and how many keys it sees (keys 0 .. keys-1: the causal mask blocks the rest). */
+typedef struct vkg_attn_row {
+    const float *q, *k, *v;
+    float *o;
+    size_t t;    /* the row's query position */
+    size_t keys;
+} vkg_attn_row;
+
+/* The runtime index the causal mask adds (0 without the mask). */
+static inline int64_t vkg_attn_index(const vkg_attention_params *p, const int32_t *indices) {
+    return p->mask_kind == VKG_ATTENTION_MASK_CAUSAL ? vkg_cpu_dyn_index(indices, p->dyn_index) : 0;
+}
+
+/* The keys query position t sees: all S, or causal: keys j <= t + causal_offset + index. */
+static inline size_t vkg_attn_keys(const vkg_attention_params *p, size_t t, int64_t index) {
+    if (p->mask_kind != VKG_ATTENTION_MASK_CAUSAL) return p->S;
+    int64_t last = (int64_t)t + p->causal_offset + index;
+    return last < 0 ? 0 : last + 1 < (int64_t)p->S ? (size_t)(last + 1) : p->S;
+}
+
+static inline vkg_attn_row vkg_attn_row_of(const vkg_attention_params *p, const float *q, const float *k,
+                                           const float *v, float *out, size_t r, int64_t index) {
+    const size_t t = r % p->T, b1 = r / p->T % p->batch1, b0 = r / ((size_t)p->T * p->batch1);
+    vkg_attn_row w;
+    w.q = q + p->q_offset + b0 * p->q_stride_b0 + b1 * p->q_stride_b1 + t * p->q_stride_t;
+    w.k = k + p->k_offset + b0 * p->k_stride_b0 + b1 * p->k_stride_b1;
+    w.v = v + p->v_offset + b0 * p->v_stride_b0 + b1 * p->v_stride_b1;
+    w.o = out + p->o_offset + b0 * p->o_stride_b0 + b1 * p->o_stride_b1 + t * p->o_stride_t;
+    w.t = t;
+    w.keys = vkg_attn_keys(p, t, index);
+    return w;
+}
+
+/* A variant's whole kernel, with vkg_cpu_attention's meaning (D <= VKG_ATTN_MAX_D). */
+typedef void vkg_attn_fn(const vkg_attention_params *p, const float *q, const float *k, const float *v,
+                         float *out, const int32_t *indices, size_t row_begin, size_t row_end);
+
+vkg_attn_fn vkg_attn_portable;
+#if defined(VKG_MATMUL_X86)
+vkg_attn_fn vkg_attn_avx2;
+vkg_attn_fn vkg_attn_avx512;
+#endif
+
+#endif
