@@ -27,11 +27,14 @@
 #define TILE_N VKG_CPU_MATMUL_TILE_N
 #define KC VKG_MM_KC
 #define PASS_ROWS VKG_MM_PASS_ROWS
+#ifndef MM_PF
+#define MM_PF 0
+#endif
 #define PREFETCH_K 64 /* k ahead that packing prefetches a column whose k is contiguous */
 #define ALIGNED __attribute__((aligned(64)))
 #define INLINE static inline __attribute__((always_inline))
 
-_Static_assert(TILE_M % MR == 0 && TILE_N % NR == 0, "tiles hold whole register blocks");
+_Static_assert(TILE_N % NR == 0, "tiles hold whole strips of columns (a tile's last row strip may be short)");
 _Static_assert(VKG_MM_FEW_ROWS <= TILE_M, "the few-rows path has one row tile");
 
 #if defined(__clang__)
@@ -250,22 +253,27 @@ static void few_rows(const vkg_matmul_params *p, const float *A, const void *B, 
 
 /* ---- packed tiles ---------------------------------------------------------------------------- */
 
-/* acc[i * acc_stride + 0:NR] (+)= sum over k < kc of pa[k * MR + i] * pb[k * NR + 0:NR], i < ROWS
- * (a constant at each call, so the sums unroll into registers); first: the sums start from 0. */
-INLINE void micro(int ROWS, size_t kc, const float *pa, const float *pb, float *acc, size_t acc_stride,
-                  int first) {
+/* acc[i * acc_stride + 0:NR] (+)= sum over k < kc of a[i * a_sm + k] * pb[k * NR + 0:NR], i < ROWS
+ * (a constant at each call, so the sums unroll into registers); first: the sums start from 0.  A
+ * is read in place, one row per register row: each value is broadcast straight from memory into
+ * its multiply-adds, and a row's cache line serves 16 k in turn. */
+INLINE void micro(int ROWS, size_t kc, const float *a, size_t a_sm, const float *pb, float *acc,
+                  size_t acc_stride, int first) {
     vf s[MR][NV];
+    const float *ar[MR];
 #pragma GCC unroll 16
-    for (int i = 0; i < ROWS; i++)
+    for (int i = 0; i < ROWS; i++) {
+        ar[i] = a + i * a_sm;
 #pragma GCC unroll 4
         for (int j = 0; j < NV; j++) s[i][j] = first ? vzero() : vload(acc + i * acc_stride + j * VL);
+    }
     for (size_t k = 0; k < kc; k++) {
         vf x[NV];
 #pragma GCC unroll 4
         for (int j = 0; j < NV; j++) x[j] = vload(pb + k * NR + j * VL);
 #pragma GCC unroll 16
         for (int i = 0; i < ROWS; i++) {
-            const vf ai = vset1(pa[k * MR + i]);
+            const vf ai = vset1(ar[i][k]);
 #pragma GCC unroll 4
             for (int j = 0; j < NV; j++) s[i][j] = vmadd(ai, x[j], s[i][j]);
         }
@@ -277,9 +285,9 @@ INLINE void micro(int ROWS, size_t kc, const float *pa, const float *pb, float *
 }
 
 #define MM_ROWS_CASE(n) \
-    case n: micro(n, kc, pa, pb, acc, acc_stride, first); break;
+    case n: micro(n, kc, a, a_sm, pb, acc, acc_stride, first); break;
 
-static void micro_any_rows(size_t rows, size_t kc, const float *pa, const float *pb, float *acc,
+static void micro_any_rows(size_t rows, size_t kc, const float *a, size_t a_sm, const float *pb, float *acc,
                            size_t acc_stride, int first) {
     switch (rows) {
         MM_ROWS_CASE(1)
@@ -292,30 +300,24 @@ static void micro_any_rows(size_t rows, size_t kc, const float *pa, const float 
 #if MR > 6
         MM_ROWS_CASE(6)
         MM_ROWS_CASE(7)
+#endif
+#if MR > 8
         MM_ROWS_CASE(8)
         MM_ROWS_CASE(9)
         MM_ROWS_CASE(10)
         MM_ROWS_CASE(11)
 #endif
-    default: micro(MR, kc, pa, pb, acc, acc_stride, first); break;
+    default: micro(MR, kc, a, a_sm, pb, acc, acc_stride, first); break;
     }
 }
 
-/* Rows [m0, m0 + rows) x k [k0, k0 + kc) of A into strips of MR rows: strip s at pa + s * MR * kc,
- * element (i, k) of a strip at k * MR + i. */
-static void pack_a(const vkg_mm_view *v, size_t m0, size_t rows, size_t k0, size_t kc, float *pa) {
-    for (size_t s = 0; s < rows; s += MR) {
-        const size_t r = rows - s < MR ? rows - s : MR;
-        const float *a = v->a + (m0 + s) * v->a_sm + k0 * v->a_sk;
-        float *dst = pa + s * kc;
-        if (v->a_sk == 1) {
-            for (size_t i = 0; i < r; i++)
-                for (size_t k = 0; k < kc; k++) dst[k * MR + i] = a[i * v->a_sm + k];
-        } else {
-            for (size_t k = 0; k < kc; k++)
-                for (size_t i = 0; i < r; i++) dst[k * MR + i] = a[i * v->a_sm + k * v->a_sk];
-        }
-    }
+/* Rows [m0, m0 + rows) (rows <= MR) x k [k0, k0 + kc) of an A whose k is not contiguous, copied
+ * into rows of kc: element (i, k) at pa[i * kc + k], so that the micro-kernel reads it as it
+ * reads an A with contiguous k. */
+static void pack_a_rows(const vkg_mm_view *v, size_t m0, size_t rows, size_t k0, size_t kc, float *pa) {
+    const float *a = v->a + m0 * v->a_sm + k0 * v->a_sk;
+    for (size_t k = 0; k < kc; k++)
+        for (size_t i = 0; i < rows; i++) pa[i * kc + k] = a[i * v->a_sm + k * v->a_sk];
 }
 
 /* Columns [n0, n0 + cols) x k [k0, k0 + kc) of B (cols <= NR), widened to f32, into one strip:
@@ -363,48 +365,76 @@ static void pack_b(const vkg_mm_view *v, size_t k0, size_t kc, size_t n0, size_t
     }
 }
 
-/* Units [begin, end): output tiles, batch-major, then row tile, then column tile, so that a
- * thread's consecutive units share a row tile of A: it is packed once (all of K, when a buffer
- * for it can be had) and serves every column tile.  Per block of k, per strip of NR columns, that
- * strip of B is packed and every row strip gets its products (a strip of B serves the whole tile
- * while it is in cache); the sums wait in acc, in k order across blocks, until the epilogue.  With
- * few rows B is read once, so its blocks of k are as long as the buffers allow: long runs of each
- * column when k is contiguous. */
+/* Prefetches into L2 part `part` of `parts` of the cache lines that pack_b will read for columns
+ * [n0, n0 + cols) x k [k0, k0 + kc): while one strip's products run, the next strip's B arrives
+ * (its rows are a page or more apart, beyond the hardware prefetchers' reach). */
+static void prefetch_b(const vkg_mm_view *v, size_t k0, size_t kc, size_t n0, size_t cols, size_t part,
+                       size_t parts) {
+    const size_t esize = v->b_type == VKG_MM_F32 ? 4 : 2;
+    const char *b = v->b;
+    if (v->b_sk == 1) { /* cols runs of kc elements, n0 + j at (n0 + j) * b_sn */
+        const size_t lo = cols * part / parts, hi = cols * (part + 1) / parts;
+        for (size_t j = lo; j < hi; j++)
+            for (size_t off = 0; off < kc * esize; off += 64)
+                __builtin_prefetch(b + ((n0 + j) * v->b_sn + k0) * esize + off, 0, 2);
+    } else if (v->b_sn == 1) { /* kc runs of cols elements */
+        const size_t lo = kc * part / parts, hi = kc * (part + 1) / parts;
+        for (size_t k = lo; k < hi; k++)
+            for (size_t off = 0; off < cols * esize; off += 64)
+                __builtin_prefetch(b + ((k0 + k) * v->b_sk + n0) * esize + off, 0, 2);
+    }
+}
+
+/* Units [begin, end): output tiles, batch-major, then row tile, then column tile.  A tile's rows
+ * (all of M up to TILE_M: every row of a GPT-2 forward's matmuls up to T = 256) share each packed
+ * strip of B, so B is packed once per TILE_M rows; A is read in place (k contiguous) or copied a
+ * strip at a time.  Per block of k, per strip of NR columns, that strip of B is packed (it stays in
+ * L1 while every row strip gets its products) and the next strip's B is prefetched meanwhile; the
+ * sums wait in acc, in k order across blocks, and after the last block each MR x NR block of them
+ * goes through the epilogue at once, while it is in L1.  With few rows B is read once,
+ * so its blocks of k are as long as the buffers allow: long runs of each column when k is
+ * contiguous. */
 static void tiles(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
                   const float *R, size_t begin, size_t end) {
     const size_t tiles_m = (p->M + TILE_M - 1) / TILE_M, tiles_n = (p->N + TILE_N - 1) / TILE_N;
     const size_t kc_max = p->M <= VKG_MM_FEW_ROWS ? VKG_MM_KC_FEW : KC;
     float acc[TILE_M * TILE_N] ALIGNED;
-    float pa[TILE_M * KC > VKG_MM_FEW_ROWS * VKG_MM_KC_FEW ? TILE_M * KC : VKG_MM_FEW_ROWS * VKG_MM_KC_FEW] ALIGNED;
+    float pa[MR * VKG_MM_KC_FEW] ALIGNED;
     float pb[VKG_MM_KC_FEW * NR] ALIGNED;
-    /* A whole row tile's packing: block k0 at k0 * TILE_M.  Without memory for it, each unit packs
-     * its blocks again into pa (the same values: only the time differs). */
-    const size_t a_tile = (size_t)TILE_M * p->K;
-    float *a_all = a_tile <= sizeof pa / sizeof pa[0] ? pa : malloc(a_tile * sizeof(float));
-    size_t packed_batch = SIZE_MAX, packed_m0 = SIZE_MAX;
     for (size_t unit = begin; unit < end; unit++) {
         const size_t batch = unit / (tiles_m * tiles_n), in_batch = unit % (tiles_m * tiles_n);
         const size_t m0 = in_batch / tiles_n * TILE_M, n0 = in_batch % tiles_n * TILE_N;
         const size_t rows = p->M - m0 < TILE_M ? p->M - m0 : TILE_M;
         const size_t cols = p->N - n0 < TILE_N ? p->N - n0 : TILE_N;
         const vkg_mm_view v = vkg_mm_view_of_batch(p, A, B, C, R, batch);
-        const int a_ready = a_all && batch == packed_batch && m0 == packed_m0;
         if (p->K == 0) memset(acc, 0, sizeof acc);
         for (size_t k0 = 0; k0 < p->K; k0 += kc_max) {
             const size_t kc = p->K - k0 < kc_max ? p->K - k0 : kc_max;
-            float *pak = a_all ? a_all + k0 * TILE_M : pa;
-            if (!a_ready) pack_a(&v, m0, rows, k0, kc, pak);
             for (size_t t = 0; t < cols; t += NR) {
-                pack_b(&v, k0, kc, n0 + t, cols - t < NR ? cols - t : NR, pb);
-                for (size_t s = 0; s < rows; s += MR)
-                    micro_any_rows(rows - s < MR ? rows - s : MR, kc, pak + s * kc, pb, acc + s * TILE_N + t,
-                                   TILE_N, k0 == 0);
+                const size_t w = cols - t < NR ? cols - t : NR;
+                pack_b(&v, k0, kc, n0 + t, w, pb);
+                /* the strip after this one: the next NR columns, else the next block of k */
+                const int next_cols = t + NR < cols, next_k = !next_cols && k0 + kc < p->K;
+                const size_t nk0 = next_k ? k0 + kc : k0, nt = next_cols ? t + NR : 0;
+                const size_t nkc = p->K - nk0 < kc_max ? p->K - nk0 : kc_max;
+                const size_t nw = cols - nt < NR ? cols - nt : NR, strips = (rows + MR - 1) / MR;
+                for (size_t s = 0; s < rows; s += MR) {
+                    const size_t r = rows - s < MR ? rows - s : MR;
+                    if (MM_PF && (next_cols || next_k)) prefetch_b(&v, nk0, nkc, n0 + nt, nw, s / MR, strips);
+                    float *sums = acc + s * TILE_N + t;
+                    if (v.a_sk == 1) {
+                        micro_any_rows(r, kc, v.a + (m0 + s) * v.a_sm + k0, v.a_sm, pb, sums, TILE_N, k0 == 0);
+                    } else {
+                        pack_a_rows(&v, m0 + s, r, k0, kc, pa);
+                        micro_any_rows(r, kc, pa, kc, pb, sums, TILE_N, k0 == 0);
+                    }
+                    /* the last block of k: these sums are whole; C gets them while they are in L1 */
+                    if (k0 + kc == p->K) store(p, &v, bias, m0 + s, r, n0 + t, w, sums, TILE_N);
+                }
             }
         }
-        packed_batch = batch, packed_m0 = m0;
-        store(p, &v, bias, m0, rows, n0, cols, acc, TILE_N);
+        if (p->K == 0) store(p, &v, bias, m0, rows, n0, cols, acc, TILE_N);
     }
-    if (a_all != pa) free(a_all);
 }
 
 void MM_NAME(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,

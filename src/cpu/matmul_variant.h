@@ -13,7 +13,7 @@
 #include "cpu/kernels.h"
 
 enum {
-    VKG_MM_KC = 256,       /* k per packed block: a packed strip of B (KC x NR) stays in L1     */
+    VKG_MM_KC = 128,       /* k per packed block: a packed strip of B (KC x NR) stays in L1     */
     VKG_MM_KC_FEW = 1024,  /* the same with few rows, where B is read once: longer runs of B    */
     VKG_MM_FEW_ROWS = 8,   /* up to this many rows with contiguous columns of B, B is streamed
                               from memory in wide row runs instead of packed (decoding)        */
