@@ -14,10 +14,11 @@
  *     reading B): B is read in place, row by row over wide blocks of columns, with software
  *     prefetch; rows of A go VKG_MM_PASS_ROWS at a time over a block, sums in L1;
  *   - everything else: per output tile (TILE_M x TILE_N, the parallel units) and per block of
- *     VKG_MM_KC k, A and B are packed (B widened to f32, transposed by 4 x 4 register blocks
- *     when its k is contiguous) into strips of MR rows and NR columns, and a micro-kernel adds
- *     one block of k to MR x NR sums held in registers: each B value loaded serves MR rows and
- *     each A value NR columns. */
+ *     VKG_MM_KC k, B is packed into strips of NR columns (widened to f32, transposed by 4 x 4
+ *     register blocks when its k is contiguous), and a micro-kernel adds one block of k to
+ *     MR x NR sums held in registers, reading MR rows of A in place: each B value loaded serves
+ *     MR rows and each A value NR columns, and each packed strip of B serves all the tile's rows
+ *     (TILE_M: a GPT-2 forward's every row up to T = 256). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +28,6 @@
 #define TILE_N VKG_CPU_MATMUL_TILE_N
 #define KC VKG_MM_KC
 #define PASS_ROWS VKG_MM_PASS_ROWS
-#ifndef MM_PF
-#define MM_PF 0
-#endif
 #define PREFETCH_K 64 /* k ahead that packing prefetches a column whose k is contiguous */
 #define ALIGNED __attribute__((aligned(64)))
 #define INLINE static inline __attribute__((always_inline))
@@ -284,31 +282,30 @@ INLINE void micro(int ROWS, size_t kc, const float *a, size_t a_sm, const float 
         for (int j = 0; j < NV; j++) vstore(acc + i * acc_stride + j * VL, s[i][j]);
 }
 
+/* rows <= MR: a micro-kernel unrolled for each count of rows (MR is an enum constant, so each
+ * n >= MR case is dead code the compiler drops; a short strip never touches rows past its own). */
 #define MM_ROWS_CASE(n) \
-    case n: micro(n, kc, a, a_sm, pb, acc, acc_stride, first); break;
+    if (n < MR && rows == n) { \
+        micro(n < MR ? n : MR, kc, a, a_sm, pb, acc, acc_stride, first); \
+        return; \
+    }
+
+_Static_assert(MR <= 12, "micro_any_rows has a case for every short strip");
 
 static void micro_any_rows(size_t rows, size_t kc, const float *a, size_t a_sm, const float *pb, float *acc,
                            size_t acc_stride, int first) {
-    switch (rows) {
-        MM_ROWS_CASE(1)
-        MM_ROWS_CASE(2)
-        MM_ROWS_CASE(3)
-#if MR > 4
-        MM_ROWS_CASE(4)
-        MM_ROWS_CASE(5)
-#endif
-#if MR > 6
-        MM_ROWS_CASE(6)
-        MM_ROWS_CASE(7)
-#endif
-#if MR > 8
-        MM_ROWS_CASE(8)
-        MM_ROWS_CASE(9)
-        MM_ROWS_CASE(10)
-        MM_ROWS_CASE(11)
-#endif
-    default: micro(MR, kc, a, a_sm, pb, acc, acc_stride, first); break;
-    }
+    MM_ROWS_CASE(1)
+    MM_ROWS_CASE(2)
+    MM_ROWS_CASE(3)
+    MM_ROWS_CASE(4)
+    MM_ROWS_CASE(5)
+    MM_ROWS_CASE(6)
+    MM_ROWS_CASE(7)
+    MM_ROWS_CASE(8)
+    MM_ROWS_CASE(9)
+    MM_ROWS_CASE(10)
+    MM_ROWS_CASE(11)
+    micro(MR, kc, a, a_sm, pb, acc, acc_stride, first);
 }
 
 /* Rows [m0, m0 + rows) (rows <= MR) x k [k0, k0 + kc) of an A whose k is not contiguous, copied
@@ -365,32 +362,19 @@ static void pack_b(const vkg_mm_view *v, size_t k0, size_t kc, size_t n0, size_t
     }
 }
 
-/* Prefetches into L2 part `part` of `parts` of the cache lines that pack_b will read for columns
- * [n0, n0 + cols) x k [k0, k0 + kc): while one strip's products run, the next strip's B arrives
- * (its rows are a page or more apart, beyond the hardware prefetchers' reach). */
-static void prefetch_b(const vkg_mm_view *v, size_t k0, size_t kc, size_t n0, size_t cols, size_t part,
-                       size_t parts) {
-    const size_t esize = v->b_type == VKG_MM_F32 ? 4 : 2;
-    const char *b = v->b;
-    if (v->b_sk == 1) { /* cols runs of kc elements, n0 + j at (n0 + j) * b_sn */
-        const size_t lo = cols * part / parts, hi = cols * (part + 1) / parts;
-        for (size_t j = lo; j < hi; j++)
-            for (size_t off = 0; off < kc * esize; off += 64)
-                __builtin_prefetch(b + ((n0 + j) * v->b_sn + k0) * esize + off, 0, 2);
-    } else if (v->b_sn == 1) { /* kc runs of cols elements */
-        const size_t lo = kc * part / parts, hi = kc * (part + 1) / parts;
-        for (size_t k = lo; k < hi; k++)
-            for (size_t off = 0; off < cols * esize; off += 64)
-                __builtin_prefetch(b + ((k0 + k) * v->b_sk + n0) * esize + off, 0, 2);
-    }
+/* Prefetches rows [m0, m0 + rows) x k [k0, k0 + kc) of an A, a cache line at a time (rows of A
+ * are far apart: the hardware prefetchers see short runs only). */
+static void prefetch_a_rows(const vkg_mm_view *v, size_t m0, size_t rows, size_t k0, size_t kc) {
+    if (v->a_sk != 1) return;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t k = 0; k < kc; k += 16) __builtin_prefetch(v->a + (m0 + i) * v->a_sm + k0 + k);
 }
 
 /* Units [begin, end): output tiles, batch-major, then row tile, then column tile.  A tile's rows
  * (all of M up to TILE_M: every row of a GPT-2 forward's matmuls up to T = 256) share each packed
  * strip of B, so B is packed once per TILE_M rows; A is read in place (k contiguous) or copied a
  * strip at a time.  Per block of k, per strip of NR columns, that strip of B is packed (it stays in
- * L1 while every row strip gets its products) and the next strip's B is prefetched meanwhile; the
- * sums wait in acc, in k order across blocks, and after the last block each MR x NR block of them
+ * L1 while every row strip gets its products); the sums wait in acc, in k order across blocks, and after the last block each MR x NR block of them
  * goes through the epilogue at once, while it is in L1.  With few rows B is read once,
  * so its blocks of k are as long as the buffers allow: long runs of each column when k is
  * contiguous. */
@@ -401,6 +385,7 @@ static void tiles(const vkg_matmul_params *p, const float *A, const void *B, flo
     float acc[TILE_M * TILE_N] ALIGNED;
     float pa[MR * VKG_MM_KC_FEW] ALIGNED;
     float pb[VKG_MM_KC_FEW * NR] ALIGNED;
+    const int prefetch_a = (double)(p->M < TILE_M ? p->M : TILE_M) * p->K * sizeof(float) > VKG_MM_A_CACHED;
     for (size_t unit = begin; unit < end; unit++) {
         const size_t batch = unit / (tiles_m * tiles_n), in_batch = unit % (tiles_m * tiles_n);
         const size_t m0 = in_batch / tiles_n * TILE_M, n0 = in_batch % tiles_n * TILE_N;
@@ -413,15 +398,14 @@ static void tiles(const vkg_matmul_params *p, const float *A, const void *B, flo
             for (size_t t = 0; t < cols; t += NR) {
                 const size_t w = cols - t < NR ? cols - t : NR;
                 pack_b(&v, k0, kc, n0 + t, w, pb);
-                /* the strip after this one: the next NR columns, else the next block of k */
-                const int next_cols = t + NR < cols, next_k = !next_cols && k0 + kc < p->K;
-                const size_t nk0 = next_k ? k0 + kc : k0, nt = next_cols ? t + NR : 0;
-                const size_t nkc = p->K - nk0 < kc_max ? p->K - nk0 : kc_max;
-                const size_t nw = cols - nt < NR ? cols - nt : NR, strips = (rows + MR - 1) / MR;
                 for (size_t s = 0; s < rows; s += MR) {
                     const size_t r = rows - s < MR ? rows - s : MR;
-                    if (MM_PF && (next_cols || next_k)) prefetch_b(&v, nk0, nkc, n0 + nt, nw, s / MR, strips);
                     float *sums = acc + s * TILE_N + t;
+                    /* the first strip of columns brings this block of A in: the next row strip's
+                     * part of it is fetched while this one's products run, when A is too big to
+                     * stay in L2 from one tile to the next */
+                    if (prefetch_a && t == 0 && s + MR < rows)
+                        prefetch_a_rows(&v, m0 + s + MR, rows - s - MR < MR ? rows - s - MR : MR, k0, kc);
                     if (v.a_sk == 1) {
                         micro_any_rows(r, kc, v.a + (m0 + s) * v.a_sm + k0, v.a_sm, pb, sums, TILE_N, k0 == 0);
                     } else {
