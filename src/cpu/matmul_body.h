@@ -29,6 +29,7 @@
 #define KC VKG_MM_KC
 #define PASS_ROWS VKG_MM_PASS_ROWS
 #define PREFETCH_K 64 /* k ahead that packing prefetches a column whose k is contiguous */
+#define BAND 16       /* columns whose k is contiguous that packing reads side by side */
 #define ALIGNED __attribute__((aligned(64)))
 #define INLINE static inline __attribute__((always_inline))
 
@@ -327,27 +328,29 @@ INLINE void pack_b_typed(int T, const vkg_mm_view *v, size_t k0, size_t kc, size
 #pragma GCC unroll 4
             for (int j = 0; j < NV; j++) vstore(dst + k * NR + j * VL, b_vec(T, b, (k0 + k) * sk + n + j * VL));
     } else if (sk == 1) {
-        /* Column j's k run starts at element (n + j) * sn.  All the strip's columns advance
-         * together, 4 k at a time (each row of the strip written whole while in cache), and each
-         * column is prefetched a few cache lines ahead: the hardware follows that many streams
-         * poorly. */
+        /* Column j's k run starts at element (n + j) * sn.  A band of BAND columns advances
+         * together, 4 k at a time, and each of its columns is prefetched a few cache lines
+         * ahead: the hardware follows that many streams poorly, and more of them at once (a
+         * whole strip's 48) read slower still from memory, as decoding's LM head does. */
         const size_t esize = T == VKG_MM_F32 ? 4 : 2, groups = w / 4 * 4;
-        size_t k = 0;
-        for (; k + 4 <= kc; k += 4) {
-            if (k * esize % 64 == 0 && k + PREFETCH_K < kc)
-                for (size_t j = 0; j < w; j++) __builtin_prefetch(b_at(T, b, (n + j) * sn + k0 + k + PREFETCH_K));
-            for (size_t g = 0; g < groups; g += 4) {
-                const size_t c0 = (n + g) * sn + k0 + k;
-                mm_x4 r[4] = {b_x4(T, b, c0), b_x4(T, b, c0 + sn), b_x4(T, b, c0 + 2 * sn), b_x4(T, b, c0 + 3 * sn)};
-                transpose4(r);
+        for (size_t g0 = 0; g0 < groups; g0 += BAND) {
+            const size_t g1 = groups - g0 < BAND ? groups : g0 + BAND;
+            for (size_t k = 0; k + 4 <= kc; k += 4) {
+                if (k * esize % 64 == 0 && k + PREFETCH_K < kc)
+                    for (size_t j = g0; j < g1; j++) __builtin_prefetch(b_at(T, b, (n + j) * sn + k0 + k + PREFETCH_K));
+                for (size_t g = g0; g < g1; g += 4) {
+                    const size_t c0 = (n + g) * sn + k0 + k;
+                    mm_x4 r[4] = {b_x4(T, b, c0), b_x4(T, b, c0 + sn), b_x4(T, b, c0 + 2 * sn), b_x4(T, b, c0 + 3 * sn)};
+                    transpose4(r);
 #pragma GCC unroll 4
-                for (int q = 0; q < 4; q++) memcpy(dst + (k + q) * NR + g, &r[q], sizeof r[q]);
+                    for (int q = 0; q < 4; q++) memcpy(dst + (k + q) * NR + g, &r[q], sizeof r[q]);
+                }
             }
         }
-        for (; k < kc; k++)
+        for (size_t k = kc / 4 * 4; k < kc; k++)
             for (size_t g = 0; g < groups; g++) dst[k * NR + g] = b_one(T, b, (n + g) * sn + k0 + k);
         for (size_t g = groups; g < NR; g++)
-            for (k = 0; k < kc; k++) dst[k * NR + g] = g < w ? b_one(T, b, (n + g) * sn + k0 + k) : 0.0f;
+            for (size_t k = 0; k < kc; k++) dst[k * NR + g] = g < w ? b_one(T, b, (n + g) * sn + k0 + k) : 0.0f;
     } else {
         for (size_t k = 0; k < kc; k++)
             for (size_t j = 0; j < NR; j++) dst[k * NR + j] = j < w ? b_one(T, b, (k0 + k) * sk + (n + j) * sn) : 0.0f;
