@@ -365,6 +365,26 @@ static void pack_b(const vkg_mm_view *v, size_t k0, size_t kc, size_t n0, size_t
     }
 }
 
+/* Prefetches into L2 part `part` of `parts` of the cache lines that pack_b will read for columns
+ * [n0, n0 + cols) x k [k0, k0 + kc): while one strip's products run, the next strip's B arrives
+ * (its rows are a page or more apart, beyond the hardware prefetchers' reach). */
+static void prefetch_b(const vkg_mm_view *v, size_t k0, size_t kc, size_t n0, size_t cols, size_t part,
+                       size_t parts) {
+    const size_t esize = v->b_type == VKG_MM_F32 ? 4 : 2;
+    const char *b = v->b;
+    if (v->b_sk == 1) { /* cols runs of kc elements, n0 + j at (n0 + j) * b_sn */
+        const size_t lo = cols * part / parts, hi = cols * (part + 1) / parts;
+        for (size_t j = lo; j < hi; j++)
+            for (size_t off = 0; off < kc * esize; off += 64)
+                __builtin_prefetch(b + ((n0 + j) * v->b_sn + k0) * esize + off, 0, 2);
+    } else if (v->b_sn == 1) { /* kc runs of cols elements */
+        const size_t lo = kc * part / parts, hi = kc * (part + 1) / parts;
+        for (size_t k = lo; k < hi; k++)
+            for (size_t off = 0; off < cols * esize; off += 64)
+                __builtin_prefetch(b + ((k0 + k) * v->b_sk + n0) * esize + off, 0, 2);
+    }
+}
+
 /* Prefetches rows [m0, m0 + rows) x k [k0, k0 + kc) of an A, a cache line at a time (rows of A
  * are far apart: the hardware prefetchers see short runs only). */
 static void prefetch_a_rows(const vkg_mm_view *v, size_t m0, size_t rows, size_t k0, size_t kc) {
@@ -377,7 +397,8 @@ static void prefetch_a_rows(const vkg_mm_view *v, size_t m0, size_t rows, size_t
  * (all of M up to TILE_M: every row of a GPT-2 forward's matmuls up to T = 256) share each packed
  * strip of B, so B is packed once per TILE_M rows; A is read in place (k contiguous) or copied a
  * strip at a time.  Per block of k, per strip of NR columns, that strip of B is packed (it stays in
- * L1 while every row strip gets its products); the sums wait in acc, in k order across blocks, and after the last block each MR x NR block of them
+ * L1 while every row strip gets its products) and the next strip's B is prefetched meanwhile; the
+ * sums wait in acc, in k order across blocks, and after the last block each MR x NR block of them
  * goes through the epilogue at once, while it is in L1.  With few rows B is read once,
  * so its blocks of k are as long as the buffers allow: long runs of each column when k is
  * contiguous. */
@@ -401,8 +422,17 @@ static void tiles(const vkg_matmul_params *p, const float *A, const void *B, flo
             for (size_t t = 0; t < cols; t += NR) {
                 const size_t w = cols - t < NR ? cols - t : NR;
                 pack_b(&v, k0, kc, n0 + t, w, pb);
+                /* the strip after this one (the next NR columns, else the next block of k) is
+                 * fetched into L2 a part per row strip while this one's products run; not with
+                 * few rows, where one strip's products are too short a time to cover it */
+                const int next_cols = t + NR < cols, next_k = !next_cols && k0 + kc < p->K;
+                const int prefetch_b_next = p->M > VKG_MM_FEW_ROWS && (next_cols || next_k);
+                const size_t nk0 = next_k ? k0 + kc : k0, nt = next_cols ? t + NR : 0;
+                const size_t nkc = p->K - nk0 < kc_max ? p->K - nk0 : kc_max;
+                const size_t nw = cols - nt < NR ? cols - nt : NR, strips = (rows + MR - 1) / MR;
                 for (size_t s = 0; s < rows; s += MR) {
                     const size_t r = rows - s < MR ? rows - s : MR;
+                    if (prefetch_b_next) prefetch_b(&v, nk0, nkc, n0 + nt, nw, s / MR, strips);
                     float *sums = acc + s * TILE_N + t;
                     /* the first strip of columns brings this block of A in: the next row strip's
                      * part of it is fetched while this one's products run, when A is too big to
