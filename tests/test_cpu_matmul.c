@@ -130,7 +130,9 @@ static void test_matmul_shapes_and_transposes(void **state) {
     static const uint32_t shapes[][3] = {{1, 1, 1},    {1, 7, 13},     {7, 13, 31},   {13, 31, 7},   {31, 7, 13},
                                          {33, 65, 17}, {65, 33, 100},  {3, 129, 300}, {1, 200, 513}, {70, 3, 5},
                                          {8, 16, 0},   {97, 131, 257}, {96, 128, 256}, {95, 127, 1025},
-                                         {17, 33, 1},  {191, 257, 19}, {12, 32, 16},  {13, 31, 600}};
+                                         {17, 33, 1},  {191, 257, 19}, {12, 32, 16},  {13, 31, 600},
+                                         /* about the 256 x 96 tiles, 48-column strips, 128-k blocks */
+                                         {257, 97, 129}, {255, 49, 127}, {9, 47, 385}, {264, 95, 20}};
     static const uint32_t types[] = {0, VKG_MATMUL_B_F16, VKG_MATMUL_B_BF16};
     vkg_rng rng;
     vkg_rng_seed(&rng, 7);
@@ -258,7 +260,8 @@ static void test_matmul_in_place_residual(void **state) {
  * tiles and few rows, f32 and f16 B. */
 static void test_matmul_threads_bit_identical(void **state) {
     (void)state;
-    static const uint32_t shapes[][3] = {{37, 70, 300}, {1, 200, 64}, {64, 128, 32}, {200, 300, 40}, {5, 1000, 300}};
+    static const uint32_t shapes[][3] = {{37, 70, 300}, {1, 200, 64}, {64, 128, 32}, {200, 300, 40}, {5, 1000, 300},
+                                         {270, 150, 140}};
     vkg_rng rng;
     vkg_rng_seed(&rng, 9);
     vkg_threadpool *pools[3];

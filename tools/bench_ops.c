@@ -39,15 +39,18 @@ static int bench_input(bench_case *b, vkg_rng *rng, int ndim, const int64_t *sha
     return 0;
 }
 
-/* x [M, K] @ w [K, N], as GPT-2's Conv1D weights are stored. */
-static int make_matmul(bench_case *b, vkg_rng *rng, int64_t m, int64_t k, int64_t n) {
-    snprintf(b->name, sizeof b->name, "matmul %lldx%lldx%lld", (long long)m, (long long)k, (long long)n);
+/* x [M, K] @ w [K, N], as GPT-2's Conv1D weights are stored; transposed: x @ w^T with w [N, K]
+ * (k contiguous), as GPT-2's LM head reads the token embedding. */
+static int make_matmul(bench_case *b, vkg_rng *rng, int64_t m, int64_t k, int64_t n, int transposed) {
+    snprintf(b->name, sizeof b->name, "matmul %lldx%lldx%lld%s", (long long)m, (long long)k, (long long)n,
+             transposed ? " (B^T)" : "");
     b->g = vkg_graph_new();
     b->weights = malloc((size_t)(k * n) * sizeof(float));
     if (!b->g || !b->weights || bench_input(b, rng, 2, (const int64_t[]){m, k})) return 1;
     vkg_rng_fill_normal(rng, b->weights, (size_t)(k * n), 0.02f);
-    vkg_tensor w = vkg_constant(b->g, "w", VKG_F32, 2, (const int64_t[]){k, n}, b->weights);
-    return vkg_output(b->g, "y", vkg_matmul(b->g, b->input, w, VKG_NONE, 0)) != VKG_OK;
+    const int64_t shape[2] = {transposed ? n : k, transposed ? k : n};
+    vkg_tensor w = vkg_constant(b->g, "w", VKG_F32, 2, shape, b->weights);
+    return vkg_output(b->g, "y", vkg_matmul(b->g, b->input, w, VKG_NONE, transposed ? VKG_TRANSPOSE_B : 0)) != VKG_OK;
 }
 
 static int make_block(bench_case *b, vkg_rng *rng, int64_t batch, int64_t t, int c, int heads, const char *what) {
@@ -142,10 +145,23 @@ int bench_ops(const bench_options *o) {
         static const int64_t shapes[][3] = {{768, 768, 768}, {128, 768, 3072}, {1, 768, 3072}};
         for (int i = 0; i < 3 && !rc; i++) {
             bench_case b = {0};
-            int failed = make_matmul(&b, &rng, shapes[i][0], shapes[i][1], shapes[i][2]);
+            int failed = make_matmul(&b, &rng, shapes[i][0], shapes[i][1], shapes[i][2], 0);
             rc = built(&b, failed) || run_case(cpu, gpu, &b, repeat);
             bench_case_free(&b);
         }
+    }
+    if (!strcmp(what, "gpt2-matmul")) {
+        /* A GPT-2 124M forward's matmuls over T tokens: qkv, attention out, MLP up and down, and the
+         * LM head against the tied embedding (50257 x 768, read transposed). */
+        static const struct { int64_t k, n; int transposed; } gpt2[] = {
+            {768, 2304, 0}, {768, 768, 0}, {768, 3072, 0}, {3072, 768, 0}, {768, 50257, 1}};
+        for (int t = 0; t < o->n_tokens && !rc; t++)
+            for (int i = 0; i < 5 && !rc; i++) {
+                bench_case b = {0};
+                int failed = make_matmul(&b, &rng, o->tokens[t], gpt2[i].k, gpt2[i].n, gpt2[i].transposed);
+                rc = built(&b, failed) || run_case(cpu, gpu, &b, repeat);
+                bench_case_free(&b);
+            }
     }
     if (!strcmp(what, "block") || !strcmp(what, "all")) {
         static const struct { int64_t batch, t; int c, heads; const char *what; } blocks[] = {

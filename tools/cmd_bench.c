@@ -13,7 +13,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: vkgraph bench (-m DIR | --random NAME) [--device D] [-T 8,64,256,1024] [--decode N]\n"
             "                     [--threads N] [--dtype f32|f16|bf16] [--repeat N] [--logits DIR] [--json]\n"
-            "       vkgraph bench [matmul|block|all] [--device D] [--repeat N] [--threads N]\n"
+            "       vkgraph bench [matmul|block|all|gpt2-matmul] [-T ...] [--device D] [--repeat N] [--threads N]\n"
             "\n"
             "Times a GPT-2 model: -m DIR (a Hugging Face folder) or --random NAME (GPT-2's shapes with\n"
             "random weights, written to a temporary folder: %s).\n"
@@ -44,7 +44,9 @@ static void usage(FILE *f) {
             "the best Vulkan device), one warm-up run, then the median of --repeat runs (default 10):\n"
             "  matmul  M x K x N = 768x768x768, 128x768x3072 and 1x768x3072 (GFLOP/s)\n"
             "  block   the lesson's block (d_model 64, 4 heads, d_ff 256; B=2, T=10) and a\n"
-            "          GPT-2-sized block (768, 12 heads, 3072; T=128): forward time\n",
+            "          GPT-2-sized block (768, 12 heads, 3072; T=128): forward time\n"
+            "  gpt2-matmul  (not in all) GPT-2 124M's matmuls at each T of -T: qkv, attention out, MLP up\n"
+            "          and down, the LM head (B = the 50257 x 768 embedding, transposed) (GFLOP/s)\n",
             vkg_random_gpt2_size_names());
 }
 
@@ -89,12 +91,13 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "matmul") || !strcmp(a, "block") || !strcmp(a, "all")) {
+        } else if (!strcmp(a, "matmul") || !strcmp(a, "block") || !strcmp(a, "all") ||
+                   !strcmp(a, "gpt2-matmul")) {
             o.ops = a;
         } else if (!strcmp(a, "--json")) {
             o.json = 1;
         } else if (a[0] != '-') {
-            return cli_fail("bench", "unknown benchmark '%s': matmul, block or all (or a model: -m DIR, --random "
+            return cli_fail("bench", "unknown benchmark '%s': matmul, block, all or gpt2-matmul (or a model: -m DIR, --random "
                             "NAME)", a);
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "--random") || !strcmp(a, "--device") ||
                    !strcmp(a, "--dtype") || !strcmp(a, "--logits") || !strcmp(a, "-T") || !strcmp(a, "--tokens") ||

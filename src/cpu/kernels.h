@@ -115,8 +115,10 @@ static inline int64_t vkg_cpu_dyn_index(const int32_t *indices, uint32_t dyn_ind
  * of one batch entry.  Each C element is acc = sum over k = 0..K-1 in that order (kernel_matmul.c
  * states what each variant guarantees), then the epilogue (+bias, activation, +R); R may be C.
  * B's elements are floats, or 16-bit values when params flags say so (VKG_MATMUL_B_F16/BF16). */
-#define VKG_CPU_MATMUL_TILE_M 96u
-#define VKG_CPU_MATMUL_TILE_N 128u
+/* 256 rows: one packed strip of B serves a GPT-2 forward's every row up to T = 256; 96 columns:
+ * two strips of the AVX-512 variant's 48, six of AVX2's 16. */
+#define VKG_CPU_MATMUL_TILE_M 256u
+#define VKG_CPU_MATMUL_TILE_N 96u
 size_t vkg_cpu_matmul_units(const vkg_matmul_params *p);
 void vkg_cpu_matmul(const vkg_matmul_params *p, const float *A, const void *B, float *C,
                     const float *bias, const float *R, size_t begin, size_t end);

@@ -1,5 +1,5 @@
 /* The AVX-512 matmul variant (x86-64 with AVX-512 F/BW/DQ/VL, FMA and F16C: Intel since
- * Skylake-SP, AMD Zen 4): vectors of 16 floats, 12 x 32 sums in registers, fused multiply-adds.
+ * Skylake-SP, AMD Zen 4): vectors of 16 floats, 8 x 48 sums in registers, fused multiply-adds.
  * Only this file is built with those instructions (CMakeLists.txt); kernel_matmul.c calls it only
  * on a CPU that has them. */
 #include "cpu/matmul_variant.h"
@@ -10,7 +10,7 @@
 #include "cpu/matmul_x86.h"
 
 typedef __m512 vf;
-enum { VL = 16, MR = 12, NV = 2 };
+enum { VL = 16, MR = 8, NV = 3 };
 #define MM_NAME vkg_mm_avx512
 
 static inline vf vzero(void) { return _mm512_setzero_ps(); }

@@ -14,10 +14,11 @@
  *     reading B): B is read in place, row by row over wide blocks of columns, with software
  *     prefetch; rows of A go VKG_MM_PASS_ROWS at a time over a block, sums in L1;
  *   - everything else: per output tile (TILE_M x TILE_N, the parallel units) and per block of
- *     VKG_MM_KC k, A and B are packed (B widened to f32, transposed by 4 x 4 register blocks
- *     when its k is contiguous) into strips of MR rows and NR columns, and a micro-kernel adds
- *     one block of k to MR x NR sums held in registers: each B value loaded serves MR rows and
- *     each A value NR columns. */
+ *     VKG_MM_KC k, B is packed into strips of NR columns (widened to f32, transposed by 4 x 4
+ *     register blocks when its k is contiguous), and a micro-kernel adds one block of k to
+ *     MR x NR sums held in registers, reading MR rows of A in place: each B value loaded serves
+ *     MR rows and each A value NR columns, and each packed strip of B serves all the tile's rows
+ *     (TILE_M: a GPT-2 forward's every row up to T = 256). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +29,11 @@
 #define KC VKG_MM_KC
 #define PASS_ROWS VKG_MM_PASS_ROWS
 #define PREFETCH_K 64 /* k ahead that packing prefetches a column whose k is contiguous */
+#define BAND 16       /* columns whose k is contiguous that packing reads side by side */
 #define ALIGNED __attribute__((aligned(64)))
 #define INLINE static inline __attribute__((always_inline))
 
-_Static_assert(TILE_M % MR == 0 && TILE_N % NR == 0, "tiles hold whole register blocks");
+_Static_assert(TILE_N % NR == 0, "tiles hold whole strips of columns (a tile's last row strip may be short)");
 _Static_assert(VKG_MM_FEW_ROWS <= TILE_M, "the few-rows path has one row tile");
 
 #if defined(__clang__)
@@ -247,22 +249,27 @@ static void few_rows(const vkg_matmul_params *p, const float *A, const void *B, 
 
 /* ---- packed tiles ---------------------------------------------------------------------------- */
 
-/* acc[i * acc_stride + 0:NR] (+)= sum over k < kc of pa[k * MR + i] * pb[k * NR + 0:NR], i < ROWS
- * (a constant at each call, so the sums unroll into registers); first: the sums start from 0. */
-INLINE void micro(int ROWS, size_t kc, const float *pa, const float *pb, float *acc, size_t acc_stride,
-                  int first) {
+/* acc[i * acc_stride + 0:NR] (+)= sum over k < kc of a[i * a_sm + k] * pb[k * NR + 0:NR], i < ROWS
+ * (a constant at each call, so the sums unroll into registers); first: the sums start from 0.  A
+ * is read in place, one row per register row: each value is broadcast straight from memory into
+ * its multiply-adds, and a row's cache line serves 16 k in turn. */
+INLINE void micro(int ROWS, size_t kc, const float *a, size_t a_sm, const float *pb, float *acc,
+                  size_t acc_stride, int first) {
     vf s[MR][NV];
+    const float *ar[MR];
 #pragma GCC unroll 16
-    for (int i = 0; i < ROWS; i++)
+    for (int i = 0; i < ROWS; i++) {
+        ar[i] = a + i * a_sm;
 #pragma GCC unroll 4
         for (int j = 0; j < NV; j++) s[i][j] = first ? vzero() : vload(acc + i * acc_stride + j * VL);
+    }
     for (size_t k = 0; k < kc; k++) {
         vf x[NV];
 #pragma GCC unroll 4
         for (int j = 0; j < NV; j++) x[j] = vload(pb + k * NR + j * VL);
 #pragma GCC unroll 16
         for (int i = 0; i < ROWS; i++) {
-            const vf ai = vset1(pa[k * MR + i]);
+            const vf ai = vset1(ar[i][k]);
 #pragma GCC unroll 4
             for (int j = 0; j < NV; j++) s[i][j] = vmadd(ai, x[j], s[i][j]);
         }
@@ -273,46 +280,39 @@ INLINE void micro(int ROWS, size_t kc, const float *pa, const float *pb, float *
         for (int j = 0; j < NV; j++) vstore(acc + i * acc_stride + j * VL, s[i][j]);
 }
 
+/* rows <= MR: a micro-kernel unrolled for each count of rows (MR is an enum constant, so each
+ * n >= MR case is dead code the compiler drops; a short strip never touches rows past its own). */
 #define MM_ROWS_CASE(n) \
-    case n: micro(n, kc, pa, pb, acc, acc_stride, first); break;
-
-static void micro_any_rows(size_t rows, size_t kc, const float *pa, const float *pb, float *acc,
-                           size_t acc_stride, int first) {
-    switch (rows) {
-        MM_ROWS_CASE(1)
-        MM_ROWS_CASE(2)
-        MM_ROWS_CASE(3)
-#if MR > 4
-        MM_ROWS_CASE(4)
-        MM_ROWS_CASE(5)
-#endif
-#if MR > 6
-        MM_ROWS_CASE(6)
-        MM_ROWS_CASE(7)
-        MM_ROWS_CASE(8)
-        MM_ROWS_CASE(9)
-        MM_ROWS_CASE(10)
-        MM_ROWS_CASE(11)
-#endif
-    default: micro(MR, kc, pa, pb, acc, acc_stride, first); break;
+    if (n < MR && rows == n) { \
+        micro(n < MR ? n : MR, kc, a, a_sm, pb, acc, acc_stride, first); \
+        return; \
     }
+
+_Static_assert(MR <= 12, "micro_any_rows has a case for every short strip");
+
+static void micro_any_rows(size_t rows, size_t kc, const float *a, size_t a_sm, const float *pb, float *acc,
+                           size_t acc_stride, int first) {
+    MM_ROWS_CASE(1)
+    MM_ROWS_CASE(2)
+    MM_ROWS_CASE(3)
+    MM_ROWS_CASE(4)
+    MM_ROWS_CASE(5)
+    MM_ROWS_CASE(6)
+    MM_ROWS_CASE(7)
+    MM_ROWS_CASE(8)
+    MM_ROWS_CASE(9)
+    MM_ROWS_CASE(10)
+    MM_ROWS_CASE(11)
+    micro(MR, kc, a, a_sm, pb, acc, acc_stride, first);
 }
 
-/* Rows [m0, m0 + rows) x k [k0, k0 + kc) of A into strips of MR rows: strip s at pa + s * MR * kc,
- * element (i, k) of a strip at k * MR + i. */
-static void pack_a(const vkg_mm_view *v, size_t m0, size_t rows, size_t k0, size_t kc, float *pa) {
-    for (size_t s = 0; s < rows; s += MR) {
-        const size_t r = rows - s < MR ? rows - s : MR;
-        const float *a = v->a + (m0 + s) * v->a_sm + k0 * v->a_sk;
-        float *dst = pa + s * kc;
-        if (v->a_sk == 1) {
-            for (size_t i = 0; i < r; i++)
-                for (size_t k = 0; k < kc; k++) dst[k * MR + i] = a[i * v->a_sm + k];
-        } else {
-            for (size_t k = 0; k < kc; k++)
-                for (size_t i = 0; i < r; i++) dst[k * MR + i] = a[i * v->a_sm + k * v->a_sk];
-        }
-    }
+/* Rows [m0, m0 + rows) (rows <= MR) x k [k0, k0 + kc) of an A whose k is not contiguous, copied
+ * into rows of kc: element (i, k) at pa[i * kc + k], so that the micro-kernel reads it as it
+ * reads an A with contiguous k. */
+static void pack_a_rows(const vkg_mm_view *v, size_t m0, size_t rows, size_t k0, size_t kc, float *pa) {
+    const float *a = v->a + m0 * v->a_sm + k0 * v->a_sk;
+    for (size_t k = 0; k < kc; k++)
+        for (size_t i = 0; i < rows; i++) pa[i * kc + k] = a[i * v->a_sm + k * v->a_sk];
 }
 
 /* Columns [n0, n0 + cols) x k [k0, k0 + kc) of B (cols <= NR), widened to f32, into one strip:
@@ -325,27 +325,29 @@ INLINE void pack_b_typed(int T, const vkg_mm_view *v, size_t k0, size_t kc, size
 #pragma GCC unroll 4
             for (int j = 0; j < NV; j++) vstore(dst + k * NR + j * VL, b_vec(T, b, (k0 + k) * sk + n + j * VL));
     } else if (sk == 1) {
-        /* Column j's k run starts at element (n + j) * sn.  All the strip's columns advance
-         * together, 4 k at a time (each row of the strip written whole while in cache), and each
-         * column is prefetched a few cache lines ahead: the hardware follows that many streams
-         * poorly. */
+        /* Column j's k run starts at element (n + j) * sn.  A band of BAND columns advances
+         * together, 4 k at a time, and each of its columns is prefetched a few cache lines
+         * ahead: the hardware follows that many streams poorly, and more of them at once (a
+         * whole strip's 48) read slower still from memory, as decoding's LM head does. */
         const size_t esize = T == VKG_MM_F32 ? 4 : 2, groups = w / 4 * 4;
-        size_t k = 0;
-        for (; k + 4 <= kc; k += 4) {
-            if (k * esize % 64 == 0 && k + PREFETCH_K < kc)
-                for (size_t j = 0; j < w; j++) __builtin_prefetch(b_at(T, b, (n + j) * sn + k0 + k + PREFETCH_K));
-            for (size_t g = 0; g < groups; g += 4) {
-                const size_t c0 = (n + g) * sn + k0 + k;
-                mm_x4 r[4] = {b_x4(T, b, c0), b_x4(T, b, c0 + sn), b_x4(T, b, c0 + 2 * sn), b_x4(T, b, c0 + 3 * sn)};
-                transpose4(r);
+        for (size_t g0 = 0; g0 < groups; g0 += BAND) {
+            const size_t g1 = groups - g0 < BAND ? groups : g0 + BAND;
+            for (size_t k = 0; k + 4 <= kc; k += 4) {
+                if (k * esize % 64 == 0 && k + PREFETCH_K < kc)
+                    for (size_t j = g0; j < g1; j++) __builtin_prefetch(b_at(T, b, (n + j) * sn + k0 + k + PREFETCH_K));
+                for (size_t g = g0; g < g1; g += 4) {
+                    const size_t c0 = (n + g) * sn + k0 + k;
+                    mm_x4 r[4] = {b_x4(T, b, c0), b_x4(T, b, c0 + sn), b_x4(T, b, c0 + 2 * sn), b_x4(T, b, c0 + 3 * sn)};
+                    transpose4(r);
 #pragma GCC unroll 4
-                for (int q = 0; q < 4; q++) memcpy(dst + (k + q) * NR + g, &r[q], sizeof r[q]);
+                    for (int q = 0; q < 4; q++) memcpy(dst + (k + q) * NR + g, &r[q], sizeof r[q]);
+                }
             }
         }
-        for (; k < kc; k++)
+        for (size_t k = kc / 4 * 4; k < kc; k++)
             for (size_t g = 0; g < groups; g++) dst[k * NR + g] = b_one(T, b, (n + g) * sn + k0 + k);
         for (size_t g = groups; g < NR; g++)
-            for (k = 0; k < kc; k++) dst[k * NR + g] = g < w ? b_one(T, b, (n + g) * sn + k0 + k) : 0.0f;
+            for (size_t k = 0; k < kc; k++) dst[k * NR + g] = g < w ? b_one(T, b, (n + g) * sn + k0 + k) : 0.0f;
     } else {
         for (size_t k = 0; k < kc; k++)
             for (size_t j = 0; j < NR; j++) dst[k * NR + j] = j < w ? b_one(T, b, (k0 + k) * sk + (n + j) * sn) : 0.0f;
@@ -360,48 +362,93 @@ static void pack_b(const vkg_mm_view *v, size_t k0, size_t kc, size_t n0, size_t
     }
 }
 
-/* Units [begin, end): output tiles, batch-major, then row tile, then column tile, so that a
- * thread's consecutive units share a row tile of A: it is packed once (all of K, when a buffer
- * for it can be had) and serves every column tile.  Per block of k, per strip of NR columns, that
- * strip of B is packed and every row strip gets its products (a strip of B serves the whole tile
- * while it is in cache); the sums wait in acc, in k order across blocks, until the epilogue.  With
- * few rows B is read once, so its blocks of k are as long as the buffers allow: long runs of each
- * column when k is contiguous. */
+/* Prefetches into L2 part `part` of `parts` of the cache lines that pack_b will read for columns
+ * [n0, n0 + cols) x k [k0, k0 + kc): while one strip's products run, the next strip's B arrives
+ * (its rows are a page or more apart, beyond the hardware prefetchers' reach). */
+static void prefetch_b(const vkg_mm_view *v, size_t k0, size_t kc, size_t n0, size_t cols, size_t part,
+                       size_t parts) {
+    const size_t esize = v->b_type == VKG_MM_F32 ? 4 : 2;
+    const char *b = v->b;
+    if (v->b_sk == 1) { /* cols runs of kc elements, n0 + j at (n0 + j) * b_sn */
+        const size_t lo = cols * part / parts, hi = cols * (part + 1) / parts;
+        for (size_t j = lo; j < hi; j++)
+            for (size_t off = 0; off < kc * esize; off += 64)
+                __builtin_prefetch(b + ((n0 + j) * v->b_sn + k0) * esize + off, 0, 2);
+    } else if (v->b_sn == 1) { /* kc runs of cols elements */
+        const size_t lo = kc * part / parts, hi = kc * (part + 1) / parts;
+        for (size_t k = lo; k < hi; k++)
+            for (size_t off = 0; off < cols * esize; off += 64)
+                __builtin_prefetch(b + ((k0 + k) * v->b_sk + n0) * esize + off, 0, 2);
+    }
+}
+
+/* Prefetches rows [m0, m0 + rows) x k [k0, k0 + kc) of an A, a cache line at a time (rows of A
+ * are far apart: the hardware prefetchers see short runs only). */
+static void prefetch_a_rows(const vkg_mm_view *v, size_t m0, size_t rows, size_t k0, size_t kc) {
+    if (v->a_sk != 1) return;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t k = 0; k < kc; k += 16) __builtin_prefetch(v->a + (m0 + i) * v->a_sm + k0 + k);
+}
+
+/* Units [begin, end): output tiles, batch-major, then row tile, then column tile.  A tile's rows
+ * (all of M up to TILE_M: every row of a GPT-2 forward's matmuls up to T = 256) share each packed
+ * strip of B, so B is packed once per TILE_M rows; A is read in place (k contiguous) or copied a
+ * strip at a time.  Per block of k, per strip of NR columns, that strip of B is packed (it stays in
+ * L1 while every row strip gets its products) and the next strip's B is prefetched meanwhile; the
+ * sums wait in acc, in k order across blocks, and after the last block each MR x NR block of them
+ * goes through the epilogue at once, while it is in L1.  With few rows B is read once,
+ * so its blocks of k are as long as the buffers allow: long runs of each column when k is
+ * contiguous. */
 static void tiles(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
                   const float *R, size_t begin, size_t end) {
     const size_t tiles_m = (p->M + TILE_M - 1) / TILE_M, tiles_n = (p->N + TILE_N - 1) / TILE_N;
     const size_t kc_max = p->M <= VKG_MM_FEW_ROWS ? VKG_MM_KC_FEW : KC;
     float acc[TILE_M * TILE_N] ALIGNED;
-    float pa[TILE_M * KC > VKG_MM_FEW_ROWS * VKG_MM_KC_FEW ? TILE_M * KC : VKG_MM_FEW_ROWS * VKG_MM_KC_FEW] ALIGNED;
+    float pa[MR * VKG_MM_KC_FEW] ALIGNED;
     float pb[VKG_MM_KC_FEW * NR] ALIGNED;
-    /* A whole row tile's packing: block k0 at k0 * TILE_M.  Without memory for it, each unit packs
-     * its blocks again into pa (the same values: only the time differs). */
-    const size_t a_tile = (size_t)TILE_M * p->K;
-    float *a_all = a_tile <= sizeof pa / sizeof pa[0] ? pa : malloc(a_tile * sizeof(float));
-    size_t packed_batch = SIZE_MAX, packed_m0 = SIZE_MAX;
+    const int prefetch_a = (double)(p->M < TILE_M ? p->M : TILE_M) * p->K * sizeof(float) > VKG_MM_A_CACHED;
     for (size_t unit = begin; unit < end; unit++) {
         const size_t batch = unit / (tiles_m * tiles_n), in_batch = unit % (tiles_m * tiles_n);
         const size_t m0 = in_batch / tiles_n * TILE_M, n0 = in_batch % tiles_n * TILE_N;
         const size_t rows = p->M - m0 < TILE_M ? p->M - m0 : TILE_M;
         const size_t cols = p->N - n0 < TILE_N ? p->N - n0 : TILE_N;
         const vkg_mm_view v = vkg_mm_view_of_batch(p, A, B, C, R, batch);
-        const int a_ready = a_all && batch == packed_batch && m0 == packed_m0;
         if (p->K == 0) memset(acc, 0, sizeof acc);
         for (size_t k0 = 0; k0 < p->K; k0 += kc_max) {
             const size_t kc = p->K - k0 < kc_max ? p->K - k0 : kc_max;
-            float *pak = a_all ? a_all + k0 * TILE_M : pa;
-            if (!a_ready) pack_a(&v, m0, rows, k0, kc, pak);
             for (size_t t = 0; t < cols; t += NR) {
-                pack_b(&v, k0, kc, n0 + t, cols - t < NR ? cols - t : NR, pb);
-                for (size_t s = 0; s < rows; s += MR)
-                    micro_any_rows(rows - s < MR ? rows - s : MR, kc, pak + s * kc, pb, acc + s * TILE_N + t,
-                                   TILE_N, k0 == 0);
+                const size_t w = cols - t < NR ? cols - t : NR;
+                pack_b(&v, k0, kc, n0 + t, w, pb);
+                /* the strip after this one (the next NR columns, else the next block of k) is
+                 * fetched into L2 a part per row strip while this one's products run; not with
+                 * few rows, where one strip's products are too short a time to cover it */
+                const int next_cols = t + NR < cols, next_k = !next_cols && k0 + kc < p->K;
+                const int prefetch_b_next = p->M > VKG_MM_FEW_ROWS && (next_cols || next_k);
+                const size_t nk0 = next_k ? k0 + kc : k0, nt = next_cols ? t + NR : 0;
+                const size_t nkc = p->K - nk0 < kc_max ? p->K - nk0 : kc_max;
+                const size_t nw = cols - nt < NR ? cols - nt : NR, strips = (rows + MR - 1) / MR;
+                for (size_t s = 0; s < rows; s += MR) {
+                    const size_t r = rows - s < MR ? rows - s : MR;
+                    if (prefetch_b_next) prefetch_b(&v, nk0, nkc, n0 + nt, nw, s / MR, strips);
+                    float *sums = acc + s * TILE_N + t;
+                    /* the first strip of columns brings this block of A in: the next row strip's
+                     * part of it is fetched while this one's products run, when A is too big to
+                     * stay in L2 from one tile to the next */
+                    if (prefetch_a && t == 0 && s + MR < rows)
+                        prefetch_a_rows(&v, m0 + s + MR, rows - s - MR < MR ? rows - s - MR : MR, k0, kc);
+                    if (v.a_sk == 1) {
+                        micro_any_rows(r, kc, v.a + (m0 + s) * v.a_sm + k0, v.a_sm, pb, sums, TILE_N, k0 == 0);
+                    } else {
+                        pack_a_rows(&v, m0 + s, r, k0, kc, pa);
+                        micro_any_rows(r, kc, pa, kc, pb, sums, TILE_N, k0 == 0);
+                    }
+                    /* the last block of k: these sums are whole; C gets them while they are in L1 */
+                    if (k0 + kc == p->K) store(p, &v, bias, m0 + s, r, n0 + t, w, sums, TILE_N);
+                }
             }
         }
-        packed_batch = batch, packed_m0 = m0;
-        store(p, &v, bias, m0, rows, n0, cols, acc, TILE_N);
+        if (p->K == 0) store(p, &v, bias, m0, rows, n0, cols, acc, TILE_N);
     }
-    if (a_all != pa) free(a_all);
 }
 
 void MM_NAME(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,

@@ -13,11 +13,14 @@
 #include "cpu/kernels.h"
 
 enum {
-    VKG_MM_KC = 256,       /* k per packed block: a packed strip of B (KC x NR) stays in L1     */
+    VKG_MM_KC = 128,       /* k per packed block: a packed strip of B (KC x NR) stays in L1     */
     VKG_MM_KC_FEW = 1024,  /* the same with few rows, where B is read once: longer runs of B    */
     VKG_MM_FEW_ROWS = 8,   /* up to this many rows with contiguous columns of B, B is streamed
                               from memory in wide row runs instead of packed (decoding)        */
     VKG_MM_PASS_ROWS = 4,  /* rows of A per pass over a block of B on that streaming path      */
+    VKG_MM_A_CACHED = 1 << 20, /* bytes of a tile's rows of A (all of K) beyond which they are
+                              not expected to stay in L2 from one tile to the next: the tiles
+                              then prefetch A in software                                     */
     VKG_MM_STREAM_SUMS = 8192 /* floats of running sums on that path (32 KiB): the wider a block,
                               the longer each run read from a row of B                         */
 };
