@@ -87,7 +87,11 @@ INLINE const void *b_at(int T, const void *b, size_t i) {
  * element depends on another. */
 INLINE void epilogue_row(uint32_t ACT, int BIAS, int RES, float *c, const float *s, const float *b, const float *r,
                          size_t cols) {
+#if defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#else
 #pragma GCC ivdep
+#endif
     for (size_t j = 0; j < cols; j++) {
         float x = s[j];
         if (BIAS) x += b[j];
