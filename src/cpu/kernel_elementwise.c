@@ -81,6 +81,14 @@ void vkg_cpu_unary(const vkg_unary_params *p, const float *in, float *out, const
         if (run > end - i) run = end - i;
         /* causal: the last index i3 may not pass i2 + causal_offset + index. */
         int64_t last_visible = (int64_t)c[2] + p->causal_offset + index;
+        if (p->op == VKG_UNARY_COPY && p->in_strides[3] == 1 && p->out_strides[3] == 1) {
+            /* a run of a copy (KV-cache writes, contiguous views): memmove reads the whole run
+             * before writing it, as the element loop reads each element before writing it */
+            memmove(out_run + c[3], in_run + c[3], run * sizeof(float));
+            i += run;
+            next_run(p->shape, c);
+            continue;
+        }
         for (size_t k = 0; k < run; k++) {
             size_t i3 = c[3] + k;
             float x = in_run[i3 * p->in_strides[3]], y;
