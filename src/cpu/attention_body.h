@@ -1,7 +1,7 @@
 /* The blocked attention algorithm, once, for any vector width: included by one file per variant
  * (attention_portable.c, attention_avx2.c, attention_avx512.c) after it defines
  *   ATTN_NAME        the variant's entry point (a vkg_attn_fn, attention_variant.h)
- *   vf, VL           its vector type of VL floats
+ *   vf, VL           its vector type of VL floats (cpu/vec_*.h)
  *   SCORE_ACC        vectors of scores a register tile holds
  *   CH, PV_ROWS      P.V holds PV_ROWS rows x CH vectors of output sums in registers
  *   vzero, vload, vstore, vset1, vmul, vmadd(a, b, c) = a * b + c (fused or not),

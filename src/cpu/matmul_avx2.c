@@ -9,15 +9,11 @@
 
 #include "cpu/matmul_x86.h"
 
-typedef __m256 vf;
-enum { VL = 8, MR = 6, NV = 2 };
+#include "cpu/vec_avx2.h"
+
+enum { MR = 6, NV = 2 };
 #define MM_NAME vkg_mm_avx2
 
-static inline vf vzero(void) { return _mm256_setzero_ps(); }
-static inline vf vload(const float *p) { return _mm256_loadu_ps(p); }
-static inline void vstore(float *p, vf x) { _mm256_storeu_ps(p, x); }
-static inline vf vset1(float x) { return _mm256_set1_ps(x); }
-static inline vf vmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vf vload_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 static inline vf vload_bf16(const uint16_t *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));

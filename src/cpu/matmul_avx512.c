@@ -9,15 +9,11 @@
 
 #include "cpu/matmul_x86.h"
 
-typedef __m512 vf;
-enum { VL = 16, MR = 8, NV = 3 };
+#include "cpu/vec_avx512.h"
+
+enum { MR = 8, NV = 3 };
 #define MM_NAME vkg_mm_avx512
 
-static inline vf vzero(void) { return _mm512_setzero_ps(); }
-static inline vf vload(const float *p) { return _mm512_loadu_ps(p); }
-static inline void vstore(float *p, vf x) { _mm512_storeu_ps(p, x); }
-static inline vf vset1(float x) { return _mm512_set1_ps(x); }
-static inline vf vmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vf vload_f16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 static inline vf vload_bf16(const uint16_t *p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));

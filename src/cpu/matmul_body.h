@@ -1,7 +1,7 @@
 /* The matmul algorithm, once, for any vector width: included by one file per variant
  * (matmul_portable.c, matmul_avx2.c, matmul_avx512.c) after it defines
  *   MM_NAME                 the variant's entry point (a vkg_mm_fn, matmul_variant.h)
- *   vf, VL                  its vector type of VL floats
+ *   vf, VL                  its vector type of VL floats (cpu/vec_*.h)
  *   MR, NV                  the register block: MR rows x NR = NV * VL columns of sums
  *   vzero, vload, vstore, vset1, vmadd(a, b, c) = a * b + c (fused or not), sfma (the same
  *                           on one float), vload_f16/vload_bf16 (VL 16-bit values widened),

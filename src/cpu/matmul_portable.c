@@ -5,19 +5,11 @@
 #include "cpu/matmul_variant.h"
 #include "base/half.h"
 
-typedef float vf __attribute__((vector_size(16)));
-enum { VL = 4, MR = 4, NV = 2 };
+#include "cpu/vec_portable.h"
+
+enum { MR = 4, NV = 2 };
 #define MM_NAME vkg_mm_portable
 
-static inline vf vzero(void) { return (vf){0, 0, 0, 0}; }
-static inline vf vload(const float *p) {
-    vf x;
-    memcpy(&x, p, sizeof x);
-    return x;
-}
-static inline void vstore(float *p, vf x) { memcpy(p, &x, sizeof x); }
-static inline vf vset1(float x) { return (vf){x, x, x, x}; }
-static inline vf vmadd(vf a, vf b, vf c) { return a * b + c; }
 static inline float sfma(float a, float b, float c) { return a * b + c; }
 static inline float s_f16(uint16_t h) { return vkg_f16_to_f32(h); }
 static inline float s_bf16(uint16_t h) { return vkg_bf16_to_f32(h); }
