@@ -394,7 +394,10 @@ static void prefetch_a_rows(const vkg_mm_view *v, size_t m0, size_t rows, size_t
         for (size_t k = 0; k < kc; k += 16) __builtin_prefetch(v->a + (m0 + i) * v->a_sm + k0 + k);
 }
 
-/* Units [begin, end): output tiles, batch-major, then row tile, then column tile.  A tile's rows
+/* Units [begin, end): output tiles, batch-major, then column tile, then row tile, so that a
+ * contiguous run of units (what a thread gets) holds whole columns of tiles: a last row tile of a
+ * few rows (T = 257: one) then costs every thread alike, where row-major order gave one thread
+ * all the full tiles and the other the short ones, twice the time of T = 256.  A tile's rows
  * (all of M up to TILE_M: every row of a GPT-2 forward's matmuls up to T = 256) share each packed
  * strip of B, so B is packed once per TILE_M rows; A is read in place (k contiguous) or copied a
  * strip at a time.  Per block of k, per strip of NR columns, that strip of B is packed (it stays in
@@ -413,7 +416,7 @@ static void tiles(const vkg_matmul_params *p, const float *A, const void *B, flo
     const int prefetch_a = (double)(p->M < TILE_M ? p->M : TILE_M) * p->K * sizeof(float) > VKG_MM_A_CACHED;
     for (size_t unit = begin; unit < end; unit++) {
         const size_t batch = unit / (tiles_m * tiles_n), in_batch = unit % (tiles_m * tiles_n);
-        const size_t m0 = in_batch / tiles_n * TILE_M, n0 = in_batch % tiles_n * TILE_N;
+        const size_t n0 = in_batch / tiles_m * TILE_N, m0 = in_batch % tiles_m * TILE_M;
         const size_t rows = p->M - m0 < TILE_M ? p->M - m0 : TILE_M;
         const size_t cols = p->N - n0 < TILE_N ? p->N - n0 : TILE_N;
         const vkg_mm_view v = vkg_mm_view_of_batch(p, A, B, C, R, batch);
