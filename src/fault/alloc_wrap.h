@@ -13,12 +13,7 @@
 #include <sys/types.h>
 #undef _DEFAULT_SOURCE /* read once, by the headers above; cpu_backend.c defines it again */
 
-void *vkg_fault_malloc(size_t n);
-void *vkg_fault_calloc(size_t n, size_t size);
-void *vkg_fault_realloc(void *p, size_t n);
-char *vkg_fault_strdup(const char *s);
-void *vkg_fault_aligned_alloc(size_t align, size_t n);
-void *vkg_fault_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t offset);
+#include "fault/fault.h" /* the replacements the macros name */
 
 #define malloc(n) vkg_fault_malloc(n)
 #define calloc(n, size) vkg_fault_calloc(n, size)

@@ -50,13 +50,6 @@ const char *vkg_fault_kind_name(vkg_fault_kind kind) {
 
 /* ---- what alloc_wrap.h maps the library's calls to ---------------------------------------- */
 
-void *vkg_fault_malloc(size_t n);
-void *vkg_fault_calloc(size_t n, size_t size);
-void *vkg_fault_realloc(void *p, size_t n);
-char *vkg_fault_strdup(const char *s);
-void *vkg_fault_aligned_alloc(size_t align, size_t n);
-void *vkg_fault_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t offset);
-
 #define FAIL_ALLOC(result)                          \
     do {                                            \
         if (vkg_fault_hit(VKG_FAULT_HOST_ALLOC)) {  \

@@ -14,7 +14,9 @@
 #ifndef VKG_FAULT_FAULT_H
 #define VKG_FAULT_FAULT_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef enum vkg_fault_kind {
     VKG_FAULT_HOST_ALLOC = 0,  /* malloc and friends, and mmap (anonymous or of a file): NULL     */
@@ -38,6 +40,14 @@ uint64_t vkg_fault_calls(vkg_fault_kind kind);
 /* 1 when the armed call has happened (and failed). */
 int vkg_fault_fired(void);
 const char *vkg_fault_kind_name(vkg_fault_kind kind);
+/* The library's host allocations and maps, as alloc_wrap.h redirects them: each counts a
+ * VKG_FAULT_HOST_ALLOC call and fails (NULL, MAP_FAILED) when it is the armed one. */
+void *vkg_fault_malloc(size_t n);
+void *vkg_fault_calloc(size_t n, size_t size);
+void *vkg_fault_realloc(void *p, size_t n);
+char *vkg_fault_strdup(const char *s);
+void *vkg_fault_aligned_alloc(size_t align, size_t n);
+void *vkg_fault_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t offset);
 #else
 #define vkg_fault_hit(kind) 0
 #endif
