@@ -6,7 +6,6 @@
 #include "gpt2_cli_run.h"
 
 #include "base/json.h"
-#include "vkgraph_npy.h"
 
 #include <math.h>
 
@@ -188,18 +187,6 @@ static void test_table(void **state) {
     result_free(&r);
 }
 
-static float *read_npy(const char *path, int64_t rows, int64_t cols) {
-    float *x = NULL;
-    int nd = 0;
-    int64_t shape[VKG_NPY_MAX_DIMS];
-    vkg_error err = {0};
-    if (vkg_npy_read_f32(path, &x, &nd, shape, &err) != VKG_OK) fail_msg("%s", err.message);
-    assert_int_equal(nd, 2);
-    assert_int_equal(shape[0], rows);
-    assert_int_equal(shape[1], cols);
-    return x;
-}
-
 static int argmax(const float *x, int n) {
     int best = 0;
     for (int i = 1; i < n; i++)
@@ -233,7 +220,7 @@ static void test_logits(void **state) {
     result_free(&r);
 
     snprintf(path, sizeof path, "%s/forward-6.npy", logits);
-    float *fwd = read_npy(path, 6, V), *want = read_npy(ref, 6, V);
+    float *fwd = test_read_npy_matrix(path, 6, V), *want = test_read_npy_matrix(ref, 6, V);
     double worst = 0, scale = 0;
     for (size_t i = 0; i < (size_t)6 * V; i++) {
         worst = fmax(worst, fabs((double)fwd[i] - want[i]));
@@ -242,7 +229,7 @@ static void test_logits(void **state) {
     if (!(scale > 0) || worst > 1e-6 * scale) fail_msg("bench's logits differ from vkgraph logits by %g (scale %g)", worst, scale);
 
     snprintf(path, sizeof path, "%s/decode.npy", logits);
-    float *dec = read_npy(path, 4, V);
+    float *dec = test_read_npy_matrix(path, 4, V);
     const vkg_json *picked = field(field(j, "decode", VKG_JSON_OBJECT), "ids", VKG_JSON_ARRAY);
     for (int k = 0; k < 4; k++)
         assert_int_equal(argmax(dec + (size_t)k * V, V), (int)vkg_json_number(vkg_json_at(picked, (size_t)k)));

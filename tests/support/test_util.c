@@ -50,15 +50,19 @@ float *test_numpy_logits(const char *model_dir, const int32_t *ids, int n, int64
     if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
         fail_msg("the NumPy reference failed (status %d): /usr/bin/python3 with python3-numpy is needed "
                  "(./tools/setup-debian.sh installs it)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
-    float *logits = NULL;
+    return test_read_npy_matrix(out, n, vocab);
+}
+
+float *test_read_npy_matrix(const char *path, int64_t rows, int64_t cols) {
+    float *x = NULL;
     int nd = 0;
     int64_t shape[VKG_NPY_MAX_DIMS];
     vkg_error err = {0};
-    if (vkg_npy_read_f32(out, &logits, &nd, shape, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_npy_read_f32(path, &x, &nd, shape, &err) != VKG_OK) fail_msg("%s", err.message);
     assert_int_equal(nd, 2);
-    assert_int_equal(shape[0], n);
-    assert_int_equal(shape[1], vocab);
-    return logits;
+    assert_int_equal(shape[0], rows);
+    assert_int_equal(shape[1], cols);
+    return x;
 }
 
 double test_max_abs_diff(const float *a, const float *b, size_t n) {
