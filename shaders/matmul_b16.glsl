@@ -7,6 +7,8 @@
 //   B_TEXEL_16BIT:   a uniform texel buffer viewed as R16_UINT or R16G16B16A16_UINT; FETCH_B(i)
 //                    gives element i of the former, FETCH_B4(i) texel i (elements 4i..4i+3) of
 //                    the latter.
+//   B_TEXEL_16BIT_X8: a uniform texel buffer viewed as R32G32B32A32_UINT, eight elements per
+//                    texel; vkg_widen16x8(texelFetch(B, i), v) gives texel i as two vec4s.
 #ifndef VKG_MATMUL_B16_GLSL
 #define VKG_MATMUL_B16_GLSL
 
@@ -27,6 +29,19 @@ layout(std430, binding = 1) readonly buffer B16 { uint16_t b16_data[]; };
 layout(binding = 1) uniform usamplerBuffer B;
 #define FETCH_B(i) vkg_widen16(texelFetch(B, i).x)
 #define FETCH_B4(i) vkg_widen16x4(texelFetch(B, i))
+#endif
+
+#ifdef B_TEXEL_16BIT_X8
+layout(binding = 1) uniform usamplerBuffer B;
+void vkg_widen16x8(uvec4 h, out vec4 v[2]) {
+    if (WIDEN_BF16) {
+        v[0] = uintBitsToFloat(uvec4(h.x << 16, h.x & 0xffff0000u, h.y << 16, h.y & 0xffff0000u));
+        v[1] = uintBitsToFloat(uvec4(h.z << 16, h.z & 0xffff0000u, h.w << 16, h.w & 0xffff0000u));
+    } else {
+        v[0] = vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
+        v[1] = vec4(unpackHalf2x16(h.z), unpackHalf2x16(h.w));
+    }
+}
 #endif
 
 #endif

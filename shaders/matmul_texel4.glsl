@@ -13,8 +13,12 @@
 // extra lanes selected away (never multiplied: they may hold anything), and columns or rows past
 // N or M are clamped onto the last valid one and not stored.
 //
-// B of 16-bit elements (matmul_b16.glsl included first) is read four elements per texel as well:
-// offsets and strides count its elements, so the same positions / 4 name its texels.
+// B of 16-bit elements (matmul_b16.glsl included first) is read four elements per texel as well
+// (B_TEXEL_16BIT: offsets and strides count its elements, so the same positions / 4 name its
+// texels), or eight per 16-byte texel (B_TEXEL_16BIT_X8: R32G32B32A32_UINT, positions / 8), which
+// halves the fetches of B where the fetch, not the byte, is the cost.  The host picks the latter
+// only when B's strides that step in texels and its offset are multiples of 8, TN is a multiple
+// of 8 and, for B along k, K is a multiple of 8 (no partial texel at the end of k).
 //
 // Workgroup (WG_X, WG_Y) covers a (WG_Y*TM) x (WG_X*TN) tile of C; gl_WorkGroupID.z is the batch.
 #ifndef VKG_MATMUL_TEXEL4_GLSL
@@ -28,7 +32,9 @@ layout(constant_id = 3) const uint TN = 8;
 const uint CV = TN / 4;   // vec4s of columns per invocation
 
 layout(binding = 0) uniform samplerBuffer A;
-#ifndef FETCH_B4
+#ifdef B_TEXEL_16BIT_X8
+void vkg_fetch_b8(int i, out vec4 v[2]) { vkg_widen16x8(texelFetch(B, i), v); }
+#elif !defined(FETCH_B4)
 layout(binding = 1) uniform samplerBuffer B;
 #define FETCH_B4(i) texelFetch(B, i)
 #endif
@@ -51,7 +57,28 @@ void main() {
     uint K4 = p.K & ~3u;
     bvec4 tail = lessThan(uvec4(K4) + uvec4(0, 1, 2, 3), uvec4(p.K));   // live lanes of the last vec4
 
-#ifdef B_ALONG_K
+#if defined(B_ALONG_K) && defined(B_TEXEL_16BIT_X8)
+    // K % 8 == 0: every texel of B and both vec4s of A beside it are whole.
+    int b_at[TN];
+    [[unroll]] for (uint j = 0; j < TN; j++) b_at[j] = int((b_base + min(n0 + j, p.N - 1) * p.b_stride_n) / 8);
+    float acc[TM * TN];
+    [[unroll]] for (uint e = 0; e < TM * TN; e++) acc[e] = 0.0;
+    for (uint k = 0; k < p.K; k += 8) {
+        vec4 y[2 * TN];
+        [[unroll]] for (uint j = 0; j < TN; j++) {
+            vec4 v[2];
+            vkg_fetch_b8(b_at[j], v);
+            y[2 * j] = v[0], y[2 * j + 1] = v[1];
+            b_at[j] += 1;
+        }
+        [[unroll]] for (uint i = 0; i < TM; i++) {
+            vec4 x0 = texelFetch(A, a_at[i]), x1 = texelFetch(A, a_at[i] + 1);
+            a_at[i] += 2;
+            [[unroll]] for (uint j = 0; j < TN; j++) acc[i * TN + j] += dot(x0, y[2 * j]) + dot(x1, y[2 * j + 1]);
+        }
+    }
+#define ACC(i, j) acc[(i) * TN + (j)]
+#elif defined(B_ALONG_K)
     int b_at[TN];
     [[unroll]] for (uint j = 0; j < TN; j++) b_at[j] = int((b_base + min(n0 + j, p.N - 1) * p.b_stride_n) / 4);
     float acc[TM * TN];
@@ -73,21 +100,38 @@ void main() {
     }
 #define ACC(i, j) acc[(i) * TN + (j)]
 #else
+#ifdef B_TEXEL_16BIT_X8
+    // The texels of eight columns of this invocation, clamped onto the one holding column N - 1.
+    int col8[CV / 2];
+    [[unroll]] for (uint j = 0; j < CV / 2; j++) col8[j] = int(min(n0 / 8 + j, (p.N - 1) / 8));
+    int row = int(b_base / 8), row_step = int(p.b_stride_k / 8);
+#else
     // The vec4 columns of this invocation, clamped onto the one holding column N - 1.
     int col[CV];
     [[unroll]] for (uint j = 0; j < CV; j++) col[j] = int(min(n0 / 4 + j, (p.N - 1) / 4));
     int row = int(b_base / 4), row_step = int(p.b_stride_k / 4);
+#endif
     vec4 acc[TM * CV];
     [[unroll]] for (uint e = 0; e < TM * CV; e++) acc[e] = vec4(0.0);
     for (uint k = 0; k < p.K; k += 4) {
         bool full = k < K4;
         uint q_last = full ? 3u : p.K - 1u - k;   // rows past K read row K - 1, then count as 0
         vec4 y[4 * CV];
+#ifdef B_TEXEL_16BIT_X8
+        [[unroll]] for (uint q = 0; q < 4; q++)
+            [[unroll]] for (uint j = 0; j < CV / 2; j++) {
+                vec4 v[2];
+                vkg_fetch_b8(row + int(min(q, q_last)) * row_step + col8[j], v);
+                y[q * CV + 2 * j] = q <= q_last ? v[0] : vec4(0.0);
+                y[q * CV + 2 * j + 1] = q <= q_last ? v[1] : vec4(0.0);
+            }
+#else
         [[unroll]] for (uint q = 0; q < 4; q++)
             [[unroll]] for (uint j = 0; j < CV; j++) {
                 vec4 v = FETCH_B4(row + int(min(q, q_last)) * row_step + col[j]);
                 y[q * CV + j] = q <= q_last ? v : vec4(0.0);
             }
+#endif
         [[unroll]] for (uint i = 0; i < TM; i++) {
             vec4 x = texelFetch(A, a_at[i]);
             x = full ? x : mix(vec4(0.0), x, tail);

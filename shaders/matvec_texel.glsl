@@ -26,18 +26,8 @@ layout(constant_id = 3) const bool SYNC = false; // a barrier after every block 
 
 layout(binding = 0) uniform samplerBuffer A;
 #ifdef B_TEXEL_16BIT_X8
-layout(binding = 1) uniform usamplerBuffer B;
 const uint EPT = 8;   // elements per texel
-// A texel of B as elements: eight 16-bit ones as two vec4s.
-void vkg_widen_b(uvec4 h, out vec4 v[2]) {
-    if (WIDEN_BF16) {
-        v[0] = uintBitsToFloat(uvec4(h.x << 16, h.x & 0xffff0000u, h.y << 16, h.y & 0xffff0000u));
-        v[1] = uintBitsToFloat(uvec4(h.z << 16, h.z & 0xffff0000u, h.w << 16, h.w & 0xffff0000u));
-    } else {
-        v[0] = vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
-        v[1] = vec4(unpackHalf2x16(h.z), unpackHalf2x16(h.w));
-    }
-}
+void vkg_widen_b(uvec4 h, out vec4 v[2]) { vkg_widen16x8(h, v); }
 #else
 layout(binding = 1) uniform samplerBuffer B;
 const uint EPT = 4;

@@ -27,6 +27,8 @@ typedef struct vkg_vk_tuning {
     int matmul_texel;          /* 1: matmul reads A and B through uniform texel buffers          */
     int texel_16bit;           /* ... a 16-bit B too (R16_UINT texels); else a 16-bit B goes
                                   through the storage-buffer shaders                            */
+    int texel_16bit_x8;        /* ... and where its layout allows, eight 16-bit elements per
+                                  R32G32B32A32_UINT texel (half the fetches)                   */
     uint32_t mm_wg_x, mm_wg_y; /* matmul workgroup (columns, rows of invocations)                */
     uint32_t mm_tm, mm_tn;     /* outputs per invocation: rows, columns (register block); the
                                   vec4 texel shaders need mm_tn % 4 == 0, the float texel shader

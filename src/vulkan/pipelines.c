@@ -73,6 +73,7 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
     t->min_group_work = cpu ? 8192 : 0;
     t->matmul_texel = cpu && texel_ok;
     t->texel_16bit = texel16_ok;
+    t->texel_16bit_x8 = texel16_ok && texel_u4_ok;
     if (cpu) {
         t->mm_wg_x = 8, t->mm_wg_y = 8, t->mm_tm = 8, t->mm_tn = 8, t->mm_bk = 8;
         /* M == 1 with B along n: 4 columns (one vec4) per invocation keeps the fetched rows in

@@ -82,23 +82,18 @@ static int a_along_k4(const vkg_matmul_params *m) {
            (m->batch0 == 1 || mult4(m->a_stride_b0)) && (m->batch1 == 1 || mult4(m->a_stride_b1));
 }
 
-/* B readable as vec4s along n (along_k 0) or along k (along_k 1). */
-static int b_vec4(const vkg_matmul_params *m, int along_k) {
-    uint32_t unit = along_k ? m->b_stride_k : m->b_stride_n, other = along_k ? m->b_stride_n : m->b_stride_k;
-    uint32_t other_len = along_k ? m->N : m->K;
-    return unit == 1 && (other_len == 1 || mult4(other)) && mult4(m->b_offset) &&
-           (m->batch0 == 1 || mult4(m->b_stride_b0)) && (m->batch1 == 1 || mult4(m->b_stride_b1));
-}
-
 /* The matmul shader for a step, its specialization constants and its workgroup count.
  *   texel path (software rasterisers): vec4 texel shaders where the layout allows (register
  *     blocks mm_tm x mm_tn, or 1 x mv_tn for M == 1), else the float texel shader;
  *   GPU path: shared-memory tiles, or the split-K matrix-vector shader for M == 1. */
 static int b_16bit(const vkg_matmul_params *m) { return (m->flags & (VKG_MATMUL_B_F16 | VKG_MATMUL_B_BF16)) != 0; }
 
-/* B along n in texels of `ept` elements: unit n stride, every other step and offset whole texels. */
-static int b_texels_along_n(const vkg_matmul_params *m, uint32_t ept) {
-    return m->b_stride_n == 1 && (m->K == 1 || m->b_stride_k % ept == 0) && m->b_offset % ept == 0 &&
+/* B along n (along_k 0) or along k (along_k 1) in texels of `ept` elements (4: vec4s): unit
+ * stride that way, every other step and offset whole texels. */
+static int b_texels_along(const vkg_matmul_params *m, uint32_t ept, int along_k) {
+    uint32_t unit = along_k ? m->b_stride_k : m->b_stride_n, other = along_k ? m->b_stride_n : m->b_stride_k;
+    uint32_t other_len = along_k ? m->N : m->K;
+    return unit == 1 && (other_len == 1 || other % ept == 0) && m->b_offset % ept == 0 &&
            (m->batch0 == 1 || m->b_stride_b0 % ept == 0) && (m->batch1 == 1 || m->b_stride_b1 % ept == 0);
 }
 
@@ -112,7 +107,7 @@ static int choose_matvec_texel(const vkg_vk_context *c, const vkg_step *st, vkg_
     const vkg_vk_tuning *t = &c->tuning;
     const vkg_matmul_params *m = &st->params.matmul;
     const uint32_t ept = b_16bit(m) ? 8 : 4;
-    if (!t->matmul_texel || !t->matvec_texel || m->M != 1 || !a_along_k4(m) || !b_texels_along_n(m, ept) ||
+    if (!t->matmul_texel || !t->matvec_texel || m->M != 1 || !a_along_k4(m) || !b_texels_along(m, ept, 0) ||
         !texel_fits(c, &st->bind[0], 16) || !texel_fits(c, &st->bind[1], 16))
         return 0;
     const uint64_t texels = div_up(m->N, ept), lanes = t->mvx_wg / t->mvx_split;
@@ -135,14 +130,20 @@ static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_sh
     const int texel = t->matmul_texel && (!b_16bit(m) || t->texel_16bit);
     const uint64_t b_elem = b_16bit(m) ? 2 : 4;
     if (texel && texel_fits(c, &st->bind[0], 16) && texel_fits(c, &st->bind[1], 4 * b_elem) && a_along_k4(m) &&
-        (b_vec4(m, 0) || b_vec4(m, 1))) {
-        *sh = b_vec4(m, 0) ? VKG_SH_MATMUL_TEXEL4 : VKG_SH_MATMUL_TEXEL4T;
+        (b_texels_along(m, 4, 0) || b_texels_along(m, 4, 1))) {
+        *sh = b_texels_along(m, 4, 0) ? VKG_SH_MATMUL_TEXEL4 : VKG_SH_MATMUL_TEXEL4T;
         /* M == 1: B along n streams rows of mv_tn columns (few live vec4s, so no spilling);
          * B along k keeps mm_tn rows per invocation, whose dot products share each A fetch. */
         if (m->M == 1) {
             wx = t->mv_wg, wy = 1, tm = 1, tn = *sh == VKG_SH_MATMUL_TEXEL4 ? t->mv_tn : t->mm_tn;
             if ((uint64_t)wx * tn * 4 > c->props.limits.maxComputeSharedMemorySize) tn = t->mv_tn;
         }
+        /* A 16-bit B eight elements per 16-byte texel where its layout allows (along k: no
+         * partial texel at the end of k). */
+        const int along_k = *sh == VKG_SH_MATMUL_TEXEL4T;
+        if (b_16bit(m) && t->texel_16bit_x8 && tn % 8 == 0 && b_texels_along(m, 8, along_k) &&
+            (!along_k || m->K % 8 == 0) && texel_fits(c, &st->bind[1], 16))
+            *sh = along_k ? VKG_SH_MATMUL_TEXEL8T_B16 : VKG_SH_MATMUL_TEXEL8_B16;
     } else if (texel && texel_fits(c, &st->bind[0], 4) && texel_fits(c, &st->bind[1], b_elem)) {
         *sh = VKG_SH_MATMUL_TEXEL;
         tm = tm < 4 ? tm : 4, tn = tn < 4 ? tn : 4;
@@ -165,7 +166,9 @@ static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_sh
  * The loops over a register block inside the walk have constant bounds and are unrolled. */
 static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, const uint32_t spec[]) {
     uint64_t K = m->K, store = (uint64_t)spec[2] * (spec[3] + 1) + 1;
-    if (sh == VKG_SH_MATMUL_TEXEL4 || sh == VKG_SH_MATMUL_TEXEL4T) return div_up(K, 4) + 1 + store;
+    if (sh == VKG_SH_MATMUL_TEXEL4 || sh == VKG_SH_MATMUL_TEXEL4T || sh == VKG_SH_MATMUL_TEXEL8_B16 ||
+        sh == VKG_SH_MATMUL_TEXEL8T_B16)
+        return div_up(K, 4) + 1 + store;
     if (sh == VKG_SH_MATMUL_TEXEL) return K + 1 + store;
     if (sh == VKG_SH_MATVEC) {
         uint64_t split = spec[0] / spec[1];
