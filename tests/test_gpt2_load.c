@@ -132,12 +132,13 @@ static float matrix_at(const vkg_gpt2 *m, const void *matrix, int k) {
                                                                                             : ((const float *)matrix)[k];
 }
 
-static vkg_gpt2 *load_as(const char *dir, int dtype) {
+static vkg_gpt2 *load_with(const char *dir, int dtype, int transposed) {
     char d[512];
     snprintf(d, sizeof d, "%s", path_in(dir, NULL));
     vkg_gpt2_load_options o;
     vkg_gpt2_load_options_default(&o);
     o.dtype = dtype;
+    o.transposed = transposed;
     vkg_gpt2 *m = NULL;
     vkg_error err = {0};
     if (vkg_gpt2_load_with(d, &o, &m, &err) != VKG_OK) fail_msg("%s", err.message);
@@ -160,7 +161,7 @@ static void test_half_precision(void **state) {
     for (int i = 0; i < 2; i++) {
         write_model(i ? "bf16" : "f16", dtypes[i], i, 0, 1);
         for (int convert = 0; convert < 2; convert++) {
-            vkg_gpt2 *m = convert ? load_as("base", held[i]) : load(i ? "bf16" : "f16");
+            vkg_gpt2 *m = convert ? load_with("base", held[i], 0) : load(i ? "bf16" : "f16");
             assert_int_equal(m->dtype, convert ? VKG_ST_F32 : dtypes[i]);
             assert_int_equal(m->weight_dtype, held[i]);
             /* matrices at 2 bytes, vectors at 4: about half the f32 model's block */
@@ -180,7 +181,7 @@ static void test_half_precision(void **state) {
             if (!(e < nmse_max[i])) fail_msg("%s logits: nmse %g against F32", i ? "BF16" : "F16", e);
             if (!convert) {
                 /* widened at load: the same values as f32, so the same sums */
-                vkg_gpt2 *wide = load_as(i ? "bf16" : "f16", VKG_F32);
+                vkg_gpt2 *wide = load_with(i ? "bf16" : "f16", VKG_F32, 0);
                 float wide_logits[NL];
                 logits_of(wide, wide_logits);
                 assert_memory_equal(wide_logits, got, sizeof got);
@@ -264,6 +265,47 @@ static void wpe_as_i32(int i, vkg_st_write *w, int *keep) {
     if (strcmp(w->name, "wpe.weight") == 0) w->dtype = VKG_ST_I32;
 }
 
+/* Loaded for a device that reads [N, K] faster (transposed), each layer's four projections are
+ * the file's [in, out] matrices transposed, element for element, in every dtype; every other
+ * tensor is as a plain load holds it; and the CPU's logits over either layout agree. */
+static void test_transposed_projections(void **state) {
+    (void)state;
+    write_model("plain", VKG_ST_F32, 0, 0, 0);
+    const int dtypes[3] = {VKG_F32, VKG_F16, VKG_BF16};
+    for (int d = 0; d < 3; d++) {
+        vkg_gpt2 *plain = load_with("plain", dtypes[d], 0), *t = load_with("plain", dtypes[d], 1);
+        assert_int_equal(plain->transposed, 0);
+        assert_int_equal(t->transposed, 1);
+        assert_int_equal(t->weights_bytes, plain->weights_bytes);
+        const int C = plain->config.n_embd, I = vkg_gpt2_inner_size(&plain->config);
+        for (int l = 0; l < plain->config.n_layer; l++) {
+            const struct { const void *p, *t; int in, out; } mats[4] = {
+                {plain->layers[l].attn_w, t->layers[l].attn_w, C, 3 * C},
+                {plain->layers[l].attn_proj_w, t->layers[l].attn_proj_w, C, C},
+                {plain->layers[l].fc_w, t->layers[l].fc_w, C, I},
+                {plain->layers[l].mlp_proj_w, t->layers[l].mlp_proj_w, I, C}};
+            for (int k = 0; k < 4; k++)
+                for (int i = 0; i < mats[k].in; i++)
+                    for (int j = 0; j < mats[k].out; j++)
+                        if (matrix_at(t, mats[k].t, j * mats[k].in + i) != matrix_at(plain, mats[k].p, i * mats[k].out + j))
+                            fail_msg("%s, layer %d, matrix %d: [%d, %d] is not the file's [%d, %d]",
+                                     vkg_dtype_name(plain->weight_dtype), l, k, j, i, i, j);
+            assert_memory_equal(t->layers[l].ln_1_w, plain->layers[l].ln_1_w, (size_t)C * 4);
+            assert_memory_equal(t->layers[l].fc_b, plain->layers[l].fc_b, (size_t)I * 4);
+        }
+        const size_t es = dtypes[d] == VKG_F32 ? 4 : 2;
+        assert_memory_equal(t->wte, plain->wte, (size_t)plain->config.vocab_size * C * es);
+        float a[NL], b[NL];
+        logits_of(plain, a);
+        logits_of(t, b);
+        double e = test_nmse(b, a, NL);
+        if (!(e <= 1e-12)) fail_msg("%s: logits over the transposed projections differ, nmse %.3e",
+                                    vkg_dtype_name(plain->weight_dtype), e);
+        vkg_gpt2_free(plain);
+        vkg_gpt2_free(t);
+    }
+}
+
 static void test_malformed_folders(void **state) {
     (void)state;
     expect_error("nonexistent", VKG_ERR_IO, "nonexistent", "config.json and model.safetensors");
@@ -321,6 +363,7 @@ int main(void) {
         cmocka_unit_test(test_naming_variants),
         cmocka_unit_test(test_untied_head),
         cmocka_unit_test(test_half_precision),
+        cmocka_unit_test(test_transposed_projections),
         cmocka_unit_test(test_malformed_folders),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

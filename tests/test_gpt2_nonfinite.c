@@ -80,19 +80,21 @@ static void test_nonfinite_weights_refused(void **state) {
 }
 
 /* An F32 weight beyond f16's range becomes Inf when `--dtype f16` converts it: refused at load,
- * saying so; as f32 or bf16 (whose range is f32's) the same file loads. */
+ * saying so, at the file's row and column also where the matrix is held transposed; as f32 or
+ * bf16 (whose range is f32's) the same file loads. */
 static void test_f16_conversion_overflow_refused(void **state) {
     (void)state;
     const char *dir = write_poked("big16", VKG_ST_F32, 0, "h.1.mlp.c_fc.weight", 40, 1, -70000.0f);
-    const int dtypes[3] = {VKG_F16, VKG_F32, VKG_BF16};
-    for (int i = 0; i < 3; i++) {
+    const int dtypes[4] = {VKG_F16, VKG_F16, VKG_F32, VKG_BF16};
+    for (int i = 0; i < 4; i++) {
         vkg_gpt2_load_options o;
         vkg_gpt2_load_options_default(&o);
         o.dtype = dtypes[i];
+        o.transposed = i == 1;
         vkg_gpt2 *m = NULL;
         vkg_error err = {0};
         vkg_status st = vkg_gpt2_load_with(dir, &o, &m, &err);
-        if (i == 0) {
+        if (i <= 1) {
             assert_int_equal(st, VKG_ERR_FORMAT);
             assert_null(m);
             if (!strstr(err.message, "tensor h.1.mlp.c_fc.weight holds -Inf at index 40 (row 0, column 40) once "

@@ -695,6 +695,8 @@ static const conf_case_def cases[] = {
     {"block", "GPT-2 sized", RED, block_causal, sweep_block_gpt2},
     {"model", "GPT-2, logits at every position", MODEL, conf_gpt2_model, sweep_model},
     {"model", "GPT-2, f16 weights", MODEL16, conf_gpt2_model_f16, sweep_model},
+    {"model", "GPT-2, projections [out, in]", MODEL, conf_gpt2_model_transposed, sweep_model},
+    {"model", "GPT-2, f16, projections [out, in]", MODEL16, conf_gpt2_model_f16_transposed, sweep_model},
 };
 
 int vkg_conformance_case_count(void) { return (int)(sizeof cases / sizeof cases[0]); }

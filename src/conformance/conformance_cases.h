@@ -97,6 +97,9 @@ typedef struct conf_case_def {
 void conf_gpt2_model(conf_build *b, const int64_t *d);
 /* The same with the weight matrices in f16 (as `--dtype f16` loads them). */
 void conf_gpt2_model_f16(conf_build *b, const int64_t *d);
+/* ... and both with the projections held transposed, [out, in]. */
+void conf_gpt2_model_transposed(conf_build *b, const int64_t *d);
+void conf_gpt2_model_f16_transposed(conf_build *b, const int64_t *d);
 
 int vkg_conformance_case_count(void);
 const conf_case_def *vkg_conformance_case_def(int i);

@@ -3,8 +3,11 @@
  * another over the same arena, show here.
  *
  * The model is written by the random-weights writer into a temporary folder and read back by the
- * loader every user goes through; the files are removed at once (the loader has read them).  A
- * variant holds the weight matrices in f16, as `--dtype f16` loads them. */
+ * loader every user goes through; the files are removed at once (the loader has read them).
+ * Variants hold the weight matrices in f16, as `--dtype f16` loads them, and the projections
+ * transposed, [out, in], as a model opened for a device that reads those faster holds them
+ * (vkg_device_prefers_transposed_weights): the case runs the same graph on both executors,
+ * whichever layout the device would choose, so both layouts are checked on every device. */
 #include "conformance/conformance_cases.h"
 #include "models/gpt2.h"
 #include "models/gpt2_random.h"
@@ -17,7 +20,7 @@
 static void free_model(void *m) { vkg_gpt2_free(m); }
 
 /* Writes and loads the model; NULL (and a message in b->shape) when that fails. */
-static vkg_gpt2 *random_model(conf_build *b, const int64_t *d, int dtype) {
+static vkg_gpt2 *random_model(conf_build *b, const int64_t *d, int dtype, int transposed) {
     const char *tmp = getenv("TMPDIR");
     char dir[512], path[600];
     snprintf(dir, sizeof dir, "%s/vkgraph-conformance-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -33,6 +36,7 @@ static vkg_gpt2 *random_model(conf_build *b, const int64_t *d, int dtype) {
     vkg_gpt2_load_options lo;
     vkg_gpt2_load_options_default(&lo);
     lo.dtype = dtype;
+    lo.transposed = transposed;
     if (vkg_gpt2_write_random(dir, &o, &err) != VKG_OK || vkg_gpt2_load_with(dir, &lo, &m, &err) != VKG_OK) m = NULL;
     static const char *const files[] = {"config.json", "model.safetensors", "RANDOM-WEIGHTS.txt"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -44,11 +48,12 @@ static vkg_gpt2 *random_model(conf_build *b, const int64_t *d, int dtype) {
     return m;
 }
 
-static void gpt2_model(conf_build *b, const int64_t *d, int dtype) {
+static void gpt2_model(conf_build *b, const int64_t *d, int dtype, int transposed) {
     const int T = (int)d[0];
-    snprintf(b->shape, sizeof b->shape, "GPT-2 %lld layers, %lld wide, %lld heads, T=%d, V=50257%s (random)",
-             (long long)d[1], (long long)d[2], (long long)d[3], T, dtype == VKG_F16 ? ", f16" : "");
-    vkg_gpt2 *m = random_model(b, d, dtype);
+    snprintf(b->shape, sizeof b->shape, "GPT-2 %lld layers, %lld wide, %lld heads, T=%d, V=50257%s%s (random)",
+             (long long)d[1], (long long)d[2], (long long)d[3], T, dtype == VKG_F16 ? ", f16" : "",
+             transposed ? ", W^T" : "");
+    vkg_gpt2 *m = random_model(b, d, dtype, transposed);
     if (!m) {
         vkg_graph_free(b->g);   /* an empty graph: "the case marks no output" */
         b->g = vkg_graph_new();
@@ -79,5 +84,7 @@ static void gpt2_model(conf_build *b, const int64_t *d, int dtype) {
     vkg_forward_graph_free(&gg);
 }
 
-void conf_gpt2_model(conf_build *b, const int64_t *d) { gpt2_model(b, d, VKG_GPT2_DTYPE_AS_STORED); }
-void conf_gpt2_model_f16(conf_build *b, const int64_t *d) { gpt2_model(b, d, VKG_F16); }
+void conf_gpt2_model(conf_build *b, const int64_t *d) { gpt2_model(b, d, VKG_GPT2_DTYPE_AS_STORED, 0); }
+void conf_gpt2_model_f16(conf_build *b, const int64_t *d) { gpt2_model(b, d, VKG_F16, 0); }
+void conf_gpt2_model_transposed(conf_build *b, const int64_t *d) { gpt2_model(b, d, VKG_GPT2_DTYPE_AS_STORED, 1); }
+void conf_gpt2_model_f16_transposed(conf_build *b, const int64_t *d) { gpt2_model(b, d, VKG_F16, 1); }

@@ -26,6 +26,7 @@ static vkg_status read_tie(const char *path, int *tie, vkg_error *err) {
 /* The tensors to read: the weight table's rows for this config (weights_read.h reads them). */
 typedef struct listing {
     const vkg_gpt2_config *config;
+    int transposed;   /* the Conv1D matrices held [out, in] */
     vkg_weight_want *w;
     int n;
 } listing;
@@ -41,6 +42,7 @@ static vkg_status want(void *user, vkg_gpt2_weight id, int layer) {
     x->shape[1] = vkg_gpt2_dim_size(l->config, s->d1);
     x->id = id;
     x->layer = layer;
+    x->transpose = l->transposed && s->conv1d;
     return VKG_OK;
 }
 
@@ -121,7 +123,8 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_op
         m->layers = calloc((size_t)m->config.n_layer, sizeof *m->layers);
         if (!m->layers) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    listing l = {.config = &m->config};
+    m->transposed = o->transposed;
+    listing l = {.config = &m->config, .transposed = m->transposed};
     if (st == VKG_OK && list_tensors(&l) != VKG_OK) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     vkg_weight_want *w = l.w;
     if (st == VKG_OK) {

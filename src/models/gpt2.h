@@ -70,6 +70,8 @@ typedef struct vkg_gpt2 {
     const void *lm_head;                 /* [V, C]; == wte when the head is tied           */
     vkg_gpt2_layer *layers;              /* n_layer                                       */
     vkg_dtype weight_dtype;              /* of the matrices in memory: f32, f16 or bf16    */
+    int transposed;                      /* the Conv1D matrices (attn_w .. mlp_proj_w) held
+                                            [out, in], transposed from the file's [in, out] */
     int tied_head;
     vkg_gpt2_activation activation;      /* what the config's activation_function computes */
     int transformer_prefix;              /* names carried "transformer."                  */
@@ -90,6 +92,7 @@ typedef struct vkg_gpt2 {
 #define VKG_GPT2_DTYPE_AS_STORED (-1)
 typedef struct vkg_gpt2_load_options {
     int dtype;
+    int transposed;   /* hold the Conv1D matrices [out, in] (vkg_device_prefers_transposed_weights) */
 } vkg_gpt2_load_options;
 void vkg_gpt2_load_options_default(vkg_gpt2_load_options *o);
 

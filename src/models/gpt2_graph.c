@@ -21,12 +21,15 @@ typedef struct builder {
 static vkg_tensor named(builder *b, vkg_tensor t, const char *what) { return vkg_layers_name(&b->L, t, what); }
 
 /* Weight w (of layer `layer`, for a layer's) as a constant named and shaped as the weight table
- * says: a matrix in the model's weight dtype (f32, f16 or bf16), or a vector in f32. */
+ * says: a matrix in the model's weight dtype (f32, f16 or bf16), or a vector in f32; a Conv1D
+ * matrix of a model holding them transposed as [out, in]. */
 static vkg_tensor weight(builder *b, vkg_gpt2_weight w, int layer) {
     const vkg_gpt2_weight_spec *s = &vkg_gpt2_weights[w];
     const vkg_gpt2_config *c = &b->m->config;
-    return vkg_layers_weight(&b->L, s->name, b->m->weight_dtype, vkg_gpt2_dim_size(c, s->d0),
-                             vkg_gpt2_dim_size(c, s->d1), vkg_gpt2_weight_data(b->m, w, layer));
+    const int64_t d0 = vkg_gpt2_dim_size(c, s->d0), d1 = vkg_gpt2_dim_size(c, s->d1);
+    const int t = b->m->transposed && s->conv1d;
+    return vkg_layers_weight(&b->L, s->name, b->m->weight_dtype, t ? d1 : d0, t ? d0 : d1,
+                             vkg_gpt2_weight_data(b->m, w, layer));
 }
 
 /* activation_function, computed as transformers computes it (gpt2_config.h lists the names). */
@@ -60,15 +63,17 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
     /* x += c_proj(attention(ln_1(x))), q, k, v side by side in one c_attn projection */
     vkg_tensor a = vkg_layer_layernorm(L, x, weight(b, VKG_GPT2_LN_1_W, layer),
                                        weight(b, VKG_GPT2_LN_1_B, layer), eps, "ln_1");
+    /* the projections' matmul flags: their matrices held [out, in] are read transposed */
+    const unsigned w_flags = b->m->transposed ? VKG_TRANSPOSE_B : 0;
     vkg_tensor qkv = vkg_layer_linear(L, a, weight(b, VKG_GPT2_ATTN_W, layer),
-                                      weight(b, VKG_GPT2_ATTN_B, layer), 0, "attn.c_attn");
+                                      weight(b, VKG_GPT2_ATTN_B, layer), w_flags, "attn.c_attn");
     const vkg_attention at = {.n_head = b->H, .n_kv_head = b->H, .head_dim = b->D, .scale = score_scale(b, layer),
                               .causal = 1, .mask = VKG_NONE, .k_cache = b->S ? gg->k_cache[layer] : VKG_NONE,
                               .v_cache = b->S ? gg->v_cache[layer] : VKG_NONE, .pos = gg->pos};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = vkg_layer_attention(L, &at, qkv, 0, qkv, C, qkv, 2 * C, &probs);
     vkg_tensor proj = vkg_layer_linear(L, heads, weight(b, VKG_GPT2_ATTN_PROJ_W, layer),
-                                       weight(b, VKG_GPT2_ATTN_PROJ_B, layer), 0, "attn.c_proj");
+                                       weight(b, VKG_GPT2_ATTN_PROJ_B, layer), w_flags, "attn.c_proj");
     x = named(b, vkg_add(b->g, x, proj), "residual_1");
 
     /* x += mlp(ln_2(x)) */
@@ -78,7 +83,7 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
                          .gate_w = VKG_NONE, .gate_b = VKG_NONE,
                          .down_w = weight(b, VKG_GPT2_MLP_PROJ_W, layer),
                          .down_b = weight(b, VKG_GPT2_MLP_PROJ_B, layer),
-                         .act = activation(b->m->activation),
+                         .act = activation(b->m->activation), .flags = w_flags,
                          .up_name = "mlp.c_fc", .act_name = "mlp.act", .down_name = "mlp.c_proj"};
     m = vkg_layer_mlp(L, m, &mlp);
     x = named(b, vkg_add(b->g, x, m), "residual_2");

@@ -51,6 +51,8 @@ typedef struct vkg_gpt2_weight_spec {
                                   vkg_gpt2_layer): const void * for a matrix, const float * for
                                   a vector                                                      */
     int optional;              /* lm_head: absent means tied to wte; never prefixed            */
+    int conv1d;                /* a projection, [in, out] in the file (Conv1D): may be held
+                                  [out, in] (vkg_gpt2.transposed), read with VKG_TRANSPOSE_B   */
     vkg_gpt2_init init;
 } vkg_gpt2_weight_spec;
 

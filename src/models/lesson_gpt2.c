@@ -99,7 +99,10 @@ vkg_status vkg_lesson_gpt2_run(vkg_device *dev, const char *model_dir, const cha
     memset(out, 0, sizeof *out);
     vkg_gpt2 *m = NULL;
     vkg_tokenizer *tok = NULL;
-    vkg_status st = vkg_gpt2_load(model_dir, &m, err);
+    vkg_gpt2_load_options lo;
+    vkg_gpt2_load_options_default(&lo);
+    lo.transposed = vkg_device_prefers_transposed_weights(dev);
+    vkg_status st = vkg_gpt2_load_with(model_dir, &lo, &m, err);
     if (st == VKG_OK && vkg_tokenizer_load(tokenizer_dir ? tokenizer_dir : model_dir, &tok, err) != VKG_OK) {
         char why[sizeof err->message];
         snprintf(why, sizeof why, "%s", err ? err->message : "");

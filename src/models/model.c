@@ -65,10 +65,12 @@ _Static_assert(VKG_NO_TOKEN == VKG_GPT2_NO_TOKEN, "the public missing-token id i
 
 /* Loads the model in dir behind the model interface: GPT-2, the one model there is (a second
  * one is chosen here by config.json's model_type). */
-static vkg_status open_decoder(const char *dir, int dtype, const vkg_decoder **out, vkg_error *err) {
+static vkg_status open_decoder(const char *dir, int dtype, const vkg_device *dev, const vkg_decoder **out,
+                               vkg_error *err) {
     vkg_gpt2_load_options lo;
     vkg_gpt2_load_options_default(&lo);
     lo.dtype = dtype;
+    lo.transposed = vkg_device_prefers_transposed_weights(dev);
     vkg_gpt2 *m = NULL;
     vkg_status st = vkg_gpt2_load_with(dir, &lo, &m, err);
     *out = st == VKG_OK ? &m->decoder : NULL;
@@ -89,7 +91,7 @@ vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_opti
     vkg_model *m = calloc(1, sizeof *m);
     if (!m) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     m->dev = dev;
-    vkg_status st = open_decoder(dir, dtype, &m->dec, err);
+    vkg_status st = open_decoder(dir, dtype, dev, &m->dec, err);
     if (st == VKG_OK) m->dtype = m->dec->facts.weight_dtype == VKG_F16    ? VKG_WEIGHTS_F16
                                  : m->dec->facts.weight_dtype == VKG_BF16 ? VKG_WEIGHTS_BF16
                                                                           : VKG_WEIGHTS_F32;

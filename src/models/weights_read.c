@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -83,6 +84,22 @@ static vkg_status check_finite(const char *path, const vkg_st_tensor *t, const v
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
+/* dst [cols, rows] = src [rows, cols] transposed, elements of type T, in tiles of 32 x 32 so
+ * that both sides are read and written a cache line at a time. */
+#define TRANSPOSE(T)                                                                                      \
+    static void transpose_##T(const T *src, T *dst, size_t rows, size_t cols) {                          \
+        enum { TILE = 32 };                                                                               \
+        for (size_t r0 = 0; r0 < rows; r0 += TILE)                                                        \
+            for (size_t c0 = 0; c0 < cols; c0 += TILE) {                                                  \
+                const size_t r1 = r0 + TILE < rows ? r0 + TILE : rows, c1 = c0 + TILE < cols ? c0 + TILE : cols; \
+                for (size_t c = c0; c < c1; c++)                                                          \
+                    for (size_t r = r0; r < r1; r++) dst[c * rows + r] = src[r * cols + c];               \
+            }                                                                                             \
+    }
+TRANSPOSE(uint16_t)
+TRANSPOSE(uint32_t)
+#undef TRANSPOSE
+
 vkg_status vkg_weights_read(const vkg_safetensors *file, vkg_weight_want *w, int n, vkg_dtype matrix_dtype,
                             const char *path, void **block_out, size_t *bytes, vkg_error *err) {
     enum { TENSOR_ALIGN = 256 };
@@ -104,17 +121,35 @@ vkg_status vkg_weights_read(const vkg_safetensors *file, vkg_weight_want *w, int
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the weights (%zu MB)", total >> 20);
     *block_out = block;
     *bytes = total;
+    /* A matrix held transposed is read (and checked, so that messages name the file's rows and
+     * columns) into one scratch buffer as large as the largest such, then transposed into place. */
+    size_t scratch_bytes = 0;
+    for (int i = 0; i < n; i++)
+        if (w[i].transpose && w[i].ndim == 2) {
+            size_t b = (size_t)vkg_st_tensor_numel(w[i].found) * vkg_dtype_size(matrix_dtype);
+            if (b > scratch_bytes) scratch_bytes = b;
+        }
+    void *scratch = scratch_bytes ? malloc(scratch_bytes) : NULL;
+    if (scratch_bytes && !scratch)
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the weights (%zu MB)", scratch_bytes >> 20);
     size_t offset = 0;
-    for (int i = 0; i < n; i++) {
+    vkg_status st = VKG_OK;
+    for (int i = 0; i < n && st == VKG_OK; i++) {
         const vkg_st_tensor *t = w[i].found;
         const vkg_dtype d = w[i].ndim == 2 ? matrix_dtype : VKG_F32;
+        const int transposed = w[i].transpose && w[i].ndim == 2;
         w[i].data = (unsigned char *)block + offset;
         offset = round_up(offset + (size_t)vkg_st_tensor_numel(t) * vkg_dtype_size(d), TENSOR_ALIGN);
-        vkg_status st = vkg_safetensors_read(file, t, file_dtype_of(d), w[i].data, err);
-        if (st == VKG_OK) st = check_finite(path, t, w[i].data, d, err);
-        if (st != VKG_OK) return st;
+        void *read_to = transposed ? scratch : w[i].data;
+        st = vkg_safetensors_read(file, t, file_dtype_of(d), read_to, err);
+        if (st == VKG_OK) st = check_finite(path, t, read_to, d, err);
+        if (st == VKG_OK && transposed && vkg_dtype_size(d) == 2)
+            transpose_uint16_t(scratch, w[i].data, (size_t)t->shape[0], (size_t)t->shape[1]);
+        else if (st == VKG_OK && transposed)
+            transpose_uint32_t(scratch, w[i].data, (size_t)t->shape[0], (size_t)t->shape[1]);
     }
-    return vkg_safetensors_check_unchanged(file, err);
+    free(scratch);
+    return st == VKG_OK ? vkg_safetensors_check_unchanged(file, err) : st;
 }
 
 void vkg_weights_free(void *block, size_t bytes) {

@@ -4,7 +4,8 @@
  * dtype, and read them all into one page-aligned block the model owns, each at a 256-byte
  * aligned offset (the largest storage-buffer offset alignment devices ask for), so that the block
  * can be handed to a device that imports host memory.  Matrices are held in the dtype the model
- * asks for (f32, f16 or bf16: converted at the read), vectors in f32.  A NaN or Inf is refused,
+ * asks for (f32, f16 or bf16: converted at the read), vectors in f32; a matrix may be held
+ * transposed (for a device that reads [N, K] faster, vkg_device_prefers_transposed_weights).  A NaN or Inf is refused,
  * naming the first bad element, also one that converting to f16 made (a value beyond +-65504);
  * so is a file that changed while it was read.
  */
@@ -19,6 +20,7 @@ typedef struct vkg_weight_want {
     int ndim;                        /* 2: a matrix (held in the matrices' dtype); 1: a vector */
     int64_t shape[2];
     int id, layer;                   /* the model's own: which weight, which layer            */
+    int transpose;                   /* a matrix held transposed, [shape[1], shape[0]]          */
     const vkg_st_tensor *found;      /* set by vkg_weights_match                              */
     void *data;                      /* set by vkg_weights_read: where it lies in the block   */
 } vkg_weight_want;

@@ -45,6 +45,8 @@ struct vkg_device {
     uint64_t max_binding_bytes;   /* largest range one binding may span                     */
     int read_16bit;               /* kernels read f16/bf16 constants as stored; else the plan
                                      holds them as f32 (vkg_compile_options.read_16bit)     */
+    int transposed_weights;       /* matmuls read weights faster as [N, K] than as [K, N]
+                                     (vkg_device_prefers_transposed_weights)                */
     uint64_t validation_errors;   /* counted by the Vulkan debug messenger                  */
     vkg_memory_count device_memory;
     vkg_profile profile;          /* step times of every profiled run                       */

@@ -59,6 +59,7 @@ void vkg_device_free(vkg_device *d) {
 const char *vkg_device_name(const vkg_device *d) { return d->name; }
 int vkg_device_is_cpu(const vkg_device *d) { return strcmp(d->ops->name, "cpu") == 0; }
 uint64_t vkg_device_validation_errors(const vkg_device *d) { return d->validation_errors; }
+int vkg_device_prefers_transposed_weights(const vkg_device *d) { return d && d->transposed_weights; }
 
 void vkg_device_compile_options(const vkg_device *d, vkg_compile_options *opts) {
     if (d->alignment > opts->alignment) opts->alignment = d->alignment;
