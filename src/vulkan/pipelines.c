@@ -77,9 +77,12 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
     if (cpu) {
         t->mm_wg_x = 8, t->mm_wg_y = 8, t->mm_tm = 8, t->mm_tn = 8, t->mm_bk = 8;
         /* M == 1 with B along n: 4 columns (one vec4) per invocation keeps the fetched rows in
-         * registers (wider blocks spill on 8-wide AVX2), and 32 invocations give 128 columns per
-         * workgroup: 6 to 24 workgroups for GPT-2's layers, enough to balance two threads. */
-        t->mv_wg = 32, t->mv_cols = 16, t->mv_tn = 4;
+         * registers (wider blocks spill on 8-wide AVX2); along k, mm_tn rows each.  16
+         * invocations per workgroup: 64 columns or 128 rows, 6 to 48 workgroups for GPT-2's
+         * layers, enough to balance two threads (32 left 3 workgroups of 256 rows for the
+         * [3072, 768] projection, one thread doing two: decode 5-15% slower, measured on
+         * lavapipe). */
+        t->mv_wg = 16, t->mv_cols = 16, t->mv_tn = 4;
         /* M == 1 with B along n (matvec_texel.glsl): 32 invocations per slice of k x 4 texels
          * of 16 bytes sweep 2 KiB of each row together (the barrier after every four rows), two
          * slices of k per workgroup; measured on llvmpipe (8 lanes) at GPT-2's [768, 2304] to
