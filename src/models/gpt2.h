@@ -49,7 +49,9 @@
 #include "models/gpt2_config.h"
 #include "vkgraph.h"
 
-/* Matrices (const void *) hold elements of vkg_gpt2.weight_dtype; vectors are f32. */
+/* Matrices (const void *) hold elements of vkg_gpt2.weight_dtype; vectors are f32.  The four
+ * projections are [in, out] as the file stores them, or [out, in] in a model held transposed
+ * (vkg_gpt2.transposed). */
 typedef struct vkg_gpt2_layer {
     const float *ln_1_w, *ln_1_b;         /* [C]                 */
     const void *attn_w;                   /* [C, 3C]             */
