@@ -286,10 +286,12 @@ static void test_transposed_projections(void **state) {
                 {plain->layers[l].mlp_proj_w, t->layers[l].mlp_proj_w, I, C}};
             for (int k = 0; k < 4; k++)
                 for (int i = 0; i < mats[k].in; i++)
-                    for (int j = 0; j < mats[k].out; j++)
-                        if (matrix_at(t, mats[k].t, j * mats[k].in + i) != matrix_at(plain, mats[k].p, i * mats[k].out + j))
+                    for (int j = 0; j < mats[k].out; j++) {
+                        const float held = matrix_at(t, mats[k].t, j * mats[k].in + i);
+                        if (held != matrix_at(plain, mats[k].p, i * mats[k].out + j))
                             fail_msg("%s, layer %d, matrix %d: [%d, %d] is not the file's [%d, %d]",
                                      vkg_dtype_name(plain->weight_dtype), l, k, j, i, i, j);
+                    }
             assert_memory_equal(t->layers[l].ln_1_w, plain->layers[l].ln_1_w, (size_t)C * 4);
             assert_memory_equal(t->layers[l].fc_b, plain->layers[l].fc_b, (size_t)I * 4);
         }

@@ -20,14 +20,24 @@ typedef struct builder {
 
 static vkg_tensor named(builder *b, vkg_tensor t, const char *what) { return vkg_layers_name(&b->L, t, what); }
 
+/* Whether weight w is held transposed: a Conv1D matrix of a model holding them [out, in]. */
+static int held_transposed(const builder *b, vkg_gpt2_weight w) {
+    return b->m->transposed && vkg_gpt2_weights[w].conv1d;
+}
+
+/* The matmul flags that read weight w as the linear layer x @ W it is. */
+static unsigned linear_flags(const builder *b, vkg_gpt2_weight w) {
+    return held_transposed(b, w) ? VKG_TRANSPOSE_B : 0;
+}
+
 /* Weight w (of layer `layer`, for a layer's) as a constant named and shaped as the weight table
- * says: a matrix in the model's weight dtype (f32, f16 or bf16), or a vector in f32; a Conv1D
- * matrix of a model holding them transposed as [out, in]. */
+ * says: a matrix in the model's weight dtype (f32, f16 or bf16), or a vector in f32; [out, in]
+ * where it is held transposed. */
 static vkg_tensor weight(builder *b, vkg_gpt2_weight w, int layer) {
     const vkg_gpt2_weight_spec *s = &vkg_gpt2_weights[w];
     const vkg_gpt2_config *c = &b->m->config;
     const int64_t d0 = vkg_gpt2_dim_size(c, s->d0), d1 = vkg_gpt2_dim_size(c, s->d1);
-    const int t = b->m->transposed && s->conv1d;
+    const int t = held_transposed(b, w);
     return vkg_layers_weight(&b->L, s->name, b->m->weight_dtype, t ? d1 : d0, t ? d0 : d1,
                              vkg_gpt2_weight_data(b->m, w, layer));
 }
@@ -63,17 +73,17 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
     /* x += c_proj(attention(ln_1(x))), q, k, v side by side in one c_attn projection */
     vkg_tensor a = vkg_layer_layernorm(L, x, weight(b, VKG_GPT2_LN_1_W, layer),
                                        weight(b, VKG_GPT2_LN_1_B, layer), eps, "ln_1");
-    /* the projections' matmul flags: their matrices held [out, in] are read transposed */
-    const unsigned w_flags = b->m->transposed ? VKG_TRANSPOSE_B : 0;
     vkg_tensor qkv = vkg_layer_linear(L, a, weight(b, VKG_GPT2_ATTN_W, layer),
-                                      weight(b, VKG_GPT2_ATTN_B, layer), w_flags, "attn.c_attn");
+                                      weight(b, VKG_GPT2_ATTN_B, layer), linear_flags(b, VKG_GPT2_ATTN_W),
+                                      "attn.c_attn");
     const vkg_attention at = {.n_head = b->H, .n_kv_head = b->H, .head_dim = b->D, .scale = score_scale(b, layer),
                               .causal = 1, .mask = VKG_NONE, .k_cache = b->S ? gg->k_cache[layer] : VKG_NONE,
                               .v_cache = b->S ? gg->v_cache[layer] : VKG_NONE, .pos = gg->pos};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = vkg_layer_attention(L, &at, qkv, 0, qkv, C, qkv, 2 * C, &probs);
     vkg_tensor proj = vkg_layer_linear(L, heads, weight(b, VKG_GPT2_ATTN_PROJ_W, layer),
-                                       weight(b, VKG_GPT2_ATTN_PROJ_B, layer), w_flags, "attn.c_proj");
+                                       weight(b, VKG_GPT2_ATTN_PROJ_B, layer), linear_flags(b, VKG_GPT2_ATTN_PROJ_W),
+                                       "attn.c_proj");
     x = named(b, vkg_add(b->g, x, proj), "residual_1");
 
     /* x += mlp(ln_2(x)) */
@@ -83,7 +93,8 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
                          .gate_w = VKG_NONE, .gate_b = VKG_NONE,
                          .down_w = weight(b, VKG_GPT2_MLP_PROJ_W, layer),
                          .down_b = weight(b, VKG_GPT2_MLP_PROJ_B, layer),
-                         .act = activation(b->m->activation), .flags = w_flags,
+                         .act = activation(b->m->activation),
+                         .flags = linear_flags(b, VKG_GPT2_FC_W), /* c_fc and c_proj: both Conv1D */
                          .up_name = "mlp.c_fc", .act_name = "mlp.act", .down_name = "mlp.c_proj"};
     m = vkg_layer_mlp(L, m, &mlp);
     x = named(b, vkg_add(b->g, x, m), "residual_2");
