@@ -145,7 +145,8 @@ typedef enum vkg_logits_mode {
 
 /* The forward pass as a graph of the graph API, for dumps, device comparisons and runs of one's
  * own.  Inputs "ids" and "positions" (i32 [tokens]); with n_ctx, the runtime index "pos" (tokens
- * already cached) and the states "h.L.k_cache", "h.L.v_cache" [n_head, n_ctx, n_embd / n_head].
+ * already cached) and the states "h.L.kv_cache" [2, n_head, n_ctx, n_embd / n_head] (keys, then
+ * values).
  * Outputs "logits" ([1, n_vocab], or [tokens, n_vocab] with VKG_LOGITS_ALL) and "attention.L"
  * for the layers asked for ([n_head, tokens, tokens or n_ctx]).  Nodes are named by module path
  * as Hugging Face names them ("h.3.attn.softmax").  The graph borrows the model's weights: free

@@ -431,9 +431,9 @@ static void test_dump_names_and_layers(void **state) {
 
     r = VKG("dump", "-m", tiny, "--plan", "--decode", "--layers", "1:2");
     expect_ok(&r, "dump --plan --decode --layers 1:2");
-    assert_non_null(strstr(r.out, "steps (| = barrier before the step, * = in place): 11 of 23, layer 2 (index 1) of 2 "
+    assert_non_null(strstr(r.out, "steps (| = barrier before the step, * = in place): 10 of 21, layer 2 (index 1) of 2 "
                                   "with the head:"));
-    assert_non_null(strstr(r.out, "  h.1.attn.k_cache.write  "));
+    assert_non_null(strstr(r.out, "  h.1.attn.kv_cache.write  "));
     assert_null(strstr(r.out, "h.0."));
     result_free(&r);
 

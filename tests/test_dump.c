@@ -112,7 +112,7 @@ static void test_gpt2_names(void **state) {
         build(m, &o, &gg);
         check_gpt2_names(&gg);
         const vkg_graph *g = gg.graph;
-        static const char *const expected[] = {"h.1.ln_1", "h.1.attn.c_attn", "h.1.attn.q", "h.1.attn.k", "h.1.attn.v",
+        static const char *const expected[] = {"h.1.ln_1", "h.1.attn.c_attn", "h.1.attn.q",
                                                "h.1.attn.scores", "h.1.attn.scale", "h.1.attn.mask", "h.1.attn.softmax",
                                                "h.1.attn.heads", "h.1.attn.merge", "h.1.attn.c_proj", "h.1.residual_1",
                                                "h.1.ln_2", "h.1.mlp.c_fc", "h.1.mlp.act", "h.1.mlp.c_proj",
@@ -122,8 +122,13 @@ static void test_gpt2_names(void **state) {
         assert_int_equal(vkg_find(g, "logits"), gg.logits);
         assert_string_equal(vkg_tensor_name(g, gg.logits), "logits");
         assert_int_equal(vkg_find(g, "last_position") != VKG_NONE, variant == 0);
-        assert_int_equal(vkg_find(g, "h.0.attn.k_cache.write") != VKG_NONE, variant == 2);
-        assert_int_equal(vkg_find(g, "h.0.attn.v_cache.write") != VKG_NONE, variant == 2);
+        /* with the cache, keys and values go in as one block of the c_attn projection, a view,
+         * and come back as views of the cache */
+        assert_int_equal(vkg_find(g, "h.0.attn.kv_cache.write") != VKG_NONE, variant == 2);
+        assert_int_equal(vkg_find(g, "h.0.attn.kv") != VKG_NONE, variant == 2);
+        assert_int_equal(vkg_find(g, "h.0.attn.k_cache") != VKG_NONE, variant == 2);
+        assert_int_equal(vkg_find(g, "h.0.attn.k") != VKG_NONE, variant != 2);
+        assert_int_equal(vkg_find(g, "h.0.attn.v") != VKG_NONE, variant != 2);
         if (variant == 2) {
             /* The attention output keeps its output name and shows its node's name. */
             assert_int_equal(vkg_find(g, "attention.1"), gg.attention[1]);
@@ -203,8 +208,16 @@ static void test_plan_text_names(void **state) {
     /* no probabilities asked for: scores, softmax and the product are one attention step */
     assert_non_null(step_line(text, "h.1.attn.heads", line, sizeof line));
     assert_non_null(strstr(line, "attention+scale+causal"));
-    assert_non_null(step_line(text, "h.0.attn.k_cache.write", line, sizeof line));
+    assert_non_null(step_line(text, "h.0.attn.kv_cache.write", line, sizeof line));
     assert_non_null(strstr(line, "write_at"));
+    /* a decode step: per layer one write of keys and values, no other copy */
+    int writes = 0, copies = 0;
+    for (const char *l = strstr(text, "\nsteps"); (l = strchr(l + 1, '\n')) != NULL;) {
+        writes += !strncmp(l + strspn(l, "\n 0123456789|*"), "write_at ", 9);
+        copies += !strncmp(l + strspn(l, "\n 0123456789|*"), "copy ", 5);
+    }
+    assert_int_equal(writes, 2);
+    assert_int_equal(copies, 0);
     assert_non_null(step_line(text, "h.1.mlp.act", line, sizeof line));
     assert_non_null(strstr(line, "matmul+bias+gelu"));
     assert_non_null(step_line(text, "h.1.residual_2", line, sizeof line));
@@ -334,8 +347,8 @@ static void test_plan_dot(void **state) {
         assert_int_equal(into, 1);
         if (decode) {
             /* The cache write feeds attention through the state, and the position is a leaf per reader. */
-            assert_true(dot_has_edge(d, step_of(p, "h.1.attn.k_cache.write"), step_of(p, "h.1.attn.heads")));
-            assert_non_null(strstr(text, "[label=\"state(h.1.k_cache)+0:"));
+            assert_true(dot_has_edge(d, step_of(p, "h.1.attn.kv_cache.write"), step_of(p, "h.1.attn.heads")));
+            assert_non_null(strstr(text, "[label=\"state(h.1.kv_cache)+0:"));
             assert_true(count(text, "[label=\"index pos\"") >= 4);
         }
         free(d);

@@ -95,37 +95,49 @@ static void fill(float *x, size_t n, uint64_t seed) {
 }
 
 /* Two runs of T = 3 tokens through one plan over a cache of 8 positions: the second run's
- * queries see the first run's keys, read back from the cache. */
-static void gqa_cached_on(const char *spec) {
-    enum { T = 3, S = 8, RUNS = 2 };
+ * queries see the first run's keys, read back from the cache.  Keys and values side by side in
+ * one input [T, 2 Hkv D] (a fused k/v projection) go into the cache in one step, a view of the
+ * input; apart, they are copied side by side first ("attn.kv.concat"). */
+static void gqa_cached_on(const char *spec, int side_by_side) {
+    enum { T = 3, S = 8, RUNS = 2, KW = HKV * D };
     vkg_device *dev = open_device(spec);
     vkg_graph *g = vkg_graph_new();
     vkg_layers L = {.g = g};
     vkg_layers_prefix(&L, "h.0.");
     vkg_tensor q = vkg_input(g, "q", VKG_F32, 2, (int64_t[]){T, H * D});
-    vkg_tensor k = vkg_input(g, "k", VKG_F32, 2, (int64_t[]){T, HKV * D});
-    vkg_tensor v = vkg_input(g, "v", VKG_F32, 2, (int64_t[]){T, HKV * D});
-    const int64_t cache[3] = {HKV, S, D};
+    vkg_tensor k = vkg_input(g, side_by_side ? "kv" : "k", VKG_F32, 2, (int64_t[]){T, side_by_side ? 2 * KW : KW});
+    vkg_tensor v = side_by_side ? k : vkg_input(g, "v", VKG_F32, 2, (int64_t[]){T, KW});
+    const int64_t cache[4] = {2, HKV, S, D};
     const vkg_attention a = {.n_head = H, .n_kv_head = HKV, .head_dim = D, .scale = 0.3f, .causal = 1, .mask = VKG_NONE,
-                             .k_cache = vkg_state(g, "h.0.k_cache", 3, cache),
-                             .v_cache = vkg_state(g, "h.0.v_cache", 3, cache), .pos = vkg_index(g, "pos")};
-    vkg_tensor out = vkg_layer_attention(&L, &a, q, 0, k, 0, v, 0, NULL);
+                             .kv_cache = vkg_state(g, "h.0.kv_cache", 4, cache), .pos = vkg_index(g, "pos")};
+    vkg_tensor out = vkg_layer_attention(&L, &a, q, 0, k, 0, v, side_by_side ? KW : 0, NULL);
     assert_int_equal(vkg_output(g, "out", out), VKG_OK);
     vkg_plan *p = compile(dev, g);
     assert_true(plan_has(p, "attention+scale+causal")); /* the groups broadcast into the fused step */
     assert_false(plan_has(p, "softmax"));
+    assert_true(plan_has(p, "h.0.attn.kv_cache.write"));
+    assert_int_equal(plan_has(p, "h.0.attn.kv.concat"), !side_by_side);
     vkg_session *s = NULL;
     vkg_error err;
     if (vkg_session_new(dev, p, &s, &err) != VKG_OK) fail_msg("%s", err.message);
 
-    float qs[RUNS * T * H * D], ks[RUNS * T * HKV * D], vs[RUNS * T * HKV * D], got[T * H * D];
+    float qs[RUNS * T * H * D], ks[RUNS * T * KW], vs[RUNS * T * KW], kvs[T * 2 * KW], got[T * H * D];
     fill(qs, sizeof qs / sizeof *qs, 1);
     fill(ks, sizeof ks / sizeof *ks, 2);
     fill(vs, sizeof vs / sizeof *vs, 3);
     for (int r = 0; r < RUNS; r++) {
+        const float *kr = ks + r * T * KW, *vr = vs + r * T * KW;
         assert_int_equal(vkg_session_set_input(s, q, qs + r * T * H * D, sizeof got, &err), VKG_OK);
-        assert_int_equal(vkg_session_set_input(s, k, ks + r * T * HKV * D, T * HKV * D * sizeof(float), &err), VKG_OK);
-        assert_int_equal(vkg_session_set_input(s, v, vs + r * T * HKV * D, T * HKV * D * sizeof(float), &err), VKG_OK);
+        if (side_by_side) {
+            for (int t = 0; t < T; t++) {
+                memcpy(kvs + t * 2 * KW, kr + t * KW, KW * sizeof(float));
+                memcpy(kvs + t * 2 * KW + KW, vr + t * KW, KW * sizeof(float));
+            }
+            assert_int_equal(vkg_session_set_input(s, k, kvs, sizeof kvs, &err), VKG_OK);
+        } else {
+            assert_int_equal(vkg_session_set_input(s, k, kr, T * KW * sizeof(float), &err), VKG_OK);
+            assert_int_equal(vkg_session_set_input(s, v, vr, T * KW * sizeof(float), &err), VKG_OK);
+        }
         assert_int_equal(vkg_session_set_index(s, a.pos, r * T, &err), VKG_OK);
         if (vkg_session_run(s, &err) != VKG_OK) fail_msg("%s", err.message);
         assert_int_equal(vkg_session_get_output(s, out, got, sizeof got, &err), VKG_OK);
@@ -149,7 +161,7 @@ static void gqa_probs_on(const char *spec) {
     const int W = (H + 2 * HKV) * D;
     vkg_tensor qkv = vkg_input(g, "qkv", VKG_F32, 2, (int64_t[]){T, W}); /* one fused projection */
     const vkg_attention a = {.n_head = H, .n_kv_head = HKV, .head_dim = D, .scale = 1.0f / sqrtf((float)D), .causal = 1,
-                             .mask = VKG_NONE, .k_cache = VKG_NONE, .v_cache = VKG_NONE, .pos = VKG_NONE};
+                             .mask = VKG_NONE, .kv_cache = VKG_NONE, .pos = VKG_NONE};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor out = vkg_layer_attention(&L, &a, qkv, 0, qkv, H * D, qkv, (H + HKV) * D, &probs);
     assert_int_equal(vkg_output(g, "out", out), VKG_OK);
@@ -241,8 +253,16 @@ static void rmsnorm_mlp_on(const char *spec) {
     close_device(dev);
 }
 
-static void test_gqa_cached_cpu(void **state) { (void)state; gqa_cached_on("cpu"); }
-static void test_gqa_cached_vulkan(void **state) { (void)state; gqa_cached_on("vulkan"); }
+static void test_gqa_cached_cpu(void **state) {
+    (void)state;
+    gqa_cached_on("cpu", 0);
+    gqa_cached_on("cpu", 1);
+}
+static void test_gqa_cached_vulkan(void **state) {
+    (void)state;
+    gqa_cached_on("vulkan", 0);
+    gqa_cached_on("vulkan", 1);
+}
 static void test_gqa_probs_cpu(void **state) { (void)state; gqa_probs_on("cpu"); }
 static void test_gqa_probs_vulkan(void **state) { (void)state; gqa_probs_on("vulkan"); }
 static void test_rmsnorm_mlp_cpu(void **state) { (void)state; rmsnorm_mlp_on("cpu"); }
@@ -256,7 +276,7 @@ static void test_heads_not_a_multiple(void **state) {
     vkg_tensor q = vkg_input(g, "q", VKG_F32, 2, (int64_t[]){2, 6 * D});
     vkg_tensor kv = vkg_input(g, "kv", VKG_F32, 2, (int64_t[]){2, 4 * D});
     const vkg_attention a = {.n_head = 6, .n_kv_head = 4, .head_dim = D, .scale = 1.0f, .causal = 1,
-                             .mask = VKG_NONE, .k_cache = VKG_NONE, .v_cache = VKG_NONE, .pos = VKG_NONE};
+                             .mask = VKG_NONE, .kv_cache = VKG_NONE, .pos = VKG_NONE};
     assert_int_equal(vkg_layer_attention(&L, &a, q, 0, kv, 0, kv, 0, NULL), VKG_NONE);
     assert_int_equal(vkg_graph_status(g), VKG_ERR_SHAPE);
     assert_non_null(strstr(vkg_graph_error(g), "6 query heads"));

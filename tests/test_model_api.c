@@ -509,7 +509,7 @@ static void test_model_graph(void **state) {
     o.tokens = 1;
     o.n_ctx = CTX;
     check(vkg_model_build_graph(f->model, &o, &g, &err), &err);
-    assert_true(vkg_find(g, "pos") != VKG_NONE && vkg_find(g, "h.1.v_cache") != VKG_NONE);
+    assert_true(vkg_find(g, "pos") != VKG_NONE && vkg_find(g, "h.1.kv_cache") != VKG_NONE);
     vkg_graph_free(g);
 }
 

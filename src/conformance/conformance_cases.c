@@ -321,13 +321,16 @@ static vkg_tensor head_view(conf_build *b, vkg_tensor qkv, int part, int64_t h, 
     vkg_tensor x = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, part * h * dh, h * dh), 3, S(t, h, dh));
     return vkg_permute(b->g, x, (const int[]){1, 0, 2});
 }
-/* d = {H, T, Dh}: GPT-2's KV-cache write, the keys of a [T, 3C] projection into rows
- * pos .. pos + T - 1 of a [H, 1024, Dh] state, pos given at run time. */
+/* d = {H, T, Dh}: GPT-2's KV-cache write, the keys and values of a [T, 3C] projection (side by
+ * side: [T, 2, H, Dh] viewed [2, H, T, Dh]) into rows pos .. pos + T - 1 of a [2, H, 1024, Dh]
+ * state in one step, pos given at run time. */
 static void kv_cache_write(conf_build *b, const int64_t *d) {
-    vkg_tensor qkv = in2(b, d[1], 3 * d[0] * d[2], CONF_FILL_NORMAL);
-    vkg_tensor cache = conf_state(b, 3, S(d[0], 1024, d[2]));
-    vkg_tensor k = head_view(b, qkv, 1, d[0], d[1], d[2]);
-    conf_output(b, vkg_copy(b->g, vkg_write_at(b->g, cache, k, 1, 0, conf_index(b, (int32_t)(1024 - d[1]) / 2))));
+    const int64_t C = d[0] * d[2];
+    vkg_tensor qkv = in2(b, d[1], 3 * C, CONF_FILL_NORMAL);
+    vkg_tensor cache = conf_state(b, 4, S(2, d[0], 1024, d[2]));
+    vkg_tensor kv = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, C, 2 * C), 4, S(d[1], 2, d[0], d[2]));
+    kv = vkg_permute(b->g, kv, (const int[]){1, 2, 0, 3});
+    conf_output(b, vkg_copy(b->g, vkg_write_at(b->g, cache, kv, 2, 0, conf_index(b, (int32_t)(1024 - d[1]) / 2))));
 }
 /* d = {H, T, Dh}: the heads merged back, [H, T, Dh] -> [T, H Dh], as attention's output is. */
 static void merge_heads(conf_build *b, const int64_t *d) {

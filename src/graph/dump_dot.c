@@ -145,7 +145,7 @@ static int flows_of(const vkg_plan *p, int s, const vkg_binding *b, flow *fl, in
     return gaps > 0;
 }
 
-/* "arena+512:128", "state(h.0.k_cache)+0:4096" */
+/* "arena+512:128", "state(h.0.kv_cache)+0:4096" */
 static void bytes_text(const vkg_plan *p, int region, uint64_t lo, uint64_t hi, char *buf, size_t size) {
     const vkg_region *r = &p->regions[region];
     if (r->tensor == VKG_NONE)

@@ -45,14 +45,13 @@ static vkg_status build_into(const vkg_decoder *d, const vkg_forward_options *o,
     gg->graph = vkg_graph_new();
     gg->attention = malloc((size_t)n_layer * sizeof *gg->attention);
     if (o->cache_len) {
-        gg->k_cache = malloc((size_t)n_layer * sizeof *gg->k_cache);
-        gg->v_cache = malloc((size_t)n_layer * sizeof *gg->v_cache);
+        gg->kv_cache = malloc((size_t)n_layer * sizeof *gg->kv_cache);
     }
-    if (!gg->graph || !gg->attention || (o->cache_len && (!gg->k_cache || !gg->v_cache)))
+    if (!gg->graph || !gg->attention || (o->cache_len && !gg->kv_cache))
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory building the %s graph", d->facts.architecture);
     for (int i = 0; i < n_layer; i++) {
         gg->attention[i] = VKG_NONE;
-        if (o->cache_len) gg->k_cache[i] = gg->v_cache[i] = VKG_NONE;
+        if (o->cache_len) gg->kv_cache[i] = VKG_NONE;
     }
     vkg_status st = d->build(d->model, o, gg, err);
     if (st == VKG_OK && vkg_graph_status(gg->graph) != VKG_OK)
@@ -73,8 +72,7 @@ vkg_status vkg_decoder_build(const vkg_decoder *d, const vkg_forward_options *o,
 void vkg_forward_graph_free(vkg_forward_graph *gg) {
     vkg_graph_free(gg->graph);
     free(gg->attention);
-    free(gg->k_cache);
-    free(gg->v_cache);
+    free(gg->kv_cache);
     memset(gg, 0, sizeof *gg);
 }
 

@@ -40,7 +40,7 @@ typedef struct vkg_forward_graph {
                                             VKG_NONE without a cache                        */
     vkg_tensor logits;                   /* output [T, V] or [1, V]; VKG_NONE with no_logits */
     vkg_tensor *attention;               /* n_layer entries; VKG_NONE where not requested    */
-    vkg_tensor *k_cache, *v_cache;       /* states [Hkv, S, D], n_layer each; NULL without one */
+    vkg_tensor *kv_cache;                /* states [2, Hkv, S, D], n_layer; NULL without one   */
 } vkg_forward_graph;
 
 void vkg_forward_graph_free(vkg_forward_graph *gg);

@@ -34,12 +34,12 @@
  * scale_attn_by_inverse_layer_idx, and act the config's activation_function, as transformers'
  * GPT2Attention and GPT2MLP compute them.
  *     logits = ln_f(x) @ head^T                                         [T, V] or [1, V]
- * With a cache, each layer has states k_cache and v_cache [H, S, D] and the runtime index "pos"
- * (tokens already cached): the run writes its T rows at pos..pos+T-1 (vkg_write_at) and attends
- * over all S rows, the causal mask with dyn_offset pos giving unwritten rows weight exactly 0
- * (vkg_layer_attention).  Laid out [H, S, D], each head's keys are one contiguous block that the
- * score matmul reads transposed through strides, and the new rows are a strided copy of the qkv
- * projection.
+ * With a cache, each layer has a state kv_cache [2, H, S, D] (keys, then values) and the runtime
+ * index "pos" (tokens already cached): the run writes its T rows of keys and values at
+ * pos..pos+T-1 in one step (vkg_write_at: a strided copy of the qkv projection's k and v
+ * columns, which sit side by side) and attends over all S rows, the causal mask with dyn_offset
+ * pos giving unwritten rows weight exactly 0 (vkg_layer_attention).  Laid out [H, S, D], each
+ * head's keys are one contiguous block that the score matmul reads transposed through strides.
  */
 #ifndef VKG_MODELS_GPT2_H
 #define VKG_MODELS_GPT2_H

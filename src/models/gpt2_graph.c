@@ -77,8 +77,8 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
                                       weight(b, VKG_GPT2_ATTN_B, layer), linear_flags(b, VKG_GPT2_ATTN_W),
                                       "attn.c_attn");
     const vkg_attention at = {.n_head = b->H, .n_kv_head = b->H, .head_dim = b->D, .scale = score_scale(b, layer),
-                              .causal = 1, .mask = VKG_NONE, .k_cache = b->S ? gg->k_cache[layer] : VKG_NONE,
-                              .v_cache = b->S ? gg->v_cache[layer] : VKG_NONE, .pos = gg->pos};
+                              .causal = 1, .mask = VKG_NONE, .kv_cache = b->S ? gg->kv_cache[layer] : VKG_NONE,
+                              .pos = gg->pos};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = vkg_layer_attention(L, &at, qkv, 0, qkv, C, qkv, 2 * C, &probs);
     vkg_tensor proj = vkg_layer_linear(L, heads, weight(b, VKG_GPT2_ATTN_PROJ_W, layer),
@@ -128,13 +128,11 @@ vkg_status vkg_gpt2_build_graph(const void *model, const vkg_forward_options *o,
     gg->pos = VKG_NONE;
     if (b.S) {
         gg->pos = vkg_index(g, "pos");
-        const int64_t cache_shape[3] = {b.H, b.S, b.D};
+        const int64_t cache_shape[4] = {2, b.H, b.S, b.D};
         for (int i = 0; i < c->n_layer; i++) {
             char name[48];
-            snprintf(name, sizeof name, "h.%d.k_cache", i);
-            gg->k_cache[i] = vkg_state(g, name, 3, cache_shape);
-            snprintf(name, sizeof name, "h.%d.v_cache", i);
-            gg->v_cache[i] = vkg_state(g, name, 3, cache_shape);
+            snprintf(name, sizeof name, "h.%d.kv_cache", i);
+            gg->kv_cache[i] = vkg_state(g, name, 4, cache_shape);
         }
     }
 

@@ -116,19 +116,38 @@ static vkg_tensor heads_of(vkg_layers *b, vkg_tensor x, int64_t col, int64_t n, 
     return vkg_layers_name(b, vkg_permute(g, x, axes), which);
 }
 
-/* Key or value heads [Hkv, T, D] through the cache (when there is one): the T rows written at
- * pos, the whole cache [Hkv, S, D] read back; with groups, [Hkv, 1, S, D] so that the G query
- * heads of a group broadcast over one key/value head. */
-static vkg_tensor through_cache(vkg_layers *b, const vkg_attention *a, vkg_tensor x, vkg_tensor cache,
-                                const char *which) {
-    char what[32];
-    if (cache != VKG_NONE)
-        x = vkg_layers_name(b, vkg_write_at(b->g, cache, x, 1, 0, a->pos), sub(what, sizeof what, which, "_cache.write"));
-    if (a->n_head == a->n_kv_head) return x;
+/* The run's keys and values through the cache [2, Hkv, S, D]: written as one [2, Hkv, T, D]
+ * block at pos, one step, then the whole of each read back as heads [Hkv, S, D] (views); with
+ * groups, [Hkv, 1, S, D] so that the G query heads of a group broadcast over one key/value head.
+ * Keys next to values in one projection (GPT-2's c_attn, any fused k/v projection) are that
+ * block as they are, a view; apart, their heads are first copied side by side
+ * ("attn.kv.concat"). */
+static void through_cache(vkg_layers *b, const vkg_attention *a, vkg_tensor k, int64_t k_col, vkg_tensor v,
+                          int64_t v_col, vkg_tensor *kh, vkg_tensor *vh) {
+    vkg_graph *g = b->g;
+    const int64_t Hkv = a->n_kv_head, D = a->head_dim, W = Hkv * D;
     int64_t shape[VKG_MAX_DIMS];
-    vkg_tensor_shape(b->g, x, shape);
-    const int64_t grouped[4] = {a->n_kv_head, 1, shape[1], a->head_dim};
-    return vkg_layers_name(b, vkg_reshape(b->g, x, 4, grouped), sub(what, sizeof what, which, ".group"));
+    vkg_tensor_shape(g, k, shape);
+    const int64_t T = shape[0];
+    vkg_tensor kv;
+    if (k == v && v_col == k_col + W) { /* [T, 2W] -> [T, 2, Hkv, D] -> [2, Hkv, T, D] */
+        kv = k_col != 0 || shape[1] != 2 * W ? vkg_layers_name(b, vkg_slice(g, k, 1, k_col, 2 * W), "attn.kv.slice") : k;
+        kv = vkg_layers_name(b, vkg_reshape(g, kv, 4, (const int64_t[]){T, 2, Hkv, D}), "attn.kv.reshape");
+        kv = vkg_layers_name(b, vkg_permute(g, kv, (const int[]){1, 2, 0, 3}), "attn.kv");
+    } else { /* [Hkv, T, D] twice -> [2 Hkv, T, D] -> [2, Hkv, T, D] */
+        kv = vkg_concat(g, heads_of(b, k, k_col, Hkv, 1, D, "attn.k"), heads_of(b, v, v_col, Hkv, 1, D, "attn.v"), 0);
+        kv = vkg_layers_name(b, kv, "attn.kv.concat");
+        kv = vkg_layers_name(b, vkg_reshape(g, kv, 4, (const int64_t[]){2, Hkv, T, D}), "attn.kv");
+    }
+    kv = vkg_layers_name(b, vkg_write_at(g, a->kv_cache, kv, 2, 0, a->pos), "attn.kv_cache.write");
+    vkg_tensor_shape(g, kv, shape);
+    const int64_t S = shape[2];
+    const int grouped = a->n_head != a->n_kv_head, hnd = grouped ? 4 : 3;
+    const int64_t hs[4] = {Hkv, grouped ? 1 : S, grouped ? S : D, D};
+    *kh = vkg_layers_name(b, vkg_slice(g, kv, 0, 0, 1), "attn.k_cache.slice");
+    *vh = vkg_layers_name(b, vkg_slice(g, kv, 0, 1, 1), "attn.v_cache.slice");
+    *kh = vkg_layers_name(b, vkg_reshape(g, *kh, hnd, hs), "attn.k_cache");
+    *vh = vkg_layers_name(b, vkg_reshape(g, *vh, hnd, hs), "attn.v_cache");
 }
 
 vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
@@ -144,17 +163,24 @@ vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor
                        (long long)H, (long long)Hkv, (long long)D);
         return VKG_NONE;
     }
-    if ((G > 1 || a->k_cache != VKG_NONE) && nd != 2) {
+    if ((G > 1 || a->kv_cache != VKG_NONE) && nd != 2) {
         vkg_graph_fail(g, VKG_ERR_SHAPE, "attention: queries %s; grouped heads and a KV cache take the tokens as "
                        "[T, H * D], without leading dimensions", vkg_shape_str(nd, shape, (char[64]){0}, 64));
         return VKG_NONE;
     }
-    vkg_tensor qh = heads_of(b, q, q_col, H, G, D, "attn.q");
-    vkg_tensor kh = heads_of(b, k, k_col, Hkv, 1, D, "attn.k");
-    vkg_tensor vh = heads_of(b, v, v_col, Hkv, 1, D, "attn.v");
-    kh = through_cache(b, a, kh, a->k_cache, "attn.k");
-    vh = through_cache(b, a, vh, a->v_cache, "attn.v");
-    const vkg_sdpa s = {.scale = a->scale, .causal = a->causal, .dyn_offset = a->k_cache != VKG_NONE ? a->pos : VKG_NONE,
+    vkg_tensor qh = heads_of(b, q, q_col, H, G, D, "attn.q"), kh, vh;
+    if (a->kv_cache != VKG_NONE) {
+        through_cache(b, a, k, k_col, v, v_col, &kh, &vh);
+    } else {
+        kh = heads_of(b, k, k_col, Hkv, 1, D, "attn.k");
+        vh = heads_of(b, v, v_col, Hkv, 1, D, "attn.v");
+        if (G > 1) { /* [Hkv, T, D] -> [Hkv, 1, T, D] */
+            const int64_t grouped[4] = {Hkv, 1, shape[0], D};
+            kh = vkg_layers_name(b, vkg_reshape(g, kh, 4, grouped), "attn.k.group");
+            vh = vkg_layers_name(b, vkg_reshape(g, vh, 4, grouped), "attn.v.group");
+        }
+    }
+    const vkg_sdpa s = {.scale = a->scale, .causal = a->causal, .dyn_offset = a->kv_cache != VKG_NONE ? a->pos : VKG_NONE,
                         .mask = a->mask};
     vkg_tensor p = VKG_NONE;
     vkg_tensor heads = vkg_layer_sdpa(b, qh, kh, vh, &s, &p);

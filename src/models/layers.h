@@ -86,11 +86,12 @@ typedef struct vkg_attention {
     float scale;                /* multiplies the scores (1 / sqrt(D) as a rule; 1: no step) */
     int causal;
     vkg_tensor mask;            /* a boolean mask (0 blocks) broadcasting to the scores, or VKG_NONE */
-    /* The KV cache: states [n_kv_head, S, head_dim] and the runtime index of the tokens already
-     * in it.  The run's T rows are written at pos..pos+T-1 and attention reads all S rows; the
-     * causal mask, offset by pos, gives the rows not yet written weight exactly 0.  VKG_NONE:
-     * attention over the run's T tokens alone. */
-    vkg_tensor k_cache, v_cache, pos;
+    /* The KV cache: a state [2, n_kv_head, S, head_dim] (the keys, then the values) and the
+     * runtime index of the tokens already in it.  The run's T rows of both are written at
+     * pos..pos+T-1 in one step and attention reads all S rows; the causal mask, offset by pos,
+     * gives the rows not yet written weight exactly 0.  VKG_NONE: attention over the run's T
+     * tokens alone. */
+    vkg_tensor kv_cache, pos;
 } vkg_attention;
 
 /* q [.., T, H*D], k and v [.., T, Hkv*D]: token-major, as projections give them; each may be a
