@@ -5,6 +5,13 @@
 // invocation walks its visible keys once, keeping the online softmax (running max m, sum l, the
 // output acc, rescaled when m grows) in registers; no [T, S] matrix is stored.
 //
+// With SPLIT_KEYS (the host's choice where a batch entry has fewer query rows than a subgroup
+// has lanes: decoding, one row per head), a subgroup takes one query row instead, its lanes the
+// keys l, l + S, l + 2S, ... (S lanes), each keeping an online softmax of its own; the lanes'
+// states then merge (the largest max, every sum and output rescaled to it, added across the
+// subgroup).  One decode row per invocation left 7 of llvmpipe's 8 lanes idle and walked the
+// keys one by one.  The workgroup must be whole subgroups (one, as the host dispatches it).
+//
 // Include after declaring the bindings (Q, K, V, o_data, indices) and defining LOAD_Q(row, d4),
 // LOAD_K(row, d4) and LOAD_V(row, d4): elements 4 d4 .. 4 d4 + 3 of the row that starts at
 // element `row`, zeros past D (q, k) or Dv (v).  The loops over a row's vec4s have constant
@@ -14,18 +21,23 @@
 #define VKG_ATTENTION_GLSL
 
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_basic : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint D4 = 16;    // vec4s of a q / k row: ceil(D / 4)
 layout(constant_id = 2) const uint DV4 = 16;   // vec4s of a v / out row: ceil(Dv / 4)
+layout(constant_id = 3) const bool SPLIT_KEYS = false;   // a subgroup per query row (above)
 
 void main() {
-    uint WG = gl_WorkGroupSize.x;
     int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index] : 0;
-    uint tiles = (p.T + WG - 1u) / WG;           // workgroup tiles per batch entry
+    // Rows per unit: a workgroup's tile, or with SPLIT_KEYS one row per subgroup.
+    uint rows = SPLIT_KEYS ? gl_NumSubgroups : gl_WorkGroupSize.x;
+    uint lane = SPLIT_KEYS ? gl_SubgroupInvocationID : 0u, lanes = SPLIT_KEYS ? gl_SubgroupSize : 1u;
+    uint tiles = (p.T + rows - 1u) / rows;       // units per batch entry
     uint units = p.batch0 * p.batch1 * tiles;
     for (uint u = vkg_group_index(); u < units; u += vkg_group_count()) {
-        uint bb = u / tiles, t = (u % tiles) * WG + gl_LocalInvocationID.x;
+        uint bb = u / tiles, t = (u % tiles) * rows + (SPLIT_KEYS ? gl_SubgroupID : gl_LocalInvocationID.x);
         if (t >= p.T) continue;
         uint b1 = bb % p.batch1, b0 = bb / p.batch1;
         uint q_row = p.q_offset + b0 * p.q_stride_b0 + b1 * p.q_stride_b1 + t * p.q_stride_t;
@@ -39,7 +51,7 @@ void main() {
         vec4 acc[DV4];
         [[unroll]] for (uint d = 0; d < DV4; d++) acc[d] = vec4(0.0);
         float m = vkg_neg_inf(), l = 0.0;
-        for (int j = 0; j < keys; j++) {
+        for (int j = int(lane); j < keys; j += int(lanes)) {
             uint k_row = k_base + uint(j) * p.k_stride_s, v_row = v_base + uint(j) * p.v_stride_s;
             float dot_qk = 0.0;
             [[unroll]] for (uint d = 0; d < D4; d++) dot_qk += dot(q[d], LOAD_K(k_row, d));
@@ -54,6 +66,13 @@ void main() {
             float e = exp(s - m);
             l += e;
             [[unroll]] for (uint d = 0; d < DV4; d++) acc[d] += e * LOAD_V(v_row, d);
+        }
+        if (SPLIT_KEYS) {   // the lanes' softmax states as one: rescaled to the largest max
+            float top = subgroupMax(m);
+            float c = m == vkg_neg_inf() ? 0.0 : exp(m - top);   // a lane that saw no key adds 0
+            l = subgroupAdd(l * c);
+            [[unroll]] for (uint d = 0; d < DV4; d++) acc[d] = subgroupAdd(acc[d] * c);
+            if (lane != 0u) continue;
         }
 
         float inv = l == 0.0 ? 0.0 : 1.0 / l;   // no visible key: zeros

@@ -195,7 +195,7 @@ static void test_vulkan_gpu_tuning_passes(void **state) {
     vkg_vk_context *c = vk_test_context(dut);
     vkg_vk_tuning t = c->tuning;
     t.elementwise_wg = 256, t.row_wg = 256, t.matmul_texel = 0;
-    t.mm_wg_x = 16, t.mm_wg_y = 16, t.mm_tm = 4, t.mm_tn = 4, t.mm_bk = 16;
+    t.mm_wg_x = 16, t.mm_wg_y = 16, t.mm_tm = 4, t.mm_tm_tall = 4, t.mm_tn = 4, t.mm_bk = 16;
     t.mv_wg = 256, t.mv_cols = 32;
     vkg_error err = {0};
     if (vkg_vk_tuning_check(c, &t, &err) != VKG_OK) fail_msg("%s", err.message);

@@ -192,12 +192,17 @@ static void run_matmul(vkg_device *dev, const mm_case *c, vkg_dtype dt, const vo
 /* On lavapipe, where A's rows are whole vec4s (K % 4 == 0) and B's whole texels of eight
  * elements, B is read eight elements per texel: along n {2, 17, 72, 40} and {1, 9, 136, 44}
  * (partial workgroups of columns, rows past M), along k (K % 8 == 0) {1, 16, 130, 64},
- * {1, 40, 96, 72}, {3, 20, 128, 64}, {2, 9, 40, 24} and M == 1 {1, 1, 256, 128}; the others take
- * texels of four or single elements, or (M == 1 along n) the matrix-vector shader. */
+ * {1, 40, 96, 72}, {3, 20, 128, 64}, {2, 9, 40, 24}, and M == 1 along k through the shader whose
+ * lanes share rows {1, 1, 256, 128}, {1, 1, 8, 3} (one texel per row: most lanes walk nothing,
+ * fewer rows than a block), {3, 1, 64, 130} (batches, a partial last span) and {1, 1, 768, 300};
+ * with M past a workgroup of tall blocks (16 rows per invocation) {1, 130, 64, 40} along k and
+ * {1, 129, 72, 24} along n; the others take texels of four or single elements, or (M == 1 along
+ * n) the matrix-vector shader. */
 static const mm_case mm_cases[] = {
     {1, 1, 37, 19, 0},  {1, 1, 37, 19, 1},  {1, 3, 64, 33, 0},   {1, 16, 130, 64, 1}, {1, 17, 70, 48, 0},
     {1, 40, 96, 72, 1}, {2, 33, 65, 31, 0}, {3, 20, 128, 64, 1}, {1, 1, 256, 128, 1}, {1, 1, 256, 128, 0},
-    {2, 17, 72, 40, 0}, {1, 9, 136, 44, 0}, {2, 9, 40, 24, 1},
+    {2, 17, 72, 40, 0}, {1, 9, 136, 44, 0}, {2, 9, 40, 24, 1},   {1, 1, 8, 3, 1},     {3, 1, 64, 130, 1},
+    {1, 1, 768, 300, 1},    {1, 130, 64, 40, 1}, {1, 129, 72, 24, 0},
 };
 
 /* Every case in f16 and bf16: the CPU's result over 16-bit w is its result over w widened, bit for
@@ -240,13 +245,16 @@ static void test_cpu_matmul_equals_widened(void **state) {
     check_matmuls(NULL);
 }
 
-/* Each way the Vulkan executor reads a 16-bit B: its default tuning, texels of four elements
- * only, then the storage-buffer shaders with and without texel buffers for A (a GPU's path). */
+/* Each way the Vulkan executor reads a 16-bit B: its default tuning, M == 1 along k without the
+ * shader whose lanes share rows, texels of four elements only, then the storage-buffer shaders
+ * with and without texel buffers for A (a GPU's path). */
 static void test_vulkan_matmul_every_shader(void **state) {
     (void)state;
     if (!gpu) skip();
     vkg_vk_context *c = vk_test_context(gpu);
     const vkg_vk_tuning saved = c->tuning;
+    check_matmuls(gpu);
+    c->tuning.matvec_texelt = 0;
     check_matmuls(gpu);
     c->tuning.texel_16bit_x8 = 0;
     check_matmuls(gpu);

@@ -3,7 +3,8 @@
  * broadcast batches, element offsets inside bindings, a binding at a non-zero byte offset, every
  * epilogue (bias, each activation, residual, residual aliasing C), and the matrix-vector paths, each under
  * several tunings (texel register blocks, shared-memory tiles, split-K matrix-vector, the texel
- * matrix-vector shader's slices, texels per invocation and barriers). */
+ * matrix-vector shader's slices, texels per invocation and barriers, and the row blocks, spans
+ * and workgroups of the one whose lanes share rows). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -97,6 +98,9 @@ static void run_case(vkg_device *d, const mm_case *mc) {
     assert_int_equal(vkg_vk_step_shader(ctx, s, &sh, spec, &n_spec, groups, NULL), VKG_OK);
     if (ctx->tuning.matmul_texel && ctx->tuning.matvec_texel && M == 1 && pad && !mc->trans_b)
         assert_int_equal(sh, VKG_SH_MATVEC_TEXEL);
+    else if (ctx->tuning.matmul_texel && ctx->tuning.matvec_texelt && M == 1 && pad && mc->trans_b && !mc->trans_a &&
+             K % 4 == 0)
+        assert_int_equal(sh, VKG_SH_MATVEC_TEXELT);
     else if (ctx->tuning.matmul_texel)
         assert_int_equal(sh, !pad ? VKG_SH_MATMUL_TEXEL : mc->trans_b ? VKG_SH_MATMUL_TEXEL4T : VKG_SH_MATMUL_TEXEL4);
     else
@@ -128,6 +132,9 @@ static const mm_case cases[] = {
     {37, 50, 31, 2, 2, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 1, 0},
     {13, 19, 6, 3, 1, 0, 1, 1, VKG_MATMUL_BIAS, 0, 1, VKG_UNARY_RELU},
     {70, 9, 130, 1, 1, 0, 0, 1, VKG_MATMUL_RESIDUAL, 0, 1, 0},
+    /* M past a workgroup of tall blocks (mm_tm_tall rows per invocation), with a partial one */
+    {130, 37, 29, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, 0, 1, VKG_UNARY_GELU},
+    {131, 20, 36, 2, 1, 0, 1, 0, VKG_MATMUL_RESIDUAL, 1, 1, 0},
     /* M == 1: matrix-vector (padded with B along n: matvec_texel.glsl, K tails of 1 to 3 rows, a
      * partial last texel of columns) */
     {1, 300, 77, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 0, VKG_UNARY_QUICK_GELU},
@@ -139,6 +146,12 @@ static const mm_case cases[] = {
     {1, 1, 1, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 1, 0},
     {1, 768, 769, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, 0, 1, VKG_UNARY_GELU},
     {1, 2301, 66, 2, 1, 0, 0, 0, VKG_MATMUL_RESIDUAL, 1, 1, 0},
+    /* M == 1 padded with B along k and K % 4 == 0: matvec_texelt.glsl (one texel per row, so most
+     * lanes walk nothing; fewer rows than a block; batches with B shared; a partial last span) */
+    {1, 3, 4, 1, 1, 0, 1, 0, VKG_MATMUL_BIAS, 0, 1, 0},
+    {1, 37, 100, 2, 3, 0, 1, 0, VKG_MATMUL_RESIDUAL, 0, 1, VKG_UNARY_SILU},
+    {1, 130, 12, 3, 1, 0, 1, 1, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, 1, 1, VKG_UNARY_GELU},
+    {1, 300, 768, 1, 1, 0, 1, 0, VKG_MATMUL_BIAS, 0, 1, VKG_UNARY_GELU},
 };
 
 static void run_all_cases(vkg_device *d) {
@@ -193,12 +206,37 @@ static void test_matvec_texel_tunings(void **state) {
     c->tuning = saved;
 }
 
+/* matvec_texelt.glsl under other shapes: blocks of 3 rows in spans of 5, one span per workgroup;
+ * three subgroups per workgroup taking 3 spans; more rows in a block than lanes (each lane stores
+ * several); blocks of one row.  A workgroup that is not whole subgroups is refused by the tuning
+ * check (a partial subgroup would leave its missing lanes' texels unread). */
+static void test_matvec_texelt_tunings(void **state) {
+    vkg_device *d = vk_test_device(state);
+    vkg_vk_context *c = vk_test_context(d);
+    if (!c->tuning.matmul_texel || !c->tuning.matvec_texelt) skip();
+    vkg_vk_tuning saved = c->tuning;
+    const uint32_t sg = c->subgroup.subgroupSize;
+    c->tuning.mvt_wg = sg + sg / 2;
+    assert_int_not_equal(vkg_vk_tuning_check(c, &c->tuning, NULL), VKG_OK);
+    const struct { uint32_t wg, rows, blocks, spans; } tunings[] = {
+        {sg, 3, 5, 1}, {3 * sg, 8, 2, 3}, {sg, 2 * sg, 2, 4}, {4 * sg, 1, 8, 2}};
+    for (size_t i = 0; i < sizeof tunings / sizeof tunings[0]; i++) {
+        c->tuning.mvt_wg = tunings[i].wg, c->tuning.mvt_rows = tunings[i].rows;
+        c->tuning.mvt_blocks = tunings[i].blocks, c->tuning.mvt_spans = tunings[i].spans;
+        assert_int_equal(vkg_vk_tuning_check(c, &c->tuning, NULL), VKG_OK);
+        for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++)
+            if (cases[j].M == 1 && cases[j].padded && cases[j].trans_b) run_case(d, &cases[j]);
+    }
+    c->tuning = saved;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_tuning),
         cmocka_unit_test(test_tiled),
         cmocka_unit_test(test_texel_odd_blocks),
         cmocka_unit_test(test_matvec_texel_tunings),
+        cmocka_unit_test(test_matvec_texelt_tunings),
     };
     return vk_test_exit_status(cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown));
 }

@@ -33,6 +33,8 @@ typedef struct vkg_vk_tuning {
     uint32_t mm_tm, mm_tn;     /* outputs per invocation: rows, columns (register block); the
                                   vec4 texel shaders need mm_tn % 4 == 0, the float texel shader
                                   (odd strides) uses 4 x 4                                      */
+    uint32_t mm_tm_tall;       /* vec4 texel matmuls: rows per invocation where M >= mm_wg_y *
+                                  mm_tm_tall (else mm_tm)                                       */
     uint32_t mm_bk;            /* tiled matmul: depth of one shared-memory slice                 */
     uint32_t mv_wg;            /* M == 1: invocations per workgroup                              */
     uint32_t mv_cols;          /* M == 1, tiled path: columns per workgroup (split-K by
@@ -47,6 +49,13 @@ typedef struct vkg_vk_tuning {
     int mvx_sync;              /* ... a workgroup barrier after every four rows, so that the
                                   SIMD batches of a software rasteriser sweep each row together
                                   (see matvec_texel.glsl)                                       */
+    int matvec_texelt;         /* M == 1 with B along k through matvec_texelt.glsl (the lanes of
+                                  a subgroup share rows) where the layout allows; texel path
+                                  only                                                         */
+    uint32_t mvt_wg;           /* ... invocations per workgroup                                 */
+    uint32_t mvt_rows;         /* ... rows a subgroup walks together                            */
+    uint32_t mvt_blocks;       /* ... blocks per span of rows (a block's rows this far apart)   */
+    uint32_t mvt_spans;        /* ... spans per workgroup                                       */
     int force_staging;         /* sessions reach device-local buffers through staging copies
                                   even where the memory is host-visible (tests cover that path) */
 } vkg_vk_tuning;

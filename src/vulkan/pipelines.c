@@ -76,6 +76,11 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
     t->texel_16bit_x8 = texel16_ok && texel_u4_ok;
     if (cpu) {
         t->mm_wg_x = 8, t->mm_wg_y = 8, t->mm_tm = 8, t->mm_tn = 8, t->mm_bk = 8;
+        /* 16 rows per invocation once A has a workgroup's worth of them (M >= 128): each fetch
+         * of B then feeds twice the multiply-adds.  Measured on llvmpipe, GPT-2 124M f16
+         * forward: T = 128 845 -> 722 ms, T = 256 1668 -> 1567 ms, T = 1024 7211 -> 6738 ms
+         * (f32 T = 256 2018 -> 1844 ms); at T = 8 it would be 1.7x slower, at T = 64 even. */
+        t->mm_tm_tall = 16;
         /* M == 1 with B along n: 4 columns (one vec4) per invocation keeps the fetched rows in
          * registers (wider blocks spill on 8-wide AVX2); along k, mm_tn rows each.  16
          * invocations per workgroup: 64 columns or 128 rows, 6 to 48 workgroups for GPT-2's
@@ -89,10 +94,17 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
          * [3072, 768] weights, 2.3x to 2.8x less CPU time than the vec4 texel shader's walk. */
         t->matvec_texel = texel_ok && texel_u4_ok;
         t->mvx_wg = 64, t->mvx_split = 2, t->mvx_tn = 4, t->mvx_min_groups = 2, t->mvx_sync = 1;
+        /* M == 1 with B along k (matvec_texelt.glsl): two subgroups per workgroup, each taking
+         * a span of 8 blocks of 8 rows, 128 rows per workgroup (6 to 24 workgroups for GPT-2's
+         * layers, 393 for its head). */
+        t->matvec_texelt = texel_ok;
+        t->mvt_wg = 2 * sg, t->mvt_rows = sg < 8 ? sg : 8, t->mvt_blocks = 8, t->mvt_spans = 2;
     } else {
         t->mm_wg_x = 16, t->mm_wg_y = 16, t->mm_tm = 4, t->mm_tn = 4, t->mm_bk = 16;
+        t->mm_tm_tall = t->mm_tm;
         t->mv_wg = 256, t->mv_cols = 32, t->mv_tn = 4;
         t->mvx_wg = 64, t->mvx_split = 1, t->mvx_tn = 1, t->mvx_min_groups = 1, t->mvx_sync = 0;
+        t->mvt_wg = 2 * sg, t->mvt_rows = sg < 8 ? sg : 8, t->mvt_blocks = 8, t->mvt_spans = 1;
     }
     if (c->opts.matmul == VKG_MATMUL_SHADERS_TEXEL && texel_ok) t->matmul_texel = 1;
     if (c->opts.matmul == VKG_MATMUL_SHADERS_TILED) t->matmul_texel = 0;
@@ -106,6 +118,7 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
            t->mvx_wg > t->mvx_split)
         t->mvx_wg /= 2;
     if (t->mv_wg > max_x) t->mv_wg = t->mv_cols = max_x;
+    while (t->mvt_wg > max_x && t->mvt_wg > sg) t->mvt_wg -= sg;
     while ((t->mm_wg_y * t->mm_tm + t->mm_wg_x * t->mm_tn) * t->mm_bk * 4 > l->maxComputeSharedMemorySize &&
            t->mm_bk > 1)
         t->mm_bk /= 2;
@@ -131,12 +144,18 @@ vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, 
         {"mv_wg shared bytes", t->mv_wg * 4, shared},
         {"mv_tn", t->mv_tn, 16},
         {"texel matmul shared bytes", t->mm_wg_x * t->mm_wg_y * t->mm_tm * t->mm_tn * 4, shared},
+        {"mm_tm_tall", t->mm_tm_tall, 16},
+        {"texel matmul shared bytes (tall)", t->mm_wg_x * t->mm_wg_y * t->mm_tm_tall * t->mm_tn * 4, shared},
         {"texel matrix-vector shared bytes", t->mv_wg * t->mv_tn * 4, shared},
         {"mvx_wg", t->mvx_wg, max_x},
         {"mvx_split", t->mvx_split, t->mvx_wg},
         {"mvx_tn", t->mvx_tn, 16},
         {"mvx_min_groups", t->mvx_min_groups, UINT32_MAX},
         {"matvec texel shared bytes", t->mvx_wg * t->mvx_tn * 8 * 4, shared},
+        {"mvt_wg", t->mvt_wg, max_x},
+        {"mvt_rows", t->mvt_rows, 64},
+        {"mvt_blocks", t->mvt_blocks, 64},
+        {"mvt_spans", t->mvt_spans, 64},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
         if (checks[i].value == 0 || checks[i].value > checks[i].max)
@@ -145,6 +164,10 @@ vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, 
     if (t->mvx_wg % t->mvx_split != 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "Vulkan tuning: mvx_wg (%u) must be a multiple of mvx_split (%u)", t->mvx_wg, t->mvx_split);
+    const uint32_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
+    if (t->mvt_wg % sg != 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "Vulkan tuning: mvt_wg (%u) must be a multiple of the subgroup size (%u)", t->mvt_wg, sg);
     if (t->mv_wg % t->mv_cols != 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "Vulkan tuning: mv_wg (%u) must be a multiple of mv_cols (%u)", t->mv_wg, t->mv_cols);

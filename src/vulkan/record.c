@@ -119,11 +119,30 @@ static int choose_matvec_texel(const vkg_vk_context *c, const vkg_step *st, vkg_
     return 1;
 }
 
+/* The M == 1 texel shader with B along k (matvec_texelt.glsl) where the tuning has it and the
+ * layout allows: 16-byte texels of B (four floats, or eight 16-bit elements where the device has
+ * such texels), K a whole number of them, A in vec4s.  Returns 0 to leave the step to the
+ * general choice. */
+static int choose_matvec_texelt(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
+                                uint32_t *n_spec, uint32_t g[3]) {
+    const vkg_vk_tuning *t = &c->tuning;
+    const vkg_matmul_params *m = &st->params.matmul;
+    const uint32_t ept = b_16bit(m) ? 8 : 4;
+    if (!t->matmul_texel || !t->matvec_texelt || (b_16bit(m) && !t->texel_16bit_x8) || m->M != 1 ||
+        m->K % ept != 0 || !a_along_k4(m) || !b_texels_along(m, ept, 1) || !texel_fits(c, &st->bind[0], 16) ||
+        !texel_fits(c, &st->bind[1], 16))
+        return 0;
+    *sh = VKG_SH_MATVEC_TEXELT;
+    spec[0] = t->mvt_wg, spec[1] = t->mvt_rows, spec[2] = t->mvt_blocks, spec[3] = t->mvt_spans, *n_spec = 4;
+    g[0] = div_up(m->N, (uint64_t)t->mvt_rows * t->mvt_blocks * t->mvt_spans), g[1] = 1, g[2] = m->batch0 * m->batch1;
+    return 1;
+}
+
 static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                           uint32_t *n_spec, uint32_t g[3]) {
     const vkg_vk_tuning *t = &c->tuning;
     const vkg_matmul_params *m = &st->params.matmul;
-    if (choose_matvec_texel(c, st, sh, spec, n_spec, g)) return;
+    if (choose_matvec_texel(c, st, sh, spec, n_spec, g) || choose_matvec_texelt(c, st, sh, spec, n_spec, g)) return;
     uint32_t wx = t->mm_wg_x, wy = t->mm_wg_y, tm = t->mm_tm, tn = t->mm_tn;
     /* A 16-bit B takes the texel path where the device has 16-bit integer texels; its texels are
      * half as wide. */
@@ -132,6 +151,7 @@ static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_sh
     if (texel && texel_fits(c, &st->bind[0], 16) && texel_fits(c, &st->bind[1], 4 * b_elem) && a_along_k4(m) &&
         (b_texels_along(m, 4, 0) || b_texels_along(m, 4, 1))) {
         *sh = b_texels_along(m, 4, 0) ? VKG_SH_MATMUL_TEXEL4 : VKG_SH_MATMUL_TEXEL4T;
+        if (m->M >= (uint64_t)wy * t->mm_tm_tall) tm = t->mm_tm_tall;
         /* M == 1: B along n streams rows of mv_tn columns (few live vec4s, so no spilling);
          * B along k keeps mm_tn rows per invocation, whose dot products share each A fetch. */
         if (m->M == 1) {
@@ -163,8 +183,9 @@ static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_sh
 
 /* Loop iterations of one matmul invocation: its walk along k, plus the store of its TM x TN
  * block, whose loops are kept rolled (matmul_block.glsl; the tiled shader's too, counted alike).
- * The loops over a register block inside the walk have constant bounds and are unrolled. */
-static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, const uint32_t spec[]) {
+ * The loops over a register block inside the walk have constant bounds and are unrolled.  sg:
+ * the device's subgroup size (the lanes that share a walk in matvec_texelt.glsl). */
+static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, const uint32_t spec[], uint64_t sg) {
     uint64_t K = m->K, store = (uint64_t)spec[2] * (spec[3] + 1) + 1;
     if (sh == VKG_SH_MATMUL_TEXEL4 || sh == VKG_SH_MATMUL_TEXEL4T || sh == VKG_SH_MATMUL_TEXEL8_B16 ||
         sh == VKG_SH_MATMUL_TEXEL8T_B16)
@@ -173,6 +194,13 @@ static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, 
     if (sh == VKG_SH_MATVEC) {
         uint64_t split = spec[0] / spec[1];
         return div_up(K, split) + split + 2;
+    }
+    if (sh == VKG_SH_MATVEC_TEXELT) {
+        /* per block of rows its walk along k (a lane's share of the row's texels, four elements
+         * or more each), then the store of the block's rows; a subgroup takes every
+         * (wg / sg)-th span of the workgroup */
+        uint64_t walk = div_up(div_up(K, 4), sg) + 1, spans = div_up(spec[3], div_up(spec[0], sg));
+        return spans * (spec[2] * (walk + spec[1] + 1) + 1) + 1;
     }
     if (sh == VKG_SH_MATVEC_TEXEL) {
         /* the walk over one slice's blocks of four rows and the partial block at its end, then
@@ -238,7 +266,7 @@ static vkg_status matmul_shader(const vkg_vk_context *c, const vkg_step *st, vkg
                                 uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
     const vkg_matmul_params *m = &st->params.matmul;
     choose_matmul(c, st, sh, spec, n_spec, g);
-    uint64_t iters = matmul_iterations(*sh, m, spec);
+    uint64_t iters = matmul_iterations(*sh, m, spec, c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1);
     if (iters > LOOP_BUDGET)
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
                              "%s: matmul %ux%ux%u needs %llu shader loop iterations per invocation, more "
@@ -314,11 +342,18 @@ static vkg_status attention_shader(const vkg_vk_context *c, const vkg_step *st, 
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: q, k or v spans more than a texel buffer of %s holds",
                              st->label, c->props.deviceName);
     *sh = attention_vec4(c, st) ? VKG_SH_ATTENTION4 : VKG_SH_ATTENTION;
-    spec[0] = c->tuning.row_wg, spec[1] = div_up(a->D, 4), spec[2] = div_up(a->Dv, 4), *n_spec = 3;
+    /* Fewer query rows per batch entry than a subgroup has lanes (decoding): a subgroup per row,
+     * its lanes splitting the keys (attention.glsl, SPLIT_KEYS), one subgroup per workgroup. */
+    const uint32_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
+    const int split = a->T < sg;
+    spec[0] = split ? sg : c->tuning.row_wg, spec[1] = div_up(a->D, 4), spec[2] = div_up(a->Dv, 4);
+    spec[3] = (uint32_t)split, *n_spec = 4;
     if (spec[1] == 0) spec[1] = 1;
     if (spec[2] == 0) spec[2] = 1;
-    /* one unit: a workgroup's tile of consecutive query rows of one batch entry */
-    uint64_t batch = (uint64_t)a->batch0 * a->batch1, rows = batch * a->T, units = batch * div_up(a->T, spec[0]);
+    /* one unit: a workgroup's tile of consecutive query rows of one batch entry (one row when
+     * split) */
+    uint64_t batch = (uint64_t)a->batch0 * a->batch1, rows = batch * a->T;
+    uint64_t units = batch * div_up(a->T, split ? 1 : spec[0]);
     return linear_groups(c, st, units, rows * a->S * (a->D + a->Dv), attention_iterations(a), g, err);
 }
 
