@@ -24,23 +24,7 @@ layout(constant_id = 1) const uint SPLIT = 1;   // groups of invocations splitti
 layout(constant_id = 2) const uint TN = 1;      // texels of columns per invocation
 layout(constant_id = 3) const bool SYNC = false; // a barrier after every block of four rows (below)
 
-layout(binding = 0) uniform samplerBuffer A;
-#ifdef B_TEXEL_16BIT_X8
-const uint EPT = 8;   // elements per texel
-void vkg_widen_b(uvec4 h, out vec4 v[2]) { vkg_widen16x8(h, v); }
-#else
-layout(binding = 1) uniform samplerBuffer B;
-const uint EPT = 4;
-void vkg_widen_b(vec4 t, out vec4 v[1]) { v[0] = t; }
-#endif
-// Texel i of B as elements.
-void vkg_fetch_b(int i, out vec4 v[EPT / 4]) { vkg_widen_b(texelFetch(B, i), v); }
-const uint V = EPT / 4;   // vec4s per texel of B
-
-layout(std430, binding = 2) writeonly buffer C { float c_data[]; };
-layout(std430, binding = 3) readonly buffer Bias { float bias_data[]; };
-layout(std430, binding = 4) readonly buffer R { float r_data[]; };
-#include "matmul_epilogue.glsl"
+#include "matvec_bindings.glsl"
 
 const uint LANES = gl_WorkGroupSize.x / SPLIT;   // invocations per slice of k
 const uint OUT = TN * EPT;   // outputs per invocation

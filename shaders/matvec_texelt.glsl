@@ -37,21 +37,7 @@ layout(constant_id = 2) const uint SPAN_BLOCKS = 8;   // blocks per span: their 
 layout(constant_id = 3) const uint WG_SPANS = 2;      // spans per workgroup
 const uint SPAN = BLOCK_ROWS * SPAN_BLOCKS;           // rows
 
-layout(binding = 0) uniform samplerBuffer A;
-#ifdef B_TEXEL_16BIT_X8
-const uint EPT = 8;   // elements per texel
-void vkg_widen_b(uvec4 h, out vec4 v[2]) { vkg_widen16x8(h, v); }
-#else
-layout(binding = 1) uniform samplerBuffer B;
-const uint EPT = 4;
-void vkg_widen_b(vec4 t, out vec4 v[1]) { v[0] = t; }
-#endif
-const uint V = EPT / 4;   // vec4s per texel of B
-
-layout(std430, binding = 2) writeonly buffer C { float c_data[]; };
-layout(std430, binding = 3) readonly buffer Bias { float bias_data[]; };
-layout(std430, binding = 4) readonly buffer R { float r_data[]; };
-#include "matmul_epilogue.glsl"
+#include "matvec_bindings.glsl"
 
 void main() {
     const uint b0 = gl_WorkGroupID.z / p.batch1, b1 = gl_WorkGroupID.z % p.batch1;
@@ -75,7 +61,7 @@ void main() {
                 a_at += int(lanes * V);
                 [[unroll]] for (uint j = 0; j < BLOCK_ROWS; j++) {
                     vec4 y[V];
-                    vkg_widen_b(texelFetch(B, at[j]), y);
+                    vkg_fetch_b(at[j], y);
                     at[j] += int(lanes);
                     float s = dot(x[0], y[0]);
                     [[unroll]] for (uint v = 1; v < V; v++) s += dot(x[v], y[v]);

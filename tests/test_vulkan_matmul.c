@@ -215,7 +215,7 @@ static void test_matvec_texelt_tunings(void **state) {
     vkg_vk_context *c = vk_test_context(d);
     if (!c->tuning.matmul_texel || !c->tuning.matvec_texelt) skip();
     vkg_vk_tuning saved = c->tuning;
-    const uint32_t sg = c->subgroup.subgroupSize;
+    const uint32_t sg = vkg_vk_subgroup_size(c);
     c->tuning.mvt_wg = sg + sg / 2;
     assert_int_not_equal(vkg_vk_tuning_check(c, &c->tuning, NULL), VKG_OK);
     const struct { uint32_t wg, rows, blocks, spans; } tunings[] = {

@@ -137,6 +137,8 @@ const char *vkg_vk_unusable_reason(VkPhysicalDevice pd);
 void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t);
 /* The widest 1-d workgroup the device runs: its x size limit or its invocation limit. */
 uint32_t vkg_vk_max_workgroup_x(const vkg_vk_context *c);
+/* The device's subgroup size (1 where it reports none). */
+uint32_t vkg_vk_subgroup_size(const vkg_vk_context *c);
 
 /* Submits cmd on the context's queue, signalling fence, and waits for it (fence reset after).
  * what names the work in messages ("running the plan"). */

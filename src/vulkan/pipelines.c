@@ -52,10 +52,14 @@ uint32_t vkg_vk_max_workgroup_x(const vkg_vk_context *c) {
                                                                              : l->maxComputeWorkGroupInvocations;
 }
 
+uint32_t vkg_vk_subgroup_size(const vkg_vk_context *c) {
+    return c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
+}
+
 void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
     const VkPhysicalDeviceLimits *l = &c->props.limits;
     uint32_t max_x = vkg_vk_max_workgroup_x(c);
-    uint32_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
+    uint32_t sg = vkg_vk_subgroup_size(c);
     int cpu = c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     int texel_ok = texel_format_ok(c, VK_FORMAT_R32_SFLOAT) && texel_format_ok(c, VK_FORMAT_R32G32B32A32_SFLOAT);
     int texel16_ok = texel_format_ok(c, VK_FORMAT_R16_UINT) && texel_format_ok(c, VK_FORMAT_R16G16B16A16_UINT);
@@ -164,7 +168,7 @@ vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, 
     if (t->mvx_wg % t->mvx_split != 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "Vulkan tuning: mvx_wg (%u) must be a multiple of mvx_split (%u)", t->mvx_wg, t->mvx_split);
-    const uint32_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
+    const uint32_t sg = vkg_vk_subgroup_size(c);
     if (t->mvt_wg % sg != 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "Vulkan tuning: mvt_wg (%u) must be a multiple of the subgroup size (%u)", t->mvt_wg, sg);

@@ -23,7 +23,7 @@ static uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) /
  * passes over the columns, and two workgroup reductions, each a loop over the subgroups
  * (reduce.glsl), every loop ended by one more test. */
 static uint64_t row_iterations(const vkg_vk_context *c, uint64_t cols, uint32_t wg) {
-    uint64_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
+    uint64_t sg = vkg_vk_subgroup_size(c);
     return 3 * (div_up(cols, wg) + 1) + 2 * (div_up(wg, sg) + 1) + 4;
 }
 
@@ -266,7 +266,7 @@ static vkg_status matmul_shader(const vkg_vk_context *c, const vkg_step *st, vkg
                                 uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
     const vkg_matmul_params *m = &st->params.matmul;
     choose_matmul(c, st, sh, spec, n_spec, g);
-    uint64_t iters = matmul_iterations(*sh, m, spec, c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1);
+    uint64_t iters = matmul_iterations(*sh, m, spec, vkg_vk_subgroup_size(c));
     if (iters > LOOP_BUDGET)
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
                              "%s: matmul %ux%ux%u needs %llu shader loop iterations per invocation, more "
@@ -344,7 +344,7 @@ static vkg_status attention_shader(const vkg_vk_context *c, const vkg_step *st, 
     *sh = attention_vec4(c, st) ? VKG_SH_ATTENTION4 : VKG_SH_ATTENTION;
     /* Fewer query rows per batch entry than a subgroup has lanes (decoding): a subgroup per row,
      * its lanes splitting the keys (attention.glsl, SPLIT_KEYS), one subgroup per workgroup. */
-    const uint32_t sg = c->subgroup.subgroupSize ? c->subgroup.subgroupSize : 1;
+    const uint32_t sg = vkg_vk_subgroup_size(c);
     const int split = a->T < sg;
     spec[0] = split ? sg : c->tuning.row_wg, spec[1] = div_up(a->D, 4), spec[2] = div_up(a->Dv, 4);
     spec[3] = (uint32_t)split, *n_spec = 4;
