@@ -25,8 +25,7 @@ static vkg_status read_tie(const char *path, int *tie, vkg_error *err) {
 
 /* The tensors to read: the weight table's rows for this config (weights_read.h reads them). */
 typedef struct listing {
-    const vkg_gpt2_config *config;
-    int transposed;   /* the Conv1D matrices held [out, in] */
+    const vkg_gpt2 *m;   /* its config and whether it holds the Conv1D matrices transposed */
     vkg_weight_want *w;
     int n;
 } listing;
@@ -38,11 +37,11 @@ static vkg_status want(void *user, vkg_gpt2_weight id, int layer) {
     memset(x, 0, sizeof *x);
     vkg_gpt2_weight_name(id, layer, x->name, sizeof x->name);
     x->ndim = s->d1 == VKG_GPT2_DIM_NONE ? 1 : 2;
-    x->shape[0] = vkg_gpt2_dim_size(l->config, s->d0);
-    x->shape[1] = vkg_gpt2_dim_size(l->config, s->d1);
+    x->shape[0] = vkg_gpt2_dim_size(&l->m->config, s->d0);
+    x->shape[1] = vkg_gpt2_dim_size(&l->m->config, s->d1);
     x->id = id;
     x->layer = layer;
-    x->transpose = l->transposed && s->conv1d;
+    x->transpose = vkg_gpt2_held_transposed(l->m, id);
     return VKG_OK;
 }
 
@@ -66,7 +65,7 @@ static vkg_status want_required(void *user, vkg_gpt2_weight id, int layer) {
 /* Every tensor of the table but the optional head; l->n gets the count.  The caller frees l->w
  * (room for the head is left at the end). */
 static vkg_status list_tensors(listing *l) {
-    const int n_layer = l->config->n_layer;
+    const int n_layer = l->m->config.n_layer;
     l->n = 0;
     l->w = calloc(((size_t)n_layer + 1) * VKG_GPT2_N_WEIGHTS, sizeof *l->w);
     if (!l->w) return VKG_ERR_OUT_OF_MEMORY;
@@ -124,7 +123,7 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_op
         if (!m->layers) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     }
     m->transposed = o->transposed;
-    listing l = {.config = &m->config, .transposed = m->transposed};
+    listing l = {.m = m};
     if (st == VKG_OK && list_tensors(&l) != VKG_OK) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     vkg_weight_want *w = l.w;
     if (st == VKG_OK) {

@@ -20,14 +20,9 @@ typedef struct builder {
 
 static vkg_tensor named(builder *b, vkg_tensor t, const char *what) { return vkg_layers_name(&b->L, t, what); }
 
-/* Whether weight w is held transposed: a Conv1D matrix of a model holding them [out, in]. */
-static int held_transposed(const builder *b, vkg_gpt2_weight w) {
-    return b->m->transposed && vkg_gpt2_weights[w].conv1d;
-}
-
 /* The matmul flags that read weight w as the linear layer x @ W it is. */
 static unsigned linear_flags(const builder *b, vkg_gpt2_weight w) {
-    return held_transposed(b, w) ? VKG_TRANSPOSE_B : 0;
+    return vkg_gpt2_held_transposed(b->m, w) ? VKG_TRANSPOSE_B : 0;
 }
 
 /* Weight w (of layer `layer`, for a layer's) as a constant named and shaped as the weight table
@@ -37,7 +32,7 @@ static vkg_tensor weight(builder *b, vkg_gpt2_weight w, int layer) {
     const vkg_gpt2_weight_spec *s = &vkg_gpt2_weights[w];
     const vkg_gpt2_config *c = &b->m->config;
     const int64_t d0 = vkg_gpt2_dim_size(c, s->d0), d1 = vkg_gpt2_dim_size(c, s->d1);
-    const int t = held_transposed(b, w);
+    const int t = vkg_gpt2_held_transposed(b->m, w);
     return vkg_layers_weight(&b->L, s->name, b->m->weight_dtype, t ? d1 : d0, t ? d0 : d1,
                              vkg_gpt2_weight_data(b->m, w, layer));
 }

@@ -70,6 +70,10 @@ const void *vkg_gpt2_weight_data(const vkg_gpt2 *m, vkg_gpt2_weight w, int layer
     return *(const void *const *)p;
 }
 
+int vkg_gpt2_held_transposed(const vkg_gpt2 *m, vkg_gpt2_weight w) {
+    return m->transposed && vkg_gpt2_weights[w].conv1d;
+}
+
 void vkg_gpt2_weight_set(vkg_gpt2 *m, vkg_gpt2_weight w, int layer, const void *data) {
     void *p = (void *)slot_of(m, w, layer);
     if (vkg_gpt2_weights[w].d1 == VKG_GPT2_DIM_NONE) *(const float **)p = data;

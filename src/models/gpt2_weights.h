@@ -64,6 +64,9 @@ int64_t vkg_gpt2_dim_size(const vkg_gpt2_config *c, vkg_gpt2_dim d);
 const char *vkg_gpt2_weight_name(vkg_gpt2_weight w, int layer, char *buf, size_t size);
 /* Where the loaded model holds it; the loader writes the pointer through vkg_gpt2_weight_set. */
 const void *vkg_gpt2_weight_data(const vkg_gpt2 *m, vkg_gpt2_weight w, int layer);
+/* Whether m holds w transposed, [out, in]: a Conv1D matrix of a model that holds them so
+ * (vkg_gpt2.transposed).  The loader reads it so and the graph reads it with VKG_TRANSPOSE_B. */
+int vkg_gpt2_held_transposed(const vkg_gpt2 *m, vkg_gpt2_weight w);
 void vkg_gpt2_weight_set(vkg_gpt2 *m, vkg_gpt2_weight w, int layer, const void *data);
 
 /* Calls fn for every tensor of a model with n_layer layers, in the table's order (a layer's

@@ -85,11 +85,11 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
          * forward: T = 128 845 -> 722 ms, T = 256 1668 -> 1567 ms, T = 1024 7211 -> 6738 ms
          * (f32 T = 256 2018 -> 1844 ms); at T = 8 it would be 1.7x slower, at T = 64 even. */
         t->mm_tm_tall = 16;
-        /* M == 1 with B along n: 4 columns (one vec4) per invocation keeps the fetched rows in
+        /* M == 1 through the vec4 texel shaders (where neither matrix-vector texel shader takes
+         * the layout): B along n, 4 columns (one vec4) per invocation keeps the fetched rows in
          * registers (wider blocks spill on 8-wide AVX2); along k, mm_tn rows each.  16
-         * invocations per workgroup: 64 columns or 128 rows, 6 to 48 workgroups for GPT-2's
-         * layers, enough to balance two threads (32 left 3 workgroups of 256 rows for the
-         * [3072, 768] projection, one thread doing two: decode 5-15% slower, measured on
+         * invocations per workgroup: 64 columns or 128 rows (32 left 3 workgroups of 256 rows
+         * for a [3072, 768] product, one thread doing two: 5-15% slower, measured on
          * lavapipe). */
         t->mv_wg = 16, t->mv_cols = 16, t->mv_tn = 4;
         /* M == 1 with B along n (matvec_texel.glsl): 32 invocations per slice of k x 4 texels
@@ -98,18 +98,18 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
          * [3072, 768] weights, 2.3x to 2.8x less CPU time than the vec4 texel shader's walk. */
         t->matvec_texel = texel_ok && texel_u4_ok;
         t->mvx_wg = 64, t->mvx_split = 2, t->mvx_tn = 4, t->mvx_min_groups = 2, t->mvx_sync = 1;
-        /* M == 1 with B along k (matvec_texelt.glsl): two subgroups per workgroup, each taking
-         * a span of 8 blocks of 8 rows, 128 rows per workgroup (6 to 24 workgroups for GPT-2's
-         * layers, 393 for its head). */
+        /* M == 1 with B along k (matvec_texelt.glsl, sizes set below for every device). */
         t->matvec_texelt = texel_ok;
-        t->mvt_wg = 2 * sg, t->mvt_rows = sg < 8 ? sg : 8, t->mvt_blocks = 8, t->mvt_spans = 2;
     } else {
         t->mm_wg_x = 16, t->mm_wg_y = 16, t->mm_tm = 4, t->mm_tn = 4, t->mm_bk = 16;
         t->mm_tm_tall = t->mm_tm;
         t->mv_wg = 256, t->mv_cols = 32, t->mv_tn = 4;
         t->mvx_wg = 64, t->mvx_split = 1, t->mvx_tn = 1, t->mvx_min_groups = 1, t->mvx_sync = 0;
-        t->mvt_wg = 2 * sg, t->mvt_rows = sg < 8 ? sg : 8, t->mvt_blocks = 8, t->mvt_spans = 1;
     }
+    /* matvec_texelt.glsl: two subgroups per workgroup, each taking a span of 8 blocks of 8 rows,
+     * 128 rows per workgroup (6 to 24 workgroups for GPT-2's layers, 393 for its head); a sweep
+     * around these on llvmpipe was flat. */
+    t->mvt_wg = 2 * sg, t->mvt_rows = sg < 8 ? sg : 8, t->mvt_blocks = 8, t->mvt_spans = 2;
     if (c->opts.matmul == VKG_MATMUL_SHADERS_TEXEL && texel_ok) t->matmul_texel = 1;
     if (c->opts.matmul == VKG_MATMUL_SHADERS_TILED) t->matmul_texel = 0;
     /* Devices with small limits: shrink until the tuning fits. */

@@ -350,10 +350,10 @@ vkg_status vkg_vulkan_device_open(struct vkg_device *d, int index, vkg_error *er
     /* Every shader that reads a 16-bit operand has a storage-buffer form; without 16-bit storage
      * the plan holds such weights as f32, widened at upload (upload_constant). */
     d->read_16bit = c->has_16bit_storage;
-    /* The texel shaders (software rasterisers) read B along k with more cache lines in flight
-     * per fetch: measured on lavapipe, GPT-2's projections held [N, K] make the T = 256 forward
-     * 11-18% faster and f16 decode 20-40% (README, "lavapipe").  A GPU's shared-memory tiles
-     * and split-K matrix-vector shader want [K, N]. */
+    /* The texel shaders (software rasterisers) read B along k faster: prefill's texel matmul
+     * puts more cache lines in flight per fetch, and decode's matvec_texelt.glsl streams rows
+     * (README, "lavapipe").  A GPU's shared-memory tiles and split-K matrix-vector shader want
+     * [K, N]. */
     d->transposed_weights = c->tuning.matmul_texel;
     return VKG_OK;
 }
