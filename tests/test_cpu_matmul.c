@@ -320,7 +320,8 @@ static void few_rows_case(vkg_rng *rng, vkg_threadpool *const pools[3], uint32_t
 }
 
 /* The few-rows paths (decoding: M = 1 and a handful) against the reference, bit for bit: every
- * column remainder (N mod 4, 8, 16, 32, a tile), k remainders and the prefetch boundary, both B
+ * column remainder (N mod 4, 8, 16, 32, a tile; N < 16 and N mod 16 for the bands of columns
+ * with k contiguous), k remainders (K mod 8 for those) and the prefetch boundary, both B
  * layouts, f32, f16 and bf16 B, every epilogue, the row-pass boundaries (M = 4, 5, 8), the first
  * M that takes the tiles (9) and more. */
 static void test_matmul_few_rows_exact(void **state) {
@@ -344,7 +345,7 @@ static void test_matmul_few_rows_exact(void **state) {
     few_rows_case(&rng, pools, 5, 4500, 9, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, VKG_UNARY_COPY);
     few_rows_case(&rng, pools, 1, 8200, 6, 0, 1, VKG_MATMUL_B_F16, VKG_UNARY_GELU);
     few_rows_case(&rng, pools, 16, 33, 77, 1, 1, VKG_MATMUL_BIAS, VKG_UNARY_SILU);
-    /* K past one block of k on the few-rows tiles (1024) */
+    /* a long K on the path that transposes B in registers (columns with k contiguous) */
     few_rows_case(&rng, pools, 3, 40, 2100, 1, 0, VKG_MATMUL_B_BF16, VKG_UNARY_COPY);
     for (int t = 0; t < 3; t++) vkg_threadpool_free(pools[t]);
 }

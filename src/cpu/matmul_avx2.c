@@ -14,9 +14,36 @@
 enum { MR = 6, NV = 2 };
 #define MM_NAME vkg_mm_avx2
 
-static inline vf vload_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-static inline vf vload_bf16(const uint16_t *p) {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+static inline vf widen_f16(__m128i h) { return _mm256_cvtph_ps(h); }
+static inline vf widen_bf16(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+static inline vf vload_f16(const uint16_t *p) { return widen_f16(_mm_loadu_si128((const __m128i *)p)); }
+static inline vf vload_bf16(const uint16_t *p) { return widen_bf16(_mm_loadu_si128((const __m128i *)p)); }
+/* x[q] lane j = element j * sn + q of b (T a VKG_MM_* type; 16-bit values widened), j < 8, q < 8. */
+static inline void b_cols8(int T, const void *b, size_t sn, vf x[8]) {
+    if (T == VKG_MM_F32) {
+        const float *f = b;
+        __m256 r[8], t[8];
+        for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_ps(f + j * sn);
+        for (int j = 0; j < 8; j += 2) { /* rows j, j + 1: k 0, 1 | 4, 5, then k 2, 3 | 6, 7 */
+            t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+            t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+        }
+        for (int h = 0; h < 8; h += 4) /* rows h .. h + 3: k 0 | 4, 1 | 5, 2 | 6, 3 | 7 */
+            for (int j = 0; j < 2; j++) {
+                r[h + 2 * j] = _mm256_shuffle_ps(t[h + j], t[h + j + 2], 0x44);
+                r[h + 2 * j + 1] = _mm256_shuffle_ps(t[h + j], t[h + j + 2], 0xee);
+            }
+        for (int q = 0; q < 4; q++) { /* rows 0 .. 7: k q, then k q + 4 */
+            x[q] = _mm256_permute2f128_ps(r[q], r[q + 4], 0x20);
+            x[q + 4] = _mm256_permute2f128_ps(r[q], r[q + 4], 0x31);
+        }
+        return;
+    }
+    const uint16_t *h = b;
+    __m128i r[8];
+    for (int j = 0; j < 8; j++) r[j] = _mm_loadu_si128((const __m128i *)(h + j * sn));
+    MM_X86_TRANSPOSE8_16(_mm, r);
+    for (int q = 0; q < 8; q++) x[q] = T == VKG_MM_F16 ? widen_f16(r[q]) : widen_bf16(r[q]);
 }
 
 #include "cpu/matmul_body.h"

@@ -10,9 +10,10 @@
  * sfma (kernel_matmul.c states the contract).
  *
  * Two paths:
- *   - few rows (M <= VKG_MM_FEW_ROWS) with B's columns contiguous (decoding: the work is
- *     reading B): B is read in place, row by row over wide blocks of columns, with software
- *     prefetch; rows of A go VKG_MM_PASS_ROWS at a time over a block, sums in L1;
+ *   - few rows (M <= VKG_MM_FEW_ROWS) with B's columns or its k contiguous (decoding: the work
+ *     is reading B): B is read in place, row by row over wide blocks of columns with software
+ *     prefetch (sums in L1, rows of A VKG_MM_PASS_ROWS at a time), or 16 columns at a time
+ *     transposed in registers (sums in registers, every row at once);
  *   - everything else: per output tile (TILE_M x TILE_N, the parallel units) and per block of
  *     VKG_MM_KC k, B is packed into strips of NR columns (widened to f32, transposed by 4 x 4
  *     register blocks when its k is contiguous), and a micro-kernel adds one block of k to
@@ -208,28 +209,104 @@ INLINE void stream_any_rows(int T, size_t rows, const float *a, size_t a_sm, siz
     }
 }
 
-/* Columns [n_lo, n_hi) of all M rows of one batch entry, B with b_sn == 1, in blocks as wide as
- * the sums allow; rows go PASS_ROWS at a time over each block. */
+/* ---- few rows, each column of B with its k contiguous: B transposed in registers --------------- */
+
+/* acc[i * W + j] = sum over k < K of a[i * a_sm + k * a_sk] * B(k, j), j < W, for ROWS rows
+ * (ROWS and T constants at each call); B(k, j) is element j * b_sn + k of
+ * b, as in a tied LM head's [V, C] table.  Blocks of 16 columns, one per vector lane: eight k of
+ * each column are read with one 16-byte load and turned into eight vectors of columns
+ * (b_cols8), whose products go, in k order, into sums held in registers; nothing is packed.
+ * The 16 columns of a block are W / 16 apart, so each lane walks a band of consecutive columns,
+ * one long stream of its own through memory, which the hardware prefetchers follow: with 16
+ * neighbouring columns instead (GPT-2's are 1.5 KiB, a few to a page), each a short stream, the
+ * head read at 16-18 GB/s where the bands read at 24, as fast as B's rows on the other path. */
+enum { STREAM_COLS = 16 / VL }; /* vectors of columns per block */
+INLINE void stream_cols(int ROWS, int T, const float *a, size_t a_sm, size_t a_sk, const void *b,
+                        size_t b_sn, size_t K, size_t W, float *acc) {
+    enum { LANES = STREAM_COLS * VL };
+    const size_t band = W / LANES; /* lane t of a block takes column j + t * band */
+    for (size_t j = 0; j < band; j++) {
+        vf s[VKG_MM_FEW_ROWS][STREAM_COLS];
+#pragma GCC unroll 8
+        for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 4
+            for (int c = 0; c < STREAM_COLS; c++) s[i][c] = vzero();
+        size_t k = 0;
+        for (; k + 8 <= K; k += 8) {
+#pragma GCC unroll 4
+            for (int c = 0; c < STREAM_COLS; c++) {
+                vf x[8];
+                b_cols8(T, b_at(T, b, (j + c * VL * band) * b_sn + k), band * b_sn, x);
+#pragma GCC unroll 8
+                for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 8
+                    for (int q = 0; q < 8; q++) s[i][c] = vmadd(vset1(a[i * a_sm + (k + q) * a_sk]), x[q], s[i][c]);
+            }
+        }
+        for (; k < K; k++)
+            for (int c = 0; c < STREAM_COLS; c++) {
+                float col[VL];
+                for (int t = 0; t < VL; t++) col[t] = b_one(T, b, (j + (c * VL + t) * band) * b_sn + k);
+                for (int i = 0; i < ROWS; i++) s[i][c] = vmadd(vset1(a[i * a_sm + k * a_sk]), vload(col), s[i][c]);
+            }
+        for (int i = 0; i < ROWS; i++)
+            for (int c = 0; c < STREAM_COLS; c++) {
+                float lanes[VL];
+                vstore(lanes, s[i][c]);
+                for (int t = 0; t < VL; t++) acc[i * W + j + (c * VL + t) * band] = lanes[t];
+            }
+    }
+    for (size_t j = band * LANES; j < W; j++)
+        for (int i = 0; i < ROWS; i++) {
+            float sum = 0.0f;
+            for (size_t k = 0; k < K; k++) sum = sfma(a[i * a_sm + k * a_sk], b_one(T, b, j * b_sn + k), sum);
+            acc[i * W + j] = sum;
+        }
+}
+
+INLINE void stream_cols_any_rows(int T, size_t rows, const float *a, size_t a_sm, size_t a_sk, const void *b,
+                                 size_t b_sn, size_t K, size_t W, float *acc) {
+    switch (rows) {
+    case 1: stream_cols(1, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
+    case 2: stream_cols(2, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
+    case 3: stream_cols(3, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
+    case 4: stream_cols(4, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
+    case 5: stream_cols(5, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
+    case 6: stream_cols(6, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
+    case 7: stream_cols(7, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
+    default: stream_cols(8, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
+    }
+}
+
+/* One pass of `rows` rows of A from a over columns [n0, n0 + W) of B: stream_rows (rows <=
+ * PASS_ROWS) when B's columns are contiguous, else stream_cols (its k is; rows <= FEW_ROWS). */
+INLINE void stream_typed(int T, const vkg_mm_view *v, size_t rows, const float *a, size_t n0, size_t K, size_t W,
+                         float *acc) {
+    if (v->b_sn == 1)
+        stream_any_rows(T, rows, a, v->a_sm, v->a_sk, b_at(T, v->b, n0), v->b_sk, K, W, acc);
+    else
+        stream_cols_any_rows(T, rows, a, v->a_sm, v->a_sk, b_at(T, v->b, n0 * v->b_sn), v->b_sn, K, W, acc);
+}
+
+/* Columns [n_lo, n_hi) of all M rows of one batch entry, B with b_sn == 1 (stream_rows) or b_sk ==
+ * 1 (stream_cols), in blocks as wide as the sums allow; rows go PASS_ROWS at a time over each
+ * block through stream_rows, all at once through stream_cols. */
 static void few_rows_block(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias, size_t n_lo,
                            size_t n_hi) {
     float acc[VKG_MM_STREAM_SUMS] ALIGNED;
-    const size_t pass_rows = p->M < PASS_ROWS ? p->M : PASS_ROWS;
+    /* stream_cols holds its sums in registers and takes every row in one pass */
+    const size_t pass_max = v->b_sn == 1 ? PASS_ROWS : VKG_MM_FEW_ROWS;
+    const size_t pass_rows = p->M < pass_max ? p->M : pass_max;
     const size_t width = VKG_MM_STREAM_SUMS / pass_rows / 16 * 16; /* whole cache lines */
     for (size_t n0 = n_lo; n0 < n_hi; n0 += width) {
         const size_t W = n_hi - n0 < width ? n_hi - n0 : width;
-        for (size_t m0 = 0; m0 < p->M; m0 += PASS_ROWS) {
-            const size_t rows = p->M - m0 < PASS_ROWS ? p->M - m0 : PASS_ROWS;
+        for (size_t m0 = 0; m0 < p->M; m0 += pass_rows) {
+            const size_t rows = p->M - m0 < pass_rows ? p->M - m0 : pass_rows;
             const float *a = v->a + m0 * v->a_sm;
             switch (v->b_type) {
-            case VKG_MM_F16:
-                stream_any_rows(VKG_MM_F16, rows, a, v->a_sm, v->a_sk, (const uint16_t *)v->b + n0, v->b_sk, p->K, W, acc);
-                break;
-            case VKG_MM_BF16:
-                stream_any_rows(VKG_MM_BF16, rows, a, v->a_sm, v->a_sk, (const uint16_t *)v->b + n0, v->b_sk, p->K, W, acc);
-                break;
-            default:
-                stream_any_rows(VKG_MM_F32, rows, a, v->a_sm, v->a_sk, (const float *)v->b + n0, v->b_sk, p->K, W, acc);
-                break;
+            case VKG_MM_F16: stream_typed(VKG_MM_F16, v, rows, a, n0, p->K, W, acc); break;
+            case VKG_MM_BF16: stream_typed(VKG_MM_BF16, v, rows, a, n0, p->K, W, acc); break;
+            default: stream_typed(VKG_MM_F32, v, rows, a, n0, p->K, W, acc); break;
             }
             store(p, v, bias, m0, rows, n0, W, acc, W);
         }
@@ -332,7 +409,7 @@ INLINE void pack_b_typed(int T, const vkg_mm_view *v, size_t k0, size_t kc, size
         /* Column j's k run starts at element (n + j) * sn.  A band of BAND columns advances
          * together, 4 k at a time, and each of its columns is prefetched a few cache lines
          * ahead: the hardware follows that many streams poorly, and more of them at once (a
-         * whole strip's 48) read slower still from memory, as decoding's LM head does. */
+         * whole strip's 48) read slower still from memory, as a prompt's pass over the tied head does. */
         const size_t esize = T == VKG_MM_F32 ? 4 : 2, groups = w / 4 * 4;
         for (size_t g0 = 0; g0 < groups; g0 += BAND) {
             const size_t g1 = groups - g0 < BAND ? groups : g0 + BAND;
@@ -403,16 +480,14 @@ static void prefetch_a_rows(const vkg_mm_view *v, size_t m0, size_t rows, size_t
  * strip at a time.  Per block of k, per strip of NR columns, that strip of B is packed (it stays in
  * L1 while every row strip gets its products) and the next strip's B is prefetched meanwhile; the
  * sums wait in acc, in k order across blocks, and after the last block each MR x NR block of them
- * goes through the epilogue at once, while it is in L1.  With few rows B is read once,
- * so its blocks of k are as long as the buffers allow: long runs of each column when k is
- * contiguous. */
+ * goes through the epilogue at once, while it is in L1.  (A few rows come here only with a B
+ * that has neither its columns nor its k contiguous.) */
 static void tiles(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
                   const float *R, size_t begin, size_t end) {
     const size_t tiles_m = (p->M + TILE_M - 1) / TILE_M, tiles_n = (p->N + TILE_N - 1) / TILE_N;
-    const size_t kc_max = p->M <= VKG_MM_FEW_ROWS ? VKG_MM_KC_FEW : KC;
     float acc[TILE_M * TILE_N] ALIGNED;
-    float pa[MR * VKG_MM_KC_FEW] ALIGNED;
-    float pb[VKG_MM_KC_FEW * NR] ALIGNED;
+    float pa[MR * KC] ALIGNED;
+    float pb[KC * NR] ALIGNED;
     const int prefetch_a = (double)(p->M < TILE_M ? p->M : TILE_M) * p->K * sizeof(float) > VKG_MM_A_CACHED;
     for (size_t unit = begin; unit < end; unit++) {
         const size_t batch = unit / (tiles_m * tiles_n), in_batch = unit % (tiles_m * tiles_n);
@@ -421,8 +496,8 @@ static void tiles(const vkg_matmul_params *p, const float *A, const void *B, flo
         const size_t cols = p->N - n0 < TILE_N ? p->N - n0 : TILE_N;
         const vkg_mm_view v = vkg_mm_view_of_batch(p, A, B, C, R, batch);
         if (p->K == 0) memset(acc, 0, sizeof acc);
-        for (size_t k0 = 0; k0 < p->K; k0 += kc_max) {
-            const size_t kc = p->K - k0 < kc_max ? p->K - k0 : kc_max;
+        for (size_t k0 = 0; k0 < p->K; k0 += KC) {
+            const size_t kc = p->K - k0 < KC ? p->K - k0 : KC;
             for (size_t t = 0; t < cols; t += NR) {
                 const size_t w = cols - t < NR ? cols - t : NR;
                 pack_b(&v, k0, kc, n0 + t, w, pb);
@@ -432,7 +507,7 @@ static void tiles(const vkg_matmul_params *p, const float *A, const void *B, flo
                 const int next_cols = t + NR < cols, next_k = !next_cols && k0 + kc < p->K;
                 const int prefetch_b_next = p->M > VKG_MM_FEW_ROWS && (next_cols || next_k);
                 const size_t nk0 = next_k ? k0 + kc : k0, nt = next_cols ? t + NR : 0;
-                const size_t nkc = p->K - nk0 < kc_max ? p->K - nk0 : kc_max;
+                const size_t nkc = p->K - nk0 < KC ? p->K - nk0 : KC;
                 const size_t nw = cols - nt < NR ? cols - nt : NR, strips = (rows + MR - 1) / MR;
                 for (size_t s = 0; s < rows; s += MR) {
                     const size_t r = rows - s < MR ? rows - s : MR;
@@ -460,7 +535,7 @@ static void tiles(const vkg_matmul_params *p, const float *A, const void *B, flo
 
 void MM_NAME(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
              const float *R, size_t begin, size_t end) {
-    if (p->M <= VKG_MM_FEW_ROWS && p->b_stride_n == 1)
+    if (p->M <= VKG_MM_FEW_ROWS && (p->b_stride_n == 1 || p->b_stride_k == 1))
         few_rows(p, A, B, C, bias, R, begin, end);
     else
         tiles(p, A, B, C, bias, R, begin, end);

@@ -14,10 +14,9 @@
 
 enum {
     VKG_MM_KC = 128,       /* k per packed block: a packed strip of B (KC x NR) stays in L1     */
-    VKG_MM_KC_FEW = 1024,  /* the same with few rows, where B is read once: longer runs of B    */
-    VKG_MM_FEW_ROWS = 8,   /* up to this many rows with contiguous columns of B, B is streamed
-                              from memory in wide row runs instead of packed (decoding)        */
-    VKG_MM_PASS_ROWS = 4,  /* rows of A per pass over a block of B on that streaming path      */
+    VKG_MM_FEW_ROWS = 8,   /* up to this many rows with B's columns or its k contiguous, B is
+                              streamed from memory instead of packed (decoding)               */
+    VKG_MM_PASS_ROWS = 4,  /* rows of A per pass over a block of B whose columns are contiguous */
     VKG_MM_A_CACHED = 1 << 20, /* bytes of a tile's rows of A (all of K) beyond which they are
                               not expected to stay in L2 from one tile to the next: the tiles
                               then prefetch A in software                                     */
