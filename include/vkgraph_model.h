@@ -111,6 +111,8 @@ void vkg_model_free(vkg_model *m); /* NULL is fine */
 typedef struct vkg_model_info {
     char architecture[16];     /* "gpt2"                                                        */
     int n_layer, n_head, n_embd;
+    int n_kv_head;             /* heads of keys and values: n_head (GPT-2), fewer with grouped
+                                  queries; the KV cache holds [2, n_kv_head, positions, head] a layer */
     int n_ctx;                 /* the context: positions the model was trained for (n_positions) */
     int n_vocab;
     int n_inner;               /* the MLP's width                                                */
@@ -118,6 +120,9 @@ typedef struct vkg_model_info {
     int32_t bos_token, eos_token; /* or VKG_NO_TOKEN                                             */
     int tied_head;
     vkg_weight_dtype dtype;    /* what the weight matrices are kept in: F32, F16 or BF16        */
+    int weights_transposed;    /* the layers' projections held [out, in] for the device
+                                  (vkg_device_prefers_transposed_weights), else [in, out] as
+                                  GPT-2's files store them; a plan dump shows the layout too     */
     int random_weights;        /* the folder says its weights are random (vkgraph gpt2-random)   */
     char note[256];            /* what a user should know (a special token outside the
                                   vocabulary); "" when nothing                                   */

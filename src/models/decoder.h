@@ -56,6 +56,7 @@ typedef struct vkg_decoder_facts {
     int tied_head;
     int64_t n_params;           /* a tied head counted once                                   */
     vkg_dtype weight_dtype;     /* of the weight matrices in memory: f32, f16 or bf16         */
+    int weights_transposed;     /* projections held [out, in] (vkg_model_info's)              */
     const char *note;           /* what a user should know about this model; "" when nothing  */
 } vkg_decoder_facts;
 

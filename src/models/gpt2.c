@@ -206,7 +206,7 @@ void vkg_gpt2_decoder_init(vkg_gpt2 *m) {
                   .n_kv_head = c->n_head, .n_embd = c->n_embd, .n_inner = vkg_gpt2_inner_size(c),
                   .n_ctx = c->n_positions, .n_vocab = c->vocab_size, .bos_token = c->bos_token_id,
                   .eos_token = c->eos_token_id, .tied_head = m->tied_head, .n_params = vkg_gpt2_parameter_count(m),
-                  .weight_dtype = m->weight_dtype, .note = m->note},
+                  .weight_dtype = m->weight_dtype, .weights_transposed = m->transposed, .note = m->note},
         .build = vkg_gpt2_build_graph,
         .free = free_model,
     };

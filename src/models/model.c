@@ -121,6 +121,7 @@ vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_erro
     info->n_layer = f->n_layer;
     info->n_head = f->n_head;
     info->n_embd = f->n_embd;
+    info->n_kv_head = f->n_kv_head;
     info->n_ctx = f->n_ctx;
     info->n_vocab = f->n_vocab;
     info->n_inner = f->n_inner;
@@ -129,6 +130,7 @@ vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_erro
     info->eos_token = f->eos_token;
     info->tied_head = f->tied_head;
     info->dtype = m->dtype;
+    info->weights_transposed = f->weights_transposed;
     info->random_weights = m->random_weights;
     snprintf(info->note, sizeof info->note, "%s", f->note);
     return VKG_OK;
