@@ -22,17 +22,9 @@ static inline vf vload_bf16(const uint16_t *p) { return widen_bf16(_mm_loadu_si1
 static inline void b_cols8(int T, const void *b, size_t sn, vf x[8]) {
     if (T == VKG_MM_F32) {
         const float *f = b;
-        __m256 r[8], t[8];
+        __m256 r[8];
         for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_ps(f + j * sn);
-        for (int j = 0; j < 8; j += 2) { /* rows j, j + 1: k 0, 1 | 4, 5, then k 2, 3 | 6, 7 */
-            t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
-            t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
-        }
-        for (int h = 0; h < 8; h += 4) /* rows h .. h + 3: k 0 | 4, 1 | 5, 2 | 6, 3 | 7 */
-            for (int j = 0; j < 2; j++) {
-                r[h + 2 * j] = _mm256_shuffle_ps(t[h + j], t[h + j + 2], 0x44);
-                r[h + 2 * j + 1] = _mm256_shuffle_ps(t[h + j], t[h + j + 2], 0xee);
-            }
+        MM_X86_INTERLEAVE8_F32(_mm256, r);
         for (int q = 0; q < 4; q++) { /* rows 0 .. 7: k q, then k q + 4 */
             x[q] = _mm256_permute2f128_ps(r[q], r[q + 4], 0x20);
             x[q + 4] = _mm256_permute2f128_ps(r[q], r[q + 4], 0x31);

@@ -24,19 +24,11 @@ static inline vf vload_bf16(const uint16_t *p) { return widen_bf16(_mm256_loadu_
 static inline void b_cols8(int T, const void *b, size_t sn, vf x[8]) {
     if (T == VKG_MM_F32) {
         const float *f = b;
-        __m512 r[8], t[8];
-        for (int j = 0; j < 8; j++)
+        __m512 r[8];
+        for (int j = 0; j < 8; j++) /* row j in the low half, row j + 8 in the high one */
             r[j] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(f + j * sn)),
                                       _mm256_loadu_ps(f + (j + 8) * sn), 1);
-        for (int j = 0; j < 8; j += 2) { /* rows j, j + 1 (and + 8): k 0, 1 | 4, 5, then k 2, 3 | 6, 7 */
-            t[j] = _mm512_unpacklo_ps(r[j], r[j + 1]);
-            t[j + 1] = _mm512_unpackhi_ps(r[j], r[j + 1]);
-        }
-        for (int h = 0; h < 8; h += 4) /* rows h .. h + 3 (and + 8): k 0 | 4, 1 | 5, 2 | 6, 3 | 7 */
-            for (int j = 0; j < 2; j++) {
-                r[h + 2 * j] = _mm512_shuffle_ps(t[h + j], t[h + j + 2], 0x44);
-                r[h + 2 * j + 1] = _mm512_shuffle_ps(t[h + j], t[h + j + 2], 0xee);
-            }
+        MM_X86_INTERLEAVE8_F32(_mm512, r);
         /* rows 0-3, 4-7, 8-11, 12-15 of k q from the 128-bit lanes 0 and 2 of r[q] and r[q + 4],
          * of k q + 4 from their lanes 1 and 3 */
         const __m512i lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);

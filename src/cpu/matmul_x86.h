@@ -43,4 +43,22 @@ static inline mm_x4 x4_bf16(const uint16_t *p) {
         } \
     } while (0)
 
+/* r[j] holds elements k .. k + 7 of row j (j < 8) in each 256-bit half of a float vector; after
+ * two rounds of interleaving, r[h + q] (h = 0, 4; q < 4) holds element k + q of rows h .. h + 3
+ * in the low 128 bits of each half and element k + q + 4 in the high 128 bits.  P is the prefix
+ * for r's width (_mm256 or _mm512); each variant joins the 128-bit pieces its own way. */
+#define MM_X86_INTERLEAVE8_F32(P, r) \
+    do { \
+        __typeof__(r[0]) t_[8]; \
+        for (int j_ = 0; j_ < 8; j_ += 2) { /* rows j_, j_ + 1: k 0, 1 | 4, 5, then k 2, 3 | 6, 7 */ \
+            t_[j_] = P##_unpacklo_ps(r[j_], r[j_ + 1]); \
+            t_[j_ + 1] = P##_unpackhi_ps(r[j_], r[j_ + 1]); \
+        } \
+        for (int h_ = 0; h_ < 8; h_ += 4) \
+            for (int j_ = 0; j_ < 2; j_++) { /* rows h_ .. h_ + 3: k 0 | 4, 1 | 5, 2 | 6, 3 | 7 */ \
+                r[h_ + 2 * j_] = P##_shuffle_ps(t_[h_ + j_], t_[h_ + j_ + 2], 0x44); \
+                r[h_ + 2 * j_ + 1] = P##_shuffle_ps(t_[h_ + j_], t_[h_ + j_ + 2], 0xee); \
+            } \
+    } while (0)
+
 #endif
