@@ -82,25 +82,36 @@ INLINE const void *b_at(int T, const void *b, size_t i) {
 
 /* ---- the epilogue ------------------------------------------------------------------------------ */
 
+/* One element of the epilogue: act(s (+ b)) (+ r). */
+#define MM_EPILOGUE_ELEMENT(j) \
+    do { \
+        float x_ = s[j]; \
+        if (BIAS) x_ += b[j]; \
+        x_ = vkg_cpu_activation(ACT, x_); \
+        if (RES) x_ += r[j]; \
+        c[j] = x_; \
+    } while (0)
+
 /* One row: c[j] = act(s[j] (+ b[j])) (+ r[j]) (ACT, BIAS, RES constants at each call, so the
  * loop is straight-line code the compiler vectorizes: the same operations on every element, in
  * the same order as one at a time).  r may be c: element j is read before it is written, and no
- * element depends on another. */
+ * element depends on another, which the pragmas tell the compiler.  The exact GELU calls libm's
+ * erfc, which no compiler vectorizes: its loop is left to the compiler as it is (clang's pragma
+ * demands vectorization and warns where it cannot). */
 INLINE void epilogue_row(uint32_t ACT, int BIAS, int RES, float *c, const float *s, const float *b, const float *r,
                          size_t cols) {
+    if (ACT == VKG_UNARY_GELU_ERF) {
+        for (size_t j = 0; j < cols; j++) MM_EPILOGUE_ELEMENT(j);
+        return;
+    }
 #if defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
 #else
 #pragma GCC ivdep
 #endif
-    for (size_t j = 0; j < cols; j++) {
-        float x = s[j];
-        if (BIAS) x += b[j];
-        x = vkg_cpu_activation(ACT, x);
-        if (RES) x += r[j];
-        c[j] = x;
-    }
+    for (size_t j = 0; j < cols; j++) MM_EPILOGUE_ELEMENT(j);
 }
+#undef MM_EPILOGUE_ELEMENT
 
 #define MM_EPILOGUE_ACT(act) \
     case act: \
