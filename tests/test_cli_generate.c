@@ -84,15 +84,19 @@ static int32_t *encode(const char *dir, const char *text, size_t *n) {
     return ids;
 }
 
-/* "1 2 3 " from --ids-out into ids, up to the end of the line; returns the count. */
+/* "[1, 2, 3]" from --ids-out into ids, the line's list exactly as tokenize prints it; returns the
+ * count. */
 static int parse_ids(const char *text, int32_t *ids, int max) {
     int n = 0;
     char *end;
-    for (const char *p = text; n < max; p = end) {
-        while (*p == ' ') p++;
-        if (*p == '\n') break;
+    assert_int_equal(text[0], '[');
+    for (const char *p = text + 1; n < max && *p != ']'; p = end) {
+        if (n) {
+            assert_memory_equal(p, ", ", 2);
+            p += 2;
+        }
         long v = strtol(p, &end, 10);
-        if (end == p) break;
+        assert_true(end != p);
         ids[n++] = (int32_t)v;
     }
     return n;
@@ -131,12 +135,20 @@ static void test_summary_counts(void **state) {
     assert_int_equal(s.decoded, 0);
     assert_int_equal(s.generated, 1);
     result_free(&r);
+    /* Zero: nothing chosen, and no pass over the prompt either (llama.cpp's -n 0); the prompt is
+     * printed as it is with any -n. */
     r = VKG("generate", "-m", tiny, "--ids", "17,301,5", "-n", "0", "--device", "cpu");
     expect_ok(&r, "generate -n 0");
+    assert_string_equal(r.out, "[17, 301, 5]\n");
     s = parse_summary(r.err);
-    assert_int_equal(s.prompt_tokens, 3);
+    assert_int_equal(s.prompt_tokens, 0);
+    assert_int_equal(s.passes, 0);
     assert_int_equal(s.chosen + s.decoded + s.generated, 0);
+    assert_non_null(strstr(r.err, "vkgraph generate: -n 0: nothing generated, no pass run\n"));
+    assert_non_null(strstr(r.err, "(model, tokenizer, device)\n")); /* no plan compiled either */
     result_free(&r);
+    expect_fail(VKG("generate", "-m", tiny, "-i", "-n", "0", "--device", "cpu"), "generate",
+                "-n 0 with --interactive would answer no line");
 
     /* Text in: the prompt's tokens as the tokenizer counts them. */
     const char *dir = text_model();
@@ -292,14 +304,15 @@ static void test_ignore_eos(void **state) {
     /* Make the first greedy token the end-of-text token. */
     r = VKG("generate", "-m", dir, "--ids", "3,4", "-n", "1", "--device", "cpu", "--ids-out", "--no-prompt");
     expect_ok(&r, "generate one token");
-    int eos = atoi(r.out);
+    assert_int_equal(r.out[0], '[');
+    int eos = atoi(r.out + 1);
     result_free(&r);
     char key[64];
     snprintf(key, sizeof key, "\"eos_token_id\": %d", eos);
     edit_config(dir, "\"eos_token_id\": 52", key);
     r = VKG("generate", "-m", dir, "--ids", "3,4", "-n", "6", "--device", "cpu", "--ids-out", "--no-prompt");
     expect_ok(&r, "generate stopping at eos");
-    assert_string_equal(r.out, "\n");
+    assert_string_equal(r.out, "[]\n"); /* an empty list, still one */
     assert_non_null(strstr(r.err, "stopped at the end-of-text token"));
     summary s = parse_summary(r.err);
     assert_int_equal(s.chosen, 1);
@@ -358,8 +371,8 @@ static void interactive_case(const char *device, const char *env) {
     /* Turn 2 feeds the last reply token (not in the cache yet) and line 2's tokens, after the
      * start token, line 1 and the first four reply tokens. */
     char turn2[160];
-    snprintf(turn2, sizeof turn2, "turn 2: feeding %zu new tokens (1 waiting, %zu of the line) after %zu in the cache",
-             n2 + 1, n2, 1 + n1 + 4);
+    snprintf(turn2, sizeof turn2, "line 2: %zu tokens; the conversation now fills %zu of the model's ", n2,
+             1 + n1 + 5 + n2);
     if (!strstr(r.err, turn2)) fail_msg("no '%s' in: %s", turn2, r.err);
     summary s = parse_summary(r.err);
     assert_int_equal(s.prompt_tokens, (long)(1 + n1 + 1 + n2));
@@ -377,16 +390,24 @@ static void test_interactive_cpu(void **state) {
     need_binary();
     interactive_case("cpu", NULL);
 
-    /* Until the context is full (64 positions), then it says so and ends. */
+    /* Until the context is full (64 positions), then it says so and stops with exit status 1: the
+     * fourth line is not answered, nor read past.  No "> " asks for lines that come from a file. */
     const char *dir = text_model();
-    write_text(in_tmp("many.txt"), "one two three four\none two three four\none two three four\none two three four\n");
+    write_text(in_tmp("many.txt"), "one two three four\none two three four\none two three four\none two three four\n"
+                                   "five\n");
     result r = run_with_input((const char *const[]){bin, "generate", "-m", dir, "-i", "-n", "20", "--device", "cpu",
                                                     NULL},
                               in_tmp("many.txt"), NULL);
-    expect_ok(&r, "generate -i past the context");
+    assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.err, "stopped at the end of the model's context"));
-    assert_non_null(strstr(r.err, "the context is full: turn 4"));
-    assert_non_null(strstr(r.err, "the conversation ends"));
+    assert_non_null(strstr(r.err, "vkgraph generate: the model's context is full: line 4 needs 5 positions and 0 of "
+                                  "the 64 are free; the conversation stops here and the rest of the input is not "
+                                  "read\n"));
+    assert_null(strstr(r.err, "line 5"));
+    assert_null(strstr(r.err, "> "));
+    int replies = 0;
+    for (const char *p = r.out; (p = strchr(p, '\n')); p++) replies++;
+    assert_int_equal(replies, 3);
     result_free(&r);
 
     expect_fail(VKG("generate", "-m", tiny, "-i", "--ids", "1", "--device", "cpu"), "generate", "needs a tokenizer");
