@@ -5,6 +5,8 @@
 
 #include "io/tokenizer.h"
 
+#include <pty.h>
+
 /* Runs argv with standard input read from the file `input`. */
 static result run_with_input(const char *const *argv, const char *input, const char *env) {
     int saved = dup(0), in = open(input, O_RDONLY);
@@ -413,6 +415,97 @@ static void test_interactive_cpu(void **state) {
     expect_fail(VKG("generate", "-m", tiny, "-i", "--ids", "1", "--device", "cpu"), "generate", "needs a tokenizer");
 }
 
+/* On a terminal each line is asked for with "> " on stderr (one before each line, and one before
+ * the end of input); the replies on stdout stay as they are. */
+static void test_interactive_terminal(void **state) {
+    (void)state;
+    need_binary();
+    const char *dir = text_model();
+    int master = -1, slave = -1;
+    if (openpty(&master, &slave, NULL, NULL, NULL) != 0) skip(); /* no pseudo-terminals here */
+    /* Queued in the terminal's line discipline before the command reads: a line, then the end
+     * of input (the EOF character at the start of a line). */
+    const char typed[] = "Hello there\n\x04";
+    assert_int_equal(write(master, typed, sizeof typed - 1), (ssize_t)(sizeof typed - 1));
+    int saved = dup(0);
+    assert_true(saved >= 0 && dup2(slave, 0) == 0);
+    result r = run((const char *const[]){bin, "generate", "-m", dir, "-i", "-n", "3", "--device", "cpu", "--ids-out",
+                                         NULL},
+                   NULL);
+    assert_true(dup2(saved, 0) == 0);
+    close(saved);
+    close(slave);
+    close(master);
+    expect_ok(&r, "generate -i on a terminal");
+    assert_non_null(strstr(r.err, "> vkgraph generate: line 1: "));
+    assert_non_null(strstr(r.err, "\n> vkgraph generate: "));   /* asked again; then the end */
+    assert_null(strstr(r.err, "line 2"));
+    int32_t reply[4];
+    assert_int_equal(parse_ids(r.out, reply, 4), 3);
+    assert_null(strstr(r.out, "> "));
+    result_free(&r);
+}
+
+/* What --ids-out prints, every option that takes ids reads back: tokenize --decode gives the text
+ * that generate prints, and generate --ids the same list; tokenize's own output too. */
+static void test_ids_round_trip(void **state) {
+    (void)state;
+    need_binary();
+    const char *dir = text_model();
+    result ids = VKG("generate", "-m", dir, "-p", "Hello there", "-n", "5", "--device", "cpu", "--ids-out");
+    result text = VKG("generate", "-m", dir, "-p", "Hello there", "-n", "5", "--device", "cpu");
+    expect_ok(&ids, "generate --ids-out");
+    expect_ok(&text, "generate");
+    int32_t got[8];
+    assert_int_equal(parse_ids(ids.out, got, 8), 2 + 5); /* the prompt's 2 tokens and 5 more */
+    result back = VKG("tokenize", "-m", dir, "--decode", ids.out);
+    expect_ok(&back, "tokenize --decode of --ids-out");
+    size_t len = strlen(text.out);
+    assert_true(len > 0 && text.out[len - 1] == '\n');
+    assert_int_equal(strlen(back.out), len - 1);
+    assert_memory_equal(back.out, text.out, len - 1);
+    result again = VKG("generate", "-m", dir, "--ids", ids.out, "-n", "0", "--device", "cpu", "--ids-out");
+    expect_ok(&again, "generate --ids of --ids-out");
+    assert_string_equal(again.out, ids.out);
+    result tok = VKG("tokenize", "-m", dir, "-p", "Hello there");
+    expect_ok(&tok, "tokenize");
+    result from_tok = VKG("generate", "-m", dir, "--ids", tok.out, "-n", "5", "--device", "cpu", "--ids-out");
+    expect_ok(&from_tok, "generate --ids of tokenize's output");
+    assert_string_equal(from_tok.out, ids.out);
+    /* spaces between ids, as tokenize --help says */
+    char spaced[64];
+    snprintf(spaced, sizeof spaced, "%d %d", (int)got[0], (int)got[1]);
+    result sp = VKG("generate", "-m", dir, "--ids", spaced, "-n", "5", "--device", "cpu", "--ids-out");
+    expect_ok(&sp, "generate --ids with spaces");
+    assert_string_equal(sp.out, ids.out);
+    result_free(&ids), result_free(&text), result_free(&back), result_free(&again), result_free(&tok);
+    result_free(&from_tok), result_free(&sp);
+}
+
+/* --seed -1 is llama.cpp's "random seed": the seed chosen is printed, and giving it repeats the
+ * run. */
+static void test_seed_random(void **state) {
+    (void)state;
+    need_binary();
+    result a = VKG("generate", "-m", tiny, "--ids", "17,301,5", "-n", "8", "--temperature", "1.5", "--seed", "-1",
+                   "--device", "cpu");
+    expect_ok(&a, "generate --seed -1");
+    const char *at = strstr(a.err, ", seed ");
+    assert_non_null(at);
+    char seed[32];
+    assert_int_equal(sscanf(at + 7, "%31[0-9]", seed), 1);
+    result b = VKG("generate", "-m", tiny, "--ids", "17,301,5", "-n", "8", "--temperature", "1.5", "-s", seed,
+                   "--device", "cpu");
+    expect_ok(&b, "generate --seed S");
+    assert_string_equal(a.out, b.out);
+    char said[64];
+    snprintf(said, sizeof said, ", seed %s\n", seed);
+    assert_non_null(strstr(b.err, said));
+    result_free(&a), result_free(&b);
+    expect_fail(VKG("generate", "-m", tiny, "--ids", "1", "--seed", "-2"), "generate",
+                "--seed: '-2' is not a whole number of -1 or more");
+}
+
 static void test_interactive_vulkan(void **state) {
     (void)state;
     need_binary();
@@ -431,6 +524,9 @@ int main(void) {
         cmocka_unit_test(test_repeat_penalty),
         cmocka_unit_test(test_interactive_cpu),
         cmocka_unit_test(test_interactive_vulkan),
+        cmocka_unit_test(test_interactive_terminal),
+        cmocka_unit_test(test_ids_round_trip),
+        cmocka_unit_test(test_seed_random),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -496,8 +496,56 @@ static void test_compare(void **state) {
     expect_fail(VKG("compare", "--example", "block", "--against", "vulkan:99"), "compare", NULL);
 }
 
+/* One numbering, from 0, in what is printed, drawn and named: --layer all writes one picture per
+ * layer with the index zero-padded to the last one's width (so that the names sort), and lesson 7's
+ * default picture is named for the layer and head it shows, on a model smaller than GPT-2 too. */
+static void test_file_names(void **state) {
+    (void)state;
+    need_binary();
+    char twelve[1200], six[1200], stem[1300], name[1400];
+    snprintf(twelve, sizeof twelve, "%s", in_tmp("twelve"));
+    result r = VKG("gpt2-random", twelve, "--layers", "12", "--heads", "2", "--embd", "8", "--ctx", "16");
+    expect_ok(&r, "gpt2-random 12 layers");
+    result_free(&r);
+    snprintf(stem, sizeof stem, "%s/a.png", twelve);
+    r = VKG("attention", "-m", twelve, "--ids", "1,2,3", "--layer", "all", "--head", "1", "--png", stem, "--device",
+            "cpu");
+    expect_ok(&r, "attention --layer all --png");
+    for (int l = 0; l < 12; l++) {
+        snprintf(name, sizeof name, "%s/a-layer%02d.png", twelve, l);
+        if (access(name, F_OK) != 0) fail_msg("%s was not written; stderr: %s", name, r.err);
+        char said[1500];
+        snprintf(said, sizeof said, "heatmap of layer %d, head 1 (RANDOM WEIGHTS) written to %s\n", l, name);
+        assert_non_null(strstr(r.err, said));
+    }
+    snprintf(name, sizeof name, "%s/a-layer0.png", twelve);
+    assert_int_equal(access(name, F_OK), -1);
+    assert_int_equal(access(stem, F_OK), -1);
+    result_free(&r);
+
+    /* 6 layers of 2 heads: the lesson's layer 4 exists, its head 3 does not: head 1 is shown, and
+     * the file says so */
+    snprintf(six, sizeof six, "%s", in_tmp("six"));
+    r = VKG("gpt2-random", six, "--layers", "6", "--heads", "2", "--embd", "8", "--ctx", "16");
+    expect_ok(&r, "gpt2-random 6 layers");
+    result_free(&r);
+    char line[4000];
+    snprintf(line, sizeof line, "cd '%s' && exec '%s' lesson -m '%s' 7 --device cpu", six, bin, six);
+    r = run((const char *const[]){"/bin/sh", "-c", line, NULL}, NULL);
+    expect_ok(&r, "lesson 7 on 6 layers of 2 heads");
+    assert_non_null(strstr(r.out, "\", layer 4:\n"));
+    assert_non_null(strstr(r.out, "heatmap of layer 4, head 1 (RANDOM WEIGHTS): lesson-gpt2-layer4-head1.png\n"));
+    assert_null(strstr(r.out, "index"));
+    snprintf(name, sizeof name, "%s/lesson-gpt2-layer4-head1.png", six);
+    png_size(name, &(int){0}, &(int){0});
+    snprintf(name, sizeof name, "%s/lesson-gpt2-layer4-head3.png", six);
+    assert_int_equal(access(name, F_OK), -1);
+    result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_file_names),
         cmocka_unit_test(test_logits),
         cmocka_unit_test(test_generate),
         cmocka_unit_test(test_random_model_text),
