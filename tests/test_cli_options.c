@@ -240,6 +240,12 @@ static void test_shared_options(void **state) {
         assert_null(strstr(r.err, "RANDOM")); /* the model was not loaded */
         assert_int_equal(access(in_tmp("threads.npy"), F_OK), -1);
         result_free(&r);
+        /* compare: --threads is the CPU reference's, so refused only when neither side is the CPU */
+        expect_fail(VKG("compare", "--example", "block", "--device", "vulkan", "--against", "vulkan", "--threads", "2"),
+                    "compare", "--threads 2: sets the CPU executor's threads, and the device is ");
+        r = VKG("compare", "--example", "block", "--device", "vulkan", "--threads", "2", "--quiet");
+        expect_ok(&r, "compare --threads for the CPU reference");
+        result_free(&r);
     }
     /* the help says which commands take which */
     char *help = out_of(VKG("--help"), "vkgraph --help");

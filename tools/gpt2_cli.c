@@ -115,7 +115,7 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
     if ((c->prompt != NULL) + (c->file != NULL) + (c->ids_text != NULL) != 1)
         return cli_fail(c->cmd, "give the prompt as exactly one of -p TEXT, -f FILE or --ids IDS");
     if (cli_open_device(c->cmd, c->device, (int)c->threads, &c->dev)) return 1;
-    if (cli_check_threads(c->cmd, c->threads, c->dev)) return 1;
+    if (!c->more_devices && cli_check_threads(c->cmd, c->threads, c->dev)) return 1;
     vkg_error err = {0};
     if (vkg_model_open(c->model_dir, c->dev, &c->model_opts, &c->model, &err) != VKG_OK ||
         vkg_model_get_info(c->model, &c->info, &err) != VKG_OK)
