@@ -259,7 +259,7 @@ static void test_shared_options(void **state) {
 
 /* Flags that contradict each other are refused; a value that is not one of the names gets the
  * closest, as an unknown option does, in one line. */
-static void test_conformance_flags(void **state) {
+static void test_contradictions_and_values(void **state) {
     (void)state;
     need_binary();
     result r = VKG("conformance", "--quick", "--full", "--device", "cpu");
@@ -276,6 +276,10 @@ static void test_conformance_flags(void **state) {
     assert_ptr_equal(strchr(r.err, '\n') + 1, r.err + strlen(r.err)); /* one line, not the usage */
     assert_string_equal(r.out, "");
     result_free(&r);
+    expect_fail(VKG("bench", "matmull"), "bench", "unknown benchmark 'matmull'; did you mean 'matmul'? (one of: ");
+    expect_fail(VKG("dump", "--example", "block", "--format", "jsn"), "dump",
+                "--format 'jsn' is unknown; did you mean 'json'? (one of: text dot json)");
+    expect_fail(VKG("dump", "--example", "blok"), "dump", "--example 'blok' is unknown; did you mean 'block'?");
     r = VKG("conformance", "--op", "zzzzzz", "--device", "cpu");
     assert_int_equal(r.status, 1);
     assert_memory_equal(r.err, "vkgraph conformance: --op 'zzzzzz' is unknown (one of: add ",
@@ -294,7 +298,7 @@ int main(void) {
         cmocka_unit_test(test_true_ranges),
         cmocka_unit_test(test_environment),
         cmocka_unit_test(test_shared_options),
-        cmocka_unit_test(test_conformance_flags),
+        cmocka_unit_test(test_contradictions_and_values),
     };
     return cmocka_run_group_tests_name("cli options", tests, setup_all, teardown);
 }

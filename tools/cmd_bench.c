@@ -99,8 +99,11 @@ int cmd_bench(int argc, char **argv) {
         } else if (!strcmp(a, "--json")) {
             o.json = 1;
         } else if (a[0] != '-') {
-            return cli_fail("bench", "unknown benchmark '%s': matmul, block, all or gpt2-matmul (or a model: -m DIR, --random "
-                            "NAME)", a);
+            static const char *const benchmarks[] = {"matmul", "block", "all", "gpt2-matmul"};
+            const char *meant = cli_closest(a, benchmarks, 4);
+            return cli_fail("bench", "unknown benchmark '%s'%s%s%s (one of: matmul, block, all, gpt2-matmul; a model is "
+                            "timed with -m DIR or --random NAME)", a, meant ? "; did you mean '" : "", meant ? meant : "",
+                            meant ? "'?" : "");
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "--random") || !strcmp(a, "--device") ||
                    !strcmp(a, "--dtype") || !strcmp(a, "--logits") || !strcmp(a, "-T") || !strcmp(a, "--tokens") ||
                    !strcmp(a, "--decode") || !strcmp(a, "--repeat") || !strcmp(a, "--threads")) {
