@@ -104,6 +104,9 @@ static void test_write_failures(void **state) {
                              "cpu"), want);
     expect_refused_early(VKG("attention", "-m", tiny, "--ids", "1,2,3", "--layer", "all", "--png", "/proc/x.png"),
                          "vkgraph attention: --png /proc/x.png: cannot write: No such file or directory\n");
+    expect_fail(VKG("lesson", "--png", in_tmp("y.png"), "1"), "lesson",
+                "--png is for step 7, which looks inside GPT-2: give -m DIR too");
+    expect_fail(VKG("lesson", "-m", tiny, "3"), "lesson", "-m DIR is for step 7; step 3 needs no model");
     expect_refused_early(VKG("lesson", "-m", tiny, "7", "--png", "/proc/x.png"),
                          "vkgraph lesson: --png /proc/x.png: cannot write: No such file or directory\n");
     expect_refused_early(VKG("bench", "--random", "gpt2-tiny", "--logits", "/proc/nowhere", "-T", "4", "--decode", "2"),

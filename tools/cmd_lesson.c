@@ -94,6 +94,11 @@ int cmd_lesson(int argc, char **argv) {
         snprintf(standard, sizeof standard, VKG_LESSON_HEATMAP_PATTERN, VKG_LESSON_GPT2_LAYER, VKG_LESSON_GPT2_HEAD);
         if (cli_check_output(CMD, "--png", png ? png : standard)) return 1;
     }
+    /* Step 7's options do nothing without it: refused rather than ignored. */
+    if (!model && (png || tokenizer))
+        return cli_fail(CMD, "%s is for step 7, which looks inside GPT-2: give -m DIR too", png ? "--png" : "--tokenizer");
+    if (model && only && only != VKG_LESSON_STEPS)
+        return cli_fail(CMD, "-m DIR is for step 7; step %ld needs no model (leave -m out, or run step 7)", only);
     if (only == VKG_LESSON_STEPS && !model)
         return cli_fail(CMD, "step 7 looks inside GPT-2: give a GPT-2 folder with -m DIR "
                              "(config.json, model.safetensors, vocab.json, merges.txt)");
