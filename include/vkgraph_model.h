@@ -278,8 +278,10 @@ typedef struct vkg_sampling_options {
     float top_p;          /* >= 1 (or <= 0): no limit                                         */
     float min_p;          /* 0: no limit; else in (0, 1], relative to the best token          */
     float repeat_penalty; /* 1: none; else > 0, dividing a positive logit, multiplying others */
-    int repeat_last_n;    /* the penalty's window: 0 none, -1 the whole context               */
+    int repeat_last_n;    /* the penalties' window: 0 none, -1 the whole context              */
     uint64_t seed;
+    float frequency_penalty; /* 0: none; subtracted once per occurrence in the window          */
+    float presence_penalty;  /* 0: none; subtracted once from every id in the window           */
 } vkg_sampling_options;
 
 /* temperature 1, no top-k, top-p or min-p, no penalty (window 64), seed 0. */
@@ -293,6 +295,66 @@ int vkg_sampling_is_greedy(const vkg_sampling_options *o);
 /* The largest finite logit's id (the lowest among equals): the greedy choice; 0 when none is
  * finite. */
 int32_t vkg_argmax(const float *logits, int n);
+
+/* ---- sampler chains ------------------------------------------------------------------------------
+ * A sampler chain chooses a token from any logits row (vkg_context_get_logits, a row of
+ * VKG_LOGITS_ALL, logits of one's own): stages added in order narrow a candidate set, and the
+ * last stage chooses.  vkg_context_generate runs the same chain, built from its
+ * vkg_sampling_options by vkg_sampler_chain_from_options.
+ *
+ *   vkg_sampler_chain *c;  vkg_sampler_chain_new(n_vocab, &c, &err);
+ *                          vkg_sampler_chain_add_penalties(c, 64, 1.1f, 0.0f, 0.0f, &err);
+ *                          vkg_sampler_chain_add_top_k(c, 40, &err);
+ *                          vkg_sampler_chain_add_temperature(c, 0.8f, &err);
+ *                          vkg_sampler_chain_add_top_p(c, 0.95f, &err);
+ *                          vkg_sampler_chain_add_dist(c, seed, &err);
+ *   per token:             vkg_sampler_chain_sample(c, logits, n_vocab, &id, &err);
+ *                          vkg_sampler_chain_accept(c, id, &err);   (the penalties' history)
+ *
+ * The stages (see docs/API.md, "Sampling, state and progress", for the exact arithmetic):
+ *   penalties    first in the chain if at all: each distinct id among the last `last_n`
+ *                accepted tokens (-1: all of them) has its logit divided by `repeat` when
+ *                positive, multiplied by it otherwise, then lowered by frequency * its count
+ *                and by presence;
+ *   temperature  T <= 0 keeps only the best token (greedy); else probabilities follow
+ *                softmax(logit / T), T multiplying any earlier temperature;
+ *   top_k        k <= 0: no limit; else the k best (largest logit, the lower id among equals);
+ *   top_p        p >= 1 or <= 0: no limit; else the shortest run of best tokens whose
+ *                probabilities sum to at least p of the set's;
+ *   min_p        p <= 0: no limit; else the tokens whose probability is at least p times the
+ *                best one's;
+ *   greedy       the best token (ends the chain);
+ *   dist         a draw from the set's probabilities, from a generator seeded with `seed`
+ *                (ends the chain; the same seed gives the same tokens on every machine).
+ * A chain that ends without greedy or dist chooses the best token left.  Logits may hold -inf
+ * (never chosen); a NaN or +inf is refused (VKG_ERR_INVALID_ARGUMENT naming the id), and so is
+ * a row where every logit is -inf.  A chain is not thread-safe; use one per thread. */
+typedef struct vkg_sampler_chain vkg_sampler_chain;
+
+vkg_status vkg_sampler_chain_new(int n_vocab, vkg_sampler_chain **out, vkg_error *err);
+/* The chain vkg_context_generate runs for o: penalties (when any is set; window
+ * o->repeat_last_n), then greedy when vkg_sampling_is_greedy(o), else top-k, temperature, top-p,
+ * min-p and a draw seeded with o->seed. */
+vkg_status vkg_sampler_chain_from_options(const vkg_sampling_options *o, int n_vocab, vkg_sampler_chain **out,
+                                          vkg_error *err);
+void vkg_sampler_chain_free(vkg_sampler_chain *c); /* NULL is fine */
+/* Adding a stage after greedy or dist, penalties after another stage, or a value out of range
+ * (a NaN, a negative penalty, last_n < -1) is VKG_ERR_INVALID_ARGUMENT; the chain is unchanged. */
+vkg_status vkg_sampler_chain_add_penalties(vkg_sampler_chain *c, int last_n, float repeat, float frequency,
+                                           float presence, vkg_error *err);
+vkg_status vkg_sampler_chain_add_temperature(vkg_sampler_chain *c, float t, vkg_error *err);
+vkg_status vkg_sampler_chain_add_top_k(vkg_sampler_chain *c, int k, vkg_error *err);
+vkg_status vkg_sampler_chain_add_top_p(vkg_sampler_chain *c, float p, vkg_error *err);
+vkg_status vkg_sampler_chain_add_min_p(vkg_sampler_chain *c, float p, vkg_error *err);
+vkg_status vkg_sampler_chain_add_greedy(vkg_sampler_chain *c, vkg_error *err);
+vkg_status vkg_sampler_chain_add_dist(vkg_sampler_chain *c, uint64_t seed, vkg_error *err);
+/* Chooses a token from logits[0..n) (n must be the chain's n_vocab).  Does not accept it. */
+vkg_status vkg_sampler_chain_sample(vkg_sampler_chain *c, const float *logits, size_t n, int32_t *token,
+                                    vkg_error *err);
+/* Adds token to the history the penalties read (a prompt's tokens too, one by one). */
+vkg_status vkg_sampler_chain_accept(vkg_sampler_chain *c, int32_t token, vkg_error *err);
+/* Forgets the history and starts the draw's generator again from its seed. */
+void vkg_sampler_chain_reset(vkg_sampler_chain *c);
 
 /* Why vkg_context_generate stopped. */
 typedef enum vkg_stop_reason {

@@ -402,8 +402,10 @@ static vkg_status generate_loop(generation *g, vkg_error *err) {
         if ((st = vkg_generator_last_logits(&ctx->gen, &logits, err)) != VKG_OK) break;
         if (o->ignore_eos && eos != VKG_NO_TOKEN) logits[eos] = -INFINITY; /* as llama.cpp */
         double t0 = vkg_clock_seconds();
-        const int32_t next = vkg_sampler_next(&ctx->sampler, logits, ctx->tokens, ctx->gen.length);
+        int32_t next;
+        st = vkg_sampler_next(&ctx->sampler, logits, ctx->tokens, ctx->gen.length, &next, err);
         ctx->t.sample_s += vkg_clock_seconds() - t0;
+        if (st != VKG_OK) break;
         ctx->t.samples++;
         if (eos != VKG_NO_TOKEN && next == eos) {
             g->res->reason = VKG_STOP_EOS;
