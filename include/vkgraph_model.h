@@ -92,10 +92,17 @@ typedef enum vkg_weight_dtype {
 /* "f32", "f16", "bf16", "as stored". */
 const char *vkg_weight_dtype_name(vkg_weight_dtype d);
 
+/* Called while the weights load, with the fraction read so far (0 at the start, 1 at the end,
+ * rising in between, once per tensor).  Return nonzero to go on, 0 to cancel: vkg_model_open
+ * then frees what it loaded and returns VKG_ERR_CANCELLED. */
+typedef int (*vkg_progress_callback)(void *user, float fraction);
+
 typedef struct vkg_model_options {
     vkg_weight_dtype dtype;     /* default VKG_WEIGHTS_AS_STORED                                */
     const char *tokenizer_dir;  /* NULL: the model folder's own tokenizer, if it has one        */
     int no_tokenizer;           /* load no tokenizer (a model for graphs and ids only)          */
+    vkg_progress_callback progress; /* NULL: none                                               */
+    void *progress_user;        /* passed to progress                                           */
 } vkg_model_options;
 
 void vkg_model_options_default(vkg_model_options *o);
@@ -266,6 +273,30 @@ vkg_status vkg_context_get_logits(vkg_context *ctx, float *out, size_t floats, v
  * n the tokens of that feed and L = vkg_context_length() after it, queries against every key in
  * the cache (keys after a query's own position are exactly 0).  floats must be n_head * n * L. */
 vkg_status vkg_context_get_attention(vkg_context *ctx, int layer, float *out, size_t floats, vkg_error *err);
+
+/* The last feed's logits of chosen rows: rows[i] is a token of that feed (0 its first, n - 1
+ * its last; negative counts from the end, -1 the last), out gets n_rows * n_vocab floats in the
+ * order asked.  A VKG_LOGITS_ALL context has every row; a VKG_LOGITS_LAST one only the last.
+ * A row outside the feed is VKG_ERR_INVALID_ARGUMENT naming it. */
+vkg_status vkg_context_get_logits_rows(vkg_context *ctx, const int *rows, int n_rows, float *out, size_t floats,
+                                       vkg_error *err);
+
+/* ---- saving and loading a context's state -----------------------------------------------------
+ * A state holds a context's tokens (with a token vkg_context_generate left pending), the KV
+ * cache rows they filled, the prediction after the last token (VKG_LOGITS_LAST contexts), and
+ * vkg_context_generate's sampler (its options and where its random stream is).  Loaded into a
+ * context of the same model (any n_ctx that holds the tokens, the same logits mode for the
+ * logits to come back), the next feed gives the same logits bit for bit as it would have given
+ * in the saved context, and generation goes on with the same tokens.  A state is for the
+ * build and machine that wrote it (numbers in the machine's byte order; another byte order or
+ * version is refused).  A state that does not fit the context (another model's shapes, more
+ * tokens than n_ctx) is VKG_ERR_INVALID_ARGUMENT; a damaged or cut-short one VKG_ERR_FORMAT;
+ * the context is unchanged by either, and left empty by an error while writing the cache. */
+/* *data: a buffer of *bytes bytes the caller frees with free(). */
+vkg_status vkg_context_state_save(vkg_context *ctx, void **data, size_t *bytes, vkg_error *err);
+vkg_status vkg_context_state_load(vkg_context *ctx, const void *data, size_t bytes, vkg_error *err);
+vkg_status vkg_context_state_save_file(vkg_context *ctx, const char *path, vkg_error *err);
+vkg_status vkg_context_state_load_file(vkg_context *ctx, const char *path, vkg_error *err);
 
 /* ---- sampling and streaming ------------------------------------------------------------------ */
 
