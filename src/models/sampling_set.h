@@ -46,7 +46,8 @@ typedef struct vkg_sampling_set {
     vkg_sampling_entry *head;  /* [cap]: the n_head best tokens of the set, in order    */
     int n_head;
     int head_is_all;           /* head holds the whole set                              */
-    double *bins;              /* [VKG_SAMPLING_BINS] scratch                           */
+    double *bins;              /* scratch: four histograms of p                         */
+    uint64_t *keys;            /* [cap] scratch: sort keys                              */
 } vkg_sampling_set;
 
 int vkg_sampling_set_init(vkg_sampling_set *s, int vocab);   /* 0: out of memory */
