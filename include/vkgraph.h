@@ -60,7 +60,8 @@ typedef enum vkg_status {
     VKG_ERR_TIMEOUT,            /* the GPU did not finish in time                       */
     VKG_ERR_UNSUPPORTED,        /* valid request the device or build cannot serve       */
     VKG_ERR_NOT_FOUND,          /* a named thing (tensor, token, file) does not exist   */
-    VKG_ERR_NOT_FINITE          /* a result holds NaN or Inf (an overflow): no answer   */
+    VKG_ERR_NOT_FINITE,         /* a result holds NaN or Inf (an overflow): no answer   */
+    VKG_ERR_CANCELLED           /* a callback of the caller's asked to stop             */
 } vkg_status;
 
 /* A message for the human, filled by fallible calls when non-NULL. */
@@ -306,6 +307,10 @@ vkg_status vkg_session_get_output(vkg_session *s, vkg_tensor output, void *data,
                                   vkg_error *err);
 /* Reads (or zeroes, data == NULL) a state tensor. */
 vkg_status vkg_session_get_state(vkg_session *s, vkg_tensor state, void *data, size_t bytes,
+                                 vkg_error *err);
+/* Writes a state tensor (bytes must equal its size): a KV cache saved with
+ * vkg_session_get_state, put back. */
+vkg_status vkg_session_set_state(vkg_session *s, vkg_tensor state, const void *data, size_t bytes,
                                  vkg_error *err);
 vkg_status vkg_session_reset_state(vkg_session *s, vkg_error *err);
 
