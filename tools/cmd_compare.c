@@ -34,7 +34,7 @@ static void usage(FILE *f) {
             "                      by itself), then the plan of one token at the last position runs\n"
             "  --example block     the lesson's transformer block (d_model 64, 4 heads, d_ff 256, [2, 10, 64])\n"
             "  --against D         the reference device (default: cpu)\n"
-            "  -q, --quiet         print only the steps that cross their threshold and the verdict\n"
+            "  -q, --quiet         print only the steps that cross their threshold, the drift line and the verdict\n"
             "  -h, --help          show this help\n");
 }
 
