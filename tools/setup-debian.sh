@@ -5,7 +5,7 @@
 # 640 MB installed, some 40 s on a build machine.
 set -eu
 packages="cmake make gcc pkg-config libvulkan-dev libvulkan-volk-dev glslang-tools libcmocka-dev
-mesa-vulkan-drivers vulkan-validationlayers libcairo2-dev libpcre2-dev fonts-dejavu-core
+mesa-vulkan-drivers vulkan-validationlayers libcairo2-dev libpcre2-dev libutf8proc-dev fonts-dejavu-core
 python3-numpy libopenblas0-pthread curl ca-certificates python3-torch libopenblas0-openmp"
 missing=""
 for p in $packages; do
