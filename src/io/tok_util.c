@@ -92,7 +92,9 @@ int tok_is_whitespace(uint32_t cp) {
 pcre2_code *tok_compile_regex(const char *regex, size_t len, uint32_t options, const char *where, vkg_error *err) {
     int code;
     PCRE2_SIZE at;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)regex, len, PCRE2_UTF | PCRE2_UCP | options, &code, &at, NULL);
+    /* PCRE2 takes no UCP with a literal pattern (it has no classes to read anyway). */
+    uint32_t unicode = options & PCRE2_LITERAL ? PCRE2_UTF : PCRE2_UTF | PCRE2_UCP;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)regex, len, unicode | options, &code, &at, NULL);
     if (!re) {
         PCRE2_UCHAR message[256];
         pcre2_get_error_message(code, message, sizeof message);
