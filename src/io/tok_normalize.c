@@ -89,7 +89,7 @@ vkg_status tok_normalizer_parse(const vkg_json *v, const char *where, tok_normal
     return VKG_OK;
 }
 
-static vkg_status unicode_form(const tok_normalizer *n, const char *s, size_t len, tok_buf *out, vkg_error *err) {
+static vkg_status map_run(const tok_normalizer *n, const char *s, size_t len, tok_buf *out, vkg_error *err) {
     utf8proc_uint8_t *mapped = NULL;
     utf8proc_ssize_t got = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)len, &mapped, n->form);
     if (got < 0) {
@@ -99,6 +99,29 @@ static vkg_status unicode_form(const tok_normalizer *n, const char *s, size_t le
     }
     tok_buf_put(out, mapped, (size_t)got);
     free(mapped);
+    return VKG_OK;
+}
+
+/* ASCII is left as it is by all four forms, and no composition has an ASCII character as its
+ * second part, so the text can be cut just before any ASCII character: only the stretches that
+ * hold other characters (with the ASCII character before them, which may compose with a mark)
+ * go through utf8proc, which is most of the cost of the forms on mostly-ASCII text. */
+static vkg_status unicode_form(const tok_normalizer *n, const char *s, size_t len, tok_buf *out, vkg_error *err) {
+    size_t i = 0;
+    while (i < len) {
+        size_t p = i;
+        while (p < len && (unsigned char)s[p] < 0x80) p++;
+        if (p == len) {
+            tok_buf_put(out, s + i, len - i);
+            break;
+        }
+        size_t start = p > i ? p - 1 : p, end = p;
+        while (end < len && (unsigned char)s[end] >= 0x80) end++;
+        tok_buf_put(out, s + i, start - i);
+        vkg_status st = map_run(n, s + start, end - start, out, err);
+        if (st != VKG_OK) return st;
+        i = end;
+    }
     return VKG_OK;
 }
 
