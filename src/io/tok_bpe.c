@@ -196,6 +196,27 @@ static void find_byte_tokens(tok_bpe *b) {
     }
 }
 
+#define MARKER "\xE2\x96\x81" /* U+2581, SentencePiece's space */
+
+/* Without a pre-tokenizer (Llama 2's tokenizer.json) BPE runs on the whole text as one word.
+ * When U+2581 is a token and every token holds it only in a leading run (as SentencePiece
+ * vocabularies do), no merge can join a character to a U+2581 after it, so the word can be cut
+ * before each U+2581 that follows another character and the parts encoded alone, each through
+ * the cache, with the same ids.  Not with ignore_merges, which looks at the whole word. */
+static int marker_splits(const tok_bpe *b) {
+    if (b->ignore_merges || tok_vocab_find(&b->vocab, MARKER, 3) < 0) return 0;
+    for (size_t i = 0; i <= b->vocab.mask; i++) {
+        uint32_t e = b->vocab.slots[i];
+        if (!e) continue;
+        const char *s = b->vocab.strs + b->vocab.off[e - 1];
+        size_t len = b->vocab.len[e - 1], k = 0;
+        while (k + 3 <= len && !memcmp(s + k, MARKER, 3)) k += 3;
+        for (; k + 3 <= len; k++)
+            if (!memcmp(s + k, MARKER, 3)) return 0;
+    }
+    return 1;
+}
+
 static int nonempty_string(const vkg_json *v) {
     size_t len = 0;
     return vkg_json_string(v, &len) && len > 0;
@@ -230,6 +251,7 @@ vkg_status tok_bpe_parse(tok_bpe *b, const vkg_json *model, const vkg_json *adde
     b->byte_fallback = vkg_json_bool(vkg_json_get(model, "byte_fallback"));
     b->ignore_merges = vkg_json_bool(vkg_json_get(model, "ignore_merges"));
     if (st == VKG_OK) find_byte_tokens(b);
+    if (st == VKG_OK) b->split_at_marker = marker_splits(b);
     size_t n = vkg_json_length(merges);
     tok_buf joined = {0};
     if (st == VKG_OK) st = merges_alloc(b, n, err);
@@ -552,8 +574,26 @@ static int encode_word(const tok_bpe *b, tok_bpe_work *w, const char *word, size
 
 static size_t cache_hash(const char *s, size_t len) { return (size_t)str_hash(s, len); }
 
+static int cached_word(const tok_bpe *b, tok_bpe_work *w, const char *word, size_t len, int32_t **ids, size_t *n,
+                       size_t *cap);
+
 int tok_bpe_word(const tok_bpe *b, tok_bpe_work *w, const char *word, size_t len, int32_t **ids, size_t *n,
                  size_t *cap) {
+    if (!b->split_at_marker || len <= 64) return cached_word(b, w, word, len, ids, n, cap);
+    size_t start = 0;
+    /* A boundary: U+2581 at k after a character that is not U+2581 (its lead byte 0xE2 is never
+     * inside another character, so a byte match is a character). */
+    for (size_t k = 1; k + 3 <= len; k++)
+        if (!memcmp(word + k, MARKER, 3) && !(k >= 3 && !memcmp(word + k - 3, MARKER, 3))) {
+            if (!cached_word(b, w, word + start, k - start, ids, n, cap)) return 0;
+            start = k;
+            k += 2;
+        }
+    return cached_word(b, w, word + start, len - start, ids, n, cap);
+}
+
+static int cached_word(const tok_bpe *b, tok_bpe_work *w, const char *word, size_t len, int32_t **ids, size_t *n,
+                       size_t *cap) {
     if (len == 0) return 1;
     if (len > 256) return encode_word(b, w, word, len, ids, n, cap); /* long words are rarely repeated */
     if (!w->cache) {

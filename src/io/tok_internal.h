@@ -108,6 +108,7 @@ typedef struct tok_bpe {
     int32_t unk;            /* unk_token's id, -1 none */
     int fuse_unk, byte_fallback, ignore_merges;
     int rounds;             /* merge every occurrence of the best pair before any new pair (OpenAI's encoder) */
+    int split_at_marker;    /* no merge crosses into a U+2581 that follows another character (tok_bpe.c) */
     int32_t byte_ids[256];  /* <0xNN> tokens for byte_fallback, -1 absent */
 } tok_bpe;
 
