@@ -6,6 +6,8 @@
 #include "gpt2_cli_run.h"
 #include "tokenizer_golden.h"
 
+#include <dirent.h>
+
 static void check_family(const char *name) {
     char rel[256];
     snprintf(rel, sizeof rel, "tokenizers/%s", name);
@@ -20,12 +22,33 @@ static void check_family(const char *name) {
     free(dir);
 }
 
-static void test_gpt2(void **state) { (void)state; check_family("gpt2"); }
-static void test_llama3(void **state) { (void)state; check_family("llama3"); }
-static void test_qwen2(void **state) { (void)state; check_family("qwen2"); }
-static void test_smollm2(void **state) { (void)state; check_family("smollm2"); }
-static void test_llama2(void **state) { (void)state; check_family("llama2"); }
-static void test_mistral(void **state) { (void)state; check_family("mistral"); }
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Every folder of tests/data/tokenizers: the families (gpt2, llama3, qwen2, smollm2, llama2,
+ * mistral) and the components they leave out (split behaviours, normalizers, Metaspace with
+ * split, RobertaProcessing...). */
+static void test_every_tokenizer(void **state) {
+    (void)state;
+    DIR *d = opendir(test_data_path("tokenizers"));
+    assert_non_null(d);
+    char *names[64];
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.' && n < 64) names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, n, sizeof *names, by_name);
+    assert_true(n >= 15);
+    static const char *const families[] = {"gpt2", "llama3", "qwen2", "smollm2", "llama2", "mistral"};
+    for (size_t f = 0; f < 6; f++) {
+        int found = 0;
+        for (size_t i = 0; i < n; i++) found |= !strcmp(names[i], families[f]);
+        if (!found) fail_msg("tests/data/tokenizers/%s is missing", families[f]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        check_family(names[i]);
+        free(names[i]);
+    }
+}
 
 /* `vkgraph tokenize` in each special-token mode, on the llama2 test tokenizer (BOS from its
  * TemplateProcessing; "<s>", "</s>", "<unk>" special): the ids of golden.txt's case special_s. */
@@ -65,10 +88,6 @@ static void test_cli_modes(void **state) {
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gpt2),    cmocka_unit_test(test_llama3),  cmocka_unit_test(test_qwen2),
-        cmocka_unit_test(test_smollm2), cmocka_unit_test(test_llama2), cmocka_unit_test(test_mistral),
-        cmocka_unit_test(test_cli_modes),
-    };
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_every_tokenizer), cmocka_unit_test(test_cli_modes)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

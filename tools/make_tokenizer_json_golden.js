@@ -202,6 +202,46 @@ function families() {
     decoder: { type: 'Sequence', decoders: [{ type: 'ByteFallback' }, { type: 'Metaspace', replacement: '\u2581',
                                                                          prepend_scheme: 'first', split: false },
                                             { type: 'Fuse' }] } });
+  /* Components no family above uses, each in a byte-level tokenizer of its own. */
+  const split = (behavior, pattern, invert) => ({ type: 'Sequence', pretokenizers: [
+    { type: 'Split', pattern, behavior, invert }, byteLevelPre(false)] });
+  const plainBL = (pre, rest = {}) => {
+    const b = byteLevelModel(200, false);
+    return tokenizerJson(b, Object.assign({ pre_tokenizer: pre, decoder: byteLevelDecoder,
+      added_tokens: [added(b.size, '<|endoftext|>', true)] }, rest));
+  };
+  out.split_removed = plainBL(split('Removed', { Regex: '\\p{L}+|\\p{N}+' }, true));
+  out.split_previous = plainBL(split('MergedWithPrevious', { String: ' ' }, false));
+  out.split_next = plainBL(split('MergedWithNext', { Regex: '\\s' }, false));
+  out.split_contiguous = plainBL(split('Contiguous', { Regex: '[.,!?\\s]' }, false));
+  out.digits_runs = plainBL({ type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: false },
+                                                                { type: 'ByteLevel', add_prefix_space: true,
+                                                                  trim_offsets: true, use_regex: true }] },
+                            { post_processor: { type: 'RobertaProcessing', sep: ['<|endoftext|>', 0],
+                                                cls: ['<|endoftext|>', 0], trim_offsets: true,
+                                                add_prefix_space: true } });
+  out.digits_runs.post_processor.sep[1] = out.digits_runs.added_tokens[0].id;
+  out.digits_runs.post_processor.cls[1] = out.digits_runs.added_tokens[0].id;
+  out.normalizers = plainBL(byteLevelPre(true), { normalizer: { type: 'Sequence', normalizers: [
+    { type: 'NFKD' }, { type: 'Lowercase' }, { type: 'Strip', strip_left: true, strip_right: true },
+    { type: 'Replace', pattern: { Regex: '[0-9]' }, content: '#' }] } });
+  out.nfd_whitespace = plainBL({ type: 'Sequence', pretokenizers: [{ type: 'Whitespace' }, byteLevelPre(false)] },
+                               { normalizer: { type: 'NFD' } });
+  out.nfkc_wsplit = plainBL({ type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' }, byteLevelPre(false)] },
+                            { normalizer: { type: 'NFKC' } });
+  m = pieceModel(250);
+  out.metaspace_split = tokenizerJson(m, {
+    added_tokens: [added(0, '<unk>', true, { normalized: false }), added(1, '<s>', true, { normalized: false }),
+                   added(2, '</s>', true, { normalized: false })],
+    pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always', split: true },
+    post_processor: { type: 'TemplateProcessing',
+      single: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } },
+               { SpecialToken: { id: '</s>', type_id: 0 } }],
+      pair: [{ Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }],
+      special_tokens: { '<s>': { id: '<s>', ids: [1], tokens: ['<s>'] }, '</s>': { id: '</s>', ids: [2], tokens: ['</s>'] } } },
+    decoder: { type: 'Sequence', decoders: [{ type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always',
+                                              split: true }, { type: 'ByteFallback' }, { type: 'Fuse' },
+                                            { type: 'Strip', content: '!', start: 0, stop: 2 }] } });
   return out;
 }
 
