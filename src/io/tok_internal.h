@@ -50,6 +50,7 @@ typedef struct tok_pieces {
 
 void tok_pieces_begin(tok_pieces *p, int first); /* starts a new, empty piece */
 void tok_pieces_put(tok_pieces *p, const void *s, size_t len); /* appends to the last piece */
+char *tok_pieces_extend(tok_pieces *p, size_t len); /* len more bytes of the last piece, NULL if out of memory */
 void tok_pieces_add(tok_pieces *p, const void *s, size_t len, int first);
 void tok_pieces_clear(tok_pieces *p);
 void tok_pieces_free(tok_pieces *p);

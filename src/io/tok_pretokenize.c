@@ -263,10 +263,19 @@ static vkg_status byte_level(const tok_pretok *p, tok_pieces *in, tok_pieces *ou
     }
     for (size_t i = 0; st == VKG_OK && i < src->n; i++) {
         const unsigned char *s = (const unsigned char *)tok_piece(src, i);
+        size_t len = src->span[i].len, spelled = 0;
+        for (size_t k = 0; k < len; k++) spelled += p->spell_len[s[k]];
         tok_pieces_begin(out, src->span[i].first);
-        for (size_t k = 0; k < src->span[i].len; k++) tok_pieces_put(out, p->spell[s[k]], p->spell_len[s[k]]);
+        char *o = tok_pieces_extend(out, spelled);
+        if (!o) break; /* reported below */
+        for (size_t k = 0; k < len; k++) {
+            const char *c = p->spell[s[k]];
+            o[0] = c[0];
+            if (p->spell_len[s[k]] == 2) o[1] = c[1];
+            o += p->spell_len[s[k]];
+        }
     }
-    if (st == VKG_OK && (prefixed.oom || tok_pieces_failed(&split)))
+    if (st == VKG_OK && (prefixed.oom || tok_pieces_failed(&split) || tok_pieces_failed(out)))
         st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     tok_buf_free(&prefixed);
     tok_pieces_free(&split);
@@ -321,9 +330,7 @@ static vkg_status apply(const tok_pretok *p, tok_pieces *in, tok_pieces *out, vk
             st = apply(p->parts[i], in, &tmp, err);
             tok_pieces_swap(in, &tmp);
         }
-        /* the result is in `in`: copy it to out */
-        for (size_t i = 0; st == VKG_OK && i < in->n; i++)
-            tok_pieces_add(out, tok_piece(in, i), in->span[i].len, in->span[i].first);
+        tok_pieces_swap(in, out); /* the result is in `in` */
         tok_pieces_free(&tmp);
     } else if (p->kind == P_METASPACE) {
         metaspace(p, in, out);

@@ -47,6 +47,27 @@ void tok_pieces_put(tok_pieces *p, const void *s, size_t len) {
     p->span[p->n - 1].len += len;
 }
 
+char *tok_pieces_extend(tok_pieces *p, size_t len) {
+    if (p->text.oom || p->n == 0) return NULL;
+    size_t at = p->text.len;
+    tok_buf_put(&p->text, NULL, 0);
+    if (!p->text.oom && at + len + 1 > p->text.cap) {
+        size_t cap = p->text.cap;
+        while (cap < at + len + 1) cap *= 2;
+        char *bigger = realloc(p->text.data, cap);
+        if (!bigger) p->text.oom = 1;
+        else {
+            p->text.data = bigger;
+            p->text.cap = cap;
+        }
+    }
+    if (p->text.oom) return NULL;
+    p->text.len += len;
+    p->text.data[p->text.len] = '\0';
+    p->span[p->n - 1].len += len;
+    return p->text.data + at;
+}
+
 void tok_pieces_add(tok_pieces *p, const void *s, size_t len, int first) {
     tok_pieces_begin(p, first);
     tok_pieces_put(p, s, len);
