@@ -43,8 +43,7 @@ static int flag(const vkg_json *o, const char *name, int dflt) {
     return vkg_json_type_of(v) == VKG_JSON_BOOL ? vkg_json_bool(v) : dflt;
 }
 
-vkg_status tok_added_parse(tok_added *a, const vkg_json *added, const tok_normalizer *norm, const char *where,
-                           vkg_error *err) {
+vkg_status tok_added_parse(tok_added *a, const vkg_json *added, const tok_normalizer *norm, vkg_error *err) {
     tok_buf normalized = {0};
     vkg_status st = VKG_OK;
     for (size_t i = 0; st == VKG_OK && i < vkg_json_length(added); i++) {
@@ -65,34 +64,42 @@ vkg_status tok_added_parse(tok_added *a, const vkg_json *added, const tok_normal
         if (st == VKG_OK) st = push(a, content, len, t, err);
     }
     tok_buf_free(&normalized);
-    (void)where;
     return st;
 }
 
-static const tok_added *sort_owner;
-static int longer_first(const void *x, const void *y) {
-    size_t a = sort_owner->tok[*(const uint32_t *)x].len, b = sort_owner->tok[*(const uint32_t *)y].len;
-    return a < b ? 1 : a > b ? -1 : 0;
+static int ascending(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
 }
 
 vkg_status tok_added_index(tok_added *a, vkg_error *err) {
-    for (size_t i = 0; i < a->n; i++) {
+    /* One sort of keys (kind, first byte, longest first, index): each bucket is then a run. */
+    enum { LEN_BITS = 23 };
+    const uint64_t len_max = (1u << LEN_BITS) - 1;
+    uint64_t *keys = malloc((a->n ? a->n : 1) * sizeof *keys);
+    if (!keys) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < a->n && i <= UINT32_MAX; i++) {
         const tok_added_token *t = &a->tok[i];
         if (t->len == 0) continue; /* matches nothing */
-        int k = t->normalized ? 1 : 0;
-        unsigned b = (unsigned char)t->content[0];
-        uint32_t *bigger = realloc(a->bucket[k][b], (a->bucket_n[k][b] + 1) * sizeof *bigger);
-        if (!bigger) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
-        a->bucket[k][b] = bigger;
-        bigger[a->bucket_n[k][b]++] = (uint32_t)i;
+        uint64_t len = t->len < len_max ? t->len : len_max;
+        keys[n++] = ((uint64_t)(t->normalized ? 1 : 0) << 63) | ((uint64_t)(unsigned char)t->content[0] << 55) |
+                    ((len_max - len) << 32) | i;
     }
-    /* Loading is single-threaded, so the comparison's owner can be a static. */
-    sort_owner = a;
-    for (int k = 0; k < 2; k++)
-        for (int b = 0; b < 256; b++)
-            if (a->bucket_n[k][b] > 1) qsort(a->bucket[k][b], a->bucket_n[k][b], sizeof(uint32_t), longer_first);
-    sort_owner = NULL;
-    return VKG_OK;
+    qsort(keys, n, sizeof *keys, ascending);
+    vkg_status st = VKG_OK;
+    for (size_t i = 0; i < n && st == VKG_OK;) {
+        size_t j = i;
+        while (j < n && keys[j] >> 55 == keys[i] >> 55) j++;
+        int k = (int)(keys[i] >> 63), b = (int)((keys[i] >> 55) & 0xFF);
+        if (!(a->bucket[k][b] = malloc((j - i) * sizeof *a->bucket[k][b])))
+            st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+        for (size_t m = i; st == VKG_OK && m < j; m++) a->bucket[k][b][m - i] = (uint32_t)keys[m];
+        if (st == VKG_OK) a->bucket_n[k][b] = (uint32_t)(j - i);
+        i = j;
+    }
+    free(keys);
+    return st;
 }
 
 static int is_word_char(uint32_t cp) {

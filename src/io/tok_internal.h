@@ -145,8 +145,7 @@ typedef struct tok_added {
     uint32_t bucket_n[2][256];
 } tok_added;
 
-vkg_status tok_added_parse(tok_added *a, const vkg_json *added, const tok_normalizer *norm, const char *where,
-                           vkg_error *err);
+vkg_status tok_added_parse(tok_added *a, const vkg_json *added, const tok_normalizer *norm, vkg_error *err);
 /* Registers one token (the vocab.json files' "<|endoftext|>"). */
 vkg_status tok_added_push(tok_added *a, const char *content, size_t len, int32_t id, int special, vkg_error *err);
 vkg_status tok_added_index(tok_added *a, vkg_error *err);

@@ -179,7 +179,7 @@ static vkg_status load_tokenizer_json(vkg_tokenizer *t, const char *path, vkg_er
         snprintf(where, where_size, "%s: decoder", path);
         st = tok_decoder_parse(vkg_json_get(root, "decoder"), where, &t->dec, err);
     }
-    if (st == VKG_OK) st = tok_added_parse(&t->added, added, t->norm, path, err);
+    if (st == VKG_OK) st = tok_added_parse(&t->added, added, t->norm, err);
     free(where);
     vkg_json_free(root);
     return st;
