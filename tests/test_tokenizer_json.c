@@ -109,7 +109,15 @@ static int check_golden(const vkg_tokenizer *t) {
         size_t used = 0;
         for (size_t i = 0; i < n && used < sizeof got - 16; i++)
             used += (size_t)snprintf(got + used, sizeof got - used, i ? ",%d" : "%d", (int)ids[i]);
-        if (strcmp(got, tab2 + 1) != 0) fail_msg("case %s: %s, expected %s", line, got, tab2 + 1);
+        /* tokenizers reads GPT-2's \s as Oniguruma does (Unicode White_Space: U+0085 yes, U+FEFF
+         * no), the JavaScript reference the other way round: for these two cases the ids are the
+         * tokenizers library's (0.23.2, on this very tokenizer.json). */
+        static const char *const onig[][2] = {{"bom_and_nel", "87,171,119,123,65,296,220,126,227,4954"},
+                                              {"bom_after_space", "64,27332,119,123,65,28053,254,236,66"}};
+        const char *want = tab2 + 1;
+        for (int k = 0; k < 2; k++)
+            if (!strcmp(line, onig[k][0])) want = onig[k][1];
+        if (strcmp(got, want) != 0) fail_msg("case %s: %s, expected %s", line, got, want);
         free(ids);
         free(text);
         cases++;

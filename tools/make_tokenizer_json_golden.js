@@ -275,6 +275,8 @@ const cases = [
   ['think', 'x<think>y</think>'],
   ['partial_special', '<|endoftext| <|im_start <s'],
   ['nbsp', 'a\u00a0b\u3000c\u2009d'],
+  ['nel_bom', 'a\u0085b \ufeffc \u0085 d\u2028e\u180ef'],
+  ['turkish_sharp', 'İstanbul ß ẞ ǅ ﬀ'],
   ['long_word', 'Pneumonoultramicroscopicsilicovolcanoconiosis'],
   ['mixed', 'Привет, мир! مرحبا 123abc ABC_def'],
 ];

@@ -65,6 +65,10 @@ int tok_is_whitespace(uint32_t cp);                 /* Unicode White_Space, as R
 /* Compiles a tokenizer.json pattern: {"String": s} (literal) or {"Regex": r}.  where names it. */
 pcre2_code *tok_compile_pattern(const vkg_json *pattern, const char *where, vkg_error *err);
 pcre2_code *tok_compile_regex(const char *regex, size_t len, uint32_t options, const char *where, vkg_error *err);
+/* A regex as Oniguruma reads it (\s as Unicode White_Space), compiled with PCRE2. */
+pcre2_code *tok_compile_onig(const char *regex, size_t len, const char *where, vkg_error *err);
+/* Oniguruma's \s (Unicode White_Space), as the inside of a PCRE2 class. */
+#define TOK_ONIG_SPACE "\\t\\n\\x{0B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 /* "type" of a component, or NULL (with the message set) when missing. */
 const char *tok_type(const vkg_json *v, const char *where, vkg_error *err);
 vkg_status tok_unsupported(const char *where, const char *type, vkg_error *err);

@@ -6,13 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* GPT-2's split pattern, with \s as JavaScript defines it (tab, LF, VT, FF, CR, BOM, the two
- * Unicode line separators and every Zs space), as OpenAI's reference encoder in JavaScript
- * (gpt-3-encoder) and transformers.js run it.  PCRE2's own \s lacks U+FEFF. */
+/* GPT-2's split pattern.  vocab.json and encoder.json files take \s as JavaScript defines it
+ * (tab, LF, VT, FF, CR, BOM, the two Unicode line separators and every Zs space), as OpenAI's
+ * reference encoder in JavaScript (gpt-3-encoder) runs it; tokenizer.json's ByteLevel takes it as
+ * Oniguruma does (tok_compile_onig), as tokenizers runs it.  They differ at U+0085 and U+FEFF. */
 #define JS_SPACE "\\t\\n\\x{0B}\\f\\r\\x{FEFF}\\x{2028}\\x{2029}\\p{Zs}"
-static const char gpt2_pattern[] =
+static const char gpt2_pattern_js[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" JS_SPACE "\\p{L}\\p{N}]+"
     "|[" JS_SPACE "]+(?![^" JS_SPACE "])|[" JS_SPACE "]+";
+static const char gpt2_pattern[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 typedef enum { P_BYTE_LEVEL, P_SPLIT, P_METASPACE, P_SEQUENCE } pretok_kind;
 /* What happens to the matches of a Split pattern (tokenizers' SplitDelimiterBehavior). */
@@ -81,7 +83,7 @@ static vkg_status parse_one(const vkg_json *v, const char *where, tok_pretok *p,
         p->add_prefix_space = bool_or(vkg_json_get(v, "add_prefix_space"), 1);
         byte_level_tables(p);
         if (bool_or(vkg_json_get(v, "use_regex"), 1) &&
-            !(p->re = tok_compile_regex(gpt2_pattern, sizeof gpt2_pattern - 1, 0, where, err)))
+            !(p->re = tok_compile_onig(gpt2_pattern, sizeof gpt2_pattern - 1, where, err)))
             return err->status;
         p->behavior = B_ISOLATED;
         return VKG_OK;
@@ -105,13 +107,12 @@ static vkg_status parse_one(const vkg_json *v, const char *where, tok_pretok *p,
         p->kind = P_SPLIT;
         p->behavior = B_REMOVED;
         p->invert = 1;
-        return (p->re = tok_compile_regex("\\w+|[^\\w\\s]+", PCRE2_ZERO_TERMINATED, 0, where, err)) ? VKG_OK
-                                                                                                      : err->status;
+        return (p->re = tok_compile_onig("\\w+|[^\\w\\s]+", 12, where, err)) ? VKG_OK : err->status;
     }
     if (!strcmp(type, "WhitespaceSplit")) {
         p->kind = P_SPLIT;
         p->behavior = B_REMOVED;
-        return (p->re = tok_compile_regex("\\s+", PCRE2_ZERO_TERMINATED, 0, where, err)) ? VKG_OK : err->status;
+        return (p->re = tok_compile_onig("\\s+", 3, where, err)) ? VKG_OK : err->status;
     }
     if (!strcmp(type, "Metaspace")) {
         p->kind = P_METASPACE;
@@ -172,7 +173,7 @@ vkg_status tok_pretok_gpt2(tok_pretok **out, vkg_error *err) {
     p->kind = P_BYTE_LEVEL;
     p->behavior = B_ISOLATED;
     byte_level_tables(p);
-    if (!(p->re = tok_compile_regex(gpt2_pattern, sizeof gpt2_pattern - 1, 0, "GPT-2's split pattern", err))) {
+    if (!(p->re = tok_compile_regex(gpt2_pattern_js, sizeof gpt2_pattern_js - 1, 0, "GPT-2's split pattern", err))) {
         tok_pretok_free(p);
         return err->status;
     }

@@ -130,12 +130,51 @@ pcre2_code *tok_compile_regex(const char *regex, size_t len, uint32_t options, c
     return re;
 }
 
+/* tokenizers compiles its patterns with Oniguruma, whose \s is Unicode's White_Space; PCRE2's
+ * also holds U+180E.  A pattern's \s is spelled out as Oniguruma's, and \S outside a class as
+ * its complement (inside a class \S is left to PCRE2: they differ at U+180E alone). */
+pcre2_code *tok_compile_onig(const char *regex, size_t len, const char *where, vkg_error *err) {
+    tok_buf b = {0};
+    int in_class = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = regex[i];
+        if (c == '\\' && i + 1 < len) {
+            char e = regex[++i];
+            if (e == 's') tok_buf_put(&b, in_class ? TOK_ONIG_SPACE : "[" TOK_ONIG_SPACE "]",
+                                      in_class ? sizeof TOK_ONIG_SPACE - 1 : sizeof TOK_ONIG_SPACE + 1);
+            else if (e == 'S' && !in_class) tok_buf_put(&b, "[^" TOK_ONIG_SPACE "]", sizeof TOK_ONIG_SPACE + 2);
+            else {
+                tok_buf_put(&b, regex + i - 1, 2);
+            }
+            continue;
+        }
+        if (c == '[' && !in_class) {
+            in_class = 1;
+            tok_buf_put(&b, &c, 1);
+            /* a ']' right after '[' or '[^' is a member, not the end */
+            if (i + 1 < len && regex[i + 1] == '^') tok_buf_put(&b, regex + ++i, 1);
+            if (i + 1 < len && regex[i + 1] == ']') tok_buf_put(&b, regex + ++i, 1);
+            continue;
+        }
+        if (c == ']' && in_class) in_class = 0;
+        tok_buf_put(&b, &c, 1);
+    }
+    if (b.oom) {
+        tok_buf_free(&b);
+        vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+        return NULL;
+    }
+    pcre2_code *re = tok_compile_regex(b.data ? b.data : "", b.len, 0, where, err);
+    tok_buf_free(&b);
+    return re;
+}
+
 pcre2_code *tok_compile_pattern(const vkg_json *pattern, const char *where, vkg_error *err) {
     size_t len = 0;
     const char *s = vkg_json_string(vkg_json_get(pattern, "String"), &len);
     if (s) return tok_compile_regex(s, len, PCRE2_LITERAL, where, err);
     s = vkg_json_string(vkg_json_get(pattern, "Regex"), &len);
-    if (s) return tok_compile_regex(s, len, 0, where, err);
+    if (s) return tok_compile_onig(s, len, where, err);
     vkg_error_set(err, VKG_ERR_FORMAT, "%s: pattern is not {\"String\": ...} or {\"Regex\": ...}", where);
     return NULL;
 }
