@@ -227,6 +227,7 @@ function families() {
     { type: 'Replace', pattern: { Regex: '[0-9]' }, content: '#' }] } });
   out.nfd_whitespace = plainBL({ type: 'Sequence', pretokenizers: [{ type: 'Whitespace' }, byteLevelPre(false)] },
                                { normalizer: { type: 'NFD' } });
+  out.lowercase = plainBL(byteLevelPre(true), { normalizer: { type: 'Lowercase' } });
   out.nfkc_wsplit = plainBL({ type: 'Sequence', pretokenizers: [{ type: 'WhitespaceSplit' }, byteLevelPre(false)] },
                             { normalizer: { type: 'NFKC' } });
   m = pieceModel(250);

@@ -125,10 +125,17 @@ static vkg_status unicode_form(const tok_normalizer *n, const char *s, size_t le
     return VKG_OK;
 }
 
+/* Each character's lowercase, as Rust's char::to_lowercase gives it: utf8proc's simple mapping,
+ * and U+0130 to "i" + U+0307, the one character whose full lowercase is two. */
 static void lowercase(const char *s, size_t len, tok_buf *out) {
     for (size_t i = 0; i < len;) {
         size_t k;
         uint32_t cp = tok_utf8_decode(s + i, &k);
+        if (cp == 0x130) {
+            tok_buf_put(out, "i\xCC\x87", 3);
+            i += k;
+            continue;
+        }
         utf8proc_uint8_t enc[4];
         utf8proc_ssize_t m = utf8proc_encode_char(utf8proc_tolower((utf8proc_int32_t)cp), enc);
         tok_buf_put(out, enc, (size_t)m);
