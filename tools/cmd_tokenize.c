@@ -29,7 +29,8 @@ static void usage(FILE *f) {
             "                     vocab.bpe, looked for in that order (data/gpt2-tokenizer in the source tree)\n"
             "  -p, --prompt TEXT  the text to encode\n"
             "  -f, --file FILE    encode the exact bytes of FILE (\"-\" reads standard input)\n"
-            "  --decode IDS       ids separated by commas or spaces, brackets allowed: 464,5044 or \"[464, 5044]\"\n"
+            "  --decode IDS       ids separated by commas or spaces, brackets allowed: 464,5044, \"464 5044\" or\n"
+            "                     \"[464, 5044]\" (what this command and generate --ids-out print)\n"
             "  --no-special       add no special tokens around the text (add_special_tokens=False: no BOS)\n"
             "  --split-special    read special tokens written in the text as plain text\n"
             "                     (split_special_tokens=True, as OpenAI's GPT-2 encoder does)\n"
@@ -76,6 +77,8 @@ int cmd_tokenize(int argc, char **argv) {
             flags |= a[2] == 'n' ? VKG_TOKENIZE_NO_SPECIAL : VKG_TOKENIZE_SPLIT_SPECIAL;
             continue;
         }
+        if (strcmp(a, "--device") == 0 || strcmp(a, "--threads") == 0 || strcmp(a, "--dtype") == 0)
+            return cli_not_applicable(CMD, a, "tokenize reads only the tokenizer files and runs no model");
         if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0 || strcmp(a, "--tokenizer") == 0) slot = &dir;
         else if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) slot = &prompt;
         else if (strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) slot = &file;
