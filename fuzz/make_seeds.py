@@ -107,6 +107,11 @@ def seeds_tokenizers():
     put("tokenizer_json", "pairs.json", json.dumps(tj))
     tj["model"]["type"] = "WordPiece"
     put("tokenizer_json", "wordpiece.json", json.dumps(tj))
+    # every family's components: the test tokenizers of tests/data/tokenizers/
+    families = os.path.join(HERE, "..", "tests", "data", "tokenizers")
+    for name in sorted(os.listdir(families)):
+        with open(os.path.join(families, name, "tokenizer.json"), "rb") as f:
+            put("tokenizer_json", "family_" + name + ".json", f.read())
 
 
 def seeds_prompt():

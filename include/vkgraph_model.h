@@ -39,9 +39,12 @@ extern "C" {
 #endif
 
 /* ---------------------------------------------------------------------------------------------
- * Tokenizer: GPT-2's byte-level BPE, UTF-8 bytes <-> token ids.  "<|endoftext|>" inside a text
- * is plain text (the reference encoder's behaviour); decode(encode(x)) == x byte for byte.  A
- * loaded tokenizer is read-only: encode and decode may run on several threads at once.
+ * Tokenizer: a Hugging Face tokenizer (tokenizer.json's BPE pipelines: GPT-2, Llama 2/3,
+ * Mistral, Qwen2/3, SmolLM2; or GPT-2's vocab.json + merges.txt / encoder.json + vocab.bpe),
+ * UTF-8 bytes <-> token ids, as transformers' fast tokenizers give them (docs/TOKENIZERS.md).
+ * By default encode is tokenizer(text)["input_ids"]: special tokens written in the text are
+ * read as those tokens and the post-processor's tokens (Llama's BOS) are added.  A loaded
+ * tokenizer is read-only: encode and decode may run on several threads at once.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct vkg_tokenizer vkg_tokenizer;
@@ -61,14 +64,23 @@ int32_t vkg_tokenizer_eot(const vkg_tokenizer *t);        /* <|endoftext|>, -1 i
 /* text need not be NUL-terminated.  Invalid UTF-8 (a stray continuation byte, a truncated or
  * overlong sequence, an encoded surrogate, a code point above U+10FFFF) gives
  * VKG_ERR_INVALID_ARGUMENT with the byte offset.  On success the caller frees *ids (it is NULL
- * when *n is 0). */
+ * when *n is 0).  vkg_tokenizer_encode is vkg_tokenizer_encode_with(..., 0, ...). */
 vkg_status vkg_tokenizer_encode(const vkg_tokenizer *t, const char *text, size_t len, int32_t **ids,
                                 size_t *n, vkg_error *err);
-/* An id outside the vocabulary gives VKG_ERR_INVALID_ARGUMENT naming it and its position.  On
- * success the caller frees *text, which holds *len bytes plus a terminating NUL. */
+/* Switches of vkg_tokenizer_encode_with; 0 is transformers' default. */
+#define VKG_TOKENIZE_NO_SPECIAL 1u    /* add_special_tokens=False: no BOS/EOS from the post-processor */
+#define VKG_TOKENIZE_SPLIT_SPECIAL 2u /* split_special_tokens=True: special tokens in the text are plain
+                                         text (as OpenAI's GPT-2 encoder reads "<|endoftext|>") */
+vkg_status vkg_tokenizer_encode_with(const vkg_tokenizer *t, const char *text, size_t len, unsigned flags,
+                                     int32_t **ids, size_t *n, vkg_error *err);
+/* tokenizer.decode(ids) (special tokens kept).  An id outside the vocabulary gives
+ * VKG_ERR_INVALID_ARGUMENT naming it and its position.  On success the caller frees *text, which
+ * holds *len bytes plus a terminating NUL.  Byte-level tokens give their bytes as they are, so a
+ * prefix of ids may end inside a character. */
 vkg_status vkg_tokenizer_decode(const vkg_tokenizer *t, const int32_t *ids, size_t n, char **text,
                                 size_t *len, vkg_error *err);
-/* The raw bytes of one token (not NUL-terminated), NULL if id is not in the vocabulary. */
+/* The bytes of one token as decoded alone (not NUL-terminated; U+2581 of SentencePiece
+ * vocabularies a space, <0xNN> its byte), NULL if id is not in the vocabulary. */
 const char *vkg_tokenizer_token_bytes(const vkg_tokenizer *t, int32_t id, size_t *len);
 
 /* ---------------------------------------------------------------------------------------------
