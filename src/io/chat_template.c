@@ -105,7 +105,14 @@ vkg_status vkg_chat_template_render(const vkg_chat_template *t, const char *mess
     if (!t || !messages_json) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "chat template: nothing to render");
     vkg_json *msgs = NULL;
     vkg_status st = vkg_json_parse(messages_json, len, &msgs, err);
-    if (st != VKG_OK) return st;
+    if (st != VKG_OK) {
+        if (err) {
+            char msg[sizeof err->message];
+            snprintf(msg, sizeof msg, "%s", err->message);
+            vkg_error_set(err, st, "messages: %s", msg);
+        }
+        return st;
+    }
     vkg_json_type ty = vkg_json_type_of(msgs);
     if (ty != VKG_JSON_ARRAY && !(ty == VKG_JSON_OBJECT && vkg_json_type_of(vkg_json_get(msgs, "messages")) == VKG_JSON_ARRAY)) {
         vkg_json_free(msgs);
@@ -148,7 +155,10 @@ vkg_status vkg_chat_template_render(const vkg_chat_template *t, const char *mess
     free(ctx_text);
     if (st != VKG_OK) {
         /* only a caller's key repeating one of ours gets here */
-        return vkg_error_set(err, VKG_ERR_FORMAT, "messages: %s", err ? err->message : "bad JSON");
+        if (!err) return st;
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        return vkg_error_set(err, VKG_ERR_FORMAT, "messages: %s (bos_token, eos_token and add_generation_prompt are set from the config and options)", msg);
     }
     jinja_options jo = {.max_output = opt ? opt->max_output : 0, .now = opt ? (time_t)opt->now : 0};
     st = jinja_render_template(t->tpl, ctx, &jo, out, out_len, err);

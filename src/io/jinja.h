@@ -9,7 +9,7 @@
  * rendered as Jinja would render it, or not at all.
  *
  * Templates are untrusted input: parsing bounds nesting (JINJA_MAX_DEPTH), rendering bounds the
- * work (JINJA_MAX_STEPS evaluation steps, loop iterations counted), the macro call depth
+ * work (JINJA_MAX_STEPS evaluation steps, JINJA_MAX_ITERATIONS loop iterations), the macro call depth
  * (JINJA_MAX_CALL_DEPTH), the output (options.max_output) and the memory one render may take
  * (JINJA_MAX_MEMORY); each limit reached is an error saying which.
  *
@@ -28,7 +28,8 @@
 #include <time.h>
 
 #define JINJA_MAX_DEPTH 128          /* nesting of statements and expressions in the source */
-#define JINJA_MAX_STEPS 2000000      /* evaluation steps of one render */
+#define JINJA_MAX_STEPS 1000000      /* evaluation steps of one render */
+#define JINJA_MAX_ITERATIONS 100000  /* loop iterations of one render, all loops together */
 #define JINJA_MAX_CALL_DEPTH 32      /* macro calls inside macro calls */
 #define JINJA_MAX_MEMORY (256u << 20) /* bytes of values one render may allocate */
 #define JINJA_DEFAULT_MAX_OUTPUT (8u << 20)
@@ -142,6 +143,10 @@ int jinja_push(jinja_render *r, jinja_value *list, jinja_value *item);
 /* Sets key in a dict or namespace (replacing an existing key). */
 int jinja_dict_set(jinja_render *r, jinja_value *d, const char *key, size_t klen, jinja_value *v);
 jinja_value *jinja_dict_get(const jinja_value *d, const char *key, size_t klen); /* NULL if absent */
+/* Adds key (a string value, shared, not copied) -> v to a dict known not to hold it yet. */
+int jinja_dict_add(jinja_render *r, jinja_value *d, jinja_value *key, jinja_value *v);
+/* Makes room for n more entries at once. */
+int jinja_reserve(jinja_render *r, jinja_value *c, size_t n);
 jinja_value *jinja_from_json(jinja_render *r, const vkg_json *j);
 
 int jinja_truthy(const jinja_value *v);
@@ -171,6 +176,7 @@ struct jinja_render {
     size_t used_memory;
     /* limits */
     uint64_t steps;
+    uint64_t iterations;
     int call_depth;
     size_t max_output;
     time_t now;

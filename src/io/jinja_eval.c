@@ -546,21 +546,31 @@ static int exec_for(eval *e, const jinja_node *n, scope *s, jinja_buf *out) {
         }
     }
     size_t len = kept->n;
+    jinja_value *loop = NULL;
+    /* the names bound each iteration, made once */
+    jinja_value **keys = jinja_alloc(r, (n->ntargets + 1) * sizeof *keys);
+    if (!keys) return -1;
+    for (size_t t = 0; t < n->ntargets; t++)
+        if (!(keys[t] = jinja_str(r, n->targets[t], strlen(n->targets[t])))) return -1;
+    if (!(keys[n->ntargets] = jinja_str(r, "loop", 4))) return -1;
     for (size_t i = 0; i < len; i++) {
         if (step(e, n->line)) return -1;
+        if (++r->iterations > JINJA_MAX_ITERATIONS)
+            return jinja_fail(r, n->line, VKG_ERR_UNSUPPORTED, "the template ran more than %d loop iterations", JINJA_MAX_ITERATIONS);
         scope *it_scope = new_scope(e, s);
-        if (!it_scope) return -1;
+        if (!it_scope || jinja_reserve(r, it_scope->vars, n->ntargets + 1)) return -1;
         jinja_value *item = kept->items[i];
         if (n->ntargets == 1) {
-            if (jinja_dict_set(r, it_scope->vars, n->targets[0], strlen(n->targets[0]), item)) return -1;
+            if (jinja_dict_add(r, it_scope->vars, keys[0], item)) return -1;
         } else {
             if (item->type != JV_LIST || item->n != n->ntargets)
                 return jinja_fail(r, n->line, VKG_ERR_INVALID_ARGUMENT, "cannot unpack a %s into %zu loop variables", jinja_type_name(item), n->ntargets);
             for (size_t t = 0; t < n->ntargets; t++)
-                if (jinja_dict_set(r, it_scope->vars, n->targets[t], strlen(n->targets[t]), item->items[t])) return -1;
+                if (!keys[t] || jinja_dict_set(r, it_scope->vars, keys[t]->s, keys[t]->len, item->items[t])) return -1;
         }
-        jinja_value *loop = jinja_new(r, JV_DICT);
-        if (!loop || jinja_dict_set(r, loop, "index", 5, jinja_int(r, (int64_t)i + 1)) ||
+        /* one loop object per loop, its values replaced each iteration */
+        if (!loop && !(loop = jinja_new(r, JV_DICT))) return -1;
+        if (jinja_dict_set(r, loop, "index", 5, jinja_int(r, (int64_t)i + 1)) ||
             jinja_dict_set(r, loop, "index0", 6, jinja_int(r, (int64_t)i)) ||
             jinja_dict_set(r, loop, "revindex", 8, jinja_int(r, (int64_t)(len - i))) ||
             jinja_dict_set(r, loop, "revindex0", 9, jinja_int(r, (int64_t)(len - i - 1))) ||
@@ -569,7 +579,7 @@ static int exec_for(eval *e, const jinja_node *n, scope *s, jinja_buf *out) {
             jinja_dict_set(r, loop, "length", 6, jinja_int(r, (int64_t)len)) ||
             jinja_dict_set(r, loop, "previtem", 8, i ? kept->items[i - 1] : jinja_undefined(r)) ||
             jinja_dict_set(r, loop, "nextitem", 8, i + 1 < len ? kept->items[i + 1] : jinja_undefined(r)) ||
-            jinja_dict_set(r, it_scope->vars, "loop", 4, loop))
+            jinja_dict_add(r, it_scope->vars, keys[n->ntargets], loop))
             return -1;
         if (exec_nodes(e, &n->body, it_scope, out)) return -1;
         int flow = e->flow;

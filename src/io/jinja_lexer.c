@@ -213,7 +213,7 @@ static vkg_status lex_tag(const char *s, size_t len, size_t *i, int *line, int i
             } else {
                 int64_t v = 0;
                 for (size_t x = 0; x < nn; x++) {
-                    if (v > (INT64_MAX - 9) / 10)
+                    if (v > (INT64_MAX - (num[x] - '0')) / 10)
                         return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "template line %d: integer %s too large", *line, num);
                     v = v * 10 + (num[x] - '0');
                 }

@@ -671,7 +671,9 @@ static int body(parser *p, jinja_nodes *out, const char *const *ends, const char
         jinja_node *n = NULL;
         if (k->kind == JT_END) {
             if (!ends) break;
-            fail(p, k->line, VKG_ERR_FORMAT, "the template ends before '{%% %s %%}'", ends[0]);
+            size_t last = 0;
+            while (ends[last + 1]) last++;
+            fail(p, k->line, VKG_ERR_FORMAT, "the template ends before '{%% %s %%}'", ends[last]);
             return -1;
         }
         if (k->kind == JT_TEXT) {

@@ -11,26 +11,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The arena: values are bump-allocated from 64 KiB chunks (a larger request gets a chunk of its
+ * own), all freed together when the render ends. */
 typedef struct block {
     struct block *next;
+    size_t used, size;
     max_align_t data[];
 } block;
 
+#define JINJA_CHUNK ((size_t)64 << 10)
+
 void *jinja_alloc(jinja_render *r, size_t size) {
     if (r->failed) return NULL;
-    if (size > JINJA_MAX_MEMORY || r->used_memory + size > JINJA_MAX_MEMORY) {
+    size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    block *b = r->blocks;
+    if (b && b->size - b->used >= size) {
+        void *p = (char *)b->data + b->used;
+        b->used += size;
+        memset(p, 0, size);
+        return p;
+    }
+    size_t chunk = size > JINJA_CHUNK / 4 ? size : JINJA_CHUNK;
+    if (size > JINJA_MAX_MEMORY || r->used_memory + chunk > JINJA_MAX_MEMORY) {
         jinja_fail(r, 0, VKG_ERR_OUT_OF_MEMORY, "the render needs more than %u MiB of memory", JINJA_MAX_MEMORY >> 20);
         return NULL;
     }
-    block *b = calloc(1, sizeof *b + size);
-    if (!b) {
+    block *nb = calloc(1, sizeof *nb + chunk);
+    if (!nb) {
         jinja_fail(r, 0, VKG_ERR_OUT_OF_MEMORY, "out of memory");
         return NULL;
     }
-    r->used_memory += size + sizeof *b;
-    b->next = r->blocks;
-    r->blocks = b;
-    return b->data;
+    r->used_memory += chunk + sizeof *nb;
+    nb->size = chunk;
+    nb->used = size;
+    if (b && size > JINJA_CHUNK / 4) { /* keep bump-allocating from the current chunk */
+        nb->next = b->next;
+        b->next = nb;
+    } else {
+        nb->next = b;
+        r->blocks = nb;
+    }
+    return nb->data;
 }
 
 jinja_value *jinja_new(jinja_render *r, jinja_type type) {
@@ -48,7 +69,21 @@ jinja_value *jinja_str(jinja_render *r, const char *s, size_t len) {
     v->len = len;
     return v;
 }
+/* Values are never changed once made (only lists, dicts and namespaces grow, and those are
+ * always fresh), so the small integers and the constants are shared, not allocated: a loop's
+ * counters then cost no memory per iteration. */
+#define SMALL_INTS 1024
+#define I1(n) {.type = JV_INT, .i = (n)}
+#define I4(n) I1(n), I1((n) + 1), I1((n) + 2), I1((n) + 3)
+#define I16(n) I4(n), I4((n) + 4), I4((n) + 8), I4((n) + 12)
+#define I64(n) I16(n), I16((n) + 16), I16((n) + 32), I16((n) + 48)
+#define I256(n) I64(n), I64((n) + 64), I64((n) + 128), I64((n) + 192)
+static jinja_value small_ints[SMALL_INTS] = {I256(0), I256(256), I256(512), I256(768)};
+static jinja_value constants[4] = {{.type = JV_BOOL, .b = 0}, {.type = JV_BOOL, .b = 1}, {.type = JV_NONE}, {.type = JV_UNDEFINED}};
+
 jinja_value *jinja_int(jinja_render *r, int64_t i) {
+    if (r->failed) return NULL;
+    if (i >= 0 && i < SMALL_INTS) return &small_ints[i];
     jinja_value *v = jinja_new(r, JV_INT);
     if (v) v->i = i;
     return v;
@@ -58,17 +93,19 @@ jinja_value *jinja_float(jinja_render *r, double f) {
     if (v) v->f = f;
     return v;
 }
-jinja_value *jinja_bool(jinja_render *r, int b) {
-    jinja_value *v = jinja_new(r, JV_BOOL);
-    if (v) v->b = b != 0;
-    return v;
-}
-jinja_value *jinja_none(jinja_render *r) { return jinja_new(r, JV_NONE); }
-jinja_value *jinja_undefined(jinja_render *r) { return jinja_new(r, JV_UNDEFINED); }
+jinja_value *jinja_bool(jinja_render *r, int b) { return r->failed ? NULL : &constants[b != 0]; }
+jinja_value *jinja_none(jinja_render *r) { return r->failed ? NULL : &constants[2]; }
+jinja_value *jinja_undefined(jinja_render *r) { return r->failed ? NULL : &constants[3]; }
 
+static int grow_to(jinja_render *r, jinja_value *c, size_t cap);
 static int grow(jinja_render *r, jinja_value *c) {
     if (c->n < c->cap) return 0;
-    size_t cap = c->cap ? 2 * c->cap : 4;
+    return grow_to(r, c, c->cap ? 2 * c->cap : 4);
+}
+int jinja_reserve(jinja_render *r, jinja_value *c, size_t n) {
+    return c->n + n <= c->cap ? 0 : grow_to(r, c, c->n + n);
+}
+static int grow_to(jinja_render *r, jinja_value *c, size_t cap) {
     jinja_value **items = jinja_alloc(r, cap * sizeof *items);
     jinja_value **keys = c->type == JV_LIST ? NULL : jinja_alloc(r, cap * sizeof *keys);
     if (!items || (c->type != JV_LIST && !keys)) return -1;
@@ -105,6 +142,13 @@ int jinja_dict_set(jinja_render *r, jinja_value *d, const char *key, size_t klen
     jinja_value *k = jinja_str(r, key, klen);
     if (!k || grow(r, d)) return -1;
     d->keys[d->n] = k;
+    d->items[d->n++] = v;
+    return 0;
+}
+
+int jinja_dict_add(jinja_render *r, jinja_value *d, jinja_value *key, jinja_value *v) {
+    if (!key || !v || grow(r, d)) return -1;
+    d->keys[d->n] = key;
     d->items[d->n++] = v;
     return 0;
 }
