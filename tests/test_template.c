@@ -144,6 +144,7 @@ static void test_semantics(void **state) {
     expect("{% for i in [1, 2, 3, 4] %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 4 %}{% break %}{% endif %}{{ i }}{% endfor %}",
            "[]", "13");
     expect("{% for i in [] %}x{% else %}empty{% endfor %}", "[]", "empty");
+    expect("{{ 'a' in nothing }}{% for i in nothing %}x{% endfor %}", "[]", "False");
     expect("{% for i in [1, 2, 3] if i != 2 %}{{ loop.index }}{{ i }}{% endfor %}", "[]", "1123");
     /* the variables apply_chat_template passes, extra ones from an object, strftime_now */
     expect("{{ bos_token }}{{ eos_token }}{{ add_generation_prompt }}{{ messages | length }}", MSGS, "<s></s>True2");
@@ -166,6 +167,8 @@ static void test_refusals(void **state) {
     expect_error("{{ 'abc }}", "[]", "unterminated string");
     expect_error("{{ x ", "[]", "not closed");
     expect_error("{% endfor %}", "[]", "unexpected '{% endfor %}'");
+    expect_error("a\n{% break %}", "[]", "line 2: '{% break %}' outside a loop");
+    expect_error("{% for i in [1] %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}", "[]", "outside a loop");
     /* the template's own errors */
     expect_error("{{ raise_exception('roles must alternate') }}", "[]", "raised an exception: roles must alternate");
     expect_error("{{ 1 + 'a' }}", "[]", "unsupported operand types for +: int and string");

@@ -100,6 +100,8 @@ static int contains(eval *e, int line, const jinja_value *item, const jinja_valu
     case JV_DICT:
     case JV_NAMESPACE:
         return item->type == JV_STRING && jinja_dict_get(box, item->s, item->len) != NULL;
+    case JV_UNDEFINED: /* iterates as empty in Jinja */
+        return 0;
     default:
         return jinja_fail(&e->r, line, VKG_ERR_INVALID_ARGUMENT, "'in' needs a string, list or dict on the right, not %s", jinja_type_name(box));
     }

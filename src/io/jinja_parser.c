@@ -15,6 +15,7 @@ typedef struct parser {
     const jinja_tokens *t;
     size_t pos;
     int depth;
+    int loops; /* for bodies open around the current statement (break / continue need one) */
     vkg_error *err;
     int failed;
     vkg_status status;
@@ -265,7 +266,10 @@ static jinja_node *subscript(parser *p, jinja_node *obj, int line) {
     for (;;) {
         if (is_op(peek(p), "]")) break;
         if (is_op(peek(p), ":")) {
-            if (++colons > 2) return fail(p, line, VKG_ERR_FORMAT, "%s", "too many ':' in a slice");
+            if (++colons > 2) {
+                for (int i = 0; i < 3; i++) node_free(parts[i]);
+                return fail(p, line, VKG_ERR_FORMAT, "%s", "too many ':' in a slice");
+            }
             next(p);
             continue;
         }
@@ -594,7 +598,10 @@ static jinja_node *stmt_for(parser *p, int line) {
     if (expect_close(p)) return node_free(n), NULL;
     static const char *const ends[] = {"else", "endfor", NULL};
     const char *which = NULL;
-    if (body(p, &n->body, ends, &which)) return node_free(n), NULL;
+    p->loops++;
+    int rc = body(p, &n->body, ends, &which);
+    p->loops--;
+    if (rc) return node_free(n), NULL;
     if (!strcmp(which, "else")) {
         static const char *const ends2[] = {"endfor", NULL};
         if (expect_close(p) || body(p, &n->orelse, ends2, &which)) return node_free(n), NULL;
@@ -657,7 +664,11 @@ static jinja_node *stmt_macro(parser *p, int line) {
     next(p);
     static const char *const ends[] = {"endmacro", NULL};
     const char *which = NULL;
-    if (expect_close(p) || body(p, &n->body, ends, &which) || expect_close(p)) return node_free(n), NULL;
+    int outer_loops = p->loops;
+    p->loops = 0; /* a macro's body is not inside the loop around its definition */
+    int rc = expect_close(p) || body(p, &n->body, ends, &which) || expect_close(p);
+    p->loops = outer_loops;
+    if (rc) return node_free(n), NULL;
     return n;
 }
 
@@ -701,6 +712,7 @@ static int body(parser *p, jinja_nodes *out, const char *const *ends, const char
             else if (!strcmp(s->text, "set")) n = stmt_set(p, s->line);
             else if (!strcmp(s->text, "macro")) n = stmt_macro(p, s->line);
             else if (!strcmp(s->text, "break") || !strcmp(s->text, "continue")) {
+                if (!p->loops) return fail(p, s->line, VKG_ERR_FORMAT, "'{%% %s %%}' outside a loop", s->text), -1;
                 n = node(p, s->text[0] == 'b' ? JN_BREAK : JN_CONTINUE, s->line);
                 if (n && expect_close(p)) return node_free(n), -1;
             } else
