@@ -1,6 +1,6 @@
 /* Chat templates (vkgraph_template.h, src/io/jinja_*.c).
  *
- * Golden: the templates of Llama 2, Llama 3, Llama 3.2, TinyLlama, Mistral (v0.1, v0.3), Qwen2.5,
+ * Golden: the templates of Llama 2, Llama 3, Llama 3.2, TinyLlama, Mistral v0.1, Mixtral, Qwen2.5,
  * Qwen3 and SmolLM2 (tests/data/templates/) rendered over eight conversations, with and without the
  * generation prompt, must equal byte for byte what Hugging Face's JavaScript Jinja
  * (@huggingface/jinja, tools/make_template_golden.js) rendered; where it raised, we must fail too.
