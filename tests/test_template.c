@@ -162,6 +162,10 @@ static void test_refusals(void **state) {
     expect_error("{% include 'x' %}", "[]", "line 1: unsupported statement '{% include %}'");
     expect_error("\n\n{% if x is divisibleby 3 %}{% endif %}", "[]", "line 3: unsupported test 'divisibleby'");
     expect_error("{{ 'a'.zfill(3) }}", "[]", "unsupported method 'zfill'");
+    expect_error("a\n\n\n{{ cycler(1, 2) }}", "[]", "line 4: unsupported function 'cycler'");
+    expect_error("{% macro m() %}{{ lipsum() }}{% endmacro %}", "[]", "unsupported function 'lipsum'");
+    /* as in Jinja, a macro exists from its definition on */
+    expect_error("{{ later() }}{% macro later() %}ok{% endmacro %}", "[]", "'later' is not callable (undefined)");
     expect_error("{% for x in y recursive %}{% endfor %}", "[]", "unsupported construct");
     expect_error("{% if x %}", "[]", "ends before '{% endif %}'");
     expect_error("{{ 'abc }}", "[]", "unterminated string");

@@ -410,7 +410,7 @@ static jinja_value *call_value(eval *e, const jinja_node *n, scope *s) {
     if (!f || eval_args(e, n, s, &args, &kw)) return NULL;
     if (f->type == JV_MACRO) return call_macro(e, n, f, args, kw);
     if (f->type == JV_FUNCTION) return call_function(e, n, f->s, args, kw);
-    return jinja_fail(&e->r, n->line, VKG_ERR_INVALID_ARGUMENT, "%s%s%s is not callable (a %s)", n->a->kind == JN_NAME ? "'" : "",
+    return jinja_fail(&e->r, n->line, VKG_ERR_INVALID_ARGUMENT, "%s%s%s is not callable (%s)", n->a->kind == JN_NAME ? "'" : "",
                       n->a->kind == JN_NAME ? n->a->str : "the value", n->a->kind == JN_NAME ? "'" : "", jinja_type_name(f)),
            NULL;
 }

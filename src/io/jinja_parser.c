@@ -727,6 +727,49 @@ static int body(parser *p, jinja_nodes *out, const char *const *ends, const char
     return 0;
 }
 
+/* ---- calls of names: each must be a global or a macro of this template ---- */
+
+static const char *const GLOBAL_FUNCTIONS[] = {"raise_exception", "strftime_now", "namespace", "range", NULL};
+
+static void collect_macros(const jinja_node *n, char ***names, size_t *count, parser *p);
+static void collect_macros_in(const jinja_nodes *v, char ***names, size_t *count, parser *p) {
+    for (size_t i = 0; i < v->n; i++) collect_macros(v->v[i], names, count, p);
+}
+static void collect_macros(const jinja_node *n, char ***names, size_t *count, parser *p) {
+    if (!n || p->failed) return;
+    if (n->kind == JN_MACRO) add_name(p, names, count, n->str);
+    collect_macros_in(&n->body, names, count, p);
+    collect_macros_in(&n->orelse, names, count, p);
+}
+
+static int is_callable_name(const char *name, char **macros, size_t nmacros) {
+    for (int i = 0; GLOBAL_FUNCTIONS[i]; i++)
+        if (!strcmp(name, GLOBAL_FUNCTIONS[i])) return 1;
+    for (size_t i = 0; i < nmacros; i++)
+        if (!strcmp(name, macros[i])) return 1;
+    return 0;
+}
+
+static void check_calls(const jinja_node *n, char **macros, size_t nmacros, parser *p);
+static void check_calls_in(const jinja_nodes *v, char **macros, size_t nmacros, parser *p) {
+    for (size_t i = 0; i < v->n; i++) check_calls(v->v[i], macros, nmacros, p);
+}
+static void check_calls(const jinja_node *n, char **macros, size_t nmacros, parser *p) {
+    if (!n || p->failed) return;
+    if (n->kind == JN_CALL && n->a && n->a->kind == JN_NAME && !is_callable_name(n->a->str, macros, nmacros)) {
+        fail(p, n->line, VKG_ERR_UNSUPPORTED, "unsupported function '%s'", n->a->str);
+        return;
+    }
+    check_calls(n->a, macros, nmacros, p);
+    check_calls(n->b, macros, nmacros, p);
+    check_calls(n->c, macros, nmacros, p);
+    check_calls_in(&n->body, macros, nmacros, p);
+    check_calls_in(&n->orelse, macros, nmacros, p);
+    check_calls_in(&n->args, macros, nmacros, p);
+    check_calls_in(&n->kwarg_values, macros, nmacros, p);
+    check_calls_in(&n->defaults, macros, nmacros, p);
+}
+
 vkg_status jinja_parse(const char *src, size_t len, jinja_template **out, vkg_error *err) {
     *out = NULL;
     jinja_tokens toks;
@@ -745,6 +788,16 @@ vkg_status jinja_parse(const char *src, size_t len, jinja_template **out, vkg_er
         return p.failed ? p.status : VKG_ERR_FORMAT;
     }
     jinja_tokens_free(&toks);
+    char **macros = NULL;
+    size_t nmacros = 0;
+    collect_macros_in(&t->body, &macros, &nmacros, &p);
+    check_calls_in(&t->body, macros, nmacros, &p);
+    for (size_t i = 0; i < nmacros; i++) free(macros[i]);
+    free(macros);
+    if (p.failed) {
+        jinja_template_free(t);
+        return p.status;
+    }
     *out = t;
     return VKG_OK;
 }
