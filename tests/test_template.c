@@ -144,6 +144,8 @@ static void test_semantics(void **state) {
     expect("{% for i in [1, 2, 3, 4] %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 4 %}{% break %}{% endif %}{{ i }}{% endfor %}",
            "[]", "13");
     expect("{% for i in [] %}x{% else %}empty{% endfor %}", "[]", "empty");
+    expect("{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}[{{ m.content }}]{% endgeneration %}{% endif %}{% endfor %}",
+           MSGS, "[Yo]");
     expect("{{ 'a' in nothing }}{% for i in nothing %}x{% endfor %}", "[]", "False");
     expect("{% for i in [1, 2, 3] if i != 2 %}{{ loop.index }}{{ i }}{% endfor %}", "[]", "1123");
     /* the variables apply_chat_template passes, extra ones from an object, strftime_now */

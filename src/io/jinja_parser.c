@@ -672,7 +672,20 @@ static jinja_node *stmt_macro(parser *p, int line) {
     return n;
 }
 
-static const char *const KNOWN_ENDS[] = {"elif", "else", "endif", "endfor", "endset", "endmacro", NULL};
+/* {% generation %}...{% endgeneration %}: transformers' AssistantTracker marks the assistant's
+ * text with it (for return_assistant_tokens_mask) and renders the body as it is; so does this,
+ * as an if whose condition is true. */
+static jinja_node *stmt_generation(parser *p, int line) {
+    jinja_node *n = node(p, JN_IF, line);
+    if (!n || !(n->a = node(p, JN_LITERAL_BOOL, line)) || expect_close(p)) return node_free(n), NULL;
+    n->a->ival = 1;
+    static const char *const ends[] = {"endgeneration", NULL};
+    const char *which = NULL;
+    if (body(p, &n->body, ends, &which) || expect_close(p)) return node_free(n), NULL;
+    return n;
+}
+
+static const char *const KNOWN_ENDS[] = {"elif", "else", "endif", "endfor", "endset", "endmacro", "endgeneration", NULL};
 
 /* Statements until one of `ends` (whose name is left in *which, the "%}" after it unread). */
 static int body(parser *p, jinja_nodes *out, const char *const *ends, const char **which) {
@@ -711,6 +724,7 @@ static int body(parser *p, jinja_nodes *out, const char *const *ends, const char
             else if (!strcmp(s->text, "for")) n = stmt_for(p, s->line);
             else if (!strcmp(s->text, "set")) n = stmt_set(p, s->line);
             else if (!strcmp(s->text, "macro")) n = stmt_macro(p, s->line);
+            else if (!strcmp(s->text, "generation")) n = stmt_generation(p, s->line);
             else if (!strcmp(s->text, "break") || !strcmp(s->text, "continue")) {
                 if (!p->loops) return fail(p, s->line, VKG_ERR_FORMAT, "'{%% %s %%}' outside a loop", s->text), -1;
                 n = node(p, s->text[0] == 'b' ? JN_BREAK : JN_CONTINUE, s->line);
