@@ -186,6 +186,12 @@ def seeds_graph():
              bytes([22, 2, 0, 1, 0, 0, 2]) + bytes([23, 3, 3, 1]) + bytes([24, 4, 0]) + bytes([OUT, 5, 0, 0]) + b"\x20")
     put("graph", "views", views)
     put("graph", "huge", leaf(I, 3, [1 << 8, 1, 1], 0)[:4] + bytes([0xE6, 0xE6, 0xE6, 0, 0, 0, 0, 0, 0]))
+    # the Llama ops (codes 250 .. 253): rms_norm, rope over a [6, 4] table, swiglu, a windowed mask
+    RMS, ROPE, SWIGLU, WINDOW = 250, 251, 252, 253
+    llama = (leaf(I, 2, [3, 4], 0) + leaf(C, 1, [4], 1) + leaf(C, 2, [6, 4], 2) + bytes([RMS, 0, 1, 1, 1]) +
+             bytes([ROPE, 3, 2, 1, 0]) + bytes([SWIGLU, 4, 3]) + bytes([WINDOW, 5, 0, 0, 0, 2]) +
+             bytes([OUT, 6, 0, 0]) + b"\x00")
+    put("graph", "llama", llama)
 
 
 def seeds_template():

@@ -8,12 +8,15 @@
 # The test packages: the Khronos validation layer (every Vulkan test runs under it); NumPy with
 # OpenBLAS, for the independent reference tools/gpt2_reference.py; and PyTorch on OpenBLAS's
 # OpenMP build, the peer bench/compare-pytorch measures against and its test checks (177
-# packages, 142 MB to download and about 640 MB installed, which no user of vkgraph needs).
+# packages, 142 MB to download and about 640 MB installed, which no user of vkgraph needs); and
+# clang with libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes), with which the test
+# fuzz_clang builds the library and the fuzz targets, so that code only gcc accepts cannot land.
 set -eu
 usage="usage: tools/setup-debian.sh [--test]"
 packages="cmake make gcc pkg-config libvulkan-dev libvulkan-volk-dev glslang-tools libcmocka-dev
-mesa-vulkan-drivers libcairo2-dev libpcre2-dev fonts-dejavu-core curl ca-certificates"
-test_packages="vulkan-validationlayers python3-numpy libopenblas0-pthread python3-torch libopenblas0-openmp"
+mesa-vulkan-drivers libcairo2-dev libpcre2-dev fonts-dejavu-core curl ca-certificates spirv-cross"
+test_packages="vulkan-validationlayers python3-numpy libopenblas0-pthread python3-torch libopenblas0-openmp
+clang libclang-rt-14-dev"
 for arg in "$@"; do
     case "$arg" in
     --test) packages="$packages $test_packages" ;;
