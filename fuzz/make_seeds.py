@@ -199,6 +199,36 @@ def seeds_graph():
     put("graph", "llama", llama)
 
 
+def seeds_template():
+    """Each chat template of tests/data/templates/ with one of its conversations, and a few small
+    templates that reach the refusals and the bounds."""
+    tdir = os.path.join(HERE, "..", "tests", "data", "templates")
+    with open(os.path.join(tdir, "conversations.json"), encoding="utf-8") as f:
+        convs = json.load(f)
+    names = sorted(n for n in os.listdir(tdir) if n.endswith(".json") and n not in ("conversations.json", "golden.json"))
+    conv_names = sorted(convs)
+    for i, name in enumerate(names):
+        with open(os.path.join(tdir, name), encoding="utf-8") as f:
+            tpl = json.load(f)["chat_template"]
+        conv = convs[conv_names[i % len(conv_names)]]
+        put("template", name[:-5], tpl.encode() + SEP + json.dumps(conv, ensure_ascii=False).encode())
+    small = {
+        "loop_vars": "{% for m in messages %}{{ loop.index }}{{ loop.revindex0 }}{{ loop.first }}{% endfor %}",
+        "namespace": "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}",
+        "macro": "{% macro f(x, y='d') %}[{{ x }}{{ y }}]{% endmacro %}{{ f(1) }}{{ f(2, y=3) }}",
+        "filters": "{{ messages | map(attribute='role') | join(', ') | upper }}{{ messages | tojson(indent=2) }}",
+        "slices": "{{ 'héllo'[::-1] }}{{ messages[1:] | length }}{{ 'a b'.split() }}",
+        "refused_filter": "{{ x | wordwrap }}",
+        "refused_statement": "{% include 'x' %}",
+        "raise": "{{ raise_exception('no') }}",
+        "loop_bound": "{% for i in range(100000) %}{% for j in range(100) %}{% endfor %}{% endfor %}",
+        "output_bound": "{% for i in range(100000) %}{{ 'xxxxxxxxxx' }}{% endfor %}",
+        "whitespace": "  {%- if true -%}\n  a  {# c #}\n  {%+ if 1 %}b{% endif %}\n{{- ' c ' -}}\n{% endif %}\n",
+    }
+    for name, tpl in small.items():
+        put("template", name, tpl.encode() + SEP + b'[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]')
+
+
 if __name__ == "__main__":
     seeds_safetensors()
     seeds_config()
@@ -208,3 +238,4 @@ if __name__ == "__main__":
     seeds_npy()
     seeds_pipeline_cache()
     seeds_graph()
+    seeds_template()
