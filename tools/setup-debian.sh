@@ -12,7 +12,7 @@
 set -eu
 usage="usage: tools/setup-debian.sh [--test]"
 packages="cmake make gcc pkg-config libvulkan-dev libvulkan-volk-dev glslang-tools libcmocka-dev
-mesa-vulkan-drivers libcairo2-dev libpcre2-dev fonts-dejavu-core curl ca-certificates"
+mesa-vulkan-drivers libcairo2-dev libpcre2-dev libmicrohttpd-dev fonts-dejavu-core curl ca-certificates"
 test_packages="vulkan-validationlayers python3-numpy libopenblas0-pthread python3-torch libopenblas0-openmp"
 for arg in "$@"; do
     case "$arg" in
