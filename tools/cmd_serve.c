@@ -17,7 +17,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: vkgraph serve -m DIR [--host ADDR] [--port N] [--parallel N] [--queue N] [--ctx-size N]\n"
-            "                     [--api-key KEY] [--device D] [--threads N]\n"
+            "                     [--timeout S] [--api-key KEY] [--device D] [--threads N]\n"
             "\n"
             "Serves the model over HTTP with OpenAI's API: POST /v1/completions (streamed or not),\n"
             "GET /v1/models, GET /health, GET /metrics (Prometheus), POST /tokenize, POST /detokenize.\n"
@@ -31,6 +31,8 @@ static void usage(FILE *f) {
             "  --parallel N      slots: sequences generated at once (default 1)\n"
             "  --queue N         requests that may wait for a slot (default 64)\n"
             "  --ctx-size N      positions of each slot's KV cache (default: the model's context)\n"
+            "  --timeout S       close a connection idle for S seconds (default 30): a slow or stalled\n"
+            "                    client does not hold its thread\n"
             "  --api-key KEY     require 'Authorization: Bearer KEY' (also $VKG_API_KEY)\n"
             "  --threads N       CPU executor threads (default: every core)\n"
             "  --device D        cpu, vulkan or vulkan:N (default: the best Vulkan device, else the CPU)\n");
@@ -68,7 +70,7 @@ int cmd_serve(int argc, char **argv) {
     srv_options o;
     srv_options_default(&o);
     const char *model_dir = NULL, *device = NULL;
-    long port = 8080, parallel = 1, queue = 64, ctx_size = 0, threads = 0;
+    long port = 8080, parallel = 1, queue = 64, ctx_size = 0, threads = 0, timeout = 30;
     o.api_key = getenv("VKG_API_KEY");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -97,6 +99,9 @@ int cmd_serve(int argc, char **argv) {
         } else if (strcmp(a, "--ctx-size") == 0 || strcmp(a, "-c") == 0) {
             VALUE();
             if (cli_int(CMD, a, v, 1, 1L << 30, &ctx_size)) return 1;
+        } else if (strcmp(a, "--timeout") == 0) {
+            VALUE();
+            if (cli_int(CMD, a, v, 1, 86400, &timeout)) return 1;
         } else if (strcmp(a, "--api-key") == 0) {
             VALUE();
             o.api_key = v;
@@ -116,6 +121,7 @@ int cmd_serve(int argc, char **argv) {
     o.parallel = (int)parallel;
     o.max_queue = (int)queue;
     o.ctx_size = (int)ctx_size;
+    o.timeout_s = (unsigned)timeout;
     o.model_name = base_name(model_dir);
 
     /* Every thread started from here inherits the blocked signals; the main thread takes them
