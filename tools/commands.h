@@ -29,5 +29,6 @@ int cmd_generate(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_attention(int argc, char **argv);
 int cmd_gpt2_random(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@ static const vkg_command commands[] = {
     {"generate", cmd_generate, "continue a prompt with GPT-2 (greedy or sampled), streaming tokens", CMD_DEVICE | CMD_PROFILE},
     {"logits", cmd_logits, "GPT-2's next-token logits for a prompt, as a .npy file", CMD_DEVICE | CMD_PROFILE},
     {"attention", cmd_attention, "which earlier token each head attends to, as a table and a heatmap", CMD_DEVICE | CMD_PROFILE},
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server for a model (completions, streamed or not)", CMD_DEVICE},
     {"gpt2-random", cmd_gpt2_random, "write a GPT-2-shaped model with random weights (for offline use)", 0},
     {"conformance", cmd_conformance, "check a device against the CPU reference, op by op (pass/fail table)", CMD_DEVICE | CMD_PROFILE},
     {"compare", cmd_compare, "run a model step by step on two devices and name the first step where they part", CMD_DEVICE | CMD_PROFILE},

@@ -14,7 +14,7 @@
 set -eu
 usage="usage: tools/setup-debian.sh [--test]"
 packages="cmake make gcc pkg-config libvulkan-dev libvulkan-volk-dev glslang-tools libcmocka-dev
-mesa-vulkan-drivers libcairo2-dev libpcre2-dev libutf8proc-dev fonts-dejavu-core curl ca-certificates spirv-cross"
+mesa-vulkan-drivers libcairo2-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev fonts-dejavu-core curl ca-certificates spirv-cross"
 test_packages="vulkan-validationlayers python3-numpy libopenblas0-pthread python3-torch libopenblas0-openmp
 clang libclang-rt-14-dev"
 test=0

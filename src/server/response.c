@@ -1,0 +1,67 @@
+/* OpenAI's response bodies (response.h). */
+#include "server/response.h"
+
+#include <string.h>
+
+void resp_error(sbuf *o, const srv_error *e) {
+    sbuf_adds(o, "{\"error\":{\"message\":");
+    sbuf_json_string(o, e->message, strlen(e->message));
+    sbuf_adds(o, ",\"type\":");
+    sbuf_json_string(o, e->type, strlen(e->type));
+    sbuf_adds(o, ",\"param\":");
+    if (e->param[0]) sbuf_json_string(o, e->param, strlen(e->param));
+    else sbuf_adds(o, "null");
+    sbuf_adds(o, ",\"code\":");
+    if (e->code) sbuf_json_string(o, e->code, strlen(e->code));
+    else sbuf_adds(o, "null");
+    sbuf_adds(o, "}}");
+}
+
+static void head(sbuf *o, const resp_completion *c) {
+    sbuf_adds(o, "{\"id\":");
+    sbuf_json_string(o, c->id, strlen(c->id));
+    sbuf_printf(o, ",\"object\":\"text_completion\",\"created\":%ld,\"model\":", c->created);
+    sbuf_json_string(o, c->model, strlen(c->model));
+}
+
+static void choice(sbuf *o, const resp_completion *c, const char *text, size_t len) {
+    sbuf_adds(o, ",\"choices\":[{\"text\":");
+    sbuf_json_string(o, text, len);
+    sbuf_adds(o, ",\"index\":0,\"logprobs\":null,\"finish_reason\":");
+    if (c->finish_reason) sbuf_json_string(o, c->finish_reason, strlen(c->finish_reason));
+    else sbuf_adds(o, "null");
+    sbuf_adds(o, "}]");
+}
+
+static void usage(sbuf *o, const resp_completion *c) {
+    sbuf_printf(o, ",\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}",
+                c->prompt_tokens, c->completion_tokens, c->prompt_tokens + c->completion_tokens);
+}
+
+void resp_completion_body(sbuf *o, const resp_completion *c, const char *text, size_t len) {
+    head(o, c);
+    choice(o, c, text, len);
+    usage(o, c);
+    sbuf_adds(o, "}");
+}
+
+void resp_completion_chunk(sbuf *o, const resp_completion *c, const char *text, size_t len) {
+    sbuf_adds(o, "data: ");
+    head(o, c);
+    choice(o, c, text, len);
+    sbuf_adds(o, "}\n\n");
+}
+
+void resp_usage_chunk(sbuf *o, const resp_completion *c) {
+    sbuf_adds(o, "data: ");
+    head(o, c);
+    sbuf_adds(o, ",\"choices\":[]");
+    usage(o, c);
+    sbuf_adds(o, "}\n\n");
+}
+
+void resp_models(sbuf *o, const char *model, long created) {
+    sbuf_adds(o, "{\"object\":\"list\",\"data\":[{\"id\":");
+    sbuf_json_string(o, model, strlen(model));
+    sbuf_printf(o, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"vkgraph\"}]}", created);
+}

@@ -1,0 +1,27 @@
+/* OpenAI's response bodies, written as JSON. */
+#ifndef VKG_SERVER_RESPONSE_H
+#define VKG_SERVER_RESPONSE_H
+
+#include "server/request.h"
+#include "server/sbuf.h"
+
+/* {"error":{"message","type","param","code"}} */
+void resp_error(sbuf *o, const srv_error *e);
+
+typedef struct resp_completion {
+    const char *id;             /* "cmpl-..." */
+    long created;
+    const char *model;
+    const char *finish_reason;  /* "stop", "length", or NULL (a chunk before the end) */
+    int prompt_tokens, completion_tokens;
+} resp_completion;
+
+/* The whole completion (stream false). */
+void resp_completion_body(sbuf *o, const resp_completion *c, const char *text, size_t len);
+/* One server-sent event of a stream: "data: {...}\n\n" with the text (and finish_reason). */
+void resp_completion_chunk(sbuf *o, const resp_completion *c, const char *text, size_t len);
+/* The usage event of stream_options.include_usage: no choices, the usage. */
+void resp_usage_chunk(sbuf *o, const resp_completion *c);
+void resp_models(sbuf *o, const char *model, long created);
+
+#endif

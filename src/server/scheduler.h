@@ -1,0 +1,41 @@
+/* The server's scheduler: what the HTTP layer asks of the engine.  A request (prompt ids and
+ * generation options) is submitted with a sink; the scheduler calls the sink's on_token for each
+ * token (from its own threads) and on_done exactly once, after which it never touches the sink
+ * again.  cancel() asks a queued or running sequence to end (on_done still comes, with
+ * cancelled set).  The implementation today (scheduler_slots.c) runs N slots, each a context
+ * of its own, and a bounded queue; a batched engine can take its place behind the same calls. */
+#ifndef VKG_SERVER_SCHEDULER_H
+#define VKG_SERVER_SCHEDULER_H
+
+#include "vkgraph_model.h"
+
+typedef struct sched sched;
+typedef struct sched_job sched_job;
+
+typedef struct sched_sink {
+    void *user;
+    /* One generated token and the text that can be shown now (vkg_token_callback's text). */
+    void (*on_token)(void *user, int32_t id, const char *text, size_t len);
+    /* The end: result (generated, reason) is valid unless cancelled or failed (message set). */
+    void (*on_done)(void *user, const vkg_generate_result *result, int cancelled, const char *failure);
+} sched_sink;
+
+typedef struct sched_stats {
+    int active, queued;
+} sched_stats;
+
+/* n_slots contexts of n_ctx positions on m; at most max_queue requests wait for a slot. */
+vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int max_queue, sched **out, vkg_error *err);
+/* Cancels everything, waits for the slots to stop and frees them.  NULL is fine. */
+void sched_free(sched *s);
+/* opts->prompt and opts->stops are copied.  Returns VKG_OK and a job (released with
+ * sched_job_release once the caller is done with it), or VKG_ERR_UNSUPPORTED when the queue is
+ * full or the scheduler is shutting down (the sink is then never called). */
+vkg_status sched_submit(sched *s, const vkg_generate_options *opts, const sched_sink *sink, sched_job **out);
+void sched_cancel(sched_job *j);
+void sched_job_release(sched_job *j);
+/* Cancels every job and refuses new ones (the first step of a shutdown). */
+void sched_stop(sched *s);
+void sched_get_stats(sched *s, sched_stats *out);
+
+#endif

@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""`vkgraph serve` against its HTTP clients: every endpoint, the errors, hostile clients and
+concurrent greedy clients, on 127.0.0.1 with random GPT-2 models (vkgraph gpt2-random) and the
+GPT-2 tokenizer.  Usage: server_test.py VKGRAPH.  Only the standard library: the requests are
+written as a client writes them, raw sockets where a client misbehaves."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+VKG = sys.argv[1]
+KEY = "s3cret-key"
+failures = []
+servers = []  # killed at exit whatever happens, so that no server outlives the test
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+class Server:
+    def __init__(self, model, *args, key=KEY):
+        cmd = [VKG, "serve", "-m", model, "--port", "0", "--device", "cpu"] + list(args)
+        if key:
+            cmd += ["--api-key", key]
+        self.key = key
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        servers.append(self.proc)
+        self.log = []
+        line = self.proc.stderr.readline()
+        self.log.append(line)
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        assert m, "no port in: " + line
+        self.base = "http://127.0.0.1:%s" % m.group(1)
+        self.port = int(m.group(1))
+        threading.Thread(target=self._drain, daemon=True).start()
+        deadline = time.time() + 60
+        while self.request("GET", "/health")[0] != 200:
+            assert time.time() < deadline and self.proc.poll() is None, "the server did not become ready"
+            time.sleep(0.05)
+
+    def _drain(self):
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    def request(self, method, path, body=None, key="default", raw=None, timeout=60):
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(self.base + path, data=data, method=method)
+        key = self.key if key == "default" else key
+        if key:
+            req.add_header("Authorization", "Bearer " + key)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def json(self, method, path, body=None, **kw):
+        status, text = self.request(method, path, body, **kw)
+        try:
+            return status, json.loads(text)
+        except ValueError:
+            return status, text
+
+    def stream(self, body):
+        """The events of a streamed completion, as parsed JSON, and whether [DONE] ended it."""
+        status, text = self.request("POST", "/v1/completions", dict(body, stream=True))
+        assert status == 200, (status, text)
+        events, done = [], False
+        for block in text.split("\n\n"):
+            if not block.startswith("data: "):
+                continue
+            payload = block[6:]
+            if payload == "[DONE]":
+                done = True
+            else:
+                events.append(json.loads(payload))
+        return events, done
+
+    def stop(self, sig=signal.SIGTERM):
+        t = time.time()
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = None
+        return rc, time.time() - t
+
+
+def error_of(status, body, want_status, param=None, code=None):
+    ok = status == want_status and isinstance(body, dict) and "error" in body
+    err = body.get("error", {}) if isinstance(body, dict) else {}
+    ok = ok and set(err) == {"message", "type", "param", "code"} and err["message"]
+    if param is not None:
+        ok = ok and err.get("param") == param
+    if code is not None:
+        ok = ok and err.get("code") == code
+    return ok
+
+
+def raw_status(port, data):
+    """The status a request written byte for byte gets (the body may stay unsent)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(data)
+        head = sock.recv(4096).decode(errors="replace")
+    m = re.match(r"HTTP/1\.[01] (\d+)", head)
+    return int(m.group(1)) if m else None
+
+
+def generate_cli(model, ids, n):
+    """What `vkgraph generate` continues the ids with (greedy), as text."""
+    out = subprocess.run([VKG, "generate", "-m", model, "--ids", json.dumps(ids), "-n", str(n), "--device", "cpu",
+                          "--ids-out"], capture_output=True, text=True, check=True).stdout
+    lists = [json.loads(l) for l in out.splitlines() if l.startswith("[")]
+    return lists[-1][len(ids):] if lists[-1][:len(ids)] == ids else lists[-1]
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="vkg-server-")
+    tiny = os.path.join(tmp, "tiny")  # 64 positions, GPT-2's vocabulary
+    subprocess.run([VKG, "gpt2-random", tiny], check=True, capture_output=True)
+    long_ctx = os.path.join(tmp, "long")  # 1024 positions: sequences that run long enough to meet
+    subprocess.run([VKG, "gpt2-random", long_ctx, "--ctx", "1024", "--embd", "32", "--heads", "2"], check=True,
+                   capture_output=True)
+
+    s = Server(tiny, "--parallel", "4", "--queue", "4", "--timeout", "2")
+    # ---- plain endpoints
+    st, body = s.json("GET", "/health")
+    check(st == 200 and body == {"status": "ok"}, "/health 200 when ready: %r" % body)
+    st, body = s.json("GET", "/v1/models")
+    check(st == 200 and body["object"] == "list" and body["data"][0]["id"] == "tiny", "/v1/models: %r" % body)
+    st, body = s.json("POST", "/tokenize", {"content": "Hello world"})
+    check(st == 200 and body == {"tokens": [15496, 995]}, "/tokenize: %r" % body)
+    st, body = s.json("POST", "/detokenize", {"tokens": [15496, 995]})
+    check(st == 200 and body == {"content": "Hello world"}, "/detokenize: %r" % body)
+
+    # ---- completions against `vkgraph generate`
+    prompt_ids = [15496, 995, 11, 314]
+    want_ids = generate_cli(tiny, prompt_ids, 12)
+    st, det = s.json("POST", "/detokenize", {"tokens": want_ids})
+    st, body = s.json("POST", "/v1/completions", {"prompt": prompt_ids, "max_tokens": 12, "temperature": 0})
+    check(st == 200 and body["object"] == "text_completion", "completion: %r" % body)
+    text = body["choices"][0]["text"]
+    check(text == det["content"], "greedy completion %r equals vkgraph generate's %r" % (text, det["content"]))
+    check(body["usage"] == {"prompt_tokens": 4, "completion_tokens": 12, "total_tokens": 16}, "usage %r" % body["usage"])
+    check(body["choices"][0]["finish_reason"] == "length", "finish_reason length")
+    st, as_text = s.json("POST", "/v1/completions", {"prompt": "Hello world, I", "max_tokens": 12, "temperature": 0,
+                                                      "unknown_field": {"ignored": True}, "user": "x"})
+    check(st == 200 and as_text["choices"][0]["text"] == text, "a string prompt gives the ids' completion")
+
+    # streamed: the chunks add up to the same text; finish_reason, usage, [DONE]
+    events, done = s.stream({"prompt": prompt_ids, "max_tokens": 12, "temperature": 0,
+                             "stream_options": {"include_usage": True}})
+    chunks = [e for e in events if e["choices"]]
+    check(done, "a stream ends with data: [DONE]")
+    check("".join(e["choices"][0]["text"] for e in chunks) == text, "streamed text equals the whole one")
+    check(chunks[-1]["choices"][0]["finish_reason"] == "length" and
+          all(e["choices"][0]["finish_reason"] is None for e in chunks[:-1]), "finish_reason only on the last chunk")
+    check(not events[-1]["choices"] and events[-1]["usage"]["completion_tokens"] == 12, "the usage chunk")
+    events, done = s.stream({"prompt": prompt_ids, "max_tokens": 3, "temperature": 0})
+    check(done and all("usage" not in e for e in events), "no usage chunk without include_usage")
+
+    # a stop string: the text ends before it, finish_reason "stop"
+    stop = text[len(text) // 2:len(text) // 2 + 3]
+    st, body = s.json("POST", "/v1/completions", {"prompt": prompt_ids, "max_tokens": 12, "temperature": 0,
+                                                  "stop": [stop, "zzzz"]})
+    check(st == 200 and body["choices"][0]["finish_reason"] == "stop" and
+          body["choices"][0]["text"] == text[:text.index(stop)], "stop string: %r" % body)
+    # seeded sampling repeats; max_tokens 0
+    req = {"prompt": prompt_ids, "max_tokens": 10, "temperature": 0.9, "top_p": 0.95, "top_k": 40, "min_p": 0.01,
+           "seed": 7}
+    a, b = s.json("POST", "/v1/completions", req)[1], s.json("POST", "/v1/completions", req)[1]
+    check(a["choices"][0]["text"] == b["choices"][0]["text"], "the same seed gives the same sample")
+    st, body = s.json("POST", "/v1/completions", {"prompt": prompt_ids, "max_tokens": 0})
+    check(st == 200 and body["usage"]["completion_tokens"] == 0, "max_tokens 0")
+
+    # ---- errors
+    P = "/v1/completions"
+    check(error_of(*s.json("POST", P, {"prompt": "x", "max_tokens": "5"}), 400, "max_tokens"), "max_tokens a string")
+    check(error_of(*s.json("POST", P, {"prompt": "x", "temperature": [1]}), 400, "temperature"), "temperature array")
+    check(error_of(*s.json("POST", P, {"prompt": "x", "stream": 1}), 400, "stream"), "stream a number")
+    check(error_of(*s.json("POST", P, {"prompt": "x", "stop": 3}), 400, "stop"), "stop a number")
+    check(error_of(*s.json("POST", P, {"prompt": "x", "n": 2}), 400, "n"), "n = 2 refused")
+    check(error_of(*s.json("POST", P, {"prompt": "x", "presence_penalty": 0.5}), 400, "presence_penalty"),
+          "presence_penalty refused")
+    check(error_of(*s.json("POST", P, {"prompt": [1, 2, 99999]}), 400, "prompt"), "id outside the vocabulary")
+    check(error_of(*s.json("POST", P, {"max_tokens": 3}), 400, "prompt"), "no prompt")
+    check(error_of(*s.json("POST", P, {"prompt": [1] * 65}), 400, "prompt", "context_length_exceeded"),
+          "a prompt longer than the context")
+    check(error_of(*s.json("POST", P, {"prompt": [1] * 60, "max_tokens": 5}), 400, "max_tokens",
+                   "context_length_exceeded"), "max_tokens beyond the context")
+    check(s.json("POST", P, {"prompt": [1] * 60, "max_tokens": 4})[0] == 200, "max_tokens that just fits")
+    for raw in [b"{", b"[1,2]", b"", b"{\"prompt\": \"a\", \"prompt\": \"b\"}", b"\xff\xfe", b"null"]:
+        check(error_of(*s.json("POST", P, raw=raw), 400), "malformed body %r" % raw)
+    check(raw_status(s.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n{") == 413,
+          "a body over 1 MiB: 413")
+    check(error_of(*s.json("GET", "/v1/nothing"), 404), "unknown path")
+    check(error_of(*s.json("GET", P), 405), "GET of completions")
+    check(error_of(*s.json("POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}), 400,
+                   "messages"), "chat without a template")
+    check(error_of(*s.json("GET", "/v1/models", key=None), 401), "no key")
+    check(error_of(*s.json("GET", "/v1/models", key="s3cret-kez"), 401), "wrong key")
+    check(error_of(*s.json("POST", P, {"prompt": "x"}, key="s3cret-key-longer"), 401), "a longer key")
+    check(s.json("GET", "/health", key=None)[0] == 200, "/health needs no key")
+
+    # ---- concurrent greedy clients: each gets what it gets alone
+    prompts = [[15496 + 7 * i, 995, 11 + i] for i in range(6)]
+    alone = [s.json("POST", P, {"prompt": p, "max_tokens": 20, "temperature": 0})[1]["choices"][0]["text"]
+             for p in prompts]
+    got = [None] * 6
+
+    def client(i):
+        if i % 2:
+            ev, _ = s.stream({"prompt": prompts[i], "max_tokens": 20, "temperature": 0})
+            got[i] = "".join(e["choices"][0]["text"] for e in ev if e["choices"])
+        else:
+            got[i] = s.json("POST", P, {"prompt": prompts[i], "max_tokens": 20, "temperature": 0})[1]["choices"][0]["text"]
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(got == alone, "6 concurrent clients get what each gets alone")
+    check(generate_cli(tiny, prompts[2], 20) == s.json("POST", "/tokenize", {"content": alone[2]})[1]["tokens"] or
+          s.json("POST", "/detokenize", {"tokens": generate_cli(tiny, prompts[2], 20)})[1]["content"] == alone[2],
+          "a concurrent client's text equals vkgraph generate's")
+
+    # ---- a slow client: an unfinished request is closed after --timeout
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"pro")
+    sock.settimeout(8)
+    t0 = time.time()
+    try:
+        closed = sock.recv(100) == b""
+    except (socket.timeout, ConnectionResetError):
+        closed = False
+    check(closed and time.time() - t0 < 6, "a stalled client is disconnected after the timeout")
+    sock.close()
+
+    st, metrics = s.request("GET", "/metrics")
+    check(st == 200 and re.search(r"^vkgraph_generated_tokens_total [1-9]", metrics, re.M) and
+          re.search(r"^vkgraph_time_to_first_token_seconds_count [1-9]", metrics, re.M) and
+          re.search(r"^vkgraph_time_per_output_token_seconds_bucket\{le=\"\+Inf\"\} [1-9]", metrics, re.M) and
+          "vkgraph_sequences_queued 0" in metrics and
+          re.search(r'^vkgraph_requests_total\{class="client_error"\} [1-9]', metrics, re.M), "metrics")
+    rc, secs = s.stop(signal.SIGINT)
+    check(rc == 0 and secs < 5, "SIGINT: exit 0 in %.1f s (rc %r)" % (secs, rc))
+
+    # ---- one slot, no queue: busy is 503; a client that leaves frees its slot at once
+    s = Server(long_ctx, "--parallel", "1", "--queue", "0", key=None)
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    body = json.dumps({"prompt": [1], "max_tokens": 1000, "temperature": 0, "stream": True}).encode()
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+    first = sock.recv(4096)
+    check(b"200 OK" in first, "the long stream starts")
+    st, busy = s.json("POST", P, {"prompt": [1], "max_tokens": 2})
+    check(error_of(st, busy, 503, code="server_busy"), "a request beyond the slots and the queue: 503")
+    sock.close()  # gone mid-stream
+    t0 = time.time()
+    while "vkgraph_sequences_active 0" not in s.request("GET", "/metrics")[1] and time.time() - t0 < 5:
+        time.sleep(0.02)
+    freed = time.time() - t0
+    check(freed < 1.5, "a client gone mid-stream frees its slot (in %.2f s)" % freed)
+    check(s.json("POST", P, {"prompt": [1], "max_tokens": 2})[0] == 200, "the freed slot serves the next request")
+    st, metrics = s.request("GET", "/metrics")
+    m = re.search(r"^vkgraph_generated_tokens_total (\d+)", metrics, re.M)
+    check(m and int(m.group(1)) < 1000, "the gone client's sequence stopped early (%s tokens)" % (m and m.group(1)))
+
+    # SIGTERM while a stream runs: it ends with [DONE], the server exits 0
+    out = {}
+
+    def long_stream():
+        out["events"] = s.stream({"prompt": [1], "max_tokens": 1000, "temperature": 0})
+    t = threading.Thread(target=long_stream)
+    t.start()
+    time.sleep(0.3)
+    rc, secs = s.stop(signal.SIGTERM)
+    t.join(10)
+    check(rc == 0 and secs < 5, "SIGTERM: exit 0 in %.1f s (rc %r)" % (secs, rc))
+    check(out.get("events", (None, False))[1], "a stream cut by SIGTERM still ends with [DONE]")
+
+    print("server tests: %d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    try:
+        rc = main()
+    finally:
+        for p in servers:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    sys.exit(rc)
