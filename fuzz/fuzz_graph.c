@@ -124,7 +124,9 @@ static void leaf(build *b, reader *r, int kind) {
 }
 
 static void op(build *b, reader *r) {
-    unsigned code = u8(r) % 30;
+    /* codes are bytes mod 30, but for 250 .. 253: the ops added after the corpus was grown (its
+     * programs use none of those bytes as codes, so they keep their meaning) */
+    const unsigned raw = u8(r), code = raw >= 250 && raw <= 253 ? 30 + (raw - 250) : raw % 30;
     vkg_graph *g = b->g;
     const vkg_tensor x = operand(b, r);
     const vkg_tensor y = operand(b, r);
@@ -186,6 +188,24 @@ static void op(build *b, reader *r) {
         const int axis = (int)(u8(r) % 6) - 1;
         const int64_t at = (int8_t)u8(r);
         keep(b, vkg_write_at(g, x, y, axis, at, u8(r) & 1 ? operand(b, r) : VKG_NONE));
+        return;
+    }
+    /* the operands of the ops below are read in order (one statement each) */
+    case 30: {
+        vkg_tensor w = u8(r) & 1 ? y : VKG_NONE;
+        keep(b, vkg_rms_norm(g, x, w, u8(r) & 1 ? 1e-6f : number(r)));
+        return;
+    }
+    case 31: {
+        int32_t offset = (int8_t)u8(r);
+        keep(b, vkg_rope(g, x, y, offset, u8(r) & 1 ? operand(b, r) : VKG_NONE));
+        return;
+    }
+    case 32: keep(b, vkg_swiglu(g, x, y)); return;
+    case 33: {
+        int32_t offset = (int8_t)u8(r);
+        vkg_tensor dyn = u8(r) & 1 ? y : VKG_NONE;
+        keep(b, vkg_mask_causal_window(g, x, offset, dyn, u8(r)));
         return;
     }
     case 26: {

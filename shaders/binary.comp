@@ -32,6 +32,7 @@ void main() {
         if (p.op == VKG_BINARY_ADD) v = x + y;
         else if (p.op == VKG_BINARY_MUL) v = x * y;
         else if (p.op == VKG_BINARY_MASK) v = (yb & 0x7fffffffu) != 0u ? x : vkg_neg_inf();
+        else if (p.op == VKG_BINARY_SWIGLU) v = vkg_activation(VKG_UNARY_SILU, x) * y;
         else v = vkg_unknown_code();
         o[p.out_offset + i] = v;
     }
