@@ -13,6 +13,7 @@ static const vkg_command commands[] = {
     {"generate", cmd_generate, "continue a prompt with GPT-2 (greedy or sampled), streaming tokens"},
     {"logits", cmd_logits, "GPT-2's next-token logits for a prompt, as a .npy file"},
     {"attention", cmd_attention, "which earlier token each head attends to, as a table and a heatmap"},
+    {"random", cmd_random, "write a model with random weights and a real model's shapes (llama, qwen2, ...)"},
     {"gpt2-random", cmd_gpt2_random, "write a GPT-2-shaped model with random weights (for offline use)"},
     {"conformance", cmd_conformance, "check a device against the CPU reference, op by op (pass/fail table)"},
     {"compare", cmd_compare, "run a model step by step on two devices and name the first step where they part"},
