@@ -130,6 +130,13 @@ static void test_config_defaults(void **state) {
                                  "\"original_max_position_embeddings\": 8192}, " BASE "}", &c, &err), VKG_OK);
     assert_int_equal(c.rope.kind, VKG_ROPE_LLAMA3);
     assert_int_equal(c.rope.original_max_position_embeddings, 8192);
+    /* newer files: rope_parameters holds the theta and the scaling, dtype names the dtype */
+    assert_int_equal(load_config("{\"model_type\": \"qwen3\", \"dtype\": \"bfloat16\", \"rope_parameters\": "
+                                 "{\"rope_type\": \"linear\", \"factor\": 2, \"rope_theta\": 5000}, " BASE "}", &c,
+                                 &err), VKG_OK);
+    assert_int_equal(c.rope.kind, VKG_ROPE_LINEAR);
+    assert_true(c.rope.theta == 5000.0 && c.rope.factor == 2.0);
+    assert_string_equal(c.torch_dtype, "bfloat16");
 }
 
 static void expect_refused(const char *json, vkg_status want, const char *words) {
@@ -179,6 +186,11 @@ static void test_unknown_architecture(void **state) {
     assert_non_null(strstr(err.message, "architecture \"bert\" is not supported"));
     assert_non_null(strstr(err.message, "qwen3 (Qwen3ForCausalLM)"));
     assert_null(m);
+    /* a rotary table too large for memory is refused before anything is allocated */
+    write_text(cfg, "{\"model_type\": \"llama\", \"max_position_embeddings\": 4194304, \"head_dim\": 1024, "
+                    BASE "}");
+    assert_int_equal(vkg_model_open(dir, NULL, NULL, &m, &err), VKG_ERR_OUT_OF_MEMORY);
+    assert_non_null(strstr(err.message, "the rotary table for max_position_embeddings 4194304"));
     free(cfg);
     free(dir);
 }

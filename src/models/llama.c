@@ -46,6 +46,15 @@ static vkg_status load_into(vkg_llama *m, const char *dir, int dtype, vkg_error 
     st = vkg_llama_config_load(config_path, c, err);
     free(config_path);
     if (st != VKG_OK) return st;
+    m->n_ctx = vkg_llama_context(c);
+    /* cos and sin for every position: 67 MB for 131072 positions of 128 channels; a table past
+     * 2 GiB (or a quarter of the memory) is refused before allocating it */
+    const uint64_t table = (uint64_t)m->n_ctx * (uint64_t)c->head_dim * sizeof(float);
+    const uint64_t quarter = vkg_host_memory_bytes() / 4, limit = quarter < (2ull << 30) ? quarter : 2ull << 30;
+    if (table > limit)
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "%s: the rotary table for max_position_embeddings %d and "
+                             "head_dim %d needs %.1f GiB, more than the %.1f GiB allowed it", dir, m->n_ctx,
+                             c->head_dim, (double)table / 1073741824.0, (double)limit / 1073741824.0);
     vkg_checkpoint *ck = NULL;
     st = vkg_checkpoint_open(dir, &ck, err);
     if (st != VKG_OK) return st;
@@ -82,7 +91,6 @@ static vkg_status load_into(vkg_llama *m, const char *dir, int dtype, vkg_error 
     free(w);
     if (st != VKG_OK) return st;
     if (m->tied_head) m->global[VKG_LLAMA_LM_HEAD] = m->global[VKG_LLAMA_EMBED];
-    m->n_ctx = vkg_llama_context(c);
     m->rope = vkg_rope_table(&c->rope, c->head_dim, m->n_ctx);
     if (!m->rope) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the rotary table");
     snprintf(m->note, sizeof m->note, "%s", c->note);

@@ -130,6 +130,13 @@ int vkg_llama_context(const vkg_llama_config *c) {
  * ROPE_INIT_FUNCTIONS do (rope.c). */
 static vkg_status read_rope_scaling(const vkg_json *root, vkg_llama_config *c, vkg_error *err) {
     const vkg_json *rs = vkg_json_get(root, "rope_scaling");
+    /* newer transformers write rope_parameters: the same keys, with rope_theta among them */
+    const vkg_json *params = vkg_json_get(root, "rope_parameters");
+    if ((!rs || vkg_json_type_of(rs) == VKG_JSON_NULL) && vkg_json_type_of(params) == VKG_JSON_OBJECT) {
+        vkg_status st = vkg_config_number(params, "rope_theta", &c->rope.theta, NULL, err);
+        if (st != VKG_OK) return st;
+        rs = params;
+    }
     if (!rs || vkg_json_type_of(rs) == VKG_JSON_NULL) return VKG_OK;
     if (vkg_json_type_of(rs) != VKG_JSON_OBJECT)
         return vkg_error_set(err, VKG_ERR_FORMAT, "\"rope_scaling\" must be an object or null (it is a JSON %s)",
@@ -309,6 +316,7 @@ static vkg_status parse(const vkg_json *root, vkg_llama_config *c, vkg_error *er
     if (c->arch == VKG_LLAMA_ARCH_LLAMA && (st = vkg_config_bool(root, "mlp_bias", &c->mlp_bias, err))) return st;
     int dt_found = 0;
     if ((st = vkg_config_string(root, "torch_dtype", c->torch_dtype, sizeof c->torch_dtype, &dt_found, err)) ||
+        (!dt_found && (st = vkg_config_string(root, "dtype", c->torch_dtype, sizeof c->torch_dtype, NULL, err))) ||
         (st = read_rope_scaling(root, c, err)) || (st = read_window(root, c, err)) ||
         (st = read_token(root, "bos_token_id", &c->bos_token_id, c, err)) ||
         (st = read_token(root, "eos_token_id", &c->eos_token_id, c, err)))

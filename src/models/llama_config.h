@@ -5,22 +5,24 @@
  *
  * Which architecture: model_type ("llama", "mistral", "qwen2", "qwen3"), as transformers'
  * AutoConfig chooses; without model_type, architectures[0].  Anything else is refused, naming the
- * known ones (vkg_model_architectures in model_arch.h).
+ * known ones (vkg_model_architectures, vkgraph_model.h).
  *
  * Keys honoured: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
- * vocab_size (defaults: each class's); num_key_value_heads (null: num_attention_heads);
- * head_dim (null: hidden_size / num_attention_heads; Qwen3's default 128); rms_norm_eps;
+ * vocab_size (defaults: each class's); num_key_value_heads (null: num_attention_heads); head_dim
+ * (null: hidden_size / num_attention_heads; Qwen3's default 128); rms_norm_eps;
  * max_position_embeddings; rope_theta; rope_scaling (null, or rope_type/type "default", "linear"
  * (factor) or "llama3" (factor, low_freq_factor, high_freq_factor,
  * original_max_position_embeddings); "dynamic", "yarn", "longrope" and any other type are refused
- * by name); partial_rotary_factor (only 1); tie_word_embeddings (default false); attention_bias
- * (Llama: q, k, v and o; Qwen3: q, k, v and o; Qwen2 always has q, k, v biases and no o bias;
- * Mistral none); mlp_bias (Llama); hidden_act (silu only); sliding_window (Mistral: every layer;
- * Qwen2/Qwen3: with use_sliding_window, the layers from max_window_layers on, or as layer_types
- * lists them); bos_token_id, eos_token_id (an int, a list: the first, or null); torch_dtype (what
- * the file should hold; the tensors' own dtype wins).  Accepted without effect: dropout rates,
- * initializer_range, use_cache, pad_token_id, pretraining_tp (the same product, only split),
- * transformers_version, _name_or_path, architectures, and other bookkeeping.
+ * by name; newer files' rope_parameters, with rope_theta inside, read the same);
+ * partial_rotary_factor (only 1); tie_word_embeddings (default false); attention_bias (Llama: q,
+ * k, v and o; Qwen3: q, k, v and o; Qwen2 always has q, k, v biases and no o bias; Mistral none);
+ * mlp_bias (Llama); hidden_act (silu only); sliding_window (Mistral: every layer; Qwen2/Qwen3:
+ * with use_sliding_window, the layers from max_window_layers on, or as layer_types lists them);
+ * bos_token_id, eos_token_id (an int, a list: the first, or null); torch_dtype (or the newer
+ * dtype: what the file should hold; the tensors' own dtype wins).
+ * Accepted without effect: dropout rates, initializer_range, use_cache, pad_token_id,
+ * pretraining_tp (the same product, only split), transformers_version, _name_or_path,
+ * architectures, and other bookkeeping.
  */
 #ifndef VKG_MODELS_LLAMA_CONFIG_H
 #define VKG_MODELS_LLAMA_CONFIG_H
