@@ -142,6 +142,10 @@ vkg_tensor vkg_softmax(vkg_graph *g, vkg_tensor x);              /* over the las
  * of queries can sit after a cached prefix of offset tokens.  dyn_offset (a vkg_index, or
  * VKG_NONE) is added to offset at run time. */
 vkg_tensor vkg_mask_causal(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tensor dyn_offset);
+/* The same within a sliding window (Mistral): query i, at position p = i + offset (+ dyn_offset),
+ * sees the keys p - window < j <= p, the last `window` positions; window 0 is vkg_mask_causal. */
+vkg_tensor vkg_mask_causal_window(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tensor dyn_offset,
+                                  uint32_t window);
 typedef enum vkg_mask_kind {
     VKG_MASK_BOOL = 0,     /* mask != 0 keeps the score, 0 makes it -inf (weight exactly 0) */
     VKG_MASK_ADDITIVE = 1  /* the mask is added to the scores                               */
@@ -149,6 +153,20 @@ typedef enum vkg_mask_kind {
 vkg_tensor vkg_mask(vkg_graph *g, vkg_tensor x, vkg_tensor mask, vkg_mask_kind kind);
 /* Over the last axis: gamma * (x - mean) / sqrt(var + eps) + beta; gamma, beta [C] or VKG_NONE. */
 vkg_tensor vkg_layernorm(vkg_graph *g, vkg_tensor x, vkg_tensor gamma, vkg_tensor beta, float eps);
+/* Over the last axis: x / sqrt(mean(x^2) + eps) * weight, Llama's RMSNorm, in one step; weight [C]
+ * or VKG_NONE.  On heads [.., H, D] with weight [D] it normalises each head (Qwen3's q_norm). */
+/* silu(gate) * up, element-wise, gate and up of one shape (Llama's gated MLP).  Where up is a
+ * matmul's result read by nothing else, the product is that matmul's epilogue: gate is read
+ * once and up never goes through memory. */
+vkg_tensor vkg_swiglu(vkg_graph *g, vkg_tensor gate, vkg_tensor up);
+vkg_tensor vkg_rms_norm(vkg_graph *g, vkg_tensor x, vkg_tensor weight, float eps);
+/* Rotary position embedding as Hugging Face's Llama applies it (rotate_half: the halves of each
+ * row rotated together): x [.., T, D] (at most 4 dimensions, read through strides: heads split
+ * from a projection cost no copy) -> the same shape, row t at position offset + dyn_offset + t
+ * (dyn_offset a vkg_index or VKG_NONE), with cos_sin [P, D] a table of P positions whose row p
+ * holds cos(p inv_freq_i) for i < D/2, then sin(p inv_freq_i) (vkg_rope_table fills it).  A
+ * position outside 0 .. P-1 gives NaN. */
+vkg_tensor vkg_rope(vkg_graph *g, vkg_tensor x, vkg_tensor cos_sin, int32_t offset, vkg_tensor dyn_offset);
 /* Activations, element-wise.  A GELU or silu that follows a matmul (and its bias) is fused into
  * the matmul's epilogue; relu runs as a step of its own.  At x = +inf each gives +inf, at -inf 0
  * (-0 for the GELUs and silu); NaN stays NaN, except that relu gives 0. */

@@ -43,15 +43,18 @@ void main() {
         uint q_row = p.q_offset + b0 * p.q_stride_b0 + b1 * p.q_stride_b1 + t * p.q_stride_t;
         uint k_base = p.k_offset + b0 * p.k_stride_b0 + b1 * p.k_stride_b1;
         uint v_base = p.v_offset + b0 * p.v_stride_b0 + b1 * p.v_stride_b1;
-        int keys = int(p.S);
-        if (p.mask_kind == VKG_ATTENTION_MASK_CAUSAL) keys = clamp(int(t) + p.causal_offset + dyn + 1, 0, int(p.S));
+        int keys = int(p.S), first = 0;   // the keys seen: first .. keys-1
+        if (p.mask_kind == VKG_ATTENTION_MASK_CAUSAL) {
+            keys = clamp(int(t) + p.causal_offset + dyn + 1, 0, int(p.S));
+            if (p.window != 0u) first = clamp(int(t) + p.causal_offset + dyn + 1 - int(p.window), 0, keys);
+        }
 
         vec4 q[D4];
         [[unroll]] for (uint d = 0; d < D4; d++) q[d] = LOAD_Q(q_row, d);
         vec4 acc[DV4];
         [[unroll]] for (uint d = 0; d < DV4; d++) acc[d] = vec4(0.0);
         float m = vkg_neg_inf(), l = 0.0;
-        for (int j = int(lane); j < keys; j += int(lanes)) {
+        for (int j = first + int(lane); j < keys; j += int(lanes)) {
             uint k_row = k_base + uint(j) * p.k_stride_s, v_row = v_base + uint(j) * p.v_stride_s;
             float dot_qk = 0.0;
             [[unroll]] for (uint d = 0; d < D4; d++) dot_qk += dot(q[d], LOAD_K(k_row, d));

@@ -20,6 +20,10 @@ float vkg_neg_inf() {
     return uintBitsToFloat(0xff800000u);
 }
 
+float vkg_nan() {
+    return uintBitsToFloat(0x7fc00000u);
+}
+
 // The activations of params/unary_ops.def (the C kernels compute the same in src/cpu/kernels.h).
 
 // 1 / (1 + exp(-z)): exp overflowing to +inf gives 0 and underflowing gives 1, never a NaN.

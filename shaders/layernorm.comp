@@ -1,5 +1,6 @@
 #version 450
-// out[r, :] = gamma * (in[r, :] - mean) / sqrt(var + eps) + beta, one workgroup per row at a
+// out[r, :] = gamma * (in[r, :] - mean) / sqrt(var + eps) + beta (or RMS norm: gamma * in[r, :] /
+// sqrt(mean(in^2) + eps)), one workgroup per row at a
 // time, with the biased variance computed in a second pass over (x - mean)^2 (no cancellation on
 // large means).
 // In place is safe: each invocation reads its own elements before writing them, and every read
@@ -22,6 +23,17 @@ void main() {
     // Rows r, r + groups, ...: the bounds are uniform over the workgroup, so barriers stay legal.
     for (uint r = vkg_group_index(); r < p.rows; r += vkg_group_count()) {
         uint row = p.in_offset + r * p.cols, out_row = p.out_offset + r * p.cols;
+        if ((p.flags & VKG_LAYERNORM_RMS) != 0u) {   // RMS norm: no mean, no beta
+            float q = 0.0;
+            for (uint j = tid; j < p.cols; j += step) q += x_in[row + j] * x_in[row + j];
+            float rstd = 1.0 / sqrt(vkg_workgroup_sum(q) / float(p.cols) + p.eps);
+            for (uint j = tid; j < p.cols; j += step) {
+                float v = x_in[row + j] * rstd;
+                if ((p.flags & VKG_LAYERNORM_GAMMA) != 0u) v *= gamma[p.gamma_offset + j];
+                x_out[out_row + j] = v;
+            }
+            continue;
+        }
         // Sums of x - x0 (x0 the row's first element) rather than of x: a row with a large mean
         // keeps the precision of its deviations (x - x0 is exact when x and x0 are close).
         float x0 = x_in[row];

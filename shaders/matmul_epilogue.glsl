@@ -1,4 +1,5 @@
-// The matmul epilogue, in the order params/matmul.h states: + bias[n], then the activation, then + R.
+// The matmul epilogue, in the order params/matmul.h states: + bias[n], then the activation, then + R
+// (or times silu(R)).
 // Include after declaring the storage buffers bias_data and r_data.
 #ifndef VKG_MATMUL_EPILOGUE_GLSL
 #define VKG_MATMUL_EPILOGUE_GLSL
@@ -11,8 +12,10 @@ uint vkg_c_index(uint b0, uint b1, uint m, uint n) {
 float vkg_matmul_epilogue(float v, uint b0, uint b1, uint m, uint n) {
     if ((p.flags & VKG_MATMUL_BIAS) != 0u) v += bias_data[p.bias_offset + n];
     v = vkg_activation(p.activation, v);
-    if ((p.flags & VKG_MATMUL_RESIDUAL) != 0u)
-        v += r_data[p.r_offset + b0 * p.r_stride_b0 + b1 * p.r_stride_b1 + m * p.r_stride_m + n];
+    if ((p.flags & VKG_MATMUL_RESIDUAL) != 0u) {
+        float r = r_data[p.r_offset + b0 * p.r_stride_b0 + b1 * p.r_stride_b1 + m * p.r_stride_m + n];
+        v = (p.flags & VKG_MATMUL_GATE) != 0u ? vkg_activation(VKG_UNARY_SILU, r) * v : v + r;
+    }
     return v;
 }
 

@@ -22,7 +22,7 @@ int g_limit;          // causal: the last column a row may see
 float score(uint j) {
     float s = p.scale * x_in[g_in + j];
     if (p.mask_kind == VKG_SOFTMAX_MASK_CAUSAL) {
-        if (int(j) > g_limit) s = vkg_neg_inf();
+        if (int(j) > g_limit || (p.window != 0u && int(j) <= g_limit - int(p.window))) s = vkg_neg_inf();
     } else if (p.mask_kind == VKG_SOFTMAX_MASK_BOOL) {
         if ((mask_bits[g_mask + j * p.mask_strides[3]] & 0x7fffffffu) == 0u) s = vkg_neg_inf();
     } else if (p.mask_kind == VKG_SOFTMAX_MASK_ADDITIVE) {

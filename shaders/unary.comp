@@ -28,7 +28,11 @@ void main() {
                        i3 * p.in_strides[3]];
         float v;
         if (p.op == VKG_UNARY_SCALE) v = p.alpha * x;
-        else if (p.op == VKG_UNARY_CAUSAL) v = int(i3) > int(i2) + p.causal_offset + dyn ? vkg_neg_inf() : x;
+        else if (p.op == VKG_UNARY_CAUSAL) {
+            int last = int(i2) + p.causal_offset + dyn;   // the query's position
+            bool old = p.window != 0u && int(i3) <= last - int(p.window);
+            v = int(i3) > last || old ? vkg_neg_inf() : x;
+        }
         else v = vkg_activation(p.op, x); // copy and the activations
         x_out[out_base + i0 * p.out_strides[0] + i1 * p.out_strides[1] + i2 * p.out_strides[2] +
               i3 * p.out_strides[3]] = v;

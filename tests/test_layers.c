@@ -108,7 +108,8 @@ static void gqa_cached_on(const char *spec, int side_by_side) {
     vkg_tensor k = vkg_input(g, side_by_side ? "kv" : "k", VKG_F32, 2, (int64_t[]){T, side_by_side ? 2 * KW : KW});
     vkg_tensor v = side_by_side ? k : vkg_input(g, "v", VKG_F32, 2, (int64_t[]){T, KW});
     const int64_t cache[4] = {2, HKV, S, D};
-    const vkg_attention a = {.n_head = H, .n_kv_head = HKV, .head_dim = D, .scale = 0.3f, .causal = 1, .mask = VKG_NONE,
+    const vkg_attention a = {.n_head = H, .n_kv_head = HKV, .head_dim = D, .scale = 0.3f, .causal = 1,
+                             .mask = VKG_NONE, .rope = VKG_NONE,
                              .kv_cache = vkg_state(g, "h.0.kv_cache", 4, cache), .pos = vkg_index(g, "pos")};
     vkg_tensor out = vkg_layer_attention(&L, &a, q, 0, k, 0, v, side_by_side ? KW : 0, NULL);
     assert_int_equal(vkg_output(g, "out", out), VKG_OK);
@@ -161,7 +162,7 @@ static void gqa_probs_on(const char *spec) {
     const int W = (H + 2 * HKV) * D;
     vkg_tensor qkv = vkg_input(g, "qkv", VKG_F32, 2, (int64_t[]){T, W}); /* one fused projection */
     const vkg_attention a = {.n_head = H, .n_kv_head = HKV, .head_dim = D, .scale = 1.0f / sqrtf((float)D), .causal = 1,
-                             .mask = VKG_NONE, .kv_cache = VKG_NONE, .pos = VKG_NONE};
+                             .mask = VKG_NONE, .rope = VKG_NONE, .kv_cache = VKG_NONE, .pos = VKG_NONE};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor out = vkg_layer_attention(&L, &a, qkv, 0, qkv, H * D, qkv, (H + HKV) * D, &probs);
     assert_int_equal(vkg_output(g, "out", out), VKG_OK);
@@ -276,7 +277,7 @@ static void test_heads_not_a_multiple(void **state) {
     vkg_tensor q = vkg_input(g, "q", VKG_F32, 2, (int64_t[]){2, 6 * D});
     vkg_tensor kv = vkg_input(g, "kv", VKG_F32, 2, (int64_t[]){2, 4 * D});
     const vkg_attention a = {.n_head = 6, .n_kv_head = 4, .head_dim = D, .scale = 1.0f, .causal = 1,
-                             .mask = VKG_NONE, .kv_cache = VKG_NONE, .pos = VKG_NONE};
+                             .mask = VKG_NONE, .rope = VKG_NONE, .kv_cache = VKG_NONE, .pos = VKG_NONE};
     assert_int_equal(vkg_layer_attention(&L, &a, q, 0, kv, 0, kv, 0, NULL), VKG_NONE);
     assert_int_equal(vkg_graph_status(g), VKG_ERR_SHAPE);
     assert_non_null(strstr(vkg_graph_error(g), "6 query heads"));

@@ -15,7 +15,6 @@
 #include "models/llama.h"
 #include "models/llama_random.h"
 #include "models/model_run.h"
-#include "models/rope.h"
 #include "models/sampling.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
@@ -96,8 +95,7 @@ static void test_config_defaults(void **state) {
                      VKG_OK);
     assert_int_equal(c.n_kv_head, 8);
     assert_int_equal(c.sliding_window, 4096);
-    assert_int_equal(vkg_llama_context(&c), 4096); /* the window bites before 131072 positions */
-    assert_non_null(strstr(c.note, "sliding_window"));
+    assert_int_equal(c.windowed[0], 1);
     assert_int_equal(load_config("{\"model_type\": \"mistral\", \"num_key_value_heads\": null, " BASE "}", &c, &err),
                      VKG_OK);
     assert_int_equal(c.n_kv_head, 4);
@@ -112,7 +110,6 @@ static void test_config_defaults(void **state) {
                                  "\"max_window_layers\": 1, " BASE "}", &c, &err), VKG_OK);
     assert_int_equal(c.windowed[0], 0);
     assert_int_equal(c.windowed[1], 1);
-    assert_int_equal(vkg_llama_context(&c), 16);
     assert_int_equal(load_config("{\"model_type\": \"qwen3\", " BASE "}", &c, &err), VKG_OK);
     assert_int_equal(c.head_dim, 128);
     assert_int_equal(c.qk_norm, 1);
@@ -128,13 +125,13 @@ static void test_config_defaults(void **state) {
     assert_int_equal(load_config("{\"model_type\": \"llama\", \"rope_scaling\": {\"type\": \"llama3\", \"factor\": 32, "
                                  "\"low_freq_factor\": 1, \"high_freq_factor\": 4, "
                                  "\"original_max_position_embeddings\": 8192}, " BASE "}", &c, &err), VKG_OK);
-    assert_int_equal(c.rope.kind, VKG_ROPE_LLAMA3);
+    assert_int_equal(c.rope.type, VKG_ROPE_LLAMA3);
     assert_int_equal(c.rope.original_max_position_embeddings, 8192);
     /* newer files: rope_parameters holds the theta and the scaling, dtype names the dtype */
     assert_int_equal(load_config("{\"model_type\": \"qwen3\", \"dtype\": \"bfloat16\", \"rope_parameters\": "
                                  "{\"rope_type\": \"linear\", \"factor\": 2, \"rope_theta\": 5000}, " BASE "}", &c,
                                  &err), VKG_OK);
-    assert_int_equal(c.rope.kind, VKG_ROPE_LINEAR);
+    assert_int_equal(c.rope.type, VKG_ROPE_LINEAR);
     assert_true(c.rope.theta == 5000.0 && c.rope.factor == 2.0);
     assert_string_equal(c.torch_dtype, "bfloat16");
 }
@@ -152,9 +149,9 @@ static void test_config_refused(void **state) {
     expect_refused("{\"model_type\": \"llama\", \"hidden_act\": \"gelu\", " BASE "}", VKG_ERR_UNSUPPORTED,
                    "hidden_act \"gelu\" is not supported (supported: silu)");
     expect_refused("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2}, " BASE "}",
-                   VKG_ERR_UNSUPPORTED, "rope_scaling type \"dynamic\" is not supported");
+                   VKG_ERR_UNSUPPORTED, "rope_scaling type 'dynamic' is not supported");
     expect_refused("{\"model_type\": \"qwen2\", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4}, " BASE "}",
-                   VKG_ERR_UNSUPPORTED, "\"yarn\"");
+                   VKG_ERR_UNSUPPORTED, "'yarn'");
     expect_refused("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8}, " BASE "}",
                    VKG_ERR_FORMAT, "needs low_freq_factor");
     expect_refused("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"linear\"}, " BASE "}",
@@ -197,31 +194,30 @@ static void test_unknown_architecture(void **state) {
 
 /* ---- the rotary table ------------------------------------------------------------------- */
 
-/* llama3 scaling: the high frequencies kept, the low ones divided by factor, those between
- * blended; transformers' numbers for head_dim 64, theta 500000 (Llama 3.2 1B). */
-static void test_rope_llama3(void **state) {
+/* The model's table is rope.h's for its config: llama3 scaling keeps the high frequencies,
+ * divides the low ones by factor and blends between (Llama 3.2 1B's numbers). */
+static void test_rope_table_of_model(void **state) {
     (void)state;
-    vkg_rope_config r = {.kind = VKG_ROPE_LLAMA3, .theta = 500000, .factor = 32, .low_freq_factor = 1,
-                         .high_freq_factor = 4, .original_max_position_embeddings = 8192};
-    double f[32], plain[32];
-    vkg_rope_inv_freq(&r, 64, f);
-    r.kind = VKG_ROPE_DEFAULT;
-    vkg_rope_inv_freq(&r, 64, plain);
-    assert_true(f[0] == 1.0);                        /* wavelength 2 pi < 2048: kept */
-    assert_true(fabs(plain[31] / f[31] - 32) < 1e-12); /* the lowest: divided by 32   */
-    int blended = 0;
-    for (int i = 0; i < 32; i++) {
-        const double wavelen = 2 * 3.14159265358979323846 / plain[i];
-        if (wavelen < 2048) assert_true(f[i] == plain[i]);
-        else if (wavelen > 8192) assert_true(fabs(f[i] - plain[i] / 32) < 1e-18);
-        else blended++, assert_true(f[i] < plain[i] && f[i] > plain[i] / 32);
-    }
-    assert_true(blended > 0);
-    float *t = vkg_rope_table(&r, 64, 3);
-    assert_non_null(t);
-    assert_true(t[0] == 1.0f && t[3 * 32] == 0.0f);      /* position 0: cos 1, sin 0 */
-    assert_true(fabsf(t[32] - (float)cos(1.0)) < 1e-7f); /* position 1, i = 0: angle 1 */
-    free(t);
+    char *dir = path_in("rope");
+    vkg_llama_random_options o;
+    memset(&o, 0, sizeof o);
+    vkg_error err = {0};
+    assert_int_equal(vkg_llama_random_shape("llama-tiny", &o, &err), VKG_OK);
+    o.config.head_dim = 64, o.config.n_head = 4, o.config.hidden_size = 256, o.config.n_positions = 64;
+    o.config.rope = (vkg_rope_config){.type = VKG_ROPE_LLAMA3, .theta = 500000, .factor = 32, .low_freq_factor = 1,
+                                      .high_freq_factor = 4, .original_max_position_embeddings = 8192};
+    o.dtype = VKG_ST_F32;
+    if (vkg_llama_write_random(dir, &o, &err) != VKG_OK) fail_msg("%s", err.message);
+    vkg_llama *m = NULL;
+    if (vkg_llama_load(dir, -1, &m, &err) != VKG_OK) fail_msg("%s", err.message);
+    assert_int_equal(m->config.rope.type, VKG_ROPE_LLAMA3);
+    const float *row = m->rope + 1 * 64; /* position 1: cos(inv_freq[i]), then sin */
+    assert_true(m->rope[0] == 1.0f && m->rope[32] == 0.0f); /* position 0 */
+    assert_true(fabsf(row[0] - (float)cos(1.0)) < 1e-7f);  /* i = 0: wavelength 2 pi, kept */
+    const double lowest = 1.0 / pow(500000.0, 62.0 / 64.0) / 32.0; /* wavelength > 8192: / 32 */
+    assert_true(fabsf(row[32 + 31] - (float)sin(lowest)) < 1e-9f);
+    vkg_llama_free(m);
+    free(dir);
 }
 
 /* ---- hostile shard indexes ------------------------------------------------------------- */
@@ -371,13 +367,13 @@ static void check_model(const char *shape, void (*adjust)(vkg_llama_random_optio
 
 /* positions beyond the original length: llama3's blend decides the rotations of every one */
 static void llama3_short(vkg_llama_random_options *o) {
-    o->config.rope.kind = VKG_ROPE_LLAMA3;
+    o->config.rope.type = VKG_ROPE_LLAMA3;
     o->config.rope.factor = 8, o->config.rope.low_freq_factor = 1, o->config.rope.high_freq_factor = 4;
     o->config.rope.original_max_position_embeddings = 32;
     o->config.rope.theta = 500000;
 }
 static void linear_untied(vkg_llama_random_options *o) {
-    o->config.rope.kind = VKG_ROPE_LINEAR;
+    o->config.rope.type = VKG_ROPE_LINEAR;
     o->config.rope.factor = 4;
     o->config.tie_word_embeddings = 0;
     o->config.qkv_bias = o->config.o_bias = o->config.mlp_bias = 1;
@@ -391,12 +387,25 @@ static void f16_three_layers(vkg_llama_random_options *o) {
     o->config.n_layer = 3;
 }
 
+/* a window shorter than the run: every query past 24 sees its last 24 positions alone */
+static void window_24(vkg_llama_random_options *o) {
+    o->config.sliding_window = 24;
+    for (int l = 0; l < o->config.n_layer; l++) o->config.windowed[l] = 1;
+}
+/* Qwen2's use_sliding_window: the layers from max_window_layers (1) on */
+static void window_from_layer_1(vkg_llama_random_options *o) {
+    o->config.sliding_window = 17;
+    o->config.windowed[1] = 1;
+}
+
 static void test_models(void **state) {
     (void)state;
     vkg_device *gpu = vk_test_open();
     check_model("llama-tiny", llama3_short, gpu);
     check_model("biases:llama-tiny", linear_untied, gpu);
     check_model("mistral-tiny", NULL, gpu);
+    check_model("window:mistral-tiny", window_24, gpu);
+    check_model("window:qwen2-tiny", window_from_layer_1, gpu);
     check_model("qwen2-tiny", bf16_shards, gpu);
     check_model("qwen3-tiny", f16_three_layers, gpu);
     vk_test_close(gpu);
@@ -433,7 +442,7 @@ static void test_model_info(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_defaults),   cmocka_unit_test(test_config_refused),
-        cmocka_unit_test(test_unknown_architecture), cmocka_unit_test(test_rope_llama3),
+        cmocka_unit_test(test_unknown_architecture), cmocka_unit_test(test_rope_table_of_model),
         cmocka_unit_test(test_hostile_index),     cmocka_unit_test(test_models),
         cmocka_unit_test(test_model_info),
     };

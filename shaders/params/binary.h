@@ -8,6 +8,7 @@
 #define VKG_BINARY_ADD 0u
 #define VKG_BINARY_MUL 1u
 #define VKG_BINARY_MASK 2u   /* b != 0 ? a : -inf */
+#define VKG_BINARY_SWIGLU 3u /* silu(a) * b        */
 
 VKG_PARAMS_BEGIN(vkg_binary_params)
     vkg_u32 op;

@@ -1,4 +1,5 @@
-/* C[b0, b1, m, n] = sum_k A[b0, b1, m, k] * B[b0, b1, k, n]  (+ bias[n]) (activation) (+ R[b0, b1, m, n])
+/* C[b0, b1, m, n] = sum_k A[b0, b1, m, k] * B[b0, b1, k, n]  (+ bias[n]) (activation) (+ R[b0, b1, m, n],
+ * or times silu(R[b0, b1, m, n]) with VKG_MATMUL_GATE)
  * Shapes: M rows, N columns, K reduction; (batch0, batch1) leading dimensions of C.  A and B are
  * read through strides, so a transpose or a broadcast batch (stride 0) costs nothing.  C and R
  * are row-major with unit column stride.
@@ -11,6 +12,8 @@
 /* flags */
 #define VKG_MATMUL_BIAS 1u      /* add bias[n]                                     */
 #define VKG_MATMUL_RESIDUAL 4u  /* then, after the activation, add R                */
+#define VKG_MATMUL_GATE 32u     /* with RESIDUAL: multiply by silu(R) instead (SwiGLU:
+                                   C = silu(gate) * (A @ B), R the gate)           */
 #define VKG_MATMUL_B_F16 8u     /* B's elements are IEEE half floats (16 bits)      */
 #define VKG_MATMUL_B_BF16 16u   /* B's elements are bfloat16 (16 bits); with either
                                    flag B's offset and strides count 16-bit

@@ -1,7 +1,8 @@
 /* Row softmax with the attention prologue fused in:
  *   out[r, j] = softmax_j( scale * in[r, j]  masked )
  * Rows r = (i0, i1, i2) of a contiguous [d0, dim1, dim2, cols] tensor; the mask is causal
- * (j > i2 + causal_offset (+ index) gives weight exactly 0), a boolean tensor (0 blocks) or an
+ * (j > i2 + causal_offset (+ index) gives weight exactly 0, and with a window also keys window
+ * or more behind that position), a boolean tensor (0 blocks) or an
  * additive tensor, read through strides (stride 0 broadcasts).  A row with every entry blocked
  * gives zeros, not NaN.
  * Bindings: 0 in, 1 out, 2 mask, 3 runtime indices (i32). */
@@ -24,6 +25,7 @@ VKG_PARAMS_BEGIN(vkg_softmax_params)
     vkg_u32 dyn_index;
     vkg_u32 mask_offset;
     vkg_u32 mask_strides[4];
+    vkg_u32 window;           /* causal: > 0 also blocks j <= i2 + causal_offset (+ index) - window */
 VKG_PARAMS_END(vkg_softmax_params)
 
 #endif

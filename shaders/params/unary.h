@@ -17,6 +17,7 @@ VKG_PARAMS_BEGIN(vkg_unary_params)
     vkg_u32 out_offset;
     vkg_u32 out_strides[4];
     vkg_u32 out_dyn_stride;   /* out_offset += index[dyn_index] * out_dyn_stride       */
+    vkg_u32 window;           /* causal: > 0 also blocks keys window or more behind    */
 VKG_PARAMS_END(vkg_unary_params)
 
 #endif

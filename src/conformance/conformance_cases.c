@@ -141,6 +141,32 @@ static const conf_point sweep_gpt2_emb[] = {
     {D, {50257, 768, 64}}, {D, {1024, 768, 512}}, {F, {50257, 768, 1024}}, {F, {50257, XL, 1024}},
     {D, {1024, XL, 64}}, {END, {0}}};
 
+/* ---- Llama-family shapes -----------------------------------------------------------------------
+ * The models the Llama ops serve: SmolLM2-135M (C 576, 9 heads over 3 KV heads of 64, MLP 1536),
+ * Qwen2.5-0.5B (896, 14 over 2 of 64, 4864), TinyLlama-1.1B (2048, 32 over 4 of 64, 5632),
+ * Llama-3.2-1B (2048, 32 over 8 of 64, 8192), Qwen3-0.6B (1024, 16 over 8 of 128, 3072), at
+ * T = 1 (decode), short prompts and (--full) T = 2048. */
+/* {T, C}: rows of the residual stream for rms_norm. */
+static const conf_point sweep_llama_rows[] = {
+    {Q, {1, 1}},     {Q, {3, 7}},      {Q, {13, 31}},    {D, {1, 576}},     {D, {7, 896}},   {D, {64, 1024}},
+    {D, {17, 2048}}, {D, {5, 2053}},   {F, {2048, 576}}, {F, {2048, 896}}, {F, {512, 2048}}, {END, {0}}};
+/* {T, H, D}: per-head rows for Qwen3's q_norm / k_norm, and heads for rope (token-major [T, H D]
+ * projections viewed as [H, T, D]). */
+static const conf_point sweep_llama_heads[] = {
+    {Q, {1, 1, 2}},    {Q, {3, 5, 8}},     {Q, {13, 3, 6}},    {D, {1, 9, 64}},    {D, {17, 9, 64}},
+    {D, {31, 14, 64}}, {D, {7, 32, 64}},   {D, {64, 16, 128}}, {D, {1, 8, 128}},   {F, {2048, 9, 64}},
+    {F, {2048, 16, 128}}, {F, {2048, 32, 64}}, {END, {0}}};
+/* {T, I, C}: the gated MLP's up projection x [T, C] @ W^T (W [I, C]) times silu(gate [T, I]). */
+static const conf_point sweep_llama_mlp[] = {
+    {Q, {1, 1, 1}},       {Q, {3, 7, 13}},      {Q, {17, 33, 65}},     {D, {1, 1536, 576}},  {D, {7, 1536, 576}},
+    {D, {1, 4864, 896}},  {D, {64, 4864, 896}}, {D, {1, 5632, 2048}},  {D, {1, 3072, 1024}}, {D, {31, 3072, 1024}},
+    {F, {1, 8192, 2048}}, {F, {2048, 1536, 576}}, {F, {512, 8192, 2048}}, {END, {0}}};
+/* {Hkv, G, T, D}: grouped-query attention, G query heads over each of Hkv key/value heads. */
+static const conf_point sweep_llama_gqa[] = {
+    {Q, {1, 1, 1, 4}},   {Q, {2, 3, 7, 8}},    {Q, {3, 3, 17, 64}},  {D, {2, 7, 33, 64}},  {D, {8, 4, 64, 64}},
+    {D, {4, 8, 31, 64}}, {D, {8, 2, 64, 128}}, {D, {3, 3, 127, 64}}, {F, {3, 3, 2048, 64}}, {F, {8, 2, 2048, 128}},
+    {F, {2, 7, 2048, 64}}, {END, {0}}};
+
 /* ---- element-wise ---------------------------------------------------------------------------- */
 
 static vkg_tensor in2(conf_build *b, int64_t r, int64_t c, conf_fill fill) { return conf_input(b, 2, S(r, c), fill); }
@@ -196,6 +222,15 @@ ACTIVATION_CASES(gelu_erf)
 ACTIVATION_CASES(quick_gelu)
 ACTIVATION_CASES(silu)
 
+static void swiglu_plain(conf_build *b, const int64_t *d) {
+    vkg_tensor gate = in2(b, d[0], d[1], CONF_FILL_WIDE);
+    conf_output(b, vkg_swiglu(b->g, gate, in2(b, d[0], d[1], CONF_FILL_NORMAL)));
+}
+static void swiglu_special(conf_build *b, const int64_t *d) {
+    vkg_tensor gate = in2(b, d[0], d[1], CONF_FILL_SPECIAL);
+    conf_output(b, vkg_swiglu(b->g, gate, in2(b, d[0], d[1], CONF_FILL_SPECIAL)));
+}
+
 /* ---- masks and softmax: d = {H, Tq, Tk} ------------------------------------------------------ */
 
 static vkg_tensor scores(conf_build *b, const int64_t *d, conf_fill fill) {
@@ -217,6 +252,17 @@ static void mask_bool(conf_build *b, const int64_t *d) {
 static void mask_additive(conf_build *b, const int64_t *d) {
     vkg_tensor x = scores(b, d, CONF_FILL_NORMAL);
     conf_output(b, vkg_mask(b->g, x, in2(b, d[1], d[2], CONF_FILL_ADDITIVE), VKG_MASK_ADDITIVE));
+}
+
+/* A sliding window of Tk / 3 + 1 positions (Mistral's sliding_window), after a cached prefix. */
+static uint32_t window_of(const int64_t *d) { return (uint32_t)(d[2] / 3 + 1); }
+static void mask_window(conf_build *b, const int64_t *d) {
+    vkg_tensor x = scores(b, d, CONF_FILL_NORMAL);
+    conf_output(b, vkg_mask_causal_window(b->g, x, -1, conf_index(b, cached(d) + 1), window_of(d)));
+}
+static void softmax_scale_window(conf_build *b, const int64_t *d) {
+    vkg_tensor x = vkg_scale(b->g, scores(b, d, CONF_FILL_WIDE), 0.125f);
+    conf_output(b, vkg_softmax(b->g, vkg_mask_causal_window(b->g, x, 0, conf_index(b, cached(d)), window_of(d))));
 }
 
 static void softmax_rows(conf_build *b, const int64_t *d) {
@@ -276,6 +322,44 @@ static void layernorm_plain(conf_build *b, const int64_t *d) {
 static void layernorm_offset(conf_build *b, const int64_t *d) {
     vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_OFFSET);
     conf_output(b, vkg_layernorm(b->g, x, conf_constant(b, 1, S(d[1]), CONF_FILL_NORMAL), VKG_NONE, 1e-5f));
+}
+
+/* rms_norm over rows [T, C] (with a weight, without, and with a large mean, which RMS does not
+ * subtract), and over heads [T, H, D] with a weight [D] (Qwen3's q_norm). */
+static void rms_norm_weight(conf_build *b, const int64_t *d) {
+    vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_NORMAL);
+    conf_output(b, vkg_rms_norm(b->g, x, conf_constant(b, 1, S(d[1]), CONF_FILL_NORMAL), 1e-6f));
+}
+static void rms_norm_plain(conf_build *b, const int64_t *d) {
+    conf_output(b, vkg_rms_norm(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL), VKG_NONE, 1e-5f));
+}
+static void rms_norm_offset(conf_build *b, const int64_t *d) {
+    vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_OFFSET);
+    conf_output(b, vkg_rms_norm(b->g, x, conf_constant(b, 1, S(d[1]), CONF_FILL_NORMAL), 1e-6f));
+}
+static void rms_norm_heads(conf_build *b, const int64_t *d) {
+    vkg_tensor x = vkg_reshape(b->g, in2(b, d[0], d[1] * d[2], CONF_FILL_NORMAL), 3, S(d[0], d[1], d[2]));
+    conf_output(b, vkg_rms_norm(b->g, x, conf_constant(b, 1, S(d[2]), CONF_FILL_NORMAL), 1e-6f));
+}
+
+/* rope over heads viewed from a token-major projection [T, H D] as [H, T, D] (no copy), at a
+ * static offset, at a runtime offset, and decoding at position 32767 of a 32768-row table. */
+static vkg_tensor rope_heads(conf_build *b, const int64_t *d) {
+    vkg_tensor x = vkg_reshape(b->g, in2(b, d[0], d[1] * d[2], CONF_FILL_NORMAL), 3, S(d[0], d[1], d[2]));
+    return vkg_permute(b->g, x, (const int[]){1, 0, 2});
+}
+static void rope_prompt(conf_build *b, const int64_t *d) {
+    vkg_tensor x = rope_heads(b, d);
+    conf_output(b, vkg_rope(b->g, x, conf_constant(b, 2, S(d[0] + 5, d[2]), CONF_FILL_NORMAL), 3, VKG_NONE));
+}
+static void rope_runtime(conf_build *b, const int64_t *d) {
+    vkg_tensor x = rope_heads(b, d), table = conf_constant(b, 2, S(2 * d[0] + 7, d[2]), CONF_FILL_NORMAL);
+    conf_output(b, vkg_rope(b->g, x, table, 0, conf_index(b, (int32_t)d[0] + 7)));
+}
+static void rope_far(conf_build *b, const int64_t *d) {
+    vkg_tensor x = vkg_permute(b->g, conf_input(b, 3, S(1, d[1], d[2]), CONF_FILL_NORMAL), (const int[]){1, 0, 2});
+    vkg_tensor table = conf_constant(b, 2, S(32768, d[2]), CONF_FILL_NORMAL);
+    conf_output(b, vkg_rope(b->g, x, table, 0, conf_index(b, 32767)));
 }
 
 static void embedding_ids(conf_build *b, const int64_t *d) {
@@ -435,6 +519,23 @@ static void mv_weights_kn(conf_build *b, const int64_t *d) {
     conf_output(b, linear(b, in2(b, 1, d[2], CONF_FILL_NORMAL), d, 0));
 }
 
+/* d = {T, I, C}: silu(x Wg^T) * (x Wu^T), Llama's MLP before the down projection; the product is
+ * the up projection's epilogue.  Also with the gate's sums in the tails and non-finite. */
+static void mm_swiglu(conf_build *b, const int64_t *d, conf_fill gate_fill) {
+    vkg_tensor x = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    vkg_tensor gate = in2(b, d[0], d[1], gate_fill);
+    conf_output(b, vkg_swiglu(b->g, gate, vkg_matmul(b->g, x, weight(b, d[1], d[2]), VKG_NONE, VKG_TRANSPOSE_B)));
+}
+static void mm_swiglu_normal(conf_build *b, const int64_t *d) { mm_swiglu(b, d, CONF_FILL_WIDE); }
+static void mm_swiglu_special(conf_build *b, const int64_t *d) { mm_swiglu(b, d, CONF_FILL_SPECIAL); }
+/* Both projections from x, as vkg_layer_mlp builds them: the gate's matmul, then the up one
+ * with swiglu in its epilogue. */
+static void mm_gated_mlp(conf_build *b, const int64_t *d) {
+    vkg_tensor x = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    vkg_tensor gate = vkg_matmul(b->g, x, weight(b, d[1], d[2]), VKG_NONE, VKG_TRANSPOSE_B);
+    conf_output(b, vkg_swiglu(b->g, gate, vkg_matmul(b->g, x, weight(b, d[1], d[2]), VKG_NONE, VKG_TRANSPOSE_B)));
+}
+
 /* ---- 16-bit weights: matmul's B and embedding tables of f16 or bf16 --------------------------- */
 
 /* d = {M, N, K}: x [M, K] @ w^T for w [N, K] (the tied head's layout); x @ w + bias for w [K, N]
@@ -534,6 +635,44 @@ static void attn_views(conf_build *b, const int64_t *d) {
     conf_output(b, vkg_reshape(b->g, vkg_permute(b->g, o, (const int[]){1, 0, 2}), 2, S(t, c)));
 }
 
+/* Grouped-query attention as vkg_layer_attention lays it out, d = {Hkv, G, T, D}: queries
+ * [Hkv, G, T, D] viewed from a [T, Hkv G D] projection, keys and values [Hkv, 1, S, D]
+ * broadcast over each group.  Causal over the prompt; decoding one token against a 2048-row
+ * cache (T rows written); a prompt after a cache; and within a sliding window of T / 2 + 1. */
+static vkg_tensor gqa_queries(conf_build *b, const int64_t *d, int64_t t) {
+    vkg_tensor x = vkg_reshape(b->g, in2(b, t, d[0] * d[1] * d[3], CONF_FILL_NORMAL), 4, S(t, d[0], d[1], d[3]));
+    return vkg_permute(b->g, x, (const int[]){1, 2, 0, 3});
+}
+static vkg_tensor gqa_kv(conf_build *b, const int64_t *d, int64_t s) {
+    return conf_input(b, 4, S(d[0], 1, s, d[3]), CONF_FILL_NORMAL);
+}
+static vkg_tensor gqa_attend(conf_build *b, vkg_tensor q, vkg_tensor k, vkg_tensor v, int64_t dh, vkg_tensor index,
+                             uint32_t window) {
+    vkg_tensor s = vkg_scale(b->g, vkg_matmul(b->g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf((float)dh));
+    s = vkg_mask_causal_window(b->g, s, 0, index, window);
+    return vkg_matmul(b->g, vkg_softmax(b->g, s), v, VKG_NONE, 0);
+}
+static void gqa_prompt(conf_build *b, const int64_t *d) {
+    vkg_tensor q = gqa_queries(b, d, d[2]), k = gqa_kv(b, d, d[2]), v = gqa_kv(b, d, d[2]);
+    conf_output(b, gqa_attend(b, q, k, v, d[3], VKG_NONE, 0));
+}
+static void gqa_decode(conf_build *b, const int64_t *d) {
+    vkg_tensor q = gqa_queries(b, d, 1), k = gqa_kv(b, d, 2048), v = gqa_kv(b, d, 2048);
+    conf_output(b, gqa_attend(b, q, k, v, d[3], conf_index(b, (int32_t)d[2] - 1), 0));
+}
+static void gqa_prefill_cache(conf_build *b, const int64_t *d) {
+    vkg_tensor q = gqa_queries(b, d, d[2]), k = gqa_kv(b, d, 2048), v = gqa_kv(b, d, 2048);
+    conf_output(b, gqa_attend(b, q, k, v, d[3], conf_index(b, (int32_t)(2048 - d[2]) / 2), 0));
+}
+static void gqa_window(conf_build *b, const int64_t *d) {
+    vkg_tensor q = gqa_queries(b, d, d[2]), k = gqa_kv(b, d, d[2]), v = gqa_kv(b, d, d[2]);
+    conf_output(b, gqa_attend(b, q, k, v, d[3], VKG_NONE, (uint32_t)(d[2] / 2 + 1)));
+}
+static void gqa_decode_window(conf_build *b, const int64_t *d) {
+    vkg_tensor q = gqa_queries(b, d, 1), k = gqa_kv(b, d, 2048), v = gqa_kv(b, d, 2048);
+    conf_output(b, gqa_attend(b, q, k, v, d[3], conf_index(b, (int32_t)(2048 - d[2])), (uint32_t)d[2]));
+}
+
 /* ---- the transformer block: d = {B, T, C, H} ------------------------------------------------- */
 
 static void free_block_weights(void *w) {
@@ -595,12 +734,14 @@ static const conf_case_def cases[] = {
     {"mask", "causal, runtime offset", EW, mask_causal_index, sweep_scores},
     {"mask", "boolean, broadcast heads", EW, mask_bool, sweep_scores},
     {"mask", "additive with -inf", EW, mask_additive, sweep_scores},
+    {"mask", "causal sliding window", EW, mask_window, sweep_scores},
     {"softmax", "rows", EW, softmax_rows, sweep_rc},
     {"softmax", "rows of N(0, 25)", EW, softmax_wide, sweep_rc},
     {"softmax", "fused scale+causal", EW, softmax_scale_causal, sweep_scores},
     {"softmax", "fused scale+causal, runtime", EW, softmax_causal_index, sweep_scores},
     {"softmax", "fused scale+bool mask", EW, softmax_scale_bool, sweep_scores},
     {"softmax", "fused scale+additive mask", EW, softmax_scale_additive, sweep_scores},
+    {"softmax", "fused scale+window, runtime", EW, softmax_scale_window, sweep_scores},
     {"softmax", "fully masked rows (causal)", EW, softmax_blocked_causal, sweep_scores},
     {"softmax", "fully masked rows (bool)", EW, softmax_blocked_bool, sweep_scores},
     {"softmax", "unfused, -inf inputs", EW, softmax_unfused, sweep_scores},
@@ -613,6 +754,17 @@ static const conf_case_def cases[] = {
     {"layernorm", "mean 20, gamma only", EW, layernorm_offset, sweep_rc},
     {"layernorm", "GPT-2 ln [T, C]", EW, layernorm_affine, sweep_gpt2_rows},
     {"layernorm", "many rows", EW, layernorm_affine, sweep_many_rows},
+    {"rms_norm", "weight", EW, rms_norm_weight, sweep_rc},
+    {"rms_norm", "no weight", EW, rms_norm_plain, sweep_rc},
+    {"rms_norm", "mean 20, weight", EW, rms_norm_offset, sweep_rc},
+    {"rms_norm", "Llama rows [T, C]", EW, rms_norm_weight, sweep_llama_rows},
+    {"rms_norm", "per head [T, H, D] (q/k norm)", EW, rms_norm_heads, sweep_llama_heads},
+    {"rms_norm", "many rows", EW, rms_norm_weight, sweep_many_rows},
+    {"rope", "heads of [T, H D], offset 3", EW, rope_prompt, sweep_llama_heads},
+    {"rope", "runtime offset", EW, rope_runtime, sweep_llama_heads},
+    {"rope", "decode at position 32767", EW, rope_far, sweep_llama_heads},
+    {"swiglu", "silu(gate) * up", EW, swiglu_plain, sweep_rc},
+    {"swiglu", "inf/nan inputs", EW, swiglu_special, sweep_rc},
     {"embedding", "ids [N]", EW, embedding_ids, sweep_emb},
     {"embedding", "ids [2, N], out of range", EW, embedding_out_of_range, sweep_emb},
     {"embedding", "GPT-2 wte / wpe", EW, embedding_ids, sweep_gpt2_emb},
@@ -658,6 +810,9 @@ static const conf_case_def cases[] = {
     {"matmul", "GPT-2 c_fc (+bias+gelu)", RED, mm_bias_gelu, sweep_gpt2_fc},
     {"matmul", "GPT-2 mlp.c_proj (+bias+res)", RED, mm_bias_residual_kn, sweep_gpt2_mlp_proj},
     {"matmul", "GPT-2 logits (x @ wte^T)", RED, mm_transpose_b, sweep_gpt2_logits},
+    {"matmul", "fused swiglu (up's epilogue)", RED, mm_swiglu_normal, sweep_llama_mlp},
+    {"matmul", "fused swiglu, gate inf/nan", RED, mm_swiglu_special, sweep_mnk_extreme},
+    {"matmul", "Llama gate and up projections", RED, mm_gated_mlp, sweep_llama_mlp},
     {"matmul", "B f16 [N, K], transposed", MM16, mm_f16_nk, sweep_mnk},
     {"matmul", "B bf16 [N, K], transposed", MM16, mm_bf16_nk, sweep_mnk},
     {"matmul", "B f16 [K, N] + bias", MM16, mm_f16_kn_bias, sweep_mnk_layer},
@@ -693,6 +848,11 @@ static const conf_case_def cases[] = {
      sweep_gpt2_attn},
     {"attention", "fused, prompt after a cache", VKG_CONFORMANCE_NMSE_ATTENTION, attn_prefill_cache, sweep_gpt2_attn},
     {"attention", "probs requested: unfused", RED, attn_with_probs, sweep_gpt2_heads},
+    {"attention", "GQA prompt", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_prompt, sweep_llama_gqa},
+    {"attention", "GQA decode vs 2048-row cache", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_decode, sweep_llama_gqa},
+    {"attention", "GQA prompt after a cache", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_prefill_cache, sweep_llama_gqa},
+    {"attention", "GQA sliding window", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_window, sweep_llama_gqa},
+    {"attention", "GQA decode, window", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_decode_window, sweep_llama_gqa},
     {"block", "lesson block + attention probs", RED, block_lesson, sweep_block},
     {"block", "causal", RED, block_causal, sweep_block},
     {"block", "GPT-2 sized", RED, block_causal, sweep_block_gpt2},

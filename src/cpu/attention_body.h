@@ -141,24 +141,29 @@ static void run_group(group *G, const vkg_attention_params *p, const float *q, c
     while (lanes < g) lanes *= 2;
     /* values are read in place when their rows are contiguous whole chunks */
     const int v_direct = vds == 1 && Dv == dv_pad;
-    size_t keys_max = 0;
+    size_t keys_max = 0, first_min = SIZE_MAX;
     for (size_t r = 0; r < g; r++) {
         vkg_attn_row *w = &G->rows[r];
         *w = vkg_attn_row_of(p, q, k, v, out, r0 + r, index);
         if (w->keys > keys_max) keys_max = w->keys;
+        if (w->first < first_min) first_min = w->first;
         memset(G->acc + r * dv_pad, 0, dv_pad * sizeof(float));
     }
     for (size_t d = 0; d < D; d++)
         for (size_t r = 0; r < lanes; r++) G->qT[d * GPAD + r] = r < g ? G->rows[r].q[d * p->q_stride_d] : 0.0f;
     for (size_t r = 0; r < lanes; r++) G->m[r] = -INFINITY, G->l[r] = 0.0f;
     const float *kb = G->rows[0].k, *vb = G->rows[0].v;
-    for (size_t j0 = 0; j0 < keys_max; j0 += KB) {
+    /* blocks wholly before every row's window change nothing: the walk starts at the first
+     * block that holds a visible key (still a multiple of KB) */
+    for (size_t j0 = first_min / KB * KB; j0 < keys_max; j0 += KB) {
         const size_t nb = keys_max - j0 < KB ? keys_max - j0 : KB;
         score_block(lanes, G->qT, D, kb + j0 * ks, ks, kds, p->scale, G->s, nb);
         /* the mask: each row's keys past its last, and every row's past S */
         for (size_t r = 0; r < g; r++) {
             const size_t keys = G->rows[r].keys, n = keys <= j0 ? 0 : keys - j0 < nb ? keys - j0 : nb;
             for (size_t j = n; j < nb; j++) G->s[j * GPAD + r] = -INFINITY;
+            /* the window: keys before the row's first (a hole for the P.V below) */
+            for (size_t j = 0; j < nb && j0 + j < G->rows[r].first; j++) G->s[j * GPAD + r] = -INFINITY;
         }
         for (size_t j = nb; j < KB; j++)
             for (size_t r = 0; r < lanes; r++) G->s[j * GPAD + r] = -INFINITY;

@@ -19,12 +19,12 @@ enum {
 };
 
 /* Query row r (a unit): its q row, the first key and value of its batch entry, its output row,
- * and how many keys it sees (keys 0 .. keys-1: the causal mask blocks the rest). */
+ * and which keys it sees (first .. keys-1: the causal mask and its window block the rest). */
 typedef struct vkg_attn_row {
     const float *q, *k, *v;
     float *o;
     size_t t;    /* the row's query position */
-    size_t keys;
+    size_t first, keys; /* it sees keys first .. keys-1 */
 } vkg_attn_row;
 
 /* The runtime index the causal mask adds (0 without the mask). */
@@ -39,6 +39,13 @@ static inline size_t vkg_attn_keys(const vkg_attention_params *p, size_t t, int6
     return last < 0 ? 0 : last + 1 < (int64_t)p->S ? (size_t)(last + 1) : p->S;
 }
 
+/* The first key it sees: 0, or with a sliding window last - window + 1 (at most its keys). */
+static inline size_t vkg_attn_first(const vkg_attention_params *p, size_t t, int64_t index, size_t keys) {
+    if (p->mask_kind != VKG_ATTENTION_MASK_CAUSAL || p->window == 0) return 0;
+    int64_t first = (int64_t)t + p->causal_offset + index - (int64_t)p->window + 1;
+    return first <= 0 ? 0 : (size_t)first < keys ? (size_t)first : keys;
+}
+
 static inline vkg_attn_row vkg_attn_row_of(const vkg_attention_params *p, const float *q, const float *k,
                                            const float *v, float *out, size_t r, int64_t index) {
     const size_t t = r % p->T, b1 = r / p->T % p->batch1, b0 = r / ((size_t)p->T * p->batch1);
@@ -49,6 +56,7 @@ static inline vkg_attn_row vkg_attn_row_of(const vkg_attention_params *p, const 
     w.o = out + p->o_offset + b0 * p->o_stride_b0 + b1 * p->o_stride_b1 + t * p->o_stride_t;
     w.t = t;
     w.keys = vkg_attn_keys(p, t, index);
+    w.first = vkg_attn_first(p, t, index, w.keys);
     return w;
 }
 

@@ -53,7 +53,8 @@ static void use(slot_use *u, uint64_t elements) {
 /* Each *_uses fills u[] and returns 0, or writes what is wrong with the parameters to why and
  * returns -1. */
 static int matmul_uses(const vkg_matmul_params *p, slot_use *u, char *why, size_t size) {
-    if (p->flags & ~(VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL | VKG_MATMUL_B_F16 | VKG_MATMUL_B_BF16) ||
+    if (p->flags & ~(VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL | VKG_MATMUL_GATE | VKG_MATMUL_B_F16 | VKG_MATMUL_B_BF16) ||
+        ((p->flags & VKG_MATMUL_GATE) && !(p->flags & VKG_MATMUL_RESIDUAL)) ||
         (p->flags & VKG_MATMUL_B_F16 && p->flags & VKG_MATMUL_B_BF16))
         return snprintf(why, size, "unknown matmul flags 0x%x", p->flags), -1;
     if (!vkg_cpu_is_activation(p->activation))
@@ -76,7 +77,7 @@ static int matmul_uses(const vkg_matmul_params *p, slot_use *u, char *why, size_
 }
 
 static int binary_uses(const vkg_binary_params *p, slot_use *u, char *why, size_t size) {
-    if (p->op > VKG_BINARY_MASK) return snprintf(why, size, "unknown binary op %u", p->op), -1;
+    if (p->op > VKG_BINARY_SWIGLU) return snprintf(why, size, "unknown binary op %u", p->op), -1;
     uint64_t n = numel4(p->shape);
     if (n == 0) return 0;
     use(&u[0], reach4(p->a_offset, p->shape, p->a_strides));
@@ -118,8 +119,21 @@ static int softmax_uses(const vkg_softmax_params *p, slot_use *u, char *why, siz
     return 0;
 }
 
+static int rope_uses(const vkg_rope_params *p, slot_use *u, char *why, size_t size) {
+    if (p->D % 2) return snprintf(why, size, "rope rows of odd width %u", p->D), -1;
+    const uint64_t rows = sat_mul(sat_mul(p->batch0, p->batch1), p->T);
+    if (rows == 0 || p->D == 0) return 0;
+    const uint64_t e[4] = {p->batch0, p->batch1, p->T, p->D};
+    const uint64_t s[4] = {p->x_stride_b0, p->x_stride_b1, p->x_stride_t, p->x_stride_d};
+    use(&u[0], reach(p->x_offset, 4, e, s));
+    /* a position outside the table's rows reads nothing (the row comes out NaN) */
+    if (p->positions) use(&u[1], sat_add(p->table_offset, sat_mul(p->positions, p->D)));
+    use(&u[2], sat_add(p->out_offset, sat_mul(rows, p->D)));
+    if (p->dyn_index != VKG_NO_INDEX) use(&u[3], (uint64_t)p->dyn_index + 1);
+    return 0;
+}
 static int layernorm_uses(const vkg_layernorm_params *p, slot_use *u, char *why, size_t size) {
-    if (p->flags & ~(VKG_LAYERNORM_GAMMA | VKG_LAYERNORM_BETA))
+    if (p->flags & ~(VKG_LAYERNORM_GAMMA | VKG_LAYERNORM_BETA | VKG_LAYERNORM_RMS))
         return snprintf(why, size, "unknown layernorm flags 0x%x", p->flags), -1;
     if (p->rows == 0) return 0;
     uint64_t rows_cols = (uint64_t)p->rows * p->cols;

@@ -5,7 +5,7 @@
  * softmax:
  *   s = scale * (q . k_j);  m' = max(m, s);  l = l e^(m - m') + e^(s - m');
  *   acc = acc e^(m - m') + e^(s - m') v_j;   out = acc / l
- * Blocked keys (causal: j > t + causal_offset + index) and keys whose score is -inf take no part,
+ * Blocked keys (causal: j > t + causal_offset + index, or with a window j <= that - window) and keys whose score is -inf take no part,
  * so they weigh exactly 0, as softmax gives them.  A NaN score makes the row's outputs NaN, as it
  * makes every unblocked probability NaN in softmax.
  *
@@ -33,7 +33,7 @@ void vkg_cpu_attention_reference(const vkg_attention_params *p, const float *q, 
         const vkg_attn_row w = vkg_attn_row_of(p, q, k, v, out, r, index);
         float m = -INFINITY, l = 0.0f;
         for (size_t d = 0; d < p->Dv; d++) acc[d] = 0.0f;
-        for (size_t j = 0; j < w.keys; j++) {
+        for (size_t j = w.first; j < w.keys; j++) {
             const float *kj = w.k + j * p->k_stride_s, *vj = w.v + j * p->v_stride_s;
             float dot = 0.0f;
             for (size_t d = 0; d < p->D; d++) dot += w.q[d * p->q_stride_d] * kj[d * p->k_stride_d];

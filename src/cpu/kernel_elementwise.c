@@ -44,6 +44,7 @@ static float binary_op(uint32_t op, float x, float y) {
     case VKG_BINARY_ADD: return x + y;
     case VKG_BINARY_MUL: return x * y;
     case VKG_BINARY_MASK: return y != 0.0f ? x : -INFINITY;
+    case VKG_BINARY_SWIGLU: return vkg_cpu_activation(VKG_UNARY_SILU, x) * y;
     default: return NAN; /* rejected when the plan is checked */
     }
 }
@@ -79,7 +80,8 @@ void vkg_cpu_unary(const vkg_unary_params *p, const float *in, float *out, const
         float *out_run = out_base + run_offset(c, p->out_strides);
         size_t run = p->shape[3] - c[3];
         if (run > end - i) run = end - i;
-        /* causal: the last index i3 may not pass i2 + causal_offset + index. */
+        /* causal: the last index i3 may not pass i2 + causal_offset + index (nor, with a window,
+         * lie window or more behind it). */
         int64_t last_visible = (int64_t)c[2] + p->causal_offset + index;
         if (p->op == VKG_UNARY_COPY && p->in_strides[3] == 1 && p->out_strides[3] == 1) {
             /* a run of a copy (KV-cache writes, contiguous views): memmove reads the whole run
@@ -93,7 +95,9 @@ void vkg_cpu_unary(const vkg_unary_params *p, const float *in, float *out, const
             size_t i3 = c[3] + k;
             float x = in_run[i3 * p->in_strides[3]], y;
             if (p->op == VKG_UNARY_SCALE) y = p->alpha * x;
-            else if (p->op == VKG_UNARY_CAUSAL) y = (int64_t)i3 > last_visible ? -INFINITY : x;
+            else if (p->op == VKG_UNARY_CAUSAL)
+                y = (int64_t)i3 > last_visible || (p->window && (int64_t)i3 <= last_visible - (int64_t)p->window)
+                        ? -INFINITY : x;
             else y = vkg_cpu_activation(p->op, x); /* copy and the activations; others refused by the plan check */
             out_run[i3 * p->out_strides[3]] = y;
         }

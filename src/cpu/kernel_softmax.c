@@ -1,7 +1,7 @@
 /* Row softmax with the attention prologue fused in.  The input is a contiguous
  * [d0, dim1, dim2, cols] tensor seen as rows r = (i0, i1, i2); for each row
  *   s_j = scale * in[r, j]  (+ mask[i0, i1, i2, j] when the mask is additive)
- *   blocked(j): causal  j > i2 + causal_offset + index
+ *   blocked(j): causal  j > i2 + causal_offset + index (or, with a window, j <= that - window)
  *               bool    mask[i0, i1, i2, j] == 0
  *   out[r, j] = blocked(j) ? 0 : exp(s_j - max) / sum_{unblocked} exp(s_k - max)
  * with max over the unblocked s.  A row with every entry blocked (max = -inf) is all zeros, not
@@ -21,6 +21,8 @@ static void masked_scores(const vkg_softmax_params *p, const float *in_row, cons
     switch (p->mask_kind) {
     case VKG_SOFTMAX_MASK_CAUSAL:
         for (size_t j = 0; j < p->cols; j++) s[j] = (int64_t)j > last_visible ? -INFINITY : p->scale * in_row[j];
+        if (p->window) /* the sliding window: keys window or more behind the query */
+            for (size_t j = 0; j < p->cols && (int64_t)j <= last_visible - (int64_t)p->window; j++) s[j] = -INFINITY;
         break;
     case VKG_SOFTMAX_MASK_BOOL:
         for (size_t j = 0; j < p->cols; j++) s[j] = mask_row[j * ms] == 0.0f ? -INFINITY : p->scale * in_row[j];

@@ -23,6 +23,7 @@
 #include "params/binary.h"
 #include "params/embedding.h"
 #include "params/layernorm.h"
+#include "params/rope.h"
 #include "params/matmul.h"
 #include "params/softmax.h"
 #include "params/unary.h"
@@ -146,6 +147,11 @@ void vkg_cpu_softmax(const vkg_softmax_params *p, const float *in, float *out, c
                      const int32_t *indices, size_t row_begin, size_t row_end);
 void vkg_cpu_layernorm(const vkg_layernorm_params *p, const float *in, float *out,
                        const float *gamma, const float *beta, size_t row_begin, size_t row_end);
+
+/* rope: units are rows (b0, b1, t), params/rope.h. */
+size_t vkg_cpu_rope_units(const vkg_rope_params *p);
+void vkg_cpu_rope(const vkg_rope_params *p, const float *x, const float *table, float *out, const int32_t *indices,
+                  size_t row_begin, size_t row_end);
 
 /* embedding: units are ids (one output row each).  The table holds floats, or 16-bit elements
  * with VKG_EMBEDDING_TABLE_F16 / _BF16 (widened exactly). */

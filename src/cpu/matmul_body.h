@@ -82,10 +82,10 @@ INLINE const void *b_at(int T, const void *b, size_t i) {
 
 /* ---- the epilogue ------------------------------------------------------------------------------ */
 
-/* One row: c[j] = act(s[j] (+ b[j])) (+ r[j]) (ACT, BIAS, RES constants at each call, so the
- * loop is straight-line code the compiler vectorizes: the same operations on every element, in
- * the same order as one at a time).  r may be c: element j is read before it is written, and no
- * element depends on another. */
+/* One row: c[j] = act(s[j] (+ b[j])), then + r[j] (RES 1) or times silu(r[j]) (RES 2, the
+ * SwiGLU gate) (ACT, BIAS, RES constants at each call, so the loop is straight-line code the
+ * compiler vectorizes: the same operations on every element, in the same order as one at a
+ * time).  r may be c: element j is read before it is written, and no element depends on another. */
 INLINE void epilogue_row(uint32_t ACT, int BIAS, int RES, float *c, const float *s, const float *b, const float *r,
                          size_t cols) {
 #if defined(__clang__)
@@ -97,24 +97,30 @@ INLINE void epilogue_row(uint32_t ACT, int BIAS, int RES, float *c, const float 
         float x = s[j];
         if (BIAS) x += b[j];
         x = vkg_cpu_activation(ACT, x);
-        if (RES) x += r[j];
+        if (RES == 1) x += r[j];
+        if (RES == 2) x = vkg_cpu_activation(VKG_UNARY_SILU, r[j]) * x;
         c[j] = x;
     }
 }
 
+/* res: 0 none, 1 + R, 2 times silu(R) */
 #define MM_EPILOGUE_ACT(act) \
     case act: \
-        if (bias && r) epilogue_row(act, 1, 1, c, s, bias, r, cols); \
+        if (bias && res == 2) epilogue_row(act, 1, 2, c, s, bias, r, cols); \
+        else if (bias && res == 1) epilogue_row(act, 1, 1, c, s, bias, r, cols); \
         else if (bias) epilogue_row(act, 1, 0, c, s, bias, r, cols); \
-        else if (r) epilogue_row(act, 0, 1, c, s, bias, r, cols); \
+        else if (res == 2) epilogue_row(act, 0, 2, c, s, bias, r, cols); \
+        else if (res == 1) epilogue_row(act, 0, 1, c, s, bias, r, cols); \
         else epilogue_row(act, 0, 0, c, s, bias, r, cols); \
         break;
 
-/* The epilogue, in order: + bias[n], the activation, + R[m, n]; R is read before C is written (R
- * may be C).  acc[i * acc_stride + j] is the sum of element (m0 + i, n0 + j). */
+/* The epilogue, in order: + bias[n], the activation, + R[m, n] (or times silu(R[m, n])); R is
+ * read before C is written (R may be C).  acc[i * acc_stride + j] is the sum of element
+ * (m0 + i, n0 + j). */
 static void store(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias_all, size_t m0, size_t rows,
                   size_t n0, size_t cols, const float *acc, size_t acc_stride) {
     const float *bias = p->flags & VKG_MATMUL_BIAS ? bias_all + p->bias_offset + n0 : NULL;
+    const int res = !v->r ? 0 : (p->flags & VKG_MATMUL_GATE) ? 2 : 1;
     for (size_t i = 0; i < rows; i++) {
         float *c = v->c + (m0 + i) * v->c_sm + n0;
         const float *r = v->r ? v->r + (m0 + i) * v->r_sm + n0 : NULL;
@@ -123,9 +129,11 @@ static void store(const vkg_matmul_params *p, const vkg_mm_view *v, const float 
 #define VKG_ACTIVATION(NAME, name, code, epilogue) MM_EPILOGUE_ACT(VKG_UNARY_##NAME)
 #include "params/unary_ops.def" /* every activation */
         default: /* VKG_UNARY_COPY: none (the plan check admits no other) */
-            if (bias && r) epilogue_row(VKG_UNARY_COPY, 1, 1, c, s, bias, r, cols);
+            if (bias && res == 2) epilogue_row(VKG_UNARY_COPY, 1, 2, c, s, bias, r, cols);
+            else if (bias && res == 1) epilogue_row(VKG_UNARY_COPY, 1, 1, c, s, bias, r, cols);
             else if (bias) epilogue_row(VKG_UNARY_COPY, 1, 0, c, s, bias, r, cols);
-            else if (r) epilogue_row(VKG_UNARY_COPY, 0, 1, c, s, bias, r, cols);
+            else if (res == 2) epilogue_row(VKG_UNARY_COPY, 0, 2, c, s, bias, r, cols);
+            else if (res == 1) epilogue_row(VKG_UNARY_COPY, 0, 1, c, s, bias, r, cols);
             else epilogue_row(VKG_UNARY_COPY, 0, 0, c, s, bias, r, cols);
             break;
         }

@@ -97,8 +97,9 @@ static void fuse_attention(vkg_compiler *c, vkg_tensor sm) {
     c->fused_softmax[pv] = sm;
 }
 
-/* matmul -> (+ bias[N]) -> activation -> (+ residual of the same shape), each step optional, in
- * this order: the matmul kernel's epilogue.  The group's value is its last node's. */
+/* matmul -> (+ bias[N]) -> activation -> (+ residual of the same shape, or swiglu(gate, this)),
+ * each step optional, in this order: the matmul kernel's epilogue.  The group's value is its last
+ * node's (a swiglu there makes the residual the gate, lower_matmul.c). */
 
 static void fuse_matmul(vkg_compiler *c, vkg_tensor mm) {
     const vkg_graph *g = c->g;
@@ -125,6 +126,8 @@ static void fuse_matmul(vkg_compiler *c, vkg_tensor mm) {
         } else if (nn->op == VKG_OP_ADD && residual == VKG_NONE && same_shape(&g->nodes[other], nn) &&
                    same_shape(nn, &g->nodes[last])) {
             residual = other;
+        } else if (nn->op == VKG_OP_SWIGLU && nn->src[1] == last && nn->src[0] != last && residual == VKG_NONE) {
+            residual = nn->src[0]; /* silu(gate) * up, up this group: the gate is R (VKG_MATMUL_GATE) */
         } else {
             break;
         }

@@ -31,9 +31,13 @@ static void node_attrs(const vkg_node *n, char *buf, size_t size) {
                  n->attr.matmul.flags & VKG_TRANSPOSE_B ? " transpose_b" : "");
         break;
     case VKG_OP_SCALE: snprintf(buf, size, " s=%g", n->attr.scale.s); break;
-    case VKG_OP_MASK_CAUSAL: snprintf(buf, size, " offset=%d", n->attr.causal.offset); break;
+    case VKG_OP_MASK_CAUSAL:
+        if (n->attr.causal.window) snprintf(buf, size, " offset=%d window=%u", n->attr.causal.offset, n->attr.causal.window);
+        else snprintf(buf, size, " offset=%d", n->attr.causal.offset);
+        break;
+    case VKG_OP_ROPE: snprintf(buf, size, " offset=%d", n->attr.rope.offset); break;
     case VKG_OP_MASK: snprintf(buf, size, " %s", n->attr.mask.kind == VKG_MASK_BOOL ? "bool" : "additive"); break;
-    case VKG_OP_LAYERNORM: snprintf(buf, size, " eps=%g", n->attr.layernorm.eps); break;
+    case VKG_OP_LAYERNORM: case VKG_OP_RMS_NORM: snprintf(buf, size, " eps=%g", n->attr.layernorm.eps); break;
     case VKG_OP_PERMUTE: {
         size_t used = (size_t)snprintf(buf, size, " axes=(");
         for (int d = 0; d < n->ndim && used < size; d++)

@@ -31,9 +31,10 @@ typedef struct vkg_node {
     union {
         struct { unsigned flags; } matmul;              /* VKG_TRANSPOSE_A/B; bias is src[2] */
         struct { float s; } scale;
-        struct { int32_t offset; } causal;              /* dynamic offset index is src[1]    */
+        struct { int32_t offset; uint32_t window; } causal; /* dynamic offset src[1]; 0: no window */
+        struct { int32_t offset; } rope;                /* table src[1], dynamic offset src[2] */
         struct { vkg_mask_kind kind; } mask;
-        struct { float eps; } layernorm;                /* gamma src[1], beta src[2]         */
+        struct { float eps; } layernorm;                /* gamma src[1], beta src[2]; rms_norm's too */
         struct { int axes[VKG_MAX_DIMS]; } permute;
         struct { int axis; int64_t start; } slice;
         struct { int axis; } concat;

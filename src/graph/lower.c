@@ -123,8 +123,9 @@ static int needs_contiguous(const vkg_compiler *c, vkg_tensor consumer, vkg_tens
     int k = 0;
     switch (n->op) {
     case VKG_OP_SOFTMAX: operands[k++] = c->fused_input[consumer] != VKG_NONE ? c->fused_input[consumer] : n->src[0]; break;
-    case VKG_OP_LAYERNORM: for (int s = 0; s < 3; s++) operands[k++] = n->src[s]; break;
+    case VKG_OP_LAYERNORM: case VKG_OP_RMS_NORM: for (int s = 0; s < 3; s++) operands[k++] = n->src[s]; break;
     case VKG_OP_EMBEDDING: operands[k++] = n->src[0]; operands[k++] = n->src[1]; break;
+    case VKG_OP_ROPE: operands[k++] = n->src[1]; break; /* the table; x is read through strides */
     case VKG_OP_MATMUL: operands[k++] = n->src[2]; break;
     default: break;
     }
@@ -267,12 +268,13 @@ static vkg_status emit_unary(vkg_compiler *c, vkg_tensor node, const char *label
 static vkg_status lower_elementwise(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
     const vkg_view *out = &c->view[t];
-    if (n->op == VKG_OP_ADD || n->op == VKG_OP_MUL || n->op == VKG_OP_MASK) {
+    if (n->op == VKG_OP_ADD || n->op == VKG_OP_MUL || n->op == VKG_OP_MASK || n->op == VKG_OP_SWIGLU) {
         vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_BINARY, t, vkg_op_name(n->op));
         if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
         vkg_binary_params *p = &s->step.params.binary;
         int additive = n->op == VKG_OP_MASK && n->attr.mask.kind == VKG_MASK_ADDITIVE;
-        p->op = n->op == VKG_OP_MUL ? VKG_BINARY_MUL : (n->op == VKG_OP_MASK && !additive) ? VKG_BINARY_MASK : VKG_BINARY_ADD;
+        p->op = n->op == VKG_OP_MUL ? VKG_BINARY_MUL : n->op == VKG_OP_SWIGLU ? VKG_BINARY_SWIGLU
+              : (n->op == VKG_OP_MASK && !additive) ? VKG_BINARY_MASK : VKG_BINARY_ADD;
         int64_t shape4[4];
         shape4_of(n->ndim, n->shape, shape4);
         for (int i = 0; i < 4; i++) p->shape[i] = (uint32_t)shape4[i];
@@ -292,6 +294,7 @@ static vkg_status lower_elementwise(vkg_compiler *c, vkg_tensor t) {
     if (n->op == VKG_OP_SCALE) s->step.params.unary.alpha = n->attr.scale.s;
     if (n->op == VKG_OP_MASK_CAUSAL) {
         s->step.params.unary.causal_offset = n->attr.causal.offset;
+        s->step.params.unary.window = n->attr.causal.window;
         if (n->src[1] != VKG_NONE) {
             s->step.params.unary.dyn_index = (uint32_t)c->index_slot[n->src[1]];
             bind_index(s, 2, n->src[1]);
@@ -326,6 +329,7 @@ static vkg_status lower_softmax(vkg_compiler *c, vkg_tensor t) {
         if (m->op == VKG_OP_MASK_CAUSAL) {
             p->mask_kind = VKG_SOFTMAX_MASK_CAUSAL;
             p->causal_offset = m->attr.causal.offset;
+            p->window = m->attr.causal.window;
             if (m->src[1] != VKG_NONE) {
                 p->dyn_index = (uint32_t)c->index_slot[m->src[1]];
                 bind_index(s, 3, m->src[1]);
@@ -342,7 +346,8 @@ static vkg_status lower_softmax(vkg_compiler *c, vkg_tensor t) {
 
 static vkg_status lower_layernorm(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
-    vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_LAYERNORM, t, "layernorm");
+    const int rms = n->op == VKG_OP_RMS_NORM;
+    vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_LAYERNORM, t, rms ? "rms_norm" : "layernorm");
     if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
     vkg_layernorm_params *p = &s->step.params.layernorm;
     p->cols = (uint32_t)n->shape[n->ndim - 1];
@@ -350,6 +355,7 @@ static vkg_status lower_layernorm(vkg_compiler *c, vkg_tensor t) {
      * than any binding, which vkg_compile_place refuses, so the step never runs. */
     p->rows = p->cols ? (uint32_t)(vkg_shape_numel(n->ndim, n->shape) / p->cols) : 0;
     p->eps = n->attr.layernorm.eps;
+    p->flags = rms ? VKG_LAYERNORM_RMS : 0u;
     vkg_compile_bind(s, 0, &c->view[n->src[0]], WORD(vkg_layernorm_params, in_offset));
     vkg_compile_bind(s, 1, &c->view[t], WORD(vkg_layernorm_params, out_offset));
     if (n->src[1] != VKG_NONE) {
@@ -359,6 +365,36 @@ static vkg_status lower_layernorm(vkg_compiler *c, vkg_tensor t) {
     if (n->src[2] != VKG_NONE) {
         p->flags |= VKG_LAYERNORM_BETA;
         vkg_compile_bind(s, 3, &c->view[n->src[2]], WORD(vkg_layernorm_params, beta_offset));
+    }
+    return VKG_OK;
+}
+
+/* x [.., T, D] through its view's strides (padded to [b0, b1, T, D]) into its own contiguous rows. */
+static vkg_status lower_rope(vkg_compiler *c, vkg_tensor t) {
+    const vkg_node *n = &c->g->nodes[t];
+    vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_ROPE, t, "rope");
+    if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
+    vkg_rope_params *p = &s->step.params.rope;
+    int64_t shape4[4];
+    uint32_t xs[4];
+    shape4_of(n->ndim, n->shape, shape4);
+    strides4(&c->view[n->src[0]], shape4, xs);
+    p->batch0 = (uint32_t)shape4[0], p->batch1 = (uint32_t)shape4[1], p->T = (uint32_t)shape4[2];
+    p->D = (uint32_t)shape4[3];
+    p->x_stride_b0 = xs[0], p->x_stride_b1 = xs[1], p->x_stride_t = xs[2], p->x_stride_d = xs[3];
+    p->positions = (uint32_t)c->g->nodes[n->src[1]].shape[0];
+    p->pos_offset = n->attr.rope.offset;
+    p->dyn_index = VKG_NO_INDEX;
+    vkg_view x = broadcast_view(&c->view[n->src[0]], shape4);
+    vkg_compile_bind(s, 0, &x, WORD(vkg_rope_params, x_offset));
+    vkg_compile_bind(s, 1, &c->view[n->src[1]], WORD(vkg_rope_params, table_offset));
+    vkg_compile_bind(s, 2, &c->view[t], WORD(vkg_rope_params, out_offset));
+    if (n->src[2] != VKG_NONE) {
+        p->dyn_index = (uint32_t)c->index_slot[n->src[2]];
+        bind_index(s, 3, n->src[2]);
+        /* the session refuses an index whose last row's position has no row in the table */
+        int64_t room = (int64_t)p->positions - (int64_t)p->T - p->pos_offset;
+        if (room < c->index_max[n->src[2]]) c->index_max[n->src[2]] = room;
     }
     return VKG_OK;
 }
@@ -470,15 +506,16 @@ vkg_status vkg_compile_lower(vkg_compiler *c) {
             }
             break;
         case VKG_OP_SOFTMAX: st = lower_softmax(c, i); break;
-        case VKG_OP_LAYERNORM: st = lower_layernorm(c, i); break;
+        case VKG_OP_LAYERNORM: case VKG_OP_RMS_NORM: st = lower_layernorm(c, i); break;
         case VKG_OP_EMBEDDING: st = lower_embedding(c, i); break;
+        case VKG_OP_ROPE: st = lower_rope(c, i); break;
         case VKG_OP_CONCAT: st = lower_concat(c, i); break;
         case VKG_OP_WRITE_AT: st = lower_write_at(c, i); break;
         case VKG_OP_MATMUL:
             st = c->fused_softmax[i] != VKG_NONE ? vkg_compile_lower_attention(c, i) : vkg_compile_lower_matmul(c, i);
             break;
         /* element-wise, or the last node of a matmul group (its epilogue's add or activation) */
-        case VKG_OP_ADD: case VKG_OP_MUL: case VKG_OP_MASK: case VKG_OP_SCALE: case VKG_OP_MASK_CAUSAL: case VKG_OP_COPY:
+        case VKG_OP_ADD: case VKG_OP_MUL: case VKG_OP_SWIGLU: case VKG_OP_MASK: case VKG_OP_SCALE: case VKG_OP_MASK_CAUSAL: case VKG_OP_COPY:
 #define VKG_ACTIVATION(NAME, name, code, epilogue) case VKG_OP_##NAME:
 #include "params/unary_ops.def"
             st = c->fused_input[i] != VKG_NONE ? vkg_compile_lower_matmul(c, i) : lower_elementwise(c, i);

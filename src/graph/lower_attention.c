@@ -17,7 +17,7 @@ vkg_status vkg_compile_lower_attention(vkg_compiler *c, vkg_tensor pv) {
     const vkg_view *v = &c->view[out->src[1]], *o = &c->view[pv];
     char label[48] = "attention";
     if (sc != VKG_NONE) strcat(label, "+scale");
-    if (mk != VKG_NONE) strcat(label, "+causal");
+    if (mk != VKG_NONE) strcat(label, g->nodes[mk].attr.causal.window ? "+window" : "+causal");
     vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_ATTENTION, pv, label);
     if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
     vkg_attention_params *p = &s->step.params.attention;
@@ -47,6 +47,7 @@ vkg_status vkg_compile_lower_attention(vkg_compiler *c, vkg_tensor pv) {
         const vkg_node *m = &g->nodes[mk];
         p->mask_kind = VKG_ATTENTION_MASK_CAUSAL;
         p->causal_offset = m->attr.causal.offset;
+        p->window = m->attr.causal.window;
         if (m->src[1] != VKG_NONE) {
             p->dyn_index = (uint32_t)c->index_slot[m->src[1]];
             s->sym[4].storage = m->src[1];   /* the runtime indices: one i32 */

@@ -91,6 +91,7 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int
     p->activation = G->activation != VKG_NONE ? vkg_activation_code(c->g->nodes[G->activation].op) : VKG_UNARY_COPY;
     if (G->residual != VKG_NONE) {
         p->flags |= VKG_MATMUL_RESIDUAL;
+        if (out->op == VKG_OP_SWIGLU) p->flags |= VKG_MATMUL_GATE; /* the residual is swiglu's gate */
         vkg_view r = block(G->r, m0, mn, n0, nn);
         p->r_stride_m = (uint32_t)G->r.strides[G->r.ndim - 2];
         vkg_compile_batch_strides(&G->r, out, &p->r_stride_b0, &p->r_stride_b1);
@@ -124,7 +125,7 @@ vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
         strcat(label, "+");
         strcat(label, vkg_op_name(g->nodes[G.activation].op));
     }
-    if (G.residual != VKG_NONE) strcat(label, "+residual");
+    if (G.residual != VKG_NONE) strcat(label, g->nodes[root].op == VKG_OP_SWIGLU ? "+swiglu" : "+residual");
 
     /* Blocks small enough for one binding each: columns first (B is the big weight), then rows. */
     uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;

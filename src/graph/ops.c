@@ -2,6 +2,7 @@
  * into its error state with a message that names the op, the operands and their shapes. */
 #include "graph/graph_build.h"
 
+#include <math.h>
 #include <string.h>
 
 /* A shape as text, for messages. */
@@ -74,6 +75,16 @@ static vkg_tensor binary_node(vkg_graph *g, vkg_op op, vkg_tensor a, vkg_tensor 
 
 vkg_tensor vkg_add(vkg_graph *g, vkg_tensor a, vkg_tensor b) { return binary_node(g, VKG_OP_ADD, a, b); }
 vkg_tensor vkg_mul(vkg_graph *g, vkg_tensor a, vkg_tensor b) { return binary_node(g, VKG_OP_MUL, a, b); }
+vkg_tensor vkg_swiglu(vkg_graph *g, vkg_tensor gate, vkg_tensor up) {
+    if (!vkg_graph_check(g, "swiglu", "gate", gate) || !vkg_graph_check(g, "swiglu", "up", up)) return VKG_NONE;
+    const vkg_node *a = &g->nodes[gate], *b = &g->nodes[up];
+    if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) != 0) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "swiglu: gate %s ('%s') and up %s ('%s') must have one shape",
+                       shape_of(g, gate).s, vkg_tensor_name(g, gate), shape_of(g, up).s, vkg_tensor_name(g, up));
+        return VKG_NONE;
+    }
+    return binary_node(g, VKG_OP_SWIGLU, gate, up);
+}
 vkg_tensor vkg_gelu(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_GELU, x); }
 vkg_tensor vkg_relu(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_RELU, x); }
 vkg_tensor vkg_gelu_erf(vkg_graph *g, vkg_tensor x) { return unary_node(g, VKG_OP_GELU_ERF, x); }
@@ -163,6 +174,15 @@ static int index_ok(vkg_graph *g, const char *op, vkg_tensor dyn) {
 }
 
 vkg_tensor vkg_mask_causal(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tensor dyn_offset) {
+    return vkg_mask_causal_window(g, x, offset, dyn_offset, 0);
+}
+
+vkg_tensor vkg_mask_causal_window(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tensor dyn_offset,
+                                  uint32_t window) {
+    if (window > INT32_MAX) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "mask_causal: window %u exceeds %d", window, INT32_MAX);
+        return VKG_NONE;
+    }
     if (!vkg_graph_check(g, "mask_causal", "x", x) || !index_ok(g, "mask_causal", dyn_offset)) return VKG_NONE;
     if (g->nodes[x].ndim < 2) {
         vkg_graph_fail(g, VKG_ERR_SHAPE, "mask_causal: scores %s need at least 2 dimensions [.., Tq, Tk]",
@@ -172,6 +192,7 @@ vkg_tensor vkg_mask_causal(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tenso
     vkg_tensor t = unary_node(g, VKG_OP_MASK_CAUSAL, x);
     if (t == VKG_NONE) return t;
     g->nodes[t].attr.causal.offset = offset;
+    g->nodes[t].attr.causal.window = window;
     g->nodes[t].src[1] = dyn_offset;
     return t;
 }
@@ -197,32 +218,66 @@ vkg_tensor vkg_mask(vkg_graph *g, vkg_tensor x, vkg_tensor mask, vkg_mask_kind k
     return t;
 }
 
-vkg_tensor vkg_layernorm(vkg_graph *g, vkg_tensor x, vkg_tensor gamma, vkg_tensor beta, float eps) {
-    if (!vkg_graph_check(g, "layernorm", "x", x)) return VKG_NONE;
+/* layernorm and rms_norm: x normalised over its last axis, then the affine vectors [C] given. */
+static vkg_tensor norm_node(vkg_graph *g, vkg_op op, vkg_tensor x, vkg_tensor gamma, vkg_tensor beta, float eps) {
+    const char *name = vkg_op_name(op);
+    if (!vkg_graph_check(g, name, "x", x)) return VKG_NONE;
     int64_t C = g->nodes[x].shape[g->nodes[x].ndim - 1];
     const vkg_tensor params[2] = {gamma, beta};
-    const char *names[2] = {"gamma", "beta"};
+    const char *names[2] = {op == VKG_OP_RMS_NORM ? "weight" : "gamma", "beta"};
     for (int i = 0; i < 2; i++) {
         if (params[i] == VKG_NONE) continue;
-        if (!vkg_graph_check(g, "layernorm", names[i], params[i]) || !need_f32(g, "layernorm", names[i], params[i]))
+        if (!vkg_graph_check(g, name, names[i], params[i]) || !need_f32(g, name, names[i], params[i]))
             return VKG_NONE;
         const vkg_node *p = &g->nodes[params[i]];
         if (p->ndim != 1 || p->shape[0] != C) {
-            vkg_graph_fail(g, VKG_ERR_SHAPE, "layernorm: %s %s ('%s') must be [%lld] for x %s", names[i],
+            vkg_graph_fail(g, VKG_ERR_SHAPE, "%s: %s %s ('%s') must be [%lld] for x %s", name, names[i],
                            shape_of(g, params[i]).s, vkg_tensor_name(g, params[i]), (long long)C,
                            shape_of(g, x).s);
             return VKG_NONE;
         }
     }
-    if (!(eps >= 0.0f)) {
-        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "layernorm: eps must be >= 0");
+    if (!(eps >= 0.0f) || eps == INFINITY) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: eps must be finite and >= 0", name);
         return VKG_NONE;
     }
-    vkg_tensor t = unary_node(g, VKG_OP_LAYERNORM, x);
+    vkg_tensor t = unary_node(g, op, x);
     if (t == VKG_NONE) return t;
     g->nodes[t].src[1] = gamma;
     g->nodes[t].src[2] = beta;
     g->nodes[t].attr.layernorm.eps = eps;
+    return t;
+}
+
+vkg_tensor vkg_layernorm(vkg_graph *g, vkg_tensor x, vkg_tensor gamma, vkg_tensor beta, float eps) {
+    return norm_node(g, VKG_OP_LAYERNORM, x, gamma, beta, eps);
+}
+
+vkg_tensor vkg_rms_norm(vkg_graph *g, vkg_tensor x, vkg_tensor weight, float eps) {
+    return norm_node(g, VKG_OP_RMS_NORM, x, weight, VKG_NONE, eps);
+}
+
+vkg_tensor vkg_rope(vkg_graph *g, vkg_tensor x, vkg_tensor cos_sin, int32_t offset, vkg_tensor dyn_offset) {
+    if (!vkg_graph_check(g, "rope", "x", x) || !vkg_graph_check(g, "rope", "cos_sin", cos_sin) ||
+        !need_f32(g, "rope", "cos_sin", cos_sin) || !index_ok(g, "rope", dyn_offset))
+        return VKG_NONE;
+    const vkg_node *nx = &g->nodes[x], *nt = &g->nodes[cos_sin];
+    const int64_t D = nx->shape[nx->ndim - 1];
+    if (nx->ndim < 2 || nx->ndim > 4 || D % 2 != 0) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "rope: x %s ('%s') must be [.., T, D] with 2 to 4 dimensions and D even",
+                       shape_of(g, x).s, vkg_tensor_name(g, x));
+        return VKG_NONE;
+    }
+    if (nt->ndim != 2 || nt->shape[1] != D || nt->shape[0] < 1) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "rope: cos_sin %s ('%s') must be [P, %lld] (cos then sin of each position) "
+                       "for x %s", shape_of(g, cos_sin).s, vkg_tensor_name(g, cos_sin), (long long)D, shape_of(g, x).s);
+        return VKG_NONE;
+    }
+    vkg_tensor t = unary_node(g, VKG_OP_ROPE, x);
+    if (t == VKG_NONE) return t;
+    g->nodes[t].src[1] = cos_sin;
+    g->nodes[t].src[2] = dyn_offset;
+    g->nodes[t].attr.rope.offset = offset;
     return t;
 }
 

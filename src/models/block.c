@@ -68,7 +68,7 @@ vkg_tensor vkg_block_build(vkg_graph *g, vkg_tensor x, const vkg_block_config *c
                                       vkg_layers_weight(&L, "attn.in_proj_bias", VKG_F32, 3 * C, 0, w->in_proj_b),
                                       VKG_TRANSPOSE_B, "attn.in_proj");
     const vkg_attention at = {.n_head = H, .n_kv_head = H, .head_dim = D, .scale = 1.0f / sqrtf((float)D),
-                              .causal = cfg->causal, .mask = VKG_NONE, .kv_cache = VKG_NONE, .pos = VKG_NONE};
+                              .causal = cfg->causal, .mask = VKG_NONE, .rope = VKG_NONE, .kv_cache = VKG_NONE, .pos = VKG_NONE};
     vkg_tensor heads = vkg_layer_attention(&L, &at, qkv, 0, qkv, C, qkv, 2 * C, attn_probs);
     vkg_tensor attn = vkg_layer_linear(&L, heads, vkg_layers_weight(&L, "attn.out_proj.weight", VKG_F32, C, C, w->out_proj_w),
                                        vkg_layers_weight(&L, "attn.out_proj.bias", VKG_F32, C, 0, w->out_proj_b),

@@ -72,8 +72,8 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
                                       weight(b, VKG_GPT2_ATTN_B, layer), linear_flags(b, VKG_GPT2_ATTN_W),
                                       "attn.c_attn");
     const vkg_attention at = {.n_head = b->H, .n_kv_head = b->H, .head_dim = b->D, .scale = score_scale(b, layer),
-                              .causal = 1, .mask = VKG_NONE, .kv_cache = b->S ? gg->kv_cache[layer] : VKG_NONE,
-                              .pos = gg->pos};
+                              .causal = 1, .mask = VKG_NONE, .rope = VKG_NONE,
+                              .kv_cache = b->S ? gg->kv_cache[layer] : VKG_NONE, .pos = gg->pos};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = vkg_layer_attention(L, &at, qkv, 0, qkv, C, qkv, 2 * C, &probs);
     vkg_tensor proj = vkg_layer_linear(L, heads, weight(b, VKG_GPT2_ATTN_PROJ_W, layer),

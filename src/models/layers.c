@@ -46,22 +46,16 @@ vkg_tensor vkg_layer_layernorm(vkg_layers *b, vkg_tensor x, vkg_tensor gamma, vk
 }
 
 vkg_tensor vkg_layer_rmsnorm(vkg_layers *b, vkg_tensor x, vkg_tensor gamma, float eps, const char *name) {
-    vkg_graph *g = b->g;
-    char what[96];
-    int64_t shape[VKG_MAX_DIMS];
-    const int axis = vkg_tensor_shape(g, x, shape) - 1;
-    if (axis < 0) return VKG_NONE; /* a graph in error */
-    vkg_tensor neg = vkg_layers_name(b, vkg_scale(g, x, -1.0f), sub(what, sizeof what, name, ".negate"));
-    vkg_tensor mirror = vkg_layers_name(b, vkg_concat(g, x, neg, axis), sub(what, sizeof what, name, ".mirror"));
-    vkg_tensor norm = vkg_layers_name(b, vkg_layernorm(g, mirror, VKG_NONE, VKG_NONE, eps),
-                                      sub(what, sizeof what, name, ".norm"));
-    vkg_tensor half = vkg_layers_name(b, vkg_slice(g, norm, axis, 0, shape[axis]), sub(what, sizeof what, name, ".half"));
-    return vkg_layers_name(b, vkg_mul(g, half, gamma), name);
+    return vkg_layers_name(b, vkg_rms_norm(b->g, x, gamma, eps), name);
 }
 
 vkg_tensor vkg_layer_mlp(vkg_layers *b, vkg_tensor x, const vkg_mlp *m) {
     vkg_tensor h;
-    if (m->gate_w != VKG_NONE) {
+    if (m->gate_w != VKG_NONE && m->act == vkg_silu) { /* SwiGLU: one step, the up projection's epilogue */
+        vkg_tensor gate = vkg_layer_linear(b, x, m->gate_w, m->gate_b, m->flags, m->gate_name);
+        vkg_tensor up = vkg_layer_linear(b, x, m->up_w, m->up_b, m->flags, m->up_name);
+        h = vkg_layers_name(b, vkg_swiglu(b->g, gate, up), m->gated_name);
+    } else if (m->gate_w != VKG_NONE) {
         vkg_tensor gate = vkg_layer_linear(b, x, m->gate_w, m->gate_b, m->flags, m->gate_name);
         gate = vkg_layers_name(b, m->act(b->g, gate), m->act_name);
         vkg_tensor up = vkg_layer_linear(b, x, m->up_w, m->up_b, m->flags, m->up_name);
@@ -78,7 +72,8 @@ vkg_tensor vkg_layer_sdpa(vkg_layers *b, vkg_tensor q, vkg_tensor k, vkg_tensor 
     vkg_graph *g = b->g;
     vkg_tensor scores = vkg_layers_name(b, vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B), "attn.scores");
     if (a->scale != 1.0f) scores = vkg_layers_name(b, vkg_scale(g, scores, a->scale), "attn.scale");
-    if (a->causal) scores = vkg_layers_name(b, vkg_mask_causal(g, scores, a->offset, a->dyn_offset), "attn.mask");
+    if (a->causal)
+        scores = vkg_layers_name(b, vkg_mask_causal_window(g, scores, a->offset, a->dyn_offset, a->window), "attn.mask");
     if (a->mask != VKG_NONE) scores = vkg_layers_name(b, vkg_mask(g, scores, a->mask, VKG_MASK_BOOL), "attn.mask");
     vkg_tensor p = vkg_layers_name(b, vkg_softmax(g, scores), "attn.softmax");
     if (probs) *probs = p;
@@ -116,12 +111,19 @@ static vkg_tensor heads_of(vkg_layers *b, vkg_tensor x, int64_t col, int64_t n, 
     return vkg_layers_name(b, vkg_permute(g, x, axes), which);
 }
 
+/* Heads [.., T, D] rotated at positions pos + t (a->rope set), else as they are. */
+static vkg_tensor rotated(vkg_layers *b, const vkg_attention *a, vkg_tensor heads, const char *name) {
+    if (a->rope == VKG_NONE) return heads;
+    vkg_tensor pos = a->kv_cache != VKG_NONE ? a->pos : VKG_NONE;
+    return vkg_layers_name(b, vkg_rope(b->g, heads, a->rope, 0, pos), name);
+}
+
 /* The run's keys and values through the cache [2, Hkv, S, D]: written as one [2, Hkv, T, D]
  * block at pos, one step, then the whole of each read back as heads [Hkv, S, D] (views); with
  * groups, [Hkv, 1, S, D] so that the G query heads of a group broadcast over one key/value head.
  * Keys next to values in one projection (GPT-2's c_attn, any fused k/v projection) are that
- * block as they are, a view; apart, their heads are first copied side by side
- * ("attn.kv.concat"). */
+ * block as they are, a view; apart, or with the keys rotated ("attn.k.rope"), their heads are
+ * first copied side by side ("attn.kv.concat"). */
 static void through_cache(vkg_layers *b, const vkg_attention *a, vkg_tensor k, int64_t k_col, vkg_tensor v,
                           int64_t v_col, vkg_tensor *kh, vkg_tensor *vh) {
     vkg_graph *g = b->g;
@@ -130,12 +132,13 @@ static void through_cache(vkg_layers *b, const vkg_attention *a, vkg_tensor k, i
     vkg_tensor_shape(g, k, shape);
     const int64_t T = shape[0];
     vkg_tensor kv;
-    if (k == v && v_col == k_col + W) { /* [T, 2W] -> [T, 2, Hkv, D] -> [2, Hkv, T, D] */
+    if (k == v && v_col == k_col + W && a->rope == VKG_NONE) { /* [T, 2W] -> [T, 2, Hkv, D] -> [2, Hkv, T, D] */
         kv = k_col != 0 || shape[1] != 2 * W ? vkg_layers_name(b, vkg_slice(g, k, 1, k_col, 2 * W), "attn.kv.slice") : k;
         kv = vkg_layers_name(b, vkg_reshape(g, kv, 4, (const int64_t[]){T, 2, Hkv, D}), "attn.kv.reshape");
         kv = vkg_layers_name(b, vkg_permute(g, kv, (const int[]){1, 2, 0, 3}), "attn.kv");
     } else { /* [Hkv, T, D] twice -> [2 Hkv, T, D] -> [2, Hkv, T, D] */
-        kv = vkg_concat(g, heads_of(b, k, k_col, Hkv, 1, D, "attn.k"), heads_of(b, v, v_col, Hkv, 1, D, "attn.v"), 0);
+        vkg_tensor kr = rotated(b, a, heads_of(b, k, k_col, Hkv, 1, D, "attn.k"), "attn.k.rope");
+        kv = vkg_concat(g, kr, heads_of(b, v, v_col, Hkv, 1, D, "attn.v"), 0);
         kv = vkg_layers_name(b, kv, "attn.kv.concat");
         kv = vkg_layers_name(b, vkg_reshape(g, kv, 4, (const int64_t[]){2, Hkv, T, D}), "attn.kv");
     }
@@ -168,11 +171,11 @@ vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor
                        "[T, H * D], without leading dimensions", vkg_shape_str(nd, shape, (char[64]){0}, 64));
         return VKG_NONE;
     }
-    vkg_tensor qh = heads_of(b, q, q_col, H, G, D, "attn.q"), kh, vh;
+    vkg_tensor qh = rotated(b, a, heads_of(b, q, q_col, H, G, D, "attn.q"), "attn.q.rope"), kh, vh;
     if (a->kv_cache != VKG_NONE) {
         through_cache(b, a, k, k_col, v, v_col, &kh, &vh);
     } else {
-        kh = heads_of(b, k, k_col, Hkv, 1, D, "attn.k");
+        kh = rotated(b, a, heads_of(b, k, k_col, Hkv, 1, D, "attn.k"), "attn.k.rope");
         vh = heads_of(b, v, v_col, Hkv, 1, D, "attn.v");
         if (G > 1) { /* [Hkv, T, D] -> [Hkv, 1, T, D] */
             const int64_t grouped[4] = {Hkv, 1, shape[0], D};
@@ -180,7 +183,7 @@ vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor
             vh = vkg_layers_name(b, vkg_reshape(g, vh, 4, grouped), "attn.v.group");
         }
     }
-    const vkg_sdpa s = {.scale = a->scale, .causal = a->causal, .dyn_offset = a->kv_cache != VKG_NONE ? a->pos : VKG_NONE,
+    const vkg_sdpa s = {.scale = a->scale, .causal = a->causal, .window = a->window, .dyn_offset = a->kv_cache != VKG_NONE ? a->pos : VKG_NONE,
                         .mask = a->mask};
     vkg_tensor p = VKG_NONE;
     vkg_tensor heads = vkg_layer_sdpa(b, qh, kh, vh, &s, &p);

@@ -40,17 +40,14 @@ vkg_tensor vkg_layer_linear(vkg_layers *b, vkg_tensor x, vkg_tensor w, vkg_tenso
 /* Over the last axis: gamma * (x - mean) / sqrt(var + eps) + beta (one layernorm step). */
 vkg_tensor vkg_layer_layernorm(vkg_layers *b, vkg_tensor x, vkg_tensor gamma, vkg_tensor beta, float eps,
                                const char *name);
-/* Over the last axis: gamma * x / sqrt(mean(x^2) + eps), as Llama's RMSNorm.  There is no RMS
- * kernel: the layer norm of [x, -x] (mean 0 but for rounding, variance mean(x^2)) gives
- * [x, -x] / sqrt(mean(x^2) + eps), of which the first half is kept.  Nodes: "<name>.negate",
- * "<name>.mirror", "<name>.norm", "<name>.half", and the product with gamma, "<name>". */
+/* Over the last axis: gamma * x / sqrt(mean(x^2) + eps), as Llama's RMSNorm (one rms_norm step). */
 vkg_tensor vkg_layer_rmsnorm(vkg_layers *b, vkg_tensor x, vkg_tensor gamma, float eps, const char *name);
 
 /* An activation: vkg_gelu, vkg_gelu_erf, vkg_quick_gelu, vkg_silu, vkg_relu. */
 typedef vkg_tensor (*vkg_activation_fn)(vkg_graph *g, vkg_tensor x);
 
 /* The MLP: down(act(up(x))), or with a gate down(act(gate(x)) * up(x)) (Llama's SwiGLU with
- * vkg_silu).  Weights as for vkg_layer_linear, all in one layout (flags). */
+ * vkg_silu: one vkg_swiglu node, "<gated_name>", fused into the up projection; act_name unused).  Weights as for vkg_layer_linear, all in one layout (flags). */
 typedef struct vkg_mlp {
     vkg_tensor up_w, up_b;         /* [C, I] or [I, C]; bias [I] or VKG_NONE            */
     vkg_tensor gate_w, gate_b;     /* the same, or gate_w = VKG_NONE: no gate              */
@@ -71,6 +68,7 @@ vkg_tensor vkg_layer_mlp(vkg_layers *b, vkg_tensor x, const vkg_mlp *m);
 typedef struct vkg_sdpa {
     float scale;
     int causal;
+    uint32_t window;            /* causal within the last `window` positions (Mistral); 0: none */
     int32_t offset;
     vkg_tensor dyn_offset;
     vkg_tensor mask;
@@ -86,6 +84,11 @@ typedef struct vkg_attention {
     float scale;                /* multiplies the scores (1 / sqrt(D) as a rule; 1: no step) */
     int causal;
     vkg_tensor mask;            /* a boolean mask (0 blocks) broadcasting to the scores, or VKG_NONE */
+    uint32_t window;            /* causal: each query sees the last `window` positions alone
+                                   (Mistral's sliding_window); 0: no window */
+    /* Rotary position embeddings (vkg_rope): the cos/sin table [P, head_dim] (rope.h fills
+     * it), applied to the query and key heads at positions pos + t; VKG_NONE: none (GPT-2). */
+    vkg_tensor rope;
     /* The KV cache: a state [2, n_kv_head, S, head_dim] (the keys, then the values) and the
      * runtime index of the tokens already in it.  The run's T rows of both are written at
      * pos..pos+T-1 in one step and attention reads all S rows; the causal mask, offset by pos,

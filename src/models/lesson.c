@@ -30,7 +30,7 @@ vkg_tensor vkg_lesson_multi_head(vkg_graph *g, vkg_tensor x, vkg_tensor w_q, vkg
     vkg_tensor v = vkg_layer_linear(&L, x, w_v, VKG_NONE, 0, NULL);
     /* every head at once; the mask (not causal by rule) blocks what it blocks in each head */
     const vkg_attention a = {.n_head = H, .n_kv_head = H, .head_dim = D, .scale = 1.0f / sqrtf((float)D),
-                             .mask = mask, .kv_cache = VKG_NONE, .pos = VKG_NONE};
+                             .mask = mask, .rope = VKG_NONE, .kv_cache = VKG_NONE, .pos = VKG_NONE};
     vkg_tensor joined = vkg_layer_attention(&L, &a, q, 0, k, 0, v, 0, NULL);
     return vkg_layer_linear(&L, joined, w_o, VKG_NONE, 0, NULL);
 }

@@ -46,7 +46,7 @@ static vkg_status load_into(vkg_llama *m, const char *dir, int dtype, vkg_error 
     st = vkg_llama_config_load(config_path, c, err);
     free(config_path);
     if (st != VKG_OK) return st;
-    m->n_ctx = vkg_llama_context(c);
+    m->n_ctx = c->n_positions;
     /* cos and sin for every position: 67 MB for 131072 positions of 128 channels; a table past
      * 2 GiB (or a quarter of the memory) is refused before allocating it */
     const uint64_t table = (uint64_t)m->n_ctx * (uint64_t)c->head_dim * sizeof(float);
@@ -91,15 +91,22 @@ static vkg_status load_into(vkg_llama *m, const char *dir, int dtype, vkg_error 
     free(w);
     if (st != VKG_OK) return st;
     if (m->tied_head) m->global[VKG_LLAMA_LM_HEAD] = m->global[VKG_LLAMA_EMBED];
-    m->rope = vkg_rope_table(&c->rope, c->head_dim, m->n_ctx);
-    if (!m->rope) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the rotary table");
+    vkg_rope_config rope = c->rope;
+    rope.dim = c->head_dim;
+    double *inv_freq = malloc((size_t)c->head_dim / 2 * sizeof *inv_freq), attention_factor = 1.0;
+    m->rope = malloc((size_t)table);
+    if (!inv_freq || !m->rope) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the rotary table");
+    if (st == VKG_OK) st = vkg_rope_inv_freq(&rope, inv_freq, &attention_factor, err); /* checked with the config */
+    if (st == VKG_OK) vkg_rope_fill_table(inv_freq, c->head_dim / 2, attention_factor, m->n_ctx, m->rope);
+    free(inv_freq);
+    if (st != VKG_OK) return st;
     snprintf(m->note, sizeof m->note, "%s", c->note);
     return VKG_OK;
 }
 
 static void free_model(void *m) { vkg_llama_free(m); }
 
-static const char *rope_name(vkg_rope_kind k) {
+static const char *rope_name(vkg_rope_type k) {
     return k == VKG_ROPE_LINEAR ? "linear" : k == VKG_ROPE_LLAMA3 ? "llama3" : "default";
 }
 
@@ -109,7 +116,7 @@ static void decoder_init(vkg_llama *m) {
         .model = m,
         .facts = {.architecture = vkg_llama_arch_name(c->arch), .ctx_key = "max_position_embeddings",
                   .n_layer = c->n_layer, .n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = c->head_dim,
-                  .rope_theta = c->rope.theta, .rope_scaling = rope_name(c->rope.kind), .n_embd = c->hidden_size,
+                  .rope_theta = c->rope.theta, .rope_scaling = rope_name(c->rope.type), .n_embd = c->hidden_size,
                   .n_inner = c->intermediate_size, .n_ctx = m->n_ctx, .n_vocab = c->vocab_size,
                   .bos_token = c->bos_token_id, .eos_token = c->eos_token_id, .tied_head = m->tied_head,
                   .n_params = vkg_llama_weights_numel(c, m->tied_head), .weight_dtype = m->weight_dtype,

@@ -35,8 +35,8 @@ typedef struct vkg_llama {
     const void *(*layers)[VKG_LLAMA_N_WEIGHTS]; /* n_layer rows: each layer's tensors       */
     vkg_dtype weight_dtype;                    /* of the matrices in memory                 */
     int tied_head;
-    int n_ctx;                                 /* vkg_llama_context                         */
-    float *rope;                               /* [2, n_ctx, D/2] (rope.h)                  */
+    int n_ctx;                                 /* max_position_embeddings                   */
+    float *rope;                               /* [n_ctx, D]: cos, then sin (rope.h)        */
     char note[320];
     void *weights;                             /* owned: every tensor lies in this block    */
     size_t weights_bytes;

@@ -43,7 +43,7 @@ void vkg_llama_config_default(vkg_llama_config *c, vkg_llama_arch arch) {
     c->n_layer = 32;
     c->n_head = 32;
     c->rms_norm_eps = 1e-6;
-    c->rope.kind = VKG_ROPE_DEFAULT;
+    c->rope.type = VKG_ROPE_DEFAULT;
     c->rope.theta = 10000.0;
     c->bos_token_id = c->eos_token_id = VKG_NO_TOKEN;
     switch (arch) {
@@ -97,19 +97,12 @@ vkg_status vkg_llama_config_validate(const vkg_llama_config *c, vkg_error *err) 
     if (!(c->rms_norm_eps > 0.0f) || !isfinite(c->rms_norm_eps))
         return vkg_error_set(err, VKG_ERR_FORMAT, "rms_norm_eps is %g; it must be a positive finite number",
                              (double)c->rms_norm_eps);
-    if (!(c->rope.theta > 1.0) || !isfinite(c->rope.theta))
-        return vkg_error_set(err, VKG_ERR_FORMAT, "rope_theta is %g; it must be a finite number above 1",
-                             c->rope.theta);
-    if (c->rope.kind != VKG_ROPE_DEFAULT && (!(c->rope.factor >= 1.0) || !isfinite(c->rope.factor)))
-        return vkg_error_set(err, VKG_ERR_FORMAT, "rope_scaling's factor is %g; it must be a finite number >= 1",
-                             c->rope.factor);
-    if (c->rope.kind == VKG_ROPE_LLAMA3 &&
-        (!(c->rope.low_freq_factor > 0) || !(c->rope.high_freq_factor > c->rope.low_freq_factor) ||
-         !isfinite(c->rope.high_freq_factor) || c->rope.original_max_position_embeddings < 1))
-        return vkg_error_set(err, VKG_ERR_FORMAT, "rope_scaling (llama3): low_freq_factor %g and high_freq_factor %g "
-                             "must satisfy 0 < low < high, original_max_position_embeddings (%d) >= 1",
-                             c->rope.low_freq_factor, c->rope.high_freq_factor,
-                             c->rope.original_max_position_embeddings);
+    vkg_rope_config rope = c->rope;
+    rope.dim = c->head_dim;
+    double inv_freq[MAX_HEAD_DIM / 2], attention_factor;
+    vkg_error rope_err = {0};
+    if (vkg_rope_inv_freq(&rope, inv_freq, &attention_factor, &rope_err) != VKG_OK)
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s", rope_err.message);
     if (c->sliding_window < 0)
         return vkg_error_set(err, VKG_ERR_FORMAT, "sliding_window is %d; it must be positive or null",
                              c->sliding_window);
@@ -117,13 +110,6 @@ vkg_status vkg_llama_config_validate(const vkg_llama_config *c, vkg_error *err) 
         return vkg_error_set(err, VKG_ERR_FORMAT, "bos_token_id %d / eos_token_id %d must lie in the vocabulary "
                              "[0, %d) or be null", c->bos_token_id, c->eos_token_id, c->vocab_size);
     return VKG_OK;
-}
-
-int vkg_llama_context(const vkg_llama_config *c) {
-    int n = c->n_positions;
-    for (int i = 0; c->sliding_window > 0 && i < c->n_layer; i++)
-        if (c->windowed[i] && c->sliding_window < n) n = c->sliding_window;
-    return n;
 }
 
 /* rope_scaling: refused by name unless computed here, exactly as transformers'
@@ -147,22 +133,17 @@ static vkg_status read_rope_scaling(const vkg_json *root, vkg_llama_config *c, v
     if (st == VKG_OK && !found) st = vkg_config_string(rs, "type", type, sizeof type, &found, err); /* older name */
     if (st != VKG_OK) return st;
     if (!found) return vkg_error_set(err, VKG_ERR_FORMAT, "\"rope_scaling\" names no \"rope_type\" (or \"type\")");
-    if (strcmp(type, "default") == 0) return VKG_OK;
-    if (strcmp(type, "linear") == 0) c->rope.kind = VKG_ROPE_LINEAR;
-    else if (strcmp(type, "llama3") == 0) c->rope.kind = VKG_ROPE_LLAMA3;
-    else
-        return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "rope_scaling type \"%s\" is not supported (supported: "
-                             "default, linear, llama3; dynamic, yarn, longrope and others change the rotations "
-                             "in ways not built here)", type);
+    if ((st = vkg_rope_type_parse(type, &c->rope.type, err)) != VKG_OK) return st;
+    if (c->rope.type == VKG_ROPE_DEFAULT) return VKG_OK;
     int f_found = 0;
     if ((st = vkg_config_number(rs, "factor", &c->rope.factor, &f_found, err)) != VKG_OK) return st;
     if (!f_found) return vkg_error_set(err, VKG_ERR_FORMAT, "rope_scaling (%s) has no \"factor\"", type);
-    if (c->rope.kind == VKG_ROPE_LLAMA3) {
+    if (c->rope.type == VKG_ROPE_LLAMA3) {
         int a = 0, b = 0, o = 0;
         if ((st = vkg_config_number(rs, "low_freq_factor", &c->rope.low_freq_factor, &a, err)) ||
             (st = vkg_config_number(rs, "high_freq_factor", &c->rope.high_freq_factor, &b, err)) ||
-            (st = vkg_config_int(rs, "original_max_position_embeddings", &c->rope.original_max_position_embeddings,
-                                 &o, err)))
+            (st = vkg_config_number(rs, "original_max_position_embeddings",
+                                    &c->rope.original_max_position_embeddings, &o, err)))
             return st;
         if (!a || !b || !o)
             return vkg_error_set(err, VKG_ERR_FORMAT, "rope_scaling (llama3) needs low_freq_factor, high_freq_factor "
@@ -332,11 +313,6 @@ vkg_status vkg_llama_config_load(const char *path, vkg_llama_config *c, vkg_erro
     st = parse(root, c, &local);
     vkg_json_free(root);
     if (st != VKG_OK) return vkg_error_set(err, st, "%s: %s", path, local.message);
-    if (vkg_llama_context(c) < c->n_positions) {
-        size_t used = strlen(c->note);
-        snprintf(c->note + used, sizeof c->note - used, "%ssequences are limited to sliding_window (%d) positions: "
-                 "windowed attention is not built", used ? "; " : "", c->sliding_window);
-    }
     return VKG_OK;
 }
 
@@ -352,11 +328,11 @@ vkg_status vkg_llama_config_write(const char *path, const vkg_llama_config *c, v
     FILE *f = fopen(path, "w");
     if (!f) return vkg_error_set(err, VKG_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     char bos[16], eos[16], rope[256] = "null";
-    if (c->rope.kind == VKG_ROPE_LINEAR)
+    if (c->rope.type == VKG_ROPE_LINEAR)
         snprintf(rope, sizeof rope, "{\"factor\": %.17g, \"rope_type\": \"linear\"}", c->rope.factor);
-    else if (c->rope.kind == VKG_ROPE_LLAMA3)
+    else if (c->rope.type == VKG_ROPE_LLAMA3)
         snprintf(rope, sizeof rope, "{\"factor\": %.17g, \"high_freq_factor\": %.17g, \"low_freq_factor\": %.17g, "
-                 "\"original_max_position_embeddings\": %d, \"rope_type\": \"llama3\"}", c->rope.factor,
+                 "\"original_max_position_embeddings\": %.17g, \"rope_type\": \"llama3\"}", c->rope.factor,
                  c->rope.high_freq_factor, c->rope.low_freq_factor, c->rope.original_max_position_embeddings);
     fprintf(f, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n", vkg_llama_arch_class(c->arch),
             vkg_llama_arch_name(c->arch));

@@ -27,22 +27,13 @@
 #ifndef VKG_MODELS_LLAMA_CONFIG_H
 #define VKG_MODELS_LLAMA_CONFIG_H
 
+#include "models/rope.h"
 #include "vkgraph_model.h"
 
 typedef enum vkg_llama_arch {
     VKG_LLAMA_ARCH_LLAMA, VKG_LLAMA_ARCH_MISTRAL, VKG_LLAMA_ARCH_QWEN2, VKG_LLAMA_ARCH_QWEN3, VKG_LLAMA_N_ARCH
 } vkg_llama_arch;
 
-typedef enum vkg_rope_kind { VKG_ROPE_DEFAULT, VKG_ROPE_LINEAR, VKG_ROPE_LLAMA3 } vkg_rope_kind;
-
-/* How positions become rotations (rope.h computes the table). */
-typedef struct vkg_rope_config {
-    vkg_rope_kind kind;
-    double theta;                         /* rope_theta                                     */
-    double factor;                        /* linear and llama3                              */
-    double low_freq_factor, high_freq_factor; /* llama3                                     */
-    int original_max_position_embeddings; /* llama3                                         */
-} vkg_rope_config;
 
 #define VKG_LLAMA_MAX_LAYERS 4096
 
@@ -50,7 +41,7 @@ typedef struct vkg_llama_config {
     vkg_llama_arch arch;
     int n_layer, n_head, n_kv_head, head_dim, hidden_size, intermediate_size, n_positions, vocab_size;
     double rms_norm_eps;
-    vkg_rope_config rope;
+    vkg_rope_config rope;                 /* dim is head_dim (rope.h)                        */
     int tie_word_embeddings;
     int qkv_bias, o_bias, mlp_bias;       /* which projections carry biases                 */
     int qk_norm;                          /* Qwen3: RMSNorm of each head's q and k          */
@@ -76,8 +67,5 @@ vkg_status vkg_llama_config_validate(const vkg_llama_config *c, vkg_error *err);
 /* Writes a config.json that transformers reads as the same model (the random writer's). */
 vkg_status vkg_llama_config_write(const char *path, const vkg_llama_config *c, vkg_error *err);
 
-/* The longest sequence vkgraph runs: max_position_embeddings, or less where a sliding window
- * would bite (windowed attention is not built: longer sequences are refused, never wrong). */
-int vkg_llama_context(const vkg_llama_config *c);
 
 #endif

@@ -14,7 +14,7 @@ typedef struct builder {
     const vkg_llama *m;
     const vkg_forward_options *o;
     int64_t T, C, H, Hkv, D, S;
-    vkg_tensor cos, sin;        /* [T, 1, D]: the rotation of each of the run's positions */
+    vkg_tensor rope;            /* the cos/sin table [n_ctx, D]                          */
 } builder;
 
 static vkg_tensor named(builder *b, vkg_tensor t, const char *what) { return vkg_layers_name(&b->L, t, what); }
@@ -35,40 +35,12 @@ static vkg_tensor linear(builder *b, vkg_tensor x, vkg_llama_weight w, vkg_llama
     return vkg_layer_linear(&b->L, x, weight(b, w, layer), weight(b, bias, layer), VKG_TRANSPOSE_B, name);
 }
 
-/* The cos and sin rows of the run's positions, [T, 1, D] ([c, c] along D: rotate_half's layout),
- * looked up from the model's table [2, n_ctx, D/2]. */
-static void rotations(builder *b, vkg_tensor positions) {
-    vkg_graph *g = b->g;
-    const int64_t half = b->D / 2, P = b->m->n_ctx;
-    const int64_t tab[2] = {P, half}, rows[3] = {b->T, 1, b->D};
-    vkg_tensor c = vkg_constant(g, "rope.cos", VKG_F32, 2, tab, b->m->rope);
-    vkg_tensor s = vkg_constant(g, "rope.sin", VKG_F32, 2, tab, b->m->rope + P * half);
-    c = named(b, vkg_embedding(g, c, positions), "rope.cos.rows");
-    s = named(b, vkg_embedding(g, s, positions), "rope.sin.rows");
-    b->cos = named(b, vkg_reshape(g, vkg_concat(g, c, c, 1), 3, rows), "rope.cos.full");
-    b->sin = named(b, vkg_reshape(g, vkg_concat(g, s, s, 1), 3, rows), "rope.sin.full");
-}
-
-/* x [T, n, D] -> x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1] (transformers'). */
-static vkg_tensor rope(builder *b, vkg_tensor x, const char *name) {
-    vkg_graph *g = b->g;
-    char what[64];
-    const int64_t half = b->D / 2;
-    vkg_tensor x1 = vkg_slice(g, x, 2, 0, half), x2 = vkg_slice(g, x, 2, half, half);
-    snprintf(what, sizeof what, "%s.rotate_half", name);
-    vkg_tensor rot = named(b, vkg_concat(g, vkg_scale(g, x2, -1.0f), x1, 2), what);
-    vkg_tensor out = vkg_add(g, vkg_mul(g, x, b->cos), vkg_mul(g, rot, b->sin));
-    return named(b, out, name);
-}
-
-/* q or k [T, n*D]: (Qwen3) RMSNorm over each head, then the rotation; back to [T, n*D]. */
-static vkg_tensor position(builder *b, vkg_tensor x, int64_t n, vkg_llama_weight norm, int layer, const char *norm_name,
-                           const char *rope_name) {
+/* Qwen3: q or k [T, n*D] through an RMSNorm of each head over D, back to [T, n*D]. */
+static vkg_tensor head_norm(builder *b, vkg_tensor x, int64_t n, vkg_llama_weight norm, int layer, const char *name) {
+    if (!b->m->config.qk_norm) return x;
     const int64_t heads[3] = {b->T, n, b->D}, flat[2] = {b->T, n * b->D};
     x = vkg_reshape(b->g, x, 3, heads);
-    if (b->m->config.qk_norm)
-        x = vkg_layer_rmsnorm(&b->L, x, weight(b, norm, layer), (float)b->m->config.rms_norm_eps, norm_name);
-    x = rope(b, x, rope_name);
+    x = vkg_layer_rmsnorm(&b->L, x, weight(b, norm, layer), (float)b->m->config.rms_norm_eps, name);
     return vkg_reshape(b->g, x, 2, flat);
 }
 
@@ -81,10 +53,12 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
     vkg_tensor q = linear(b, a, VKG_LLAMA_Q_W, VKG_LLAMA_Q_B, layer, "self_attn.q_proj");
     vkg_tensor k = linear(b, a, VKG_LLAMA_K_W, VKG_LLAMA_K_B, layer, "self_attn.k_proj");
     vkg_tensor v = linear(b, a, VKG_LLAMA_V_W, VKG_LLAMA_V_B, layer, "self_attn.v_proj");
-    q = position(b, q, b->H, VKG_LLAMA_Q_NORM, layer, "self_attn.q_norm", "self_attn.rope_q");
-    k = position(b, k, b->Hkv, VKG_LLAMA_K_NORM, layer, "self_attn.k_norm", "self_attn.rope_k");
+    q = head_norm(b, q, b->H, VKG_LLAMA_Q_NORM, layer, "self_attn.q_norm");
+    k = head_norm(b, k, b->Hkv, VKG_LLAMA_K_NORM, layer, "self_attn.k_norm");
+    const vkg_llama_config *c = &b->m->config;
     const vkg_attention at = {.n_head = b->H, .n_kv_head = b->Hkv, .head_dim = b->D,
                               .scale = (float)(1.0 / sqrt((double)b->D)), .causal = 1, .mask = VKG_NONE,
+                              .window = c->windowed[layer] ? (uint32_t)c->sliding_window : 0, .rope = b->rope,
                               .kv_cache = b->S ? gg->kv_cache[layer] : VKG_NONE, .pos = gg->pos};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = vkg_layer_attention(L, &at, q, 0, k, 0, v, 0, &probs);
@@ -134,7 +108,8 @@ vkg_status vkg_llama_build_graph(const void *model, const vkg_forward_options *o
         }
     }
     b.L.prefix[0] = '\0';
-    rotations(&b, gg->positions);
+    const int64_t table[2] = {m->n_ctx, b.D};
+    b.rope = vkg_constant(g, "rope.cos_sin", VKG_F32, 2, table, m->rope);
     vkg_tensor embed = weight(&b, VKG_LLAMA_EMBED, 0);
     vkg_tensor x = named(&b, vkg_embedding(g, embed, gg->ids), "model.embed_tokens");
     const int layers = o->no_logits && o->attention_layer >= 0 ? o->attention_layer + 1 : c->n_layer;

@@ -61,7 +61,7 @@ vkg_status vkg_llama_random_shape(const char *name, vkg_llama_random_options *o,
             for (int l = 0; l < c->n_layer; l++) c->windowed[l] = 1;
         }
         if (strcmp(name, "llama-3.2-1b") == 0) {
-            c->rope.kind = VKG_ROPE_LLAMA3;
+            c->rope.type = VKG_ROPE_LLAMA3;
             c->rope.factor = 32, c->rope.low_freq_factor = 1, c->rope.high_freq_factor = 4;
             c->rope.original_max_position_embeddings = 8192;
         }

@@ -1,23 +1,46 @@
-/*
- * Rotary position embeddings' tables, computed on the host in float64 exactly as transformers'
- * rope initialisation functions compute inv_freq (ROPE_INIT_FUNCTIONS: "default", "linear",
- * "llama3"), so the graph only looks rows up.
+/* Rotary position embeddings from a model's config facts: the inverse frequencies as
+ * transformers' modeling_rope_utils.py computes them per rope_type, and the cos/sin table that
+ * vkg_rope reads.
  *
- * Shapes: D the rotated head size (head_dim), P positions.  inv_freq[i] = theta^(-2i / D) for
- * i < D/2, then scaled: linear divides every frequency by factor; llama3 divides the low
- * frequencies (wavelength above original / low_freq_factor) by factor, keeps the high ones
- * (wavelength below original / high_freq_factor) and blends between.  The table is
- * [2, P, D/2]: cos(p * inv_freq[i]), then sin(p * inv_freq[i]), rounded once to f32.  In the
- * rotate_half layout transformers uses, channel j and j + D/2 of a head share frequency i = j.
- */
+ * Everything is computed in double, the table rounded once to f32 at the end: the angle
+ * pos * inv_freq formed in f32 would be off by ~1e-3 rad at position 32768.  (transformers
+ * forms inv_freq and the angles in f32; its results at long positions differ from these, and
+ * from a float64 reference, by that rounding.)
+ *
+ * Types: "default" (rope_theta alone), "linear" (inv_freq / factor), "llama3" (Llama 3.1's
+ * smooth interpolation between the original and the scaled frequencies).  "dynamic", "yarn",
+ * "longrope" and others are refused by name. */
 #ifndef VKG_MODELS_ROPE_H
 #define VKG_MODELS_ROPE_H
 
-#include "models/llama_config.h"
+#include "base/error.h"
 
-/* inv_freq[0 .. D/2) for r. */
-void vkg_rope_inv_freq(const vkg_rope_config *r, int head_dim, double *inv_freq);
-/* The table [2, P, D/2] as above into a new f32 array (free it); NULL when out of memory. */
-float *vkg_rope_table(const vkg_rope_config *r, int head_dim, int positions);
+#include <stdint.h>
+
+typedef enum vkg_rope_type { VKG_ROPE_DEFAULT, VKG_ROPE_LINEAR, VKG_ROPE_LLAMA3 } vkg_rope_type;
+
+typedef struct vkg_rope_config {
+    vkg_rope_type type;
+    double theta;                 /* rope_theta (base)                                          */
+    int64_t dim;                  /* the rotated width: head_dim (times partial_rotary_factor)  */
+    double factor;                /* rope_scaling.factor: linear, llama3                        */
+    double low_freq_factor;       /* llama3 */
+    double high_freq_factor;      /* llama3 */
+    double original_max_position_embeddings; /* llama3 */
+} vkg_rope_config;
+
+/* The type named by rope_scaling's "rope_type" (or the older "type"); NULL is "default".  Other
+ * names give VKG_ERR_UNSUPPORTED naming the type. */
+vkg_status vkg_rope_type_parse(const char *name, vkg_rope_type *type, vkg_error *err);
+
+/* inv_freq[i] for i < dim / 2, and the factor the cos and sin are multiplied by (1 for every
+ * type here; transformers' attention_factor).  Checks the facts (dim even and positive, theta >
+ * 1, factors as each type needs). */
+vkg_status vkg_rope_inv_freq(const vkg_rope_config *c, double *inv_freq, double *attention_factor, vkg_error *err);
+
+/* table [positions, 2 * half]: row p holds attention_factor * cos(p inv_freq[i]) at i and
+ * attention_factor * sin(p inv_freq[i]) at half + i, each computed in double and rounded once. */
+void vkg_rope_fill_table(const double *inv_freq, int64_t half, double attention_factor, int64_t positions,
+                         float *table);
 
 #endif

@@ -253,7 +253,8 @@ static vkg_tensor gen_attention(random_graph *rg) {
     if (has_scale && scale_first) t = vkg_scale(rg->g, t, s);
     if (kind == 0) {
         vkg_tensor dyn = chance(rg, 40) ? get_index(rg, 3) : VKG_NONE;
-        t = vkg_mask_causal(rg->g, t, rnd(rg, 5) - 2, dyn);
+        t = chance(rg, 30) ? vkg_mask_causal_window(rg->g, t, rnd(rg, 5) - 2, dyn, 1 + (uint32_t)rnd(rg, 4))
+                           : vkg_mask_causal(rg->g, t, rnd(rg, 5) - 2, dyn);
     } else if (kind == 1 || kind == 2) {
         rg_shape sx = shape_of(rg, x), sm = broadcast_partner(rg, &sx, 0);
         t = vkg_mask(rg->g, t, new_constant(rg, &sm, kind == 1 ? FILL_BOOL : FILL_ADDITIVE, 0.0f),
@@ -274,7 +275,12 @@ static vkg_tensor gen_mlp(random_graph *rg) {
     vkg_tensor w1 = new_constant(rg, &(rg_shape){2, {C, H}}, FILL_NORMAL, 1.0f / sqrtf((float)C));
     vkg_tensor b1 = new_constant(rg, &(rg_shape){1, {H}}, FILL_NORMAL, 0.5f);
     vkg_tensor h = chance(rg, 50) ? vkg_matmul(rg->g, x, w1, b1, 0) : vkg_add(rg->g, vkg_matmul(rg->g, x, w1, VKG_NONE, 0), b1);
-    h = vkg_gelu(rg->g, h);
+    if (chance(rg, 40)) { /* gated: swiglu(x @ Wg, h), fused into h's matmul unless h has other readers */
+        vkg_tensor wg = new_constant(rg, &(rg_shape){2, {C, H}}, FILL_NORMAL, 1.0f / sqrtf((float)C));
+        h = vkg_swiglu(rg->g, vkg_matmul(rg->g, x, wg, VKG_NONE, 0), h);
+    } else {
+        h = vkg_gelu(rg->g, h);
+    }
     vkg_tensor w2 = new_constant(rg, &(rg_shape){2, {H, C}}, FILL_NORMAL, 1.0f / sqrtf((float)H));
     vkg_tensor o = vkg_matmul(rg->g, h, w2, VKG_NONE, 0);
     return chance(rg, 50) ? vkg_add(rg->g, o, x) : vkg_add(rg->g, x, o);
@@ -289,7 +295,22 @@ static vkg_tensor gen_layernorm(random_graph *rg) {
     vkg_tensor beta = chance(rg, 60) ? new_constant(rg, &sc, FILL_NORMAL, 1.0f) : VKG_NONE;
     /* eps bounds how much a row of nearly equal values magnifies float rounding (1 / sqrt(eps)),
      * so the comparison with the double-precision reference stays meaningful */
+    if (chance(rg, 40)) return vkg_rms_norm(rg->g, x, gamma, 1e-2f);
     return vkg_layernorm(rg->g, x, gamma, beta, 1e-2f);
+}
+
+/* Rotary embedding of x [.., T, D] (D even, 2 to 4 dimensions) over a table of T + 8 positions,
+ * at offset 0 .. 3 plus a runtime index of at most 3. */
+static vkg_tensor gen_rope(random_graph *rg) {
+    vkg_tensor x = pick(rg, 2);
+    if (x == VKG_NONE) return VKG_NONE;
+    rg_shape sx = shape_of(rg, x);
+    const int64_t D = sx.d[sx.ndim - 1], T = sx.d[sx.ndim - 2];
+    if (sx.ndim > 4 || D % 2) return VKG_NONE;
+    vkg_tensor table = new_constant(rg, &(rg_shape){2, {T + 8, D}}, FILL_NORMAL, 1.0f);
+    if (table == VKG_NONE) return VKG_NONE;
+    vkg_tensor dyn = chance(rg, 50) ? get_index(rg, 3) : VKG_NONE;
+    return vkg_rope(rg->g, x, table, rnd(rg, 4), dyn);
 }
 
 static vkg_tensor gen_reshape(random_graph *rg) {
@@ -405,7 +426,7 @@ static vkg_tensor gen_unary(random_graph *rg, int which) {
 }
 
 static vkg_tensor gen_op(random_graph *rg) {
-    static const int weights[] = {14, 10, 5, 5, 5, 4, 2, 11, 5, 6, 7, 7, 6, 5, 3, 4};
+    static const int weights[] = {14, 10, 5, 5, 5, 4, 2, 11, 5, 6, 7, 7, 6, 5, 3, 4, 4};
     int total = 0, r;
     for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++) total += weights[i];
     r = rnd(rg, total);
@@ -424,7 +445,8 @@ static vkg_tensor gen_op(random_graph *rg) {
     case 12: return gen_slice(rg);
     case 13: return gen_concat(rg);
     case 14: return gen_embedding(rg);
-    default: return gen_write_at(rg);
+    case 15: return gen_write_at(rg);
+    default: return gen_rope(rg);
     }
 }
 

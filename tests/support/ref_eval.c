@@ -120,6 +120,7 @@ static void ref_binary(const ref_ctx *c, vkg_tensor t, float *out) {
         switch (n->op) {
         case VKG_OP_ADD: out[i] = x + y; break;
         case VKG_OP_MUL: out[i] = x * y; break;
+        case VKG_OP_SWIGLU: out[i] = (float)((double)x / (1.0 + exp(-(double)x)) * (double)y); break;
         default: /* mask */
             out[i] = n->attr.mask.kind == VKG_MASK_ADDITIVE ? x + y : (y != 0.0f ? x : -INFINITY);
             break;
@@ -159,7 +160,8 @@ static void ref_causal(const ref_ctx *c, vkg_tensor t, float *out) {
         int64_t idx[VKG_MAX_DIMS];
         unravel(i, n->ndim, n->shape, idx);
         int64_t row = idx[n->ndim - 2], col = idx[n->ndim - 1];
-        out[i] = col > row + offset ? -INFINITY : x[i];
+        const int64_t w = n->attr.causal.window;
+        out[i] = col > row + offset || (w && col <= row + offset - w) ? -INFINITY : x[i];
     }
 }
 
@@ -195,10 +197,11 @@ static void ref_layernorm(const ref_ctx *c, vkg_tensor t, float *out) {
     const float *gamma = n->src[1] != VKG_NONE ? c->v[n->src[1]] : NULL;
     const float *beta = n->src[2] != VKG_NONE ? c->v[n->src[2]] : NULL;
     int64_t cols = n->shape[n->ndim - 1], rows = numel(n) / cols;
+    const int rms = n->op == VKG_OP_RMS_NORM; /* x / sqrt(mean(x^2) + eps) * gamma: no mean */
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
         double mean = 0.0, var = 0.0;
-        for (int64_t j = 0; j < cols; j++) mean += xr[j];
+        for (int64_t j = 0; j < cols && !rms; j++) mean += xr[j];
         mean /= (double)cols;
         for (int64_t j = 0; j < cols; j++) var += ((double)xr[j] - mean) * ((double)xr[j] - mean);
         var /= (double)cols; /* biased, as PyTorch's LayerNorm */
@@ -208,6 +211,29 @@ static void ref_layernorm(const ref_ctx *c, vkg_tensor t, float *out) {
             if (gamma) y *= gamma[j];
             if (beta) y += beta[j];
             out[r * cols + j] = (float)y;
+        }
+    }
+}
+
+/* HF's rotate_half: y[i] = x[i] c - x[i + D/2] s, y[i + D/2] = x[i + D/2] c + x[i] s, with c and
+ * s from row offset (+ index) + t of the table. */
+static void ref_rope(const ref_ctx *c, vkg_tensor t, float *out) {
+    const vkg_node *n = node(c, t);
+    const float *x = c->v[n->src[0]], *table = c->v[n->src[1]];
+    const int64_t D = n->shape[n->ndim - 1], T = n->shape[n->ndim - 2], half = D / 2;
+    const int64_t P = node(c, n->src[1])->shape[0];
+    int64_t base = n->attr.rope.offset;
+    if (n->src[2] != VKG_NONE) base += c->in->index[n->src[2]];
+    for (int64_t r = 0; r < numel(n) / D; r++) {
+        const int64_t pos = base + r % T;
+        const float *xr = x + r * D, *cs = table + pos * D;
+        for (int64_t i = 0; i < half; i++) {
+            if (pos < 0 || pos >= P) {
+                out[r * D + i] = out[r * D + half + i] = NAN;
+                continue;
+            }
+            out[r * D + i] = (float)((double)xr[i] * cs[i] - (double)xr[half + i] * cs[half + i]);
+            out[r * D + half + i] = (float)((double)xr[half + i] * cs[i] + (double)xr[i] * cs[half + i]);
         }
     }
 }
@@ -301,7 +327,7 @@ static int eval_node(const ref_ctx *c, vkg_tensor t, float *out) {
     switch (node(c, t)->op) {
     case VKG_OP_INPUT: case VKG_OP_CONSTANT: case VKG_OP_STATE: case VKG_OP_INDEX: return ref_leaf(c, t, out);
     case VKG_OP_MATMUL: ref_matmul(c, t, out); return 0;
-    case VKG_OP_ADD: case VKG_OP_MUL: case VKG_OP_MASK: ref_binary(c, t, out); return 0;
+    case VKG_OP_ADD: case VKG_OP_MUL: case VKG_OP_SWIGLU: case VKG_OP_MASK: ref_binary(c, t, out); return 0;
     case VKG_OP_SCALE: case VKG_OP_GELU: case VKG_OP_GELU_ERF: case VKG_OP_QUICK_GELU: case VKG_OP_SILU:
     case VKG_OP_RELU: case VKG_OP_COPY:
         ref_unary(c, t, out);
@@ -311,8 +337,9 @@ static int eval_node(const ref_ctx *c, vkg_tensor t, float *out) {
         return 0;
     case VKG_OP_SOFTMAX: ref_softmax(c, t, out); return 0;
     case VKG_OP_MASK_CAUSAL: ref_causal(c, t, out); return 0;
-    case VKG_OP_LAYERNORM: ref_layernorm(c, t, out); return 0;
+    case VKG_OP_LAYERNORM: case VKG_OP_RMS_NORM: ref_layernorm(c, t, out); return 0;
     case VKG_OP_EMBEDDING: ref_embedding(c, t, out); return 0;
+    case VKG_OP_ROPE: ref_rope(c, t, out); return 0;
     case VKG_OP_PERMUTE: ref_permute(c, t, out); return 0;
     case VKG_OP_SLICE: ref_slice(c, t, out); return 0;
     case VKG_OP_CONCAT: ref_concat(c, t, out); return 0;
