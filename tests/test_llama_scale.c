@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define NMSE_MAX 1e-6
 #define ARGMAX_TIE 1e-4
@@ -36,6 +37,15 @@
 #define PREFILL 2000
 
 static vkg_device *cpu;
+
+/* Seconds since the first call, for the progress lines (timings on a shared machine: a guide only). */
+static double seconds(void) {
+    static struct timespec t0;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (!t0.tv_sec) t0 = t;
+    return (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+}
 static int32_t ids[T_MAX];
 
 static int setup(void **state) {
@@ -63,7 +73,8 @@ static void expect_rows(const float *got, const float *want, size_t rows, size_t
                      (double)want[r * V + (size_t)a], (double)want[r * V + (size_t)b]);
         ties++;
     }
-    fprintf(stderr, "  %-60s NMSE %.2e%s\n", what, e, ties ? " (argmax ties within 1e-4)" : "");
+    fprintf(stderr, "  %-60s NMSE %.2e%s  (%.0f s in)\n", what, e, ties ? " (argmax ties within 1e-4)" : "",
+            seconds());
 }
 
 typedef struct scale_case {
@@ -92,7 +103,9 @@ static void run_case(const scale_case *k) {
     vkg_rng rng;
     vkg_rng_seed(&rng, 2048);
     for (int i = 0; i < T_MAX; i++) ids[i] = (int32_t)(vkg_rng_next(&rng) % V);
+    seconds();
     float *want = test_numpy_logits_of("VKG_LLAMA_REFERENCE", dir, ids, T_MAX, (int64_t)V);
+    fprintf(stderr, "  %s: the NumPy reference of %d tokens (%.0f s in)\n", k->shape, T_MAX, seconds());
     float *got = malloc((size_t)T_MAX * V * sizeof *got);
     assert_non_null(got);
     vkg_device *gpu = vk_test_open();
