@@ -82,6 +82,11 @@ int cmd_random(int argc, char **argv) {
     o.shape = NULL;
     const char *dir = NULL;
     int force = 0;
+    /* GPT-2's shapes first: gpt2-random takes its own options (--vocab, --heads, ...) */
+    for (int i = 1; i + 1 < argc; i++)
+        if ((strcmp(argv[i], "--shape") == 0 && strncmp(argv[i + 1], "gpt2", 4) == 0) ||
+            (strcmp(argv[i], "--arch") == 0 && strcmp(argv[i + 1], "gpt2") == 0))
+            return run_gpt2(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long v = 0;
@@ -119,8 +124,6 @@ int cmd_random(int argc, char **argv) {
             }
         }
     }
-    if ((o.shape && strncmp(o.shape, "gpt2", 4) == 0) || (o.arch && strcmp(o.arch, "gpt2") == 0))
-        return run_gpt2(argc, argv);
     if (!dir) return cli_fail(CMD, "say where to write the model: vkgraph random DIR --shape NAME");
     if (!o.shape) return cli_fail(CMD, "--shape: say which model's shapes: %s", vkg_random_model_shapes());
     if (random_check_not_a_model(CMD, dir, force)) return 1;
