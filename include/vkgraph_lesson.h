@@ -201,11 +201,14 @@ vkg_status vkg_lesson_step_block(vkg_device *dev, vkg_lesson_block *out, vkg_err
 void vkg_lesson_print_block(FILE *f, const vkg_lesson_block *r);
 
 /* Step 7: look inside GPT-2 (needs a GPT-2 folder).  For each sentence, per (layer, head), the
- * token in 1..it (the first token ignored, as in the lesson) that " it" attends to most.  Layers are
- * printed as "layer 5 (index 4)", heads by index as the lesson has them. */
+ * token in 1..it (the first token ignored, as in the lesson) that " it" attends to most.  Layers and heads
+ * are numbered from 0, as the lesson indexes them: "layer 4" is model.h[4], the fifth. */
 #define VKG_LESSON_SENTENCE_TIRED "The animal didn't cross the street because it was too tired"
 #define VKG_LESSON_SENTENCE_WIDE "The animal didn't cross the street because it was too wide"
-#define VKG_LESSON_HEATMAP_DEFAULT "lesson-gpt2-layer4-head3.png" /* named by the index, as --layer */
+/* The heatmap's default name, for the layer and head it shows (4 and 3 in GPT-2 124M):
+ * "lesson-gpt2-layer4-head3.png".  Given as png_path, "" means this name. */
+#define VKG_LESSON_HEATMAP_PATTERN "lesson-gpt2-layer%d-head%d.png"
+#define VKG_LESSON_HEATMAP_DEFAULT ""
 /* Step 7's first line for a model folder marked as random (vkgraph gpt2-random). */
 #define VKG_LESSON_RANDOM_NOTE "RANDOM WEIGHTS (written by vkgraph gpt2-random): what the heads attend to means nothing"
 enum { VKG_LESSON_GPT2_LAYER = 4, VKG_LESSON_GPT2_HEAD = 3 };
@@ -234,7 +237,8 @@ int vkg_lesson_gpt2_moves(const vkg_lesson_gpt2 *r, int *layers, int *heads, int
 void vkg_lesson_print_gpt2(FILE *f, const vkg_lesson_gpt2 *r);
 /* The heatmap of (layer, head) for the "tired" sentence as a PNG. */
 vkg_status vkg_lesson_gpt2_heatmap(const vkg_lesson_gpt2 *r, const char *path, vkg_error *err);
-/* Run, print, and write the heatmap to png_path (when non-NULL). */
+/* Run, print, and write the heatmap to png_path (when non-NULL; VKG_LESSON_HEATMAP_DEFAULT: the
+ * file VKG_LESSON_HEATMAP_PATTERN names for the layer and head shown, in the current folder). */
 vkg_status vkg_lesson_step_gpt2(vkg_device *dev, const char *model_dir, const char *tokenizer_dir,
                                 const char *png_path, FILE *f, vkg_error *err);
 /* Python's repr() of a str (the quotes the lesson prints tokens with); returns its length in

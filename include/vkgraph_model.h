@@ -15,9 +15,11 @@
  * Models.  A folder holds config.json and model.safetensors as Hugging Face writes them for GPT-2
  * (GPT2LMHeadModel or GPT2Model names, a tied or separate lm_head, the attn.bias buffers of old
  * checkpoints, F32, F16 or BF16 tensors), and the tokenizer files when it has them
- * (tokenizer.json, vocab.json + merges.txt, or encoder.json + vocab.bpe).  The weights are memory
- * mapped and borrowed by the device's sessions: free contexts before their model, and the model
- * before its device.
+ * (tokenizer.json, vocab.json + merges.txt, or encoder.json + vocab.bpe).  The weights are read
+ * (pread, never mapped) into one block the model owns, and the file is closed: a file changed
+ * after the open does not touch the model.  The device's sessions borrow that block (a device
+ * whose memory is the host's imports it in place): free contexts before their model, and the
+ * model before its device.
  *
  * Contexts.  A context is a KV cache of n_ctx positions and the plans that run over it, all
  * sharing the weights and the cache: one for feeds of n_batch tokens (1, decoding, by default),
@@ -197,8 +199,12 @@ typedef struct vkg_random_gpt2_options {
     int attn_bias_buffers;          /* the h.N.attn.bias / masked_bias buffers of old files     */
 } vkg_random_gpt2_options;
 
-/* A tiny model: 2 layers, 4 heads, n_embd 32, 16 positions, 64 tokens (bos = eos = 63), gelu_new,
- * scaled attention, seed 1, F32, no prefix, tied head, no buffers. */
+/* Sets the defaults: a tiny model for tests (not the shape `vkgraph gpt2-random` writes, which is
+ * 64 wide with 64 positions and GPT-2's 50257 tokens): 2 layers, 4 heads, n_embd 32, 16
+ * positions, a vocabulary of 64 with bos = eos = 63 (too small for GPT-2's tokenizer: prompts go
+ * in as ids), n_inner 0 (4 * n_embd), "gelu_new", scale_attn_weights 1,
+ * scale_attn_by_inverse_layer_idx 0, seed 1, VKG_WEIGHTS_F32, no "transformer." prefix, a tied
+ * head, no attention buffers. */
 void vkg_random_gpt2_options_default(vkg_random_gpt2_options *o);
 /* Creates dir (and missing parents) and writes dir/config.json and dir/model.safetensors. */
 vkg_status vkg_random_gpt2_write(const char *dir, const vkg_random_gpt2_options *o, vkg_error *err);

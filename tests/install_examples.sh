@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the build into a temporary prefix, then compiles every example alone against the
 # installed library, once through pkg-config and once through find_package(vkgraph), and runs
-# the first example on the CPU.  Then, as a new user of the model API would: the installed
+# the first example on the CPU, as a user would: without LD_LIBRARY_PATH (the .pc file's Libs
+# carry an rpath to the installed library).  Then, as a new user of the model API would: the installed
 # vkgraph writes a random GPT-2 folder, and 07_generate (a streamed generation, greedy and
 # sampled) and 08_attention (one layer's probabilities) must give exactly what the installed
 # CLI gives, on the CPU and on Vulkan.  Usage: install_examples.sh BUILD_DIR [EXTRA_CFLAGS]
@@ -42,7 +43,15 @@ else
     echo "FAILED: find_package(vkgraph)"; cat "$tmp/fp.log"
     failed=$((failed + 1))
 fi
-out=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/01_attention" cpu)
+# The library found is the one just installed, through the rpath, not another copy on the system.
+found=$(ldd "$tmp/01_attention" | sed -n 's/^[[:space:]]*libvkgraph\.so\.0 => \([^ ]*\) .*/\1/p')
+if [ -n "$found" ] && [ "$(realpath "$found")" = "$(realpath "$tmp/prefix/lib/libvkgraph.so.0")" ]; then
+    passed=$((passed + 1))
+else
+    echo "FAILED: 01_attention does not find the installed library by itself:"; ldd "$tmp/01_attention"
+    failed=$((failed + 1))
+fi
+out=$("$tmp/01_attention" cpu)
 if echo "$out" | grep -q "weights: \[\[0.434 0.214 0.351\]\]  output: \[\[6.1 3.9\]\]"; then
     passed=$((passed + 1))
 else
@@ -51,10 +60,9 @@ else
 fi
 
 # The model API against the CLI, byte for byte.
-run() { LD_LIBRARY_PATH="$tmp/prefix/lib" "$@"; }
 vkgraph="$tmp/prefix/bin/vkgraph"
 model="$tmp/model"
-run "$vkgraph" gpt2-random "$model" > "$tmp/random.log"
+"$vkgraph" gpt2-random "$model" > "$tmp/random.log"
 prompt="The animal didn't cross the street because it was too tired"
 same() { # what, file A, file B
     if [ -s "$3" ] && cmp -s "$2" "$3"; then
@@ -65,16 +73,16 @@ same() { # what, file A, file B
     fi
 }
 for device in cpu vulkan; do
-    run "$tmp/07_generate" "$model" "$device" "$prompt" 12 > "$tmp/ex.txt" 2> "$tmp/ex.err" || cat "$tmp/ex.err"
-    run "$vkgraph" generate -m "$model" -p "$prompt" -n 12 --no-prompt --device "$device" > "$tmp/cli.txt" 2> "$tmp/cli.err" ||
+    "$tmp/07_generate" "$model" "$device" "$prompt" 12 > "$tmp/ex.txt" 2> "$tmp/ex.err" || cat "$tmp/ex.err"
+    "$vkgraph" generate -m "$model" -p "$prompt" -n 12 --no-prompt --device "$device" > "$tmp/cli.txt" 2> "$tmp/cli.err" ||
         cat "$tmp/cli.err"
     same "greedy generation on $device" "$tmp/ex.txt" "$tmp/cli.txt"
-    run "$tmp/07_generate" "$model" "$device" "$prompt" 12 7 > "$tmp/ex.txt" 2> "$tmp/ex.err" || cat "$tmp/ex.err"
-    run "$vkgraph" generate -m "$model" -p "$prompt" -n 12 --no-prompt --device "$device" --temperature 0.8 --top-k 40 \
+    "$tmp/07_generate" "$model" "$device" "$prompt" 12 7 > "$tmp/ex.txt" 2> "$tmp/ex.err" || cat "$tmp/ex.err"
+    "$vkgraph" generate -m "$model" -p "$prompt" -n 12 --no-prompt --device "$device" --temperature 0.8 --top-k 40 \
         --top-p 0.95 --seed 7 > "$tmp/cli.txt" 2> "$tmp/cli.err" || cat "$tmp/cli.err"
     same "sampled generation on $device" "$tmp/ex.txt" "$tmp/cli.txt"
-    run "$tmp/08_attention" "$model" "$device" "$prompt" 1 "$tmp/ex.npy" > "$tmp/ex.txt" 2> "$tmp/ex.err" || cat "$tmp/ex.err"
-    run "$vkgraph" attention -m "$model" -p "$prompt" --layer 1 --npy "$tmp/cli.npy" --device "$device" > "$tmp/cli.txt" \
+    "$tmp/08_attention" "$model" "$device" "$prompt" 1 "$tmp/ex.npy" > "$tmp/ex.txt" 2> "$tmp/ex.err" || cat "$tmp/ex.err"
+    "$vkgraph" attention -m "$model" -p "$prompt" --layer 1 --npy "$tmp/cli.npy" --device "$device" > "$tmp/cli.txt" \
         2> "$tmp/cli.err" || cat "$tmp/cli.err"
     same "layer 1's attention on $device" "$tmp/ex.npy" "$tmp/cli.npy"
     # The example's table names the same tokens the CLI's does, head by head.

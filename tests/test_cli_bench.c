@@ -173,6 +173,29 @@ static void test_json_f16(void **state) {
     result_free(&r);
 }
 
+/* -m DIR keeps the file's dtype, as every command does: an f16 checkpoint is timed in f16 (and
+ * --dtype f32 converts it, when asked). */
+static void test_dtype_as_stored(void **state) {
+    (void)state;
+    need_binary();
+    const char *dir = in_tmp("f16-model");
+    result r = VKG("gpt2-random", dir, "--size", "gpt2-tiny", "--dtype", "f16");
+    expect_ok(&r, "gpt2-random --dtype f16");
+    result_free(&r);
+    const char *want[2] = {"f16", "f32"};
+    for (int k = 0; k < 2; k++) {
+        r = k == 0 ? VKG("bench", "-m", dir, "--device", "cpu", "-T", "4", "--decode", "2", "--repeat", "1", "--json")
+                   : VKG("bench", "-m", dir, "--device", "cpu", "-T", "4", "--decode", "2", "--repeat", "1", "--json",
+                         "--dtype", "f32");
+        expect_ok(&r, "bench -m DIR --json");
+        vkg_json *j = parse(&r);
+        assert_string_equal(vkg_json_string(field(field(j, "model", VKG_JSON_OBJECT), "dtype", VKG_JSON_STRING), NULL),
+                            want[k]);
+        vkg_json_free(j);
+        result_free(&r);
+    }
+}
+
 /* The table holds the same figures for people. */
 static void test_table(void **state) {
     (void)state;
@@ -288,7 +311,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_cpu),    cmocka_unit_test(test_json_vulkan),
         cmocka_unit_test(test_json_vulkan_copied),
-        cmocka_unit_test(test_json_f16), cmocka_unit_test(test_table),
+        cmocka_unit_test(test_json_f16),
+        cmocka_unit_test(test_dtype_as_stored), cmocka_unit_test(test_table),
         cmocka_unit_test(test_logits),      cmocka_unit_test(test_refused),     cmocka_unit_test(test_random_size),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -11,6 +11,13 @@ static result shell(const char *args, const char *redirect) {
     return run((const char *const[]){"/bin/sh", "-c", cmd, NULL}, NULL);
 }
 
+/* A run refused with exactly the message want (one line), before it loaded the model. */
+static void expect_refused_early(result r, const char *want) {
+    if (r.status != 1) fail_msg("exit %d (expected 1), stderr: %s", r.status, r.err);
+    assert_string_equal(r.err, want);
+    result_free(&r);
+}
+
 static void test_lenient_ids_refused(void **state) {
     (void)state;
     need_binary();
@@ -20,9 +27,10 @@ static void test_lenient_ids_refused(void **state) {
         {",1", "--ids \",1\": at character 1: a token id is missing"},
         {"1,,2", "--ids \"1,,2\": at character 3: a token id is missing"},
         {"[1,2", "--ids \"[1,2\": at the end: \"[\" is not closed by \"]\""},
-        {"1 2", "--ids \"1 2\": at character 2: a space where a comma belongs"},
+        {"1, ,2", "--ids \"1, ,2\": at character 4: a token id is missing"},
+        {"1 2,", "--ids \"1 2,\": at the end: a token id is missing"},
         {"+1", "--ids \"+1\": at character 1: \"+1\" is not a token id"},
-        {" 1", "--ids \" 1\": at character 1: \" \" is not a token id"},
+        {"1 +2", "--ids \"1 +2\": at character 3: unexpected text after the ids"},
         {"-1", "at character 1: \"-1\" is not a token id"},
         {"1]", "at character 2: \"]\" without \"[\""},
         {"[1,2]x", "at character 6: unexpected text after the ids"},
@@ -34,8 +42,8 @@ static void test_lenient_ids_refused(void **state) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_fail(VKG("logits", "-m", tiny, "--ids", bad[i].ids, "-o", out, "--device", "cpu"), "logits",
                     bad[i].part);
-    /* the forms valid before stay valid */
-    const char *good[] = {"1,2,3", "[1, 2, 3]", "[1,2,3]", "1, 2,3", "7"};
+    /* commas or spaces, as tokenize --help says; spaces around the list are no item */
+    const char *good[] = {"1,2,3", "[1, 2, 3]", "[1,2,3]", "1, 2,3", "7", "1 2 3", "[1 2 3]", " 1 ,2\n", "[ 1, 2 ]\n"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         result r = VKG("logits", "-m", tiny, "--ids", good[i], "-o", out, "--device", "cpu");
         expect_ok(&r, good[i]);
@@ -78,15 +86,50 @@ static void test_write_failures(void **state) {
     snprintf(trace, sizeof trace, "%s/t.json", file);
     snprintf(npy, sizeof npy, "%s/x.npy", file);
     snprintf(png, sizeof png, "%s/x.png", file);
-    expect_fail(VKG("logits", "-m", tiny, "--ids", "1,2", "-o", in_tmp("w.npy"), "--device", "cpu", "--trace", trace),
-                "logits", "cannot write the trace to");
-    expect_fail(VKG("generate", "-m", tiny, "--ids", "1,2", "-n", "2", "--device", "cpu", "--trace", trace),
-                "generate", "Not a directory");
-    expect_fail(VKG("logits", "-m", tiny, "--ids", "1,2", "-o", npy, "--device", "cpu"), "logits", npy);
-    expect_fail(VKG("attention", "-m", tiny, "--ids", "1,2,3", "--layer", "0", "--npy", npy, "--device", "cpu"),
-                "attention", npy);
-    expect_fail(VKG("attention", "-m", tiny, "--ids", "1,2,3", "--layer", "0", "--png", png, "--device", "cpu"),
-                "attention", png);
+    /* Each is refused before the model loads: the model's "RANDOM weights" note never comes. */
+    char want[1400];
+    snprintf(want, sizeof want, "vkgraph logits: --trace %s: cannot write: Not a directory\n", trace);
+    expect_refused_early(VKG("logits", "-m", tiny, "--ids", "1,2", "-o", in_tmp("w.npy"), "--device", "cpu", "--trace",
+                             trace), want);
+    snprintf(want, sizeof want, "vkgraph generate: --trace %s: cannot write: Not a directory\n", trace);
+    expect_refused_early(VKG("generate", "-m", tiny, "--ids", "1,2", "-n", "2", "--device", "cpu", "--trace", trace),
+                         want);
+    snprintf(want, sizeof want, "vkgraph logits: -o %s: cannot write: Not a directory\n", npy);
+    expect_refused_early(VKG("logits", "-m", tiny, "--ids", "1,2", "-o", npy, "--device", "cpu"), want);
+    snprintf(want, sizeof want, "vkgraph attention: --npy %s: cannot write: Not a directory\n", npy);
+    expect_refused_early(VKG("attention", "-m", tiny, "--ids", "1,2,3", "--layer", "0", "--npy", npy, "--device",
+                             "cpu"), want);
+    snprintf(want, sizeof want, "vkgraph attention: --png %s: cannot write: Not a directory\n", png);
+    expect_refused_early(VKG("attention", "-m", tiny, "--ids", "1,2,3", "--layer", "0", "--png", png, "--device",
+                             "cpu"), want);
+    expect_refused_early(VKG("attention", "-m", tiny, "--ids", "1,2,3", "--layer", "all", "--png", "/proc/x.png"),
+                         "vkgraph attention: --png /proc/x.png: cannot write: No such file or directory\n");
+    expect_fail(VKG("lesson", "--png", in_tmp("y.png"), "1"), "lesson",
+                "--png is for step 7, which looks inside GPT-2: give -m DIR too");
+    expect_fail(VKG("lesson", "-m", tiny, "3"), "lesson", "-m DIR is for step 7; step 3 needs no model");
+    expect_refused_early(VKG("lesson", "-m", tiny, "7", "--png", "/proc/x.png"),
+                         "vkgraph lesson: --png /proc/x.png: cannot write: No such file or directory\n");
+    expect_refused_early(VKG("bench", "--random", "gpt2-tiny", "--logits", "/proc/nowhere", "-T", "4", "--decode", "2"),
+                         "vkgraph bench: --logits /proc/nowhere/forward-4.npy: cannot write: No such file or "
+                         "directory\n");
+    /* the implicit trace file of --profile, in the current folder, is checked as well: here a folder
+     * of that name stands in its way */
+    char cwd[1300], in_the_way[1400];
+    snprintf(cwd, sizeof cwd, "%s", in_tmp("cwd"));
+    snprintf(in_the_way, sizeof in_the_way, "%s/vkgraph-trace.json", cwd);
+    assert_int_equal(mkdir(cwd, 0700), 0);
+    assert_int_equal(mkdir(in_the_way, 0700), 0);
+    char line[6000];
+    snprintf(line, sizeof line, "cd '%s' && exec '%s' logits -m '%s' --ids 1,2 -o '%s' --device cpu --profile", cwd, bin,
+             tiny, in_tmp("w.npy"));
+    expect_refused_early(run((const char *const[]){"/bin/sh", "-c", line, NULL}, NULL),
+                         "vkgraph logits: --profile (its Chrome trace) vkgraph-trace.json: cannot write: Is a "
+                         "directory\n");
+    /* a check leaves nothing behind: a new file it made to try is gone again */
+    const char *fresh = in_tmp("fresh.png");
+    expect_fail(VKG("attention", "-m", tiny, "--ids", "1,2,3", "--layer", "7", "--png", fresh), "attention",
+                "--layer 7: must be 0 to 1 (the model has 2 layers) or all");
+    assert_int_equal(access(fresh, F_OK), -1);
 }
 
 int main(void) {

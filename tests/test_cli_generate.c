@@ -5,6 +5,8 @@
 
 #include "io/tokenizer.h"
 
+#include <pty.h>
+
 /* Runs argv with standard input read from the file `input`. */
 static result run_with_input(const char *const *argv, const char *input, const char *env) {
     int saved = dup(0), in = open(input, O_RDONLY);
@@ -84,15 +86,19 @@ static int32_t *encode(const char *dir, const char *text, size_t *n) {
     return ids;
 }
 
-/* "1 2 3 " from --ids-out into ids, up to the end of the line; returns the count. */
+/* "[1, 2, 3]" from --ids-out into ids, the line's list exactly as tokenize prints it; returns the
+ * count. */
 static int parse_ids(const char *text, int32_t *ids, int max) {
     int n = 0;
     char *end;
-    for (const char *p = text; n < max; p = end) {
-        while (*p == ' ') p++;
-        if (*p == '\n') break;
+    assert_int_equal(text[0], '[');
+    for (const char *p = text + 1; n < max && *p != ']'; p = end) {
+        if (n) {
+            assert_memory_equal(p, ", ", 2);
+            p += 2;
+        }
         long v = strtol(p, &end, 10);
-        if (end == p) break;
+        assert_true(end != p);
         ids[n++] = (int32_t)v;
     }
     return n;
@@ -131,12 +137,20 @@ static void test_summary_counts(void **state) {
     assert_int_equal(s.decoded, 0);
     assert_int_equal(s.generated, 1);
     result_free(&r);
+    /* Zero: nothing chosen, and no pass over the prompt either (llama.cpp's -n 0); the prompt is
+     * printed as it is with any -n. */
     r = VKG("generate", "-m", tiny, "--ids", "17,301,5", "-n", "0", "--device", "cpu");
     expect_ok(&r, "generate -n 0");
+    assert_string_equal(r.out, "[17, 301, 5]\n");
     s = parse_summary(r.err);
-    assert_int_equal(s.prompt_tokens, 3);
+    assert_int_equal(s.prompt_tokens, 0);
+    assert_int_equal(s.passes, 0);
     assert_int_equal(s.chosen + s.decoded + s.generated, 0);
+    assert_non_null(strstr(r.err, "vkgraph generate: -n 0: nothing generated, no pass run\n"));
+    assert_non_null(strstr(r.err, "(model, tokenizer, device)\n")); /* no plan compiled either */
     result_free(&r);
+    expect_fail(VKG("generate", "-m", tiny, "-i", "-n", "0", "--device", "cpu"), "generate",
+                "-n 0 with --interactive would answer no line");
 
     /* Text in: the prompt's tokens as the tokenizer counts them. */
     const char *dir = text_model();
@@ -292,14 +306,15 @@ static void test_ignore_eos(void **state) {
     /* Make the first greedy token the end-of-text token. */
     r = VKG("generate", "-m", dir, "--ids", "3,4", "-n", "1", "--device", "cpu", "--ids-out", "--no-prompt");
     expect_ok(&r, "generate one token");
-    int eos = atoi(r.out);
+    assert_int_equal(r.out[0], '[');
+    int eos = atoi(r.out + 1);
     result_free(&r);
     char key[64];
     snprintf(key, sizeof key, "\"eos_token_id\": %d", eos);
     edit_config(dir, "\"eos_token_id\": 52", key);
     r = VKG("generate", "-m", dir, "--ids", "3,4", "-n", "6", "--device", "cpu", "--ids-out", "--no-prompt");
     expect_ok(&r, "generate stopping at eos");
-    assert_string_equal(r.out, "\n");
+    assert_string_equal(r.out, "[]\n"); /* an empty list, still one */
     assert_non_null(strstr(r.err, "stopped at the end-of-text token"));
     summary s = parse_summary(r.err);
     assert_int_equal(s.chosen, 1);
@@ -358,8 +373,8 @@ static void interactive_case(const char *device, const char *env) {
     /* Turn 2 feeds the last reply token (not in the cache yet) and line 2's tokens, after the
      * start token, line 1 and the first four reply tokens. */
     char turn2[160];
-    snprintf(turn2, sizeof turn2, "turn 2: feeding %zu new tokens (1 waiting, %zu of the line) after %zu in the cache",
-             n2 + 1, n2, 1 + n1 + 4);
+    snprintf(turn2, sizeof turn2, "line 2: %zu tokens; the conversation now fills %zu of the model's ", n2,
+             1 + n1 + 5 + n2);
     if (!strstr(r.err, turn2)) fail_msg("no '%s' in: %s", turn2, r.err);
     summary s = parse_summary(r.err);
     assert_int_equal(s.prompt_tokens, (long)(1 + n1 + 1 + n2));
@@ -377,19 +392,118 @@ static void test_interactive_cpu(void **state) {
     need_binary();
     interactive_case("cpu", NULL);
 
-    /* Until the context is full (64 positions), then it says so and ends. */
+    /* Until the context is full (64 positions), then it says so and stops with exit status 1: the
+     * fourth line is not answered, nor read past.  No "> " asks for lines that come from a file. */
     const char *dir = text_model();
-    write_text(in_tmp("many.txt"), "one two three four\none two three four\none two three four\none two three four\n");
+    write_text(in_tmp("many.txt"), "one two three four\none two three four\none two three four\none two three four\n"
+                                   "five\n");
     result r = run_with_input((const char *const[]){bin, "generate", "-m", dir, "-i", "-n", "20", "--device", "cpu",
                                                     NULL},
                               in_tmp("many.txt"), NULL);
-    expect_ok(&r, "generate -i past the context");
+    assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.err, "stopped at the end of the model's context"));
-    assert_non_null(strstr(r.err, "the context is full: turn 4"));
-    assert_non_null(strstr(r.err, "the conversation ends"));
+    assert_non_null(strstr(r.err, "vkgraph generate: the model's context is full: line 4 needs 5 positions and 0 of "
+                                  "the 64 are free; the conversation stops here and the rest of the input is not "
+                                  "read\n"));
+    assert_null(strstr(r.err, "line 5"));
+    assert_null(strstr(r.err, "> "));
+    int replies = 0;
+    for (const char *p = r.out; (p = strchr(p, '\n')); p++) replies++;
+    assert_int_equal(replies, 3);
     result_free(&r);
 
     expect_fail(VKG("generate", "-m", tiny, "-i", "--ids", "1", "--device", "cpu"), "generate", "needs a tokenizer");
+}
+
+/* On a terminal each line is asked for with "> " on stderr (one before each line, and one before
+ * the end of input); the replies on stdout stay as they are. */
+static void test_interactive_terminal(void **state) {
+    (void)state;
+    need_binary();
+    const char *dir = text_model();
+    int master = -1, slave = -1;
+    if (openpty(&master, &slave, NULL, NULL, NULL) != 0) skip(); /* no pseudo-terminals here */
+    /* Queued in the terminal's line discipline before the command reads: a line, then the end
+     * of input (the EOF character at the start of a line). */
+    const char typed[] = "Hello there\n\x04";
+    assert_int_equal(write(master, typed, sizeof typed - 1), (ssize_t)(sizeof typed - 1));
+    int saved = dup(0);
+    assert_true(saved >= 0 && dup2(slave, 0) == 0);
+    result r = run((const char *const[]){bin, "generate", "-m", dir, "-i", "-n", "3", "--device", "cpu", "--ids-out",
+                                         NULL},
+                   NULL);
+    assert_true(dup2(saved, 0) == 0);
+    close(saved);
+    close(slave);
+    close(master);
+    expect_ok(&r, "generate -i on a terminal");
+    assert_non_null(strstr(r.err, "> vkgraph generate: line 1: "));
+    assert_non_null(strstr(r.err, "\n> vkgraph generate: "));   /* asked again; then the end */
+    assert_null(strstr(r.err, "line 2"));
+    int32_t reply[4];
+    assert_int_equal(parse_ids(r.out, reply, 4), 3);
+    assert_null(strstr(r.out, "> "));
+    result_free(&r);
+}
+
+/* What --ids-out prints, every option that takes ids reads back: tokenize --decode gives the text
+ * that generate prints, and generate --ids the same list; tokenize's own output too. */
+static void test_ids_round_trip(void **state) {
+    (void)state;
+    need_binary();
+    const char *dir = text_model();
+    result ids = VKG("generate", "-m", dir, "-p", "Hello there", "-n", "5", "--device", "cpu", "--ids-out");
+    result text = VKG("generate", "-m", dir, "-p", "Hello there", "-n", "5", "--device", "cpu");
+    expect_ok(&ids, "generate --ids-out");
+    expect_ok(&text, "generate");
+    int32_t got[8];
+    assert_int_equal(parse_ids(ids.out, got, 8), 2 + 5); /* the prompt's 2 tokens and 5 more */
+    result back = VKG("tokenize", "-m", dir, "--decode", ids.out);
+    expect_ok(&back, "tokenize --decode of --ids-out");
+    size_t len = strlen(text.out);
+    assert_true(len > 0 && text.out[len - 1] == '\n');
+    assert_int_equal(strlen(back.out), len - 1);
+    assert_memory_equal(back.out, text.out, len - 1);
+    result again = VKG("generate", "-m", dir, "--ids", ids.out, "-n", "0", "--device", "cpu", "--ids-out");
+    expect_ok(&again, "generate --ids of --ids-out");
+    assert_string_equal(again.out, ids.out);
+    result tok = VKG("tokenize", "-m", dir, "-p", "Hello there");
+    expect_ok(&tok, "tokenize");
+    result from_tok = VKG("generate", "-m", dir, "--ids", tok.out, "-n", "5", "--device", "cpu", "--ids-out");
+    expect_ok(&from_tok, "generate --ids of tokenize's output");
+    assert_string_equal(from_tok.out, ids.out);
+    /* spaces between ids, as tokenize --help says */
+    char spaced[64];
+    snprintf(spaced, sizeof spaced, "%d %d", (int)got[0], (int)got[1]);
+    result sp = VKG("generate", "-m", dir, "--ids", spaced, "-n", "5", "--device", "cpu", "--ids-out");
+    expect_ok(&sp, "generate --ids with spaces");
+    assert_string_equal(sp.out, ids.out);
+    result_free(&ids), result_free(&text), result_free(&back), result_free(&again), result_free(&tok);
+    result_free(&from_tok), result_free(&sp);
+}
+
+/* --seed -1 is llama.cpp's "random seed": the seed chosen is printed, and giving it repeats the
+ * run. */
+static void test_seed_random(void **state) {
+    (void)state;
+    need_binary();
+    result a = VKG("generate", "-m", tiny, "--ids", "17,301,5", "-n", "8", "--temperature", "1.5", "--seed", "-1",
+                   "--device", "cpu");
+    expect_ok(&a, "generate --seed -1");
+    const char *at = strstr(a.err, ", seed ");
+    assert_non_null(at);
+    char seed[32];
+    assert_int_equal(sscanf(at + 7, "%31[0-9]", seed), 1);
+    result b = VKG("generate", "-m", tiny, "--ids", "17,301,5", "-n", "8", "--temperature", "1.5", "-s", seed,
+                   "--device", "cpu");
+    expect_ok(&b, "generate --seed S");
+    assert_string_equal(a.out, b.out);
+    char said[64];
+    snprintf(said, sizeof said, ", seed %s\n", seed);
+    assert_non_null(strstr(b.err, said));
+    result_free(&a), result_free(&b);
+    expect_fail(VKG("generate", "-m", tiny, "--ids", "1", "--seed", "-2"), "generate",
+                "--seed: '-2' is not a whole number of -1 or more");
 }
 
 static void test_interactive_vulkan(void **state) {
@@ -410,6 +524,9 @@ int main(void) {
         cmocka_unit_test(test_repeat_penalty),
         cmocka_unit_test(test_interactive_cpu),
         cmocka_unit_test(test_interactive_vulkan),
+        cmocka_unit_test(test_interactive_terminal),
+        cmocka_unit_test(test_ids_round_trip),
+        cmocka_unit_test(test_seed_random),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -73,8 +73,8 @@ static void test_generate(void **state) {
     greedy_ids(seq, 3, 8);
     char want[256] = "";
     size_t used = 0;
-    for (int i = 0; i < 11; i++) used += (size_t)snprintf(want + used, sizeof want - used, "%d ", (int)seq[i]);
-    snprintf(want + used, sizeof want - used, "\n");
+    for (int i = 0; i < 11; i++) used += (size_t)snprintf(want + used, sizeof want - used, i ? ", %d" : "[%d", (int)seq[i]);
+    snprintf(want + used, sizeof want - used, "]\n"); /* without a tokenizer, ids as tokenize prints them */
     assert_string_equal(r.out, want);
     assert_non_null(strstr(r.err, " 3 tokens in 1 prefill pass "));
     assert_non_null(strstr(r.err, " 7 tokens decoded, 1 per step ")); /* test_cli_generate parses these */
@@ -131,7 +131,7 @@ static void test_random_model_text(void **state) {
     expect_ok(&p, "generate -f");
     expect_ok(&q, "generate --ids");
     assert_string_equal(p.out, q.out);
-    assert_memory_equal(p.out, "15496 612 ", 10);
+    assert_memory_equal(p.out, "[15496, 612, ", 13);
     result_free(&p);
     result_free(&q);
 
@@ -200,7 +200,8 @@ static void test_config_keys_and_foreign_tokens(void **state) {
     /* An eos inside the vocabulary is where generation stops: make the first greedy token the eos. */
     r = VKG("generate", "-m", dir, "--ids", "3,4", "-n", "1", "--device", "cpu", "--ids-out", "--no-prompt");
     expect_ok(&r, "generate one token");
-    int first = atoi(r.out);
+    assert_int_equal(r.out[0], '[');
+    int first = atoi(r.out + 1);
     result_free(&r);
     char eos[64];
     snprintf(eos, sizeof eos, "\"eos_token_id\": %d", first);
@@ -238,7 +239,7 @@ static const char *const SENTENCE_TOKENS[12] = {"The", " animal", " didn", "'t",
 
 /* The lesson's table for one layer, recomputed from its probabilities [4, 12, 12]: " it" is token 8. */
 static size_t expected_layer_table(char *want, size_t size, int layer, const float *probs) {
-    size_t used = (size_t)snprintf(want, size, "layer %d (index %d): ' it' at position 8\n", layer + 1, layer);
+    size_t used = (size_t)snprintf(want, size, "layer %d: ' it' at position 8\n", layer);
     for (int h = 0; h < 4; h++) {
         const float *row = probs + ((size_t)h * 12 + 8) * 12;
         int best = 1;
@@ -290,7 +291,7 @@ static void test_attention(void **state) {
         expected_layer_table(want + used, sizeof want - used, l, probs);
         assert_string_equal(r.out, want);
         char said[128];
-        snprintf(said, sizeof said, "vkgraph attention: layer %d (index %d), token ' it' at position 8 of 12", l + 1, l);
+        snprintf(said, sizeof said, "vkgraph attention: layer %d, token ' it' at position 8 of 12", l);
         assert_non_null(strstr(r.err, said));
         result_free(&r);
         free(probs);
@@ -303,12 +304,12 @@ static void test_attention(void **state) {
     float *one = read_probs(in_tmp("a.npy"), 2, (const int64_t[]){12, 12});
     float *layer1 = read_probs(layer_npy[1], 3, (const int64_t[]){4, 12, 12});
     assert_memory_equal(one, layer1 + 2 * 144, 144 * sizeof *one);
-    assert_non_null(strstr(r.err, "heatmap of layer 2 (index 1), head 2 (RANDOM WEIGHTS) written to "));
+    assert_non_null(strstr(r.err, "heatmap of layer 1, head 2 (RANDOM WEIGHTS) written to "));
     int w = 0, h = 0;
     png_size(in_tmp("a.png"), &w, &h);
     vkg_heatmap_layout l;
     vkg_error err = {0};
-    assert_int_equal(vkg_heatmap_measure(12, SENTENCE_TOKENS, "GPT-2 layer 2 (index 1), head 2 \xe2\x80\x94 RANDOM "
+    assert_int_equal(vkg_heatmap_measure(12, SENTENCE_TOKENS, "GPT-2 layer 1, head 2 \xe2\x80\x94 RANDOM "
                                          "WEIGHTS: this pattern means nothing", &l, &err), VKG_OK);
     assert_int_equal(w, l.width);
     assert_int_equal(h, l.height);
@@ -342,11 +343,11 @@ static void test_attention(void **state) {
     for (int k = 0; k < 2; k++) {
         char name[64], said[1400], title[160];
         snprintf(name, sizeof name, "grid-layer%d.png", k);
-        snprintf(said, sizeof said, "heatmap of layer %d (index %d), every head (RANDOM WEIGHTS) written to %s\n", k + 1,
+        snprintf(said, sizeof said, "heatmap of layer %d, every head (RANDOM WEIGHTS) written to %s\n",
                  k, in_tmp(name));
         assert_non_null(strstr(r.err, said));
-        snprintf(title, sizeof title, "GPT-2 layer %d (index %d), every head \xe2\x80\x94 RANDOM WEIGHTS: these "
-                 "patterns mean nothing", k + 1, k);
+        snprintf(title, sizeof title, "GPT-2 layer %d, every head \xe2\x80\x94 RANDOM WEIGHTS: these "
+                 "patterns mean nothing", k);
         assert_int_equal(vkg_heatmap_grid_measure(4, 12, SENTENCE_TOKENS, title, &l, &err), VKG_OK);
         assert_int_equal(l.cols, 2);
         png_size(in_tmp(name), &w, &h);
@@ -362,7 +363,7 @@ static void test_attention(void **state) {
     /* --position and the default (the last token). */
     r = VKG("attention", "-m", dir, "-p", sentence, "--layer", "0", "--position", "3", "--device", "cpu");
     expect_ok(&r, "attention --position");
-    assert_non_null(strstr(r.out, "layer 1 (index 0): \"'t\" at position 3\nhead  0: \"'t\" attends most to "));
+    assert_non_null(strstr(r.out, "layer 0: \"'t\" at position 3\nhead  0: \"'t\" attends most to "));
     result_free(&r);
     r = VKG("attention", "-m", dir, "-p", sentence, "--layer", "0", "--device", "cpu");
     expect_ok(&r, "attention, last token");
@@ -431,7 +432,7 @@ static void test_dump_names_and_layers(void **state) {
 
     r = VKG("dump", "-m", tiny, "--plan", "--decode", "--layers", "1:2");
     expect_ok(&r, "dump --plan --decode --layers 1:2");
-    assert_non_null(strstr(r.out, "steps (| = barrier before the step, * = in place): 10 of 21, layer 2 (index 1) of 2 "
+    assert_non_null(strstr(r.out, "steps (| = barrier before the step, * = in place): 10 of 21, layer 1 of 2 "
                                   "with the head:"));
     assert_non_null(strstr(r.out, "  h.1.attn.kv_cache.write  "));
     assert_null(strstr(r.out, "h.0."));
@@ -495,8 +496,56 @@ static void test_compare(void **state) {
     expect_fail(VKG("compare", "--example", "block", "--against", "vulkan:99"), "compare", NULL);
 }
 
+/* One numbering, from 0, in what is printed, drawn and named: --layer all writes one picture per
+ * layer with the index zero-padded to the last one's width (so that the names sort), and lesson 7's
+ * default picture is named for the layer and head it shows, on a model smaller than GPT-2 too. */
+static void test_file_names(void **state) {
+    (void)state;
+    need_binary();
+    char twelve[1200], six[1200], stem[1300], name[1400];
+    snprintf(twelve, sizeof twelve, "%s", in_tmp("twelve"));
+    result r = VKG("gpt2-random", twelve, "--layers", "12", "--heads", "2", "--embd", "8", "--ctx", "16");
+    expect_ok(&r, "gpt2-random 12 layers");
+    result_free(&r);
+    snprintf(stem, sizeof stem, "%s/a.png", twelve);
+    r = VKG("attention", "-m", twelve, "--ids", "1,2,3", "--layer", "all", "--head", "1", "--png", stem, "--device",
+            "cpu");
+    expect_ok(&r, "attention --layer all --png");
+    for (int l = 0; l < 12; l++) {
+        snprintf(name, sizeof name, "%s/a-layer%02d.png", twelve, l);
+        if (access(name, F_OK) != 0) fail_msg("%s was not written; stderr: %s", name, r.err);
+        char said[1500];
+        snprintf(said, sizeof said, "heatmap of layer %d, head 1 (RANDOM WEIGHTS) written to %s\n", l, name);
+        assert_non_null(strstr(r.err, said));
+    }
+    snprintf(name, sizeof name, "%s/a-layer0.png", twelve);
+    assert_int_equal(access(name, F_OK), -1);
+    assert_int_equal(access(stem, F_OK), -1);
+    result_free(&r);
+
+    /* 6 layers of 2 heads: the lesson's layer 4 exists, its head 3 does not: head 1 is shown, and
+     * the file says so */
+    snprintf(six, sizeof six, "%s", in_tmp("six"));
+    r = VKG("gpt2-random", six, "--layers", "6", "--heads", "2", "--embd", "8", "--ctx", "16");
+    expect_ok(&r, "gpt2-random 6 layers");
+    result_free(&r);
+    char line[4000];
+    snprintf(line, sizeof line, "cd '%s' && exec '%s' lesson -m '%s' 7 --device cpu", six, bin, six);
+    r = run((const char *const[]){"/bin/sh", "-c", line, NULL}, NULL);
+    expect_ok(&r, "lesson 7 on 6 layers of 2 heads");
+    assert_non_null(strstr(r.out, "\", layer 4:\n"));
+    assert_non_null(strstr(r.out, "heatmap of layer 4, head 1 (RANDOM WEIGHTS): lesson-gpt2-layer4-head1.png\n"));
+    assert_null(strstr(r.out, "index"));
+    snprintf(name, sizeof name, "%s/lesson-gpt2-layer4-head1.png", six);
+    png_size(name, &(int){0}, &(int){0});
+    snprintf(name, sizeof name, "%s/lesson-gpt2-layer4-head3.png", six);
+    assert_int_equal(access(name, F_OK), -1);
+    result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_file_names),
         cmocka_unit_test(test_logits),
         cmocka_unit_test(test_generate),
         cmocka_unit_test(test_random_model_text),

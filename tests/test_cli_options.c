@@ -201,6 +201,92 @@ static void test_environment(void **state) {
     result_free(&steps), result_free(&quiet), result_free(&texel), result_free(&tiled);
 }
 
+/* The options main lists for several commands: a command honours each or refuses it by name,
+ * never accepts it to do nothing. */
+static void test_shared_options(void **state) {
+    (void)state;
+    need_binary();
+    expect_fail(VKG("tokenize", "--tokenizer", tok_dir, "-p", "x", "--device", "cpu"), "tokenize",
+                "--device does not apply to vkgraph tokenize: tokenize reads only the tokenizer files and runs no "
+                "model");
+    expect_fail(VKG("tokenize", "--tokenizer", tok_dir, "-p", "x", "--threads", "2"), "tokenize",
+                "--threads does not apply to vkgraph tokenize");
+    expect_fail(VKG("gpt2-random", in_tmp("nodevice"), "--device", "cpu"), "gpt2-random",
+                "--device does not apply to vkgraph gpt2-random: gpt2-random only writes files");
+    assert_int_equal(access(in_tmp("nodevice"), F_OK), -1);
+    /* --profile, --trace and --group-by where no graph runs */
+    expect_fail(VKG("tokenize", "--tokenizer", tok_dir, "-p", "x", "--profile"), "tokenize",
+                "--profile does not apply to vkgraph tokenize: this command runs no graph, so there is no step to "
+                "time");
+    expect_fail(VKG("gpt2-random", in_tmp("noprofile"), "--trace", in_tmp("t.json")), "gpt2-random",
+                "--trace does not apply to vkgraph gpt2-random");
+    assert_int_equal(access(in_tmp("noprofile"), F_OK), -1);
+    expect_fail(VKG("devices", "--group-by", "layer"), "devices", "--group-by does not apply to vkgraph devices");
+    expect_fail(VKG("dump", "--example", "block", "--profile"), "dump", "--profile does not apply to vkgraph dump");
+    /* ... but a prompt that reads "--profile" is a prompt */
+    expect_same_output(VKG("tokenize", "--tokenizer", tok_dir, "-p", "--profile"),
+                       VKG("tokenize", "--tokenizer", tok_dir, "--prompt=--profile"), "tokenize -p --profile");
+    /* --threads sets the CPU executor's threads: refused on a Vulkan device, before the model loads */
+    result vk = VKG("devices");
+    const int has_vulkan = vk.status == 0 && strstr(vk.out, "vulkan:0") != NULL;
+    result_free(&vk);
+    if (has_vulkan) {
+        result r = VKG("logits", "-m", tiny, "--ids", "1,2", "-o", in_tmp("threads.npy"), "--device", "vulkan",
+                       "--threads", "2");
+        assert_int_equal(r.status, 1);
+        assert_memory_equal(r.err, "vkgraph logits: --threads 2: sets the CPU executor's threads, and the device is ",
+                            strlen("vkgraph logits: --threads 2: sets the CPU executor's threads, and the device is "));
+        assert_non_null(strstr(r.err, "give --device cpu to run on the CPU, or leave --threads out\n"));
+        assert_null(strstr(r.err, "RANDOM")); /* the model was not loaded */
+        assert_int_equal(access(in_tmp("threads.npy"), F_OK), -1);
+        result_free(&r);
+        /* compare: --threads is the CPU reference's, so refused only when neither side is the CPU */
+        expect_fail(VKG("compare", "--example", "block", "--device", "vulkan", "--against", "vulkan", "--threads", "2"),
+                    "compare", "--threads 2: sets the CPU executor's threads, and the device is ");
+        r = VKG("compare", "--example", "block", "--device", "vulkan", "--threads", "2", "--quiet");
+        expect_ok(&r, "compare --threads for the CPU reference");
+        result_free(&r);
+    }
+    /* the help says which commands take which */
+    char *help = out_of(VKG("--help"), "vkgraph --help");
+    assert_non_null(strstr(help, "options of the commands that open a device (devices, dump, generate, logits, "
+                                 "attention, conformance, compare, bench, lesson):\n  --device D "));
+    assert_non_null(strstr(help, "options of the commands that run graphs (generate, logits, attention, conformance, "
+                                 "compare, bench, lesson):\n  --profile "));
+    assert_null(strstr(help, "options of every command"));
+    free(help);
+}
+
+/* Flags that contradict each other are refused; a value that is not one of the names gets the
+ * closest, as an unknown option does, in one line. */
+static void test_contradictions_and_values(void **state) {
+    (void)state;
+    need_binary();
+    result r = VKG("conformance", "--quick", "--full", "--device", "cpu");
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "vkgraph conformance: --quick and --full contradict each other: give one\n");
+    assert_string_equal(r.out, "");
+    result_free(&r);
+    expect_fail(VKG("conformance", "--full", "--quick"), "conformance", "--full and --quick contradict each other");
+    r = VKG("conformance", "--op", "matmull", "--device", "cpu");
+    assert_int_equal(r.status, 1);
+    const char *want = "vkgraph conformance: --op 'matmull' is unknown; did you mean 'matmul'? (one of: add ";
+    assert_memory_equal(r.err, want, strlen(want));
+    assert_non_null(strstr(r.err, " attention block model)\n"));
+    assert_ptr_equal(strchr(r.err, '\n') + 1, r.err + strlen(r.err)); /* one line, not the usage */
+    assert_string_equal(r.out, "");
+    result_free(&r);
+    expect_fail(VKG("bench", "matmull"), "bench", "unknown benchmark 'matmull'; did you mean 'matmul'? (one of: ");
+    expect_fail(VKG("dump", "--example", "block", "--format", "jsn"), "dump",
+                "--format 'jsn' is unknown; did you mean 'json'? (one of: text dot json)");
+    expect_fail(VKG("dump", "--example", "blok"), "dump", "--example 'blok' is unknown; did you mean 'block'?");
+    r = VKG("conformance", "--op", "zzzzzz", "--device", "cpu");
+    assert_int_equal(r.status, 1);
+    assert_memory_equal(r.err, "vkgraph conformance: --op 'zzzzzz' is unknown (one of: add ",
+                        strlen("vkgraph conformance: --op 'zzzzzz' is unknown (one of: add "));
+    result_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_command),
@@ -211,6 +297,8 @@ int main(void) {
         cmocka_unit_test(test_devices),
         cmocka_unit_test(test_true_ranges),
         cmocka_unit_test(test_environment),
+        cmocka_unit_test(test_shared_options),
+        cmocka_unit_test(test_contradictions_and_values),
     };
     return cmocka_run_group_tests_name("cli options", tests, setup_all, teardown);
 }

@@ -319,7 +319,7 @@ static void test_plan_dot(void **state) {
         char *text = plan_dump(p, VKG_DUMP_DOT, VKG_DUMP_ALL_LAYERS);
         assert_int_equal(count(text, "subgraph cluster_layer"), 2);
         assert_int_equal(count(text, "subgraph cluster_layer0 {"), 1);
-        assert_int_equal(count(text, "label=\"layer 2 (index 1)\""), 1);
+        assert_int_equal(count(text, "label=\"layer 1\""), 1);
         assert_null(strstr(text, "constant"));          /* weights are not drawn */
         dot_graph *d = malloc(sizeof *d);
         dot_parse(text, d);
@@ -383,7 +383,7 @@ static void test_layer_ranges(void **state) {
     assert_int_equal(vkg_graph_layer_count(gg.graph), 2);
 
     char *text = plan_dump(p, VKG_DUMP_TEXT, (vkg_dump_layers){1, 2});
-    assert_non_null(strstr(text, "layer 2 (index 1) of 2 with the head:"));
+    assert_non_null(strstr(text, "layer 1 of 2 with the head:"));
     assert_null(strstr(text, "h.0."));
     assert_null(strstr(text, "embed."));
     assert_non_null(strstr(text, "  h.1.attn.heads  "));
@@ -393,7 +393,7 @@ static void test_layer_ranges(void **state) {
     free(text);
 
     text = plan_dump(p, VKG_DUMP_TEXT, (vkg_dump_layers){0, 1});
-    assert_non_null(strstr(text, "layer 1 (index 0) of 2 with the embedding:"));
+    assert_non_null(strstr(text, "layer 0 of 2 with the embedding:"));
     assert_non_null(strstr(text, "  embed.sum  "));
     assert_non_null(strstr(text, "  h.0.mlp.act  "));
     assert_null(strstr(text, "  h.1."));
@@ -409,7 +409,7 @@ static void test_layer_ranges(void **state) {
 
     /* The graph: layer 0's ops and the leaves they read, nothing of layer 1. */
     text = graph_dump(gg.graph, VKG_DUMP_TEXT, (vkg_dump_layers){0, 1});
-    assert_non_null(strstr(text, "layer 1 (index 0) of 2 with the embedding"));
+    assert_non_null(strstr(text, "layer 0 of 2 with the embedding"));
     assert_non_null(strstr(text, " h.0.ln_1.weight "));
     assert_non_null(strstr(text, " embed.wte "));
     assert_null(strstr(text, "h.1."));

@@ -212,7 +212,7 @@ static void test_grid_12_heads_64_tokens(void **state) {
         snprintf(titles[k], sizeof titles[k], "head %d", k);
         panel_titles[k] = titles[k];
     }
-    const char *title = "GPT-2 layer 5 (index 4), every head";
+    const char *title = "GPT-2 layer 4, every head";
     vkg_error err = {0};
     assert_int_equal(vkg_heatmap_grid_write_png(fx->path, w, K, N, labels, title, panel_titles, &err), VKG_OK);
     const char *keep = getenv("VKG_TEST_KEEP_PNG"); /* for looking at it */

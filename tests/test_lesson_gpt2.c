@@ -129,9 +129,9 @@ static void test_gpt2(void **state) {
     vkg_lesson_print_gpt2(test_capture_begin(&c), &r);
     const char *text = test_capture_end(&c);
     assert_non_null(strstr(text, "6 layers; 4 heads per layer\n"));
-    /* one numbering: "layer 5 (index 4)", as vkgraph attention --layer 4 says it */
-    assert_non_null(strstr(text, "\"" VKG_LESSON_SENTENCE_TIRED "\", layer 5 (index 4):\n"));
-    assert_null(strstr(text, "layer index"));
+    /* one numbering, from 0: "layer 4", as vkgraph attention --layer 4 says it */
+    assert_non_null(strstr(text, "\"" VKG_LESSON_SENTENCE_TIRED "\", layer 4:\n"));
+    assert_null(strstr(text, "index"));
     assert_null(strstr(text, "RANDOM")); /* the folder has no marker */
     for (int h = 0; h < 4; h++) {
         char prefix[64], repr[64], line[256];
@@ -143,7 +143,7 @@ static void test_gpt2(void **state) {
     assert_non_null(strstr(text, moves ? " -> ' street' (" : "  none\n"));
     if (moves) {
         char first[64];
-        snprintf(first, sizeof first, "  layer %2d (index %2d), head %2d: ' animal' (", layers[0] + 1, layers[0], heads[0]);
+        snprintf(first, sizeof first, "  layer %2d, head %2d: ' animal' (", layers[0], heads[0]);
         assert_non_null(strstr(text, first));
     }
 
@@ -207,7 +207,7 @@ static void test_random_label(void **state) {
     const char *text = test_capture_end(&c);
     assert_true(strncmp(text, VKG_LESSON_RANDOM_NOTE "\n", strlen(VKG_LESSON_RANDOM_NOTE) + 1) == 0);
     char line[800];
-    snprintf(line, sizeof line, "heatmap of layer 5 (index 4), head 3 (RANDOM WEIGHTS): %s\n", png);
+    snprintf(line, sizeof line, "heatmap of layer 4, head 3 (RANDOM WEIGHTS): %s\n", png);
     assert_non_null(strstr(text, line));
     size_t len = 0;
     char *bytes = test_read_file(png, &len);

@@ -517,6 +517,30 @@ static void test_model_graph(void **state) {
     vkg_graph_free(g);
 }
 
+/* vkg_random_gpt2_options_default sets what vkgraph_model.h says it sets. */
+static void test_random_defaults(void **state) {
+    (void)state;
+    vkg_random_gpt2_options o;
+    memset(&o, 0x5a, sizeof o);
+    vkg_random_gpt2_options_default(&o);
+    assert_int_equal(o.n_layer, 2);
+    assert_int_equal(o.n_head, 4);
+    assert_int_equal(o.n_embd, 32);
+    assert_int_equal(o.n_positions, 16);
+    assert_int_equal(o.vocab_size, 64);
+    assert_int_equal(o.bos_token, 63);
+    assert_int_equal(o.eos_token, 63);
+    assert_int_equal(o.n_inner, 0);
+    assert_string_equal(o.activation, "gelu_new");
+    assert_int_equal(o.scale_attn_weights, 1);
+    assert_int_equal(o.scale_attn_by_inverse_layer_idx, 0);
+    assert_int_equal(o.seed, 1);
+    assert_int_equal(o.dtype, VKG_WEIGHTS_F32);
+    assert_int_equal(o.prefix_transformer, 0);
+    assert_int_equal(o.untied_lm_head, 0);
+    assert_int_equal(o.attn_bias_buffers, 0);
+}
+
 /* A random checkpoint written through the API opens with the facts it was written with; f16 in
  * the file is converted at load. */
 static void test_random_checkpoint(void **state) {
@@ -576,6 +600,7 @@ int main(void) {
         cmocka_unit_test(test_errors),          cmocka_unit_test(test_tokenizer),
         cmocka_unit_test(test_converted_to_f16),
         cmocka_unit_test(test_model_graph),     cmocka_unit_test(test_random_checkpoint),
+        cmocka_unit_test(test_random_defaults),
     };
     int failed = 0;
     fprintf(stderr, "--- on the CPU\n");

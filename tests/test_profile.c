@@ -136,7 +136,7 @@ static void profile_on(const char *spec) {
     profile_summary by_layer, by_op;
     profile_summary_parse(text, "session 1: first", "layer", &by_layer);
     profile_summary_parse(text, "session 1: first", "op", &by_op);
-    const char *layers[4] = {"embed", "layer 1 (index 0)", "layer 2 (index 1)", "head"};
+    const char *layers[4] = {"embed", "layer 0", "layer 1", "head"};
     const long counts[4] = {3, 3, 3, 6}; /* steps in the group x 3 runs */
     assert_int_equal(by_layer.n, 4);
     for (int i = 0; i < 4; i++) {

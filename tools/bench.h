@@ -19,7 +19,7 @@ typedef struct bench_options {
     const char *model_dir;       /* -m DIR                                                        */
     const char *random_size;     /* --random NAME (vkg_gpt2_random_size)                          */
     const char *device;          /* --device; NULL: the best device                               */
-    vkg_weight_dtype dtype;      /* --dtype: the weight matrices' dtype (default f32)             */
+    vkg_weight_dtype dtype;      /* --dtype: the weight matrices' dtype (default: as stored)     */
     const char *logits_dir;      /* --logits DIR: the logits computed, as .npy files              */
     int tokens[BENCH_MAX_T];     /* -T: prompt lengths of the forward passes                      */
     int n_tokens;

@@ -29,8 +29,8 @@ static void remove_random(const char *dir) {
     rmdir(dir);
 }
 
-/* The weight matrices in the dtype --dtype names (f32 unless asked: the figures of one model
- * then compare across files stored either way). */
+/* The weight matrices in the dtype --dtype names, else as the file stores them (as every command
+ * opens a model; the report names the dtype used). */
 static int load_model(const char *dir, vkg_weight_dtype dtype, vkg_device *d, vkg_model **m) {
     vkg_model_options mo;
     vkg_model_options_default(&mo);
@@ -222,11 +222,19 @@ int bench_model(const bench_options *o) {
     bench_model_result r;
     memset(&r, 0, sizeof r);
     const double load_average = bench_load_average();
-    r.dtype = vkg_weight_dtype_name(o->dtype);
     r.name = o->random_size ? o->random_size : o->model_dir;
     /* The device first: the model is opened on it (its weights go up with the first context). */
+    for (int i = 0; o->logits_dir && i <= o->n_tokens; i++) { /* the files, checked before any work */
+        char path[PATH_MAX], name[32];
+        if (i < o->n_tokens) snprintf(name, sizeof name, "forward-%d.npy", o->tokens[i]);
+        else if (o->decode > 0) snprintf(name, sizeof name, "decode.npy");
+        else break;
+        snprintf(path, sizeof path, "%s/%s", o->logits_dir, name);
+        if (cli_check_output(CMD, "--logits", path)) return 1;
+    }
     vkg_device *d = NULL;
     if (cli_open_device(CMD, o->device, (int)o->threads, &d)) return 1;
+
     vkg_model *m = NULL;
     char random_dir[PATH_MAX];
     const char *dir = o->model_dir;
@@ -243,6 +251,7 @@ int bench_model(const bench_options *o) {
     if (o->random_size) remove_random(random_dir);
     vkg_error err = {0};
     if (!rc && vkg_model_get_info(m, &r.info, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
+    r.dtype = vkg_weight_dtype_name(rc ? o->dtype : r.info.dtype);
     r.random_weights = o->random_size || r.info.random_weights;
 
     int longest = 0, shortest = INT_MAX;

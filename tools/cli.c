@@ -1,11 +1,14 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int cli_fail(const char *cmd, const char *fmt, ...) {
     va_list ap;
@@ -75,32 +78,81 @@ static int parse_group_by(const char *cmd, const char *spec) {
     }
 }
 
-int cli_take_common_options(int *argc, char **argv) {
+int cli_take_common_options(int *argc, char **argv, int profiles) {
     int out = 0;
+    const char *given = NULL;
     for (int i = 0; i < *argc; i++) {
         if (strcmp(argv[i], "--profile") == 0) {
             profile_request.on = 1;
+            given = argv[i];
         } else if (strcmp(argv[i], "--trace") == 0) {
             if (i + 1 >= *argc) return cli_fail(argv[0], "--trace needs a file name");
             profile_request.on = 1;
+            given = argv[i];
             profile_request.trace = argv[++i];
             if (cli_check_extension(argv[0], "--trace", profile_request.trace, ".json", "a Chrome trace (JSON)"))
                 return 1;
         } else if (strcmp(argv[i], "--group-by") == 0) {
             if (i + 1 >= *argc) return cli_fail(argv[0], "--group-by needs layer, op, or layer,op");
+            given = argv[i];
             if (parse_group_by(argv[0], argv[++i])) return 1;
             profile_request.on = 1;
         } else {
             argv[out++] = argv[i];
+            if (i > 0 && cli_takes_value(argv[i]) && i + 1 < *argc) argv[out++] = argv[++i]; /* -p "--profile" */
         }
     }
     *argc = out;
+    if (given && !profiles)
+        return cli_not_applicable(argv[0], given, "this command runs no graph, so there is no step to time");
+    if (profile_request.on)
+        return cli_check_output(argv[0], profile_request.trace ? "--trace" : "--profile (its Chrome trace)",
+                                profile_request.trace ? profile_request.trace : CLI_TRACE_DEFAULT);
     return 0;
+}
+
+int cli_check_output(const char *cmd, const char *opt, const char *path) {
+    errno = 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) { /* new: it can be made; made for real when written */
+        close(fd);
+        unlink(path);
+        return 0;
+    }
+    if (errno == EEXIST) {
+        struct stat sb;
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) errno = EISDIR;
+        else if ((fd = open(path, O_WRONLY | O_CLOEXEC)) >= 0) {
+            close(fd);
+            return 0;
+        }
+    }
+    return cli_fail(cmd, "%s %s: cannot write: %s", opt, path, strerror(errno));
+}
+
+int cli_check_threads(const char *cmd, long threads, vkg_device *dev) {
+    if (threads <= 0 || !dev || vkg_device_is_cpu(dev)) return 0;
+    return cli_fail(cmd, "--threads %ld: sets the CPU executor's threads, and the device is %s: give --device cpu "
+                    "to run on the CPU, or leave --threads out", threads, vkg_device_name(dev));
+}
+
+int cli_unknown_value(const char *cmd, const char *opt, const char *value, const char *const *names, int n) {
+    const char *meant = cli_closest(value, names, n);
+    fprintf(stderr, "vkgraph %s: %s '%s' is unknown", cmd, opt, value);
+    if (meant) fprintf(stderr, "; did you mean '%s'?", meant);
+    fprintf(stderr, " (one of:");
+    for (int i = 0; i < n; i++) fprintf(stderr, " %s", names[i]);
+    fprintf(stderr, ")\n");
+    return 1;
+}
+
+int cli_not_applicable(const char *cmd, const char *opt, const char *why) {
+    return cli_fail(cmd, "%s does not apply to vkgraph %s: %s", opt, cmd, why);
 }
 
 void cli_close_device(const char *cmd, vkg_device *dev) {
     if (dev && profile_request.on) {
-        const char *path = profile_request.trace ? profile_request.trace : "vkgraph-trace.json";
+        const char *path = profile_request.trace ? profile_request.trace : CLI_TRACE_DEFAULT;
         vkg_error err = {0};
         vkg_device_profile_print(dev, profile_request.group_by, stderr);
         if (vkg_device_profile_write_trace(dev, path, &err) != VKG_OK) {
@@ -168,32 +220,39 @@ char *cli_read_file(const char *cmd, const char *path, size_t *len) {
     return buf;
 }
 
-/* The one grammar for a list of ids: integers 0 to 2^31 - 1 in decimal digits, separated by
- * commas, each comma optionally followed by spaces, the whole optionally in brackets: "1,2,3",
- * "[1, 2, 3]" (what `tokenize` prints).  Nothing else is guessed at: an empty item ("1,,2", "1,2,",
- * ",1"), a sign, leading space, ids separated by spaces, or an unclosed bracket is refused with its
- * position (1-based characters), since a silently dropped or merged id is a wrong answer.  An
- * empty list ("", "[]") is refused too: every command that takes ids needs at least one. */
+/* The one grammar for a list of ids, read by every option that takes ids: integers 0 to 2^31 - 1
+ * in decimal digits, separated by a comma (spaces around it allowed) or by spaces, the whole
+ * optionally in brackets, spaces before and after allowed: "1,2,3", "1 2 3", "[1, 2, 3]" (what
+ * `tokenize` and `generate --ids-out` print).  Nothing else is guessed at: an empty item ("1,,2",
+ * "1,2,", ",1"), a sign, or an unclosed bracket is refused with its position (1-based
+ * characters), since a silently dropped or merged id is a wrong answer.  An empty list ("", "[]")
+ * is refused too: every command that takes ids needs at least one. */
 static int ids_fail(const char *cmd, const char *opt, const char *spec, const char *at, const char *what) {
     char where[40] = "at the end";
     if (*at) snprintf(where, sizeof where, "at character %zu", (size_t)(at - spec) + 1);
     if (strcmp(what, "not a token id") == 0) {
-        size_t shown = strcspn(at, ", ]");
-        return cli_fail(cmd, "%s \"%s\": %s: \"%.*s\" is not a token id (expected ids such as 1,2,3 or [1, 2, 3])",
-                        opt, spec, where, (int)(shown ? shown : 1), at);
+        size_t shown = strcspn(at, ", ]\t\n");
+        return cli_fail(cmd, "%s \"%s\": %s: \"%.*s\" is not a token id (expected ids such as 1,2,3, 1 2 3 or "
+                        "[1, 2, 3])", opt, spec, where, (int)(shown ? shown : 1), at);
     }
-    return cli_fail(cmd, "%s \"%s\": %s: %s (expected ids such as 1,2,3 or [1, 2, 3])", opt, spec, where, what);
+    return cli_fail(cmd, "%s \"%s\": %s: %s (expected ids such as 1,2,3, 1 2 3 or [1, 2, 3])", opt, spec, where,
+                    what);
 }
 
-static int is_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n'; }
+static int is_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
+
+static const char *skip_spaces(const char *p) {
+    while (is_space(*p)) p++;
+    return p;
+}
 
 int cli_parse_ids(const char *cmd, const char *opt, const char *spec, int32_t **ids, size_t *n) {
     size_t cap = strlen(spec) / 2 + 1, count = 0; /* each id takes 2 characters but the last */
     int32_t *out = malloc(cap * sizeof *out);
     if (!out) return cli_fail(cmd, "out of memory");
-    const char *p = spec;
+    const char *p = skip_spaces(spec);
     int bracket = *p == '[', rc = 0;
-    if (bracket) p++;
+    if (bracket) p = skip_spaces(p + 1);
     if (*p == '\0' || (bracket && *p == ']')) {
         rc = (*p == '\0' && bracket) ? ids_fail(cmd, opt, spec, p, "\"[\" is not closed by \"]\"")
                                      : cli_fail(cmd, "%s: no token ids given", opt);
@@ -213,14 +272,13 @@ int cli_parse_ids(const char *cmd, const char *opt, const char *spec, int32_t **
             goto done;
         }
         out[count++] = (int32_t)v;
+        const char *after = p;
+        p = skip_spaces(p);
         if (*p == ',') {
-            for (p++; is_space(*p);) p++;
+            p = skip_spaces(p + 1);
             continue;
         }
-        if (is_space(*p)) {
-            rc = ids_fail(cmd, opt, spec, p, "a space where a comma belongs");
-            goto done;
-        }
+        if (*p >= '0' && *p <= '9' && p != after) continue; /* separated by spaces */
         if (*p == ']' && !bracket) {
             rc = ids_fail(cmd, opt, spec, p, "\"]\" without \"[\"");
             goto done;
@@ -229,7 +287,7 @@ int cli_parse_ids(const char *cmd, const char *opt, const char *spec, int32_t **
             rc = ids_fail(cmd, opt, spec, p, "\"[\" is not closed by \"]\"");
             goto done;
         }
-        if (*p == ']') p++;
+        if (*p == ']') p = skip_spaces(p + 1);
         break;
     }
     if (*p) rc = ids_fail(cmd, opt, spec, p, "unexpected text after the ids");

@@ -30,9 +30,11 @@ int cli_check_extension(const char *cmd, const char *opt, const char *path, cons
  * `-f /dev/zero` from reading until memory runs out. */
 #define CLI_PROMPT_MAX_BYTES ((size_t)64 << 20)
 char *cli_read_file(const char *cmd, const char *path, size_t *len);
-/* Parses "464,5044" or "[464, 5044]" given to option opt (spaces only after a comma); 0 and *ids
- * (caller frees) and *n, or 1 after printing what is wrong and at which character (an empty list
- * is an error, and so is anything lenient: "1,2,", ",1", "1,,2", "[1,2", "1 2", "+1", " 1"). */
+/* Parses a list of ids given to option opt: "464,5044", "464 5044" or "[464, 5044]" (commas or
+ * spaces between ids, brackets allowed, spaces around the whole ignored): the one grammar of every
+ * option that reads ids, and what `tokenize` and `generate --ids-out` print.  0 and *ids (caller
+ * frees) and *n, or 1 after printing what is wrong and at which character (an empty list is an
+ * error, and so is an empty item or a sign: "1,2,", ",1", "1,,2", "[1,2", "+1"). */
 int cli_parse_ids(const char *cmd, const char *opt, const char *spec, int32_t **ids, size_t *n);
 /* Fills the Vulkan settings of o from the environment (cli_env.c: VKG_VALIDATION,
  * VKG_SYNC_VALIDATION, VKG_TIMEOUT_MS, VKG_PIPELINE_CACHE, VKG_MATMUL, VKG_VULKAN_STEPS): 0, or 1
@@ -50,6 +52,23 @@ void cli_close_device(const char *cmd, vkg_device *dev);
 void cli_output_guard(void);
 void cli_note_output_failure(void);
 int cli_output_finish(const char *cmd, int rc);
-/* Takes the options every command accepts (--profile, --trace FILE) out of argv; 1 on error. */
-int cli_take_common_options(int *argc, char **argv);
+/* Takes the profiling options (--profile, --trace FILE, --group-by G) out of argv.  A command
+ * that runs no graph (profiles = 0) refuses them, since they would do nothing there; one that
+ * does checks the trace file can be written before any work.  1 on error (printed). */
+#define CLI_TRACE_DEFAULT "vkgraph-trace.json"
+int cli_take_common_options(int *argc, char **argv, int profiles);
+/* Checks that an output file can be written before the work that fills it starts, so that a bad
+ * path fails in a second, not after the model has loaded and run: creates it (and removes it
+ * again) when it is new, opens an existing one for writing (without truncating it).  0, or 1
+ * after "CMD: OPT PATH: cannot write: REASON". */
+int cli_check_output(const char *cmd, const char *opt, const char *path);
+/* --threads N sets the CPU executor's threads: refused (1, after a message) when the device
+ * opened is not the CPU executor, rather than silently ignored. */
+int cli_check_threads(const char *cmd, long threads, vkg_device *dev);
+/* For an option whose value is one of n names: "OPT 'VALUE' is unknown; did you mean 'X'?" (the
+ * closest name, when one is close), listing the names.  Returns 1. */
+int cli_unknown_value(const char *cmd, const char *opt, const char *value, const char *const *names, int n);
+/* Refuses an option that a command has no use for but users carry over from the others (--device
+ * to a command that opens no device): "OPT does not apply to vkgraph CMD: WHY".  Returns 1. */
+int cli_not_applicable(const char *cmd, const char *opt, const char *why);
 #endif

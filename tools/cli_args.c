@@ -128,6 +128,10 @@ int cli_args_normalize(const char *cmd, int *argc, char ***argv) {
     return 0;
 }
 
+int cli_takes_value(const char *opt) {
+    return in_list(opt, value_options, sizeof value_options / sizeof value_options[0]);
+}
+
 void cli_args_free(void) {
     for (int i = 0; i < state.n_owned; i++) free(state.owned[i]);
     free(state.owned);

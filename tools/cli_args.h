@@ -14,6 +14,10 @@
 int cli_args_normalize(const char *cmd, int *argc, char ***argv);
 void cli_args_free(void);
 
+/* 1 when opt (as normalized) always takes a value (-p, -m, --ids, ...): the next token is that
+ * value, whatever it looks like. */
+int cli_takes_value(const char *opt);
+
 /* The closest of n names to word by edit distance, or NULL when none is close enough to be
  * the one meant. */
 const char *cli_closest(const char *word, const char *const *names, int n);

@@ -26,11 +26,12 @@ static void usage(FILE *f) {
             "attention) and the weight:\n"
             "\n"
             "    12 layers; 12 heads per layer\n"
-            "    layer 5 (index 4): ' it' at position 8\n"
+            "    layer 4: ' it' at position 8\n"
             "    head  3: ' it' attends most to ' animal'    (0.85)\n"
             "\n"
-            "--layer and --head take indices from 0: --layer 4 is the fifth layer, printed \"layer 5\n"
-            "(index 4)\"; heads are printed by their index.  Every layer comes from one forward pass.\n"
+            "Layers and heads are numbered from 0 everywhere: --layer 4 is printed \"layer 4\" (the fifth\n"
+            "layer), names the file FILE-layer04.png and the picture \"layer 4\", as vkgraph lesson, profile\n"
+            "and dump do.  Every layer comes from one forward pass.\n"
             "A model folder written by vkgraph gpt2-random is labelled RANDOM WEIGHTS everywhere.\n"
             "\n");
     gpt2_cli_usage_common(f);
@@ -41,7 +42,8 @@ static void usage(FILE *f) {
             "  --position I        the token at position I, from 0\n"
             "  --png FILE.png      a heatmap of head H over the whole prompt, or with --head all a grid of\n"
             "                      every head on one colour scale; with --layer all one image per layer,\n"
-            "                      FILE-layerI.png for the layer of index I\n"
+            "                      FILE-layerI.png for layer I, I zero-padded to the width of the last\n"
+            "                      (a-layer00.png ... a-layer11.png for 12 layers, so that they sort)\n"
             "  --npy FILE.npy      the probabilities as float32: [layers, heads, T, T] with --layer all,\n"
             "                      else [heads, T, T]; one --head H drops the heads axis\n"
             "  -h, --help          show this help\n");
@@ -144,7 +146,7 @@ static void print_layer_table(const gpt2_cli *c, const float *probs, long layer,
     char buf[32], who[256], whom[256];
     size_t len;
     token_repr(c, it, who, sizeof who);
-    printf("layer %ld (index %ld): %s at position %ld\n", layer + 1, layer, who, it);
+    printf("layer %ld: %s at position %ld\n", layer, who, it);
     for (int h = 0; h < H; h++) {
         const float *row = probs + ((size_t)h * T + (size_t)it) * T;
         long first = it > 0 ? 1 : 0, best = first; /* the first token alone has only itself */
@@ -157,14 +159,17 @@ static void print_layer_table(const gpt2_cli *c, const float *probs, long layer,
     }
 }
 
-/* OUT.png for one layer; OUT-layerI.png (I the index) for each of every layer. */
-static void png_path(const char *png, long layer, int every_layer, char *out, size_t size) {
+/* OUT.png for one layer; OUT-layerI.png for each of every layer (n_layer of them), I padded with
+ * zeros to the width of the last index so that the names sort in layer order. */
+static void png_path(const char *png, long layer, int every_layer, int n_layer, char *out, size_t size) {
     if (!every_layer) {
         snprintf(out, size, "%s", png);
         return;
     }
+    int width = 1;
+    for (int last = n_layer - 1; last >= 10; last /= 10) width++;
     size_t stem = strlen(png) - 4; /* cli_check_extension made sure of ".png" */
-    snprintf(out, size, "%.*s-layer%ld%s", (int)stem, png, layer, png + stem);
+    snprintf(out, size, "%.*s-layer%0*ld%s", (int)stem, png, width, layer, png + stem);
 }
 
 /* One layer's picture: head ch->head's heatmap, or every head as a grid.  probs: [H, T, T]. */
@@ -175,10 +180,10 @@ static int write_layer_png(const gpt2_cli *c, const attn_choice *ch, const char 
                                                               : " \xe2\x80\x94 RANDOM WEIGHTS: this pattern means nothing")
                                            : "";
     char path[4096], title[256], what[64];
-    png_path(png, layer, ch->layer == ALL, path, sizeof path);
+    png_path(png, layer, ch->layer == ALL, c->info.n_layer, path, sizeof path);
     if (ch->head == ALL) snprintf(what, sizeof what, "every head");
     else snprintf(what, sizeof what, "head %ld", ch->head);
-    snprintf(title, sizeof title, "GPT-2 layer %ld (index %ld), %s%s", layer + 1, layer, what, random);
+    snprintf(title, sizeof title, "GPT-2 layer %ld, %s%s", layer, what, random);
     vkg_error err = {0};
     vkg_status st;
     if (ch->head == ALL) {
@@ -201,7 +206,7 @@ static int write_layer_png(const gpt2_cli *c, const attn_choice *ch, const char 
                                    (const char *const *)labels, title, &err);
     }
     if (st != VKG_OK) return cli_fail(CMD, "%s", err.message);
-    fprintf(stderr, "vkgraph %s: heatmap of layer %ld (index %ld), %s%s written to %s\n", CMD, layer + 1, layer, what,
+    fprintf(stderr, "vkgraph %s: heatmap of layer %ld, %s%s written to %s\n", CMD, layer, what,
             c->info.random_weights ? " (RANDOM WEIGHTS)" : "", path);
     return 0;
 }
@@ -292,7 +297,7 @@ static int run(gpt2_cli *c, const attn_options *o, const attn_choice *ch) {
         char shown[256], which[64];
         token_repr(c, ch->it, shown, sizeof shown);
         if (ch->layer == ALL) snprintf(which, sizeof which, "every layer");
-        else snprintf(which, sizeof which, "layer %ld (index %ld)", ch->layer + 1, ch->layer);
+        else snprintf(which, sizeof which, "layer %ld", ch->layer);
         fprintf(stderr, "vkgraph %s: %s, token %s at position %ld of %zu, on %s\n", CMD, which, shown, ch->it, T,
                 vkg_device_name(c->dev));
         if (c->info.random_weights) printf("%s\n", VKG_LESSON_RANDOM_NOTE);
@@ -326,6 +331,10 @@ int cmd_attention(int argc, char **argv) {
     if (!o.layer) return cli_fail(CMD, "say which layer: --layer L (its index, from 0) or --layer all");
     if (o.png && cli_check_extension(CMD, "--png", o.png, ".png", "PNG")) return 1;
     if (o.npy && cli_check_extension(CMD, "--npy", o.npy, ".npy", "NumPy .npy")) return 1;
+    /* The files can be written: checked before the model loads.  Each layer's picture of --layer
+     * all differs from the name given only by its suffix, in the same folder. */
+    if (o.png && cli_check_output(CMD, "--png", o.png)) return 1;
+    if (o.npy && cli_check_output(CMD, "--npy", o.npy)) return 1;
     attn_choice ch;
     int rc = gpt2_cli_load(&c, 0);
     if (rc == 0) rc = check_choice(&c, &o, &ch);

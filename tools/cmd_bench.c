@@ -34,8 +34,10 @@ static void usage(FILE *f) {
             "The prompt is the same pseudo-random ids on every run and machine (vkg_rng, seed 1); --json\n"
             "lists them.\n"
             "  --device D    cpu, vulkan or vulkan:N (default: the best device)\n"
-            "  --threads N   CPU executor threads (default: every core); lavapipe takes LP_NUM_THREADS\n"
-            "  --dtype D     the weight matrices in memory: f32 (default), f16 or bf16\n"
+            "  --threads N   CPU executor threads (default: every core), and the machine figures' threads;\n"
+            "                lavapipe takes LP_NUM_THREADS\n"
+            "  --dtype D     the weight matrices in memory: f32, f16 or bf16 (default: as the file stores\n"
+            "                them, as every command; --random writes f32)\n"
             "  --logits DIR  also write the logits computed: DIR/forward-T.npy [T, V] for each T and\n"
             "                DIR/decode.npy [N + 1, V] (the predictions after the prompt and each step)\n"
             "  --json        one JSON object on stdout instead of the table\n"
@@ -82,7 +84,7 @@ static int parse_tokens(const char *spec, bench_options *o) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    bench_options o = {.dtype = VKG_WEIGHTS_F32, .tokens = {8, 64, 256, 1024}, .n_tokens = 4, .decode = 64,
+    bench_options o = {.dtype = VKG_WEIGHTS_AS_STORED, .tokens = {8, 64, 256, 1024}, .n_tokens = 4, .decode = 64,
                        .argc = argc, .argv = argv};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -97,8 +99,11 @@ int cmd_bench(int argc, char **argv) {
         } else if (!strcmp(a, "--json")) {
             o.json = 1;
         } else if (a[0] != '-') {
-            return cli_fail("bench", "unknown benchmark '%s': matmul, block, all or gpt2-matmul (or a model: -m DIR, --random "
-                            "NAME)", a);
+            static const char *const benchmarks[] = {"matmul", "block", "all", "gpt2-matmul"};
+            const char *meant = cli_closest(a, benchmarks, 4);
+            return cli_fail("bench", "unknown benchmark '%s'%s%s%s (one of: matmul, block, all, gpt2-matmul; a model is "
+                            "timed with -m DIR or --random NAME)", a, meant ? "; did you mean '" : "", meant ? meant : "",
+                            meant ? "'?" : "");
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "--random") || !strcmp(a, "--device") ||
                    !strcmp(a, "--dtype") || !strcmp(a, "--logits") || !strcmp(a, "-T") || !strcmp(a, "--tokens") ||
                    !strcmp(a, "--decode") || !strcmp(a, "--repeat") || !strcmp(a, "--threads")) {
@@ -128,7 +133,7 @@ int cmd_bench(int argc, char **argv) {
     if (o.model_dir && o.random_size) return cli_fail("bench", "give one model: -m DIR or --random NAME, not both");
     if (model && o.ops) return cli_fail("bench", "'%s' times ops, -m / --random a model: give one", o.ops);
     if (!model) {
-        const char *model_only = o.json ? "--json" : o.logits_dir ? "--logits" : o.dtype != VKG_WEIGHTS_F32 ? "--dtype"
+        const char *model_only = o.json ? "--json" : o.logits_dir ? "--logits" : o.dtype != VKG_WEIGHTS_AS_STORED ? "--dtype"
                                                                                                         : NULL;
         if (model_only) return cli_fail("bench", "%s is for a model: give -m DIR or --random NAME", model_only);
         if (!o.ops) o.ops = "all";

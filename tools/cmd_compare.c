@@ -218,9 +218,11 @@ int cmd_compare(int argc, char **argv) {
         return cli_fail(CMD, "--example block takes no prompt (-p, -f, --ids are for -m DIR)");
     int rc = 0;
     vkg_device *ref = NULL;
+    c.more_devices = 1;
     if (c.model_dir) rc = gpt2_cli_load(&c, 0);
     else rc = cli_open_device(CMD, c.device, (int)c.threads, &c.dev);
     if (rc == 0) rc = cli_open_device(CMD, against, (int)c.threads, &ref);
+    if (rc == 0 && !vkg_device_is_cpu(ref)) rc = cli_check_threads(CMD, c.threads, c.dev); /* on neither side */
     if (rc == 0 && vkg_device_is_cpu(c.dev) && vkg_device_is_cpu(ref))
         fprintf(stderr, "vkgraph %s: note: both sides run on the CPU executor\n", CMD);
     if (rc == 0) rc = example ? compare_block(c.dev, ref, quiet) : compare_gpt2(&c, ref, quiet);

@@ -36,6 +36,7 @@ int cmd_conformance(int argc, char **argv) {
     const char *spec = "vulkan";
     long threads = 0, seed = -1;
     int verbose = 0;
+    const char *level = NULL; /* --quick or --full, as given */
     vkg_conformance_options o;
     vkg_conformance_options_default(&o);
     for (int i = 1; i < argc; i++) {
@@ -47,10 +48,11 @@ int cmd_conformance(int argc, char **argv) {
             if (!(spec = cli_value("conformance", argc, argv, &i))) return 1;
         } else if (!strcmp(a, "--op")) {
             if (!(o.op = cli_value("conformance", argc, argv, &i))) return 1;
-        } else if (!strcmp(a, "--quick")) {
-            o.level = VKG_CONFORMANCE_QUICK;
-        } else if (!strcmp(a, "--full")) {
-            o.level = VKG_CONFORMANCE_FULL;
+        } else if (!strcmp(a, "--quick") || !strcmp(a, "--full")) {
+            if (level && strcmp(level, a))
+                return cli_fail("conformance", "%s and %s contradict each other: give one", level, a);
+            level = a;
+            o.level = !strcmp(a, "--quick") ? VKG_CONFORMANCE_QUICK : VKG_CONFORMANCE_FULL;
         } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
             verbose = 1;
         } else if (!strcmp(a, "--threads") || !strcmp(a, "--seed")) {
@@ -64,12 +66,10 @@ int cmd_conformance(int argc, char **argv) {
     }
     if (seed >= 0) o.seed = (uint64_t)seed;
     if (o.op) {
-        int known = 0;
-        for (int i = 0; i < vkg_conformance_op_count(); i++) known |= !strcmp(o.op, vkg_conformance_op_name(i));
-        if (!known) {
-            usage(stderr);
-            return cli_fail("conformance", "unknown op '%s'", o.op);
-        }
+        const char *names[256];
+        int n = vkg_conformance_op_count() < 256 ? vkg_conformance_op_count() : 256, known = 0;
+        for (int i = 0; i < n; i++) known |= !strcmp(o.op, names[i] = vkg_conformance_op_name(i));
+        if (!known) return cli_unknown_value("conformance", "--op", o.op, names, n);
     }
 
     vkg_device *ref = NULL, *dut = NULL;

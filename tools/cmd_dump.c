@@ -77,12 +77,14 @@ int cmd_dump(int argc, char **argv) {
     }
     vkg_dump_format fmt = !strcmp(format, "text") ? VKG_DUMP_TEXT : !strcmp(format, "dot") ? VKG_DUMP_DOT
                         : !strcmp(format, "json") ? VKG_DUMP_JSON : (vkg_dump_format)-1;
-    if ((int)fmt < 0) return cli_fail("dump", "unknown format '%s': text, dot or json", format);
+    static const char *const formats[] = {"text", "dot", "json"};
+    if ((int)fmt < 0) return cli_unknown_value("dump", "--format", format, formats, 3);
     if (!example == !model_dir) {
         usage(stderr);
         return cli_fail("dump", "say what to dump: --example block or -m DIR");
     }
-    if (example && strcmp(example, "block") != 0) return cli_fail("dump", "unknown example '%s' (known: block)", example);
+    static const char *const examples[] = {"block"};
+    if (example && strcmp(example, "block") != 0) return cli_unknown_value("dump", "--example", example, examples, 1);
     /* Options that would change nothing are refused, so that no dump is mistaken for another. */
     if (example && decode)
         return cli_fail("dump", "--decode needs -m DIR: the lesson block has no KV cache (--seq T sets its input length)");

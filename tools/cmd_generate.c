@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CMD "generate"
 
@@ -34,12 +35,18 @@ static void usage(FILE *f) {
             "newline, is added to the conversation and a reply of up to N tokens is generated and printed,\n"
             "followed by a newline.  The KV cache keeps the conversation, so a turn feeds only its new tokens\n"
             "(the previous reply's last token and the line's).  A prompt given with -p, -f or --ids starts the\n"
-            "conversation (it is fed with the first line, not printed).  It ends at the end of standard input,\n"
-            "or when the model's context is full.\n"
+            "conversation (it is fed with the first line, not printed).  When standard input is a terminal,\n"
+            "\"> \" on standard error asks for each line.  It ends at the end of standard input (exit 0), or\n"
+            "when the model's context cannot hold the next line: the conversation then stops with a message\n"
+            "saying so, the rest of the input is not read, and the exit status is 1.\n"
+            "\n"
+            "With --ids-out the token ids are printed as tokenize prints them, \"[464, 5044, 318]\", one list\n"
+            "a line, which --ids and tokenize --decode read back.  -n 0 generates nothing and runs no pass:\n"
+            "it prints the prompt (or its ids) and the load time.\n"
             "\n");
     gpt2_cli_usage_common(f);
     fprintf(f,
-            "  -n, --tokens N      tokens to generate (per turn with -i; default 50)\n"
+            "  -n, --tokens N      tokens to generate (per turn with -i; default 50; 0: none, no pass run)\n"
             "  -i, --interactive   read the conversation from standard input, one line per turn\n"
             "  --temperature T     sample from softmax(logits / T); 0 = greedy (default 1 when --top-k,\n"
             "                      --top-p or --min-p is given, else 0)\n"
@@ -56,9 +63,9 @@ static void usage(FILE *f) {
             "                      not printed, nor anything after it; a stop string in the prompt does not\n"
             "                      count\n"
             "  --ignore-eos        never choose the end-of-text token, and so never stop at it\n"
-            "  --seed S            the sampling seed: the same seed gives the same text (default: from the\n"
-            "                      clock, printed so the run can be repeated)\n"
-            "  --ids-out           print the generated token ids instead of text\n"
+            "  --seed S            the sampling seed: the same seed gives the same text (default, or -1 as\n"
+            "                      llama.cpp takes it: from the clock, printed so the run can be repeated)\n"
+            "  --ids-out           print the token ids instead of text: [464, 5044, 318], one list a line\n"
             "  --no-prompt         do not print the prompt before the continuation\n"
             "  -h, --help          show this help\n");
 }
@@ -120,9 +127,9 @@ static int own_option(gen_options *g, int argc, char **argv, int *i) {
         if (!val[0]) return cli_fail(CMD, "--stop: the stop string is empty"), -1;
         g->stops[g->n_stops++] = val;
     } else {
-        if (cli_int(CMD, a, val, 0, LONG_MAX, &v)) return -1;
+        if (cli_int(CMD, a, val, -1, LONG_MAX, &v)) return -1;
         g->sampling.seed = (uint64_t)v;
-        g->seed_given = 1;
+        g->seed_given = v >= 0; /* -1: a random seed, as when none is given */
     }
     return 1;
 }
@@ -141,6 +148,7 @@ typedef struct gen_state {
     vkg_context *ctx;
     int cache_len;
     int write_failed;                    /* a write failed (message printed): stop, exit 1 */
+    long ids_written;                    /* ids printed on the current line (ids mode)        */
     gen_counts t;
 } gen_state;
 
@@ -150,20 +158,25 @@ static int write_out(const void *bytes, size_t len) {
     return 0;
 }
 
-/* A token as printed: its id and a space (--ids-out, or no tokenizer), else its text. */
-static const char *token_bytes(const gen_state *st, int32_t id, char *buf, size_t size, size_t *len) {
-    if (st->g->ids_out || !st->c->tok) {
-        *len = (size_t)snprintf(buf, size, "%d ", (int)id);
-        return buf;
-    }
-    return gpt2_cli_token(st->c, id, buf, size, len);
-}
+/* Ids are printed instead of text with --ids-out, or when the model has no tokenizer. */
+static int ids_mode(const gen_state *st) { return st->g->ids_out || !st->c->tok; }
 
-static int write_token(const gen_state *st, int32_t id) {
+/* A token as printed: in ids mode a list as tokenize prints it, "[464, 5044" (the line's "]" comes
+ * from end_line), which --ids and tokenize --decode read back; else its text. */
+static int write_token(gen_state *st, int32_t id) {
     char buf[32];
     size_t len;
-    const char *bytes = token_bytes(st, id, buf, sizeof buf, &len);
+    const char *bytes = buf;
+    if (ids_mode(st)) len = (size_t)snprintf(buf, sizeof buf, st->ids_written++ ? ", %d" : "[%d", (int)id);
+    else bytes = gpt2_cli_token(st->c, id, buf, sizeof buf, &len);
     return write_out(bytes, len);
+}
+
+/* The end of a reply's line: in ids mode the list is closed first ("[]" when it is empty). */
+static int end_line(gen_state *st) {
+    const char *end = !ids_mode(st) ? "\n" : st->ids_written ? "]\n" : "[]\n";
+    st->ids_written = 0;
+    return write_out(end, strlen(end));
 }
 
 /* The context's streaming callback: prints what is ready of each token at once (its id with
@@ -172,8 +185,9 @@ static int on_token(void *user, int32_t id, const char *text, size_t len) {
     gen_state *st = user;
     if (st->write_failed) return 1;
     int rc;
-    if (id != VKG_NO_TOKEN && (st->g->ids_out || !st->c->tok)) rc = write_token(st, id);
-    else rc = write_out(text, len);
+    if (id != VKG_NO_TOKEN && ids_mode(st)) rc = write_token(st, id);
+    else if (!ids_mode(st)) rc = write_out(text, len);
+    else rc = 0;
     if (rc) st->write_failed = 1;
     return rc;
 }
@@ -183,6 +197,11 @@ static int on_token(void *user, int32_t id, const char *text, size_t len) {
  * next turn needs it in the cache.  An end-of-text token ends the reply and is not kept. */
 static int reply(gen_state *st, const int32_t *ids, int n) {
     const gen_options *g = st->g;
+    if (g->n == 0) { /* nothing to generate: no pass over the prompt either */
+        int rc = end_line(st);
+        if (rc == 0) fprintf(stderr, "vkgraph %s: -n 0: nothing generated, no pass run\n", CMD);
+        return rc;
+    }
     vkg_generate_options o;
     vkg_generate_options_default(&o);
     o.max_tokens = (int)g->n;
@@ -198,7 +217,7 @@ static int reply(gen_state *st, const int32_t *ids, int n) {
     if (st->write_failed) return 1;
     st->t.generated += res.generated;
     if (res.generated > 0) st->t.first_from_prefill++;
-    int rc = write_out("\n", 1);
+    int rc = end_line(st);
     if (rc == 0) {
         static const char *const why[] = {
             [VKG_STOP_MAX_TOKENS] = "the requested number of tokens", [VKG_STOP_EOS] = "the end-of-text token",
@@ -227,12 +246,12 @@ static void phase(const char *label, double s, long n, const char *what, int per
  * sum. */
 static void summary(const gen_state *st, double total_s) {
     const gen_counts *t = &st->t;
-    vkg_context_timings ct;
-    vkg_context_get_timings(st->ctx, &ct, NULL);
+    vkg_context_timings ct = {0};
+    if (st->ctx) vkg_context_get_timings(st->ctx, &ct, NULL); /* none with -n 0 */
     char what[64];
     fprintf(stderr, "vkgraph %s: %s\n", CMD, vkg_device_name(st->c->dev));
-    fprintf(stderr, "vkgraph %s: %-11s %9.2f ms (model, tokenizer, device, plan compiled, weights uploaded)\n", CMD,
-            "load:", 1e3 * t->load_s);
+    fprintf(stderr, "vkgraph %s: %-11s %9.2f ms (model, tokenizer, device%s)\n", CMD, "load:", 1e3 * t->load_s,
+            st->ctx ? ", plan compiled, weights uploaded" : "");
     snprintf(what, sizeof what, "tokens in %ld prefill pass%s", ct.prefill_passes, ct.prefill_passes == 1 ? "" : "es");
     phase("prompt:", ct.prefill_s, ct.prefill_tokens, what, 1);
     phase("generation:", ct.decode_s, ct.decode_steps, "tokens decoded, 1 per step", 1);
@@ -242,14 +261,19 @@ static void summary(const gen_state *st, double total_s) {
             t->generated - t->first_from_prefill);
 }
 
-/* -i: one turn per line of standard input until its end, or until the context is full.  The
- * first turn feeds the prompt (if any) with the line. */
+/* -i: one turn per line of standard input until its end.  The first turn feeds the prompt (if
+ * any) with the line.  A line the context cannot hold ends the conversation with a message and
+ * exit status 1: what was asked is not all answered.  (A reply the context cuts short says so
+ * itself: "stopped at the end of the model's context".) */
 static int converse(gen_state *st) {
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
     int rc = 0;
-    for (int turn = 1; rc == 0 && (len = getline(&line, &cap, stdin)) >= 0; turn++) {
+    const int tty = isatty(STDIN_FILENO);
+    for (int turn = 1; rc == 0; turn++) {
+        if (tty) fputs("> ", stderr); /* asks for the line; only a person at a terminal needs it */
+        if ((len = getline(&line, &cap, stdin)) < 0) break;
         int32_t *ids = NULL;
         size_t n = 0;
         vkg_error err = {0};
@@ -259,14 +283,16 @@ static int converse(gen_state *st) {
         }
         int n_ctx;
         vkg_context_tokens(st->ctx, &n_ctx);
-        const int cached = vkg_context_length(st->ctx);
-        /* Waiting: the last reply's last token, or on the first turn the prompt. */
+        /* The conversation so far (the last reply's last token included), and on the first turn
+         * the prompt. */
         const size_t prompt = turn == 1 ? st->c->n_ids : 0;
-        const int waiting = n_ctx - cached + (int)prompt;
-        if ((size_t)n_ctx + prompt + n > (size_t)st->cache_len) {
-            fprintf(stderr, "vkgraph %s: the context is full: turn %d needs %zu more positions, %d of %d are used; "
-                    "the conversation ends\n", CMD, turn, (size_t)waiting + n, cached, st->cache_len);
+        const size_t used = (size_t)n_ctx + prompt;
+        if (used + n > (size_t)st->cache_len) {
             free(ids);
+            rc = cli_fail(CMD, "the model's context is full: line %d needs %zu positions and %zu of the %d are "
+                          "free; the conversation stops here and the rest of the input is not read", turn, n,
+                          (size_t)st->cache_len - (used < (size_t)st->cache_len ? used : (size_t)st->cache_len),
+                          st->cache_len);
             break;
         }
         int32_t *feed = ids;
@@ -279,8 +305,8 @@ static int converse(gen_state *st) {
             memcpy(feed, st->c->ids, prompt * sizeof *feed);
             if (n) memcpy(feed + prompt, ids, n * sizeof *feed);
         }
-        fprintf(stderr, "vkgraph %s: turn %d: feeding %d new tokens (%d waiting, %zu of the line) after %d in the "
-                "cache\n", CMD, turn, waiting + (int)n, waiting, n, cached);
+        fprintf(stderr, "vkgraph %s: line %d: %zu tokens; the conversation now fills %zu of the model's %d "
+                "positions\n", CMD, turn, n, used + n, st->cache_len);
         rc = reply(st, feed, (int)(prompt + n));
         if (feed != ids) free(feed);
         free(ids);
@@ -314,7 +340,7 @@ static int run(gpt2_cli *c, gen_options *g) {
     vkg_context_options_default(&co);
     co.n_ctx = st.cache_len;
     int rc = 0;
-    if (vkg_context_new(c->model, &co, &st.ctx, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
+    if (g->n > 0 && vkg_context_new(c->model, &co, &st.ctx, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
     st.t.load_s = vkg_clock_seconds() - g->t_start;
     if (rc == 0 && !g->no_prompt && !g->interactive)
         for (size_t i = 0; i < c->n_ids && rc == 0; i++)
@@ -325,6 +351,14 @@ static int run(gpt2_cli *c, gen_options *g) {
     if (rc == 0) summary(&st, vkg_clock_seconds() - g->t_start);
     vkg_context_free(st.ctx);
     return rc;
+}
+
+/* A seed for a run that names none: from the clock's nanoseconds, so that two runs in the same
+ * second differ; within --seed's range, so that the printed seed repeats the run. */
+static uint64_t clock_seed(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) & (uint64_t)LONG_MAX;
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -348,7 +382,8 @@ int cmd_generate(int argc, char **argv) {
     if (rc == 0 && g.n_stops && g.ids_out)
         rc = cli_fail(CMD, "--stop matches text: it cannot be combined with --ids-out");
     if (!g.sampling_given) g.sampling.temperature = 0.0f; /* greedy unless sampling was asked for */
-    if (g.sampling_given && !g.seed_given) g.sampling.seed = (uint64_t)time(NULL);
+    if (g.sampling_given && !g.seed_given) g.sampling.seed = clock_seed();
+    if (rc == 0 && g.interactive && g.n == 0) rc = cli_fail(CMD, "-n 0 with --interactive would answer no line");
     /* A conversation without a prompt starts as an empty prompt does, from the start token. */
     if (g.interactive && !c.prompt && !c.file && !c.ids_text) c.prompt = "";
     if (rc == 0) rc = gpt2_cli_load(&c, 1);

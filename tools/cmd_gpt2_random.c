@@ -134,6 +134,9 @@ int cmd_gpt2_random(int argc, char **argv) {
                 is_switch = 1;
             }
         if (is_switch) continue;
+        if (strcmp(a, "--device") == 0 || strcmp(a, "--threads") == 0)
+            return cli_not_applicable(CMD, a, "gpt2-random only writes files; the commands that run the model "
+                                      "take it");
         if (a[0] != '-') {
             if (dir) return cli_fail(CMD, "one folder please: '%s' and '%s' given", dir, a);
             dir = a;

@@ -16,8 +16,8 @@ static void usage(FILE *f) {
                "  --device D       cpu, vulkan, vulkan:N (default: the best device)\n"
                "  -m, --model DIR  a GPT-2 folder (config.json, model.safetensors, tokenizer files) for step 7\n"
                "  --tokenizer DIR  where the tokenizer files are, when not in the model folder\n"
-               "  --png PATH       step 7's heatmap image (default %s)\n\n",
-            VKG_LESSON_HEATMAP_DEFAULT);
+               "  --png PATH       step 7's heatmap image (default lesson-gpt2-layerL-headH.png for the layer\n"
+               "                   and head it shows: layer 4, head 3, numbered from 0, in GPT-2 124M)\n\n");
     for (int s = 1; s <= VKG_LESSON_STEPS; s++) fprintf(f, "  step %d  %s\n", s, vkg_lesson_step_title(s));
 }
 
@@ -68,7 +68,7 @@ static vkg_status run_step(int step, vkg_device *dev, vkg_error *err) {
 }
 
 int cmd_lesson(int argc, char **argv) {
-    const char *device = NULL, *model = NULL, *tokenizer = NULL, *png = VKG_LESSON_HEATMAP_DEFAULT;
+    const char *device = NULL, *model = NULL, *tokenizer = NULL, *png = NULL;
     long only = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -88,7 +88,17 @@ int cmd_lesson(int argc, char **argv) {
         }
         if (!(*slot = cli_value(CMD, argc, argv, &i))) return 1;
     }
-    if (cli_check_extension(CMD, "--png", png, ".png", "PNG")) return 1;
+    if (png && cli_check_extension(CMD, "--png", png, ".png", "PNG")) return 1;
+    if (model && (!only || only == VKG_LESSON_STEPS)) { /* step 7 writes it: checked before the model loads */
+        char standard[64];
+        snprintf(standard, sizeof standard, VKG_LESSON_HEATMAP_PATTERN, VKG_LESSON_GPT2_LAYER, VKG_LESSON_GPT2_HEAD);
+        if (cli_check_output(CMD, "--png", png ? png : standard)) return 1;
+    }
+    /* Step 7's options do nothing without it: refused rather than ignored. */
+    if (!model && (png || tokenizer))
+        return cli_fail(CMD, "%s is for step 7, which looks inside GPT-2: give -m DIR too", png ? "--png" : "--tokenizer");
+    if (model && only && only != VKG_LESSON_STEPS)
+        return cli_fail(CMD, "-m DIR is for step 7; step %ld needs no model (leave -m out, or run step 7)", only);
     if (only == VKG_LESSON_STEPS && !model)
         return cli_fail(CMD, "step 7 looks inside GPT-2: give a GPT-2 folder with -m DIR "
                              "(config.json, model.safetensors, vocab.json, merges.txt)");
@@ -104,7 +114,7 @@ int cmd_lesson(int argc, char **argv) {
             break;
         }
         printf("%sStep %d. %s\n", step > (only ? only : 1) ? "\n" : "", step, vkg_lesson_step_title(step));
-        vkg_status st = step == VKG_LESSON_STEPS ? vkg_lesson_step_gpt2(dev, model, tokenizer, png, stdout, &err)
+        vkg_status st = step == VKG_LESSON_STEPS ? vkg_lesson_step_gpt2(dev, model, tokenizer, png ? png : VKG_LESSON_HEATMAP_DEFAULT, stdout, &err)
                                                  : run_step(step, dev, &err);
         if (st != VKG_OK) {
             rc = cli_fail(CMD, "step %d: %s", step, err.message[0] ? err.message : vkg_status_name(st));

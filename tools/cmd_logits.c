@@ -48,6 +48,7 @@ int cmd_logits(int argc, char **argv) {
     }
     if (!out_path) return cli_fail(CMD, "say where to write the logits: -o OUT.npy");
     if (cli_check_extension(CMD, "-o", out_path, ".npy", "a NumPy .npy file")) return 1;
+    if (cli_check_output(CMD, "-o", out_path)) return 1; /* before the model loads */
     int rc = gpt2_cli_load(&c, 0);
     const int T = (int)c.n_ids;
     const int V = rc == 0 ? c.info.n_vocab : 0;

@@ -26,7 +26,8 @@ static void usage(FILE *f) {
             "                     vocab.bpe, looked for in that order (data/gpt2-tokenizer in the source tree)\n"
             "  -p, --prompt TEXT  the text to encode\n"
             "  -f, --file FILE    encode the exact bytes of FILE (\"-\" reads standard input)\n"
-            "  --decode IDS       ids separated by commas or spaces, brackets allowed: 464,5044 or \"[464, 5044]\"\n"
+            "  --decode IDS       ids separated by commas or spaces, brackets allowed: 464,5044, \"464 5044\" or\n"
+            "                     \"[464, 5044]\" (what this command and generate --ids-out print)\n"
             "  --pieces           also show each token as llama-tokenize does, one \"ID -> 'PIECE'\" line a\n"
             "                     token after the JSON (the piece as Python's repr shows a str); with\n"
             "                     --decode, these lines instead of the text\n"
@@ -64,6 +65,8 @@ int cmd_tokenize(int argc, char **argv) {
             pieces = 1;
             continue;
         }
+        if (strcmp(a, "--device") == 0 || strcmp(a, "--threads") == 0 || strcmp(a, "--dtype") == 0)
+            return cli_not_applicable(CMD, a, "tokenize reads only the tokenizer files and runs no model");
         if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0 || strcmp(a, "--tokenizer") == 0) slot = &dir;
         else if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) slot = &prompt;
         else if (strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) slot = &file;

@@ -9,7 +9,13 @@ typedef struct vkg_command {
     const char *name;
     vkg_command_fn run;
     const char *summary;
+    int flags; /* CMD_DEVICE, CMD_PROFILE */
 } vkg_command;
+
+/* What a command takes of the options main lists for several commands: --device (it opens a
+ * device), --profile / --trace / --group-by (it runs graphs whose steps can be timed).  A
+ * command without the flag refuses the option by name. */
+enum { CMD_DEVICE = 1, CMD_PROFILE = 2 };
 
 int cmd_dump(int argc, char **argv);
 int cmd_devices(int argc, char **argv);

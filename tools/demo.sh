@@ -29,4 +29,4 @@ else
     "$bin" gpt2-random "$model" --layers 6 --heads 12 --embd 192 --ctx 128 --seed 1 || exit 1
 fi
 "$bin" attention -m "$model" -p "$sentence" --layer 4 --token " it" --png attention-layer4-head3.png --head 3 || exit 1
-echo "demo: heatmap of layer 5 (index 4), head 3 written to attention-layer4-head3.png"
+echo "demo: heatmap of layer 4, head 3 written to attention-layer4-head3.png"

@@ -26,9 +26,11 @@ void gpt2_cli_usage_common(FILE *f) {
             "                      vocab.bpe)\n"
             "  -p, --prompt TEXT   the prompt\n"
             "  -f, --file FILE     the prompt's exact bytes from FILE (\"-\": standard input)\n"
-            "  --ids IDS           the prompt as token ids: 464,5044 or \"[464, 5044]\"\n"
+            "  --ids IDS           the prompt as token ids, separated by commas or spaces: 464,5044,\n"
+            "                      \"464 5044\" or \"[464, 5044]\" (as tokenize and generate --ids-out print them)\n"
             "  --device D          cpu, vulkan, vulkan:N (default: the best Vulkan device, else the CPU)\n"
-            "  --threads N         CPU executor threads (default: every core)\n"
+            "  --threads N         CPU executor threads (default: every core); refused when no device of\n"
+            "                      the run is the CPU executor\n"
             "  --dtype D           the weight matrices in memory: f32, f16 or bf16 (default: as the file\n"
             "                      stores them); biases and layer norms stay f32\n");
 }
@@ -114,6 +116,7 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
     if ((c->prompt != NULL) + (c->file != NULL) + (c->ids_text != NULL) != 1)
         return cli_fail(c->cmd, "give the prompt as exactly one of -p TEXT, -f FILE or --ids IDS");
     if (cli_open_device(c->cmd, c->device, (int)c->threads, &c->dev)) return 1;
+    if (!c->more_devices && cli_check_threads(c->cmd, c->threads, c->dev)) return 1;
     vkg_error err = {0};
     if (vkg_model_open(c->model_dir, c->dev, &c->model_opts, &c->model, &err) != VKG_OK ||
         vkg_model_get_info(c->model, &c->info, &err) != VKG_OK)

@@ -14,6 +14,9 @@ typedef struct gpt2_cli {
     const char *cmd;                     /* "generate", for messages                         */
     const char *model_dir, *prompt, *file, *ids_text, *device;
     long threads;                        /* CPU executor threads; 0 = every core             */
+    int more_devices;                    /* the command opens another device too (compare's
+                                            reference), which --threads may be for: it checks
+                                            --threads itself                                  */
     vkg_model_options model_opts;        /* how the model is opened (all zero: the defaults)  */
     vkg_device *dev;
     vkg_model *model;

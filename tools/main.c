@@ -7,32 +7,43 @@
 #include <string.h>
 
 static const vkg_command commands[] = {
-    {"devices", cmd_devices, "list every Vulkan device with its limits and features"},
-    {"dump", cmd_dump, "print a graph or its compiled plan (text, DOT or JSON)"},
-    {"tokenize", cmd_tokenize, "text to GPT-2 token ids and back"},
-    {"generate", cmd_generate, "continue a prompt with GPT-2 (greedy or sampled), streaming tokens"},
-    {"logits", cmd_logits, "GPT-2's next-token logits for a prompt, as a .npy file"},
-    {"attention", cmd_attention, "which earlier token each head attends to, as a table and a heatmap"},
-    {"random", cmd_random, "write a model with random weights and a real model's shapes (llama, qwen2, ...)"},
-    {"gpt2-random", cmd_gpt2_random, "write a GPT-2-shaped model with random weights (for offline use)"},
-    {"conformance", cmd_conformance, "check a device against the CPU reference, op by op (pass/fail table)"},
-    {"compare", cmd_compare, "run a model step by step on two devices and name the first step where they part"},
-    {"bench", cmd_bench, "matmul GFLOP/s and block forward time, CPU and Vulkan side by side"},
-    {"lesson", cmd_lesson, "the attention-and-transformers lesson, step by step (1-7)"},
+    {"devices", cmd_devices, "list every Vulkan device with its limits and features", CMD_DEVICE},
+    {"dump", cmd_dump, "print a graph or its compiled plan (text, DOT or JSON)", CMD_DEVICE},
+    {"tokenize", cmd_tokenize, "text to GPT-2 token ids and back", 0},
+    {"generate", cmd_generate, "continue a prompt with GPT-2 (greedy or sampled), streaming tokens", CMD_DEVICE | CMD_PROFILE},
+    {"logits", cmd_logits, "GPT-2's next-token logits for a prompt, as a .npy file", CMD_DEVICE | CMD_PROFILE},
+    {"attention", cmd_attention, "which earlier token each head attends to, as a table and a heatmap", CMD_DEVICE | CMD_PROFILE},
+    {"random", cmd_random, "write a model with random weights and a real model's shapes (llama, qwen2, ...)", 0},
+    {"gpt2-random", cmd_gpt2_random, "write a GPT-2-shaped model with random weights (for offline use)", 0},
+    {"conformance", cmd_conformance, "check a device against the CPU reference, op by op (pass/fail table)", CMD_DEVICE | CMD_PROFILE},
+    {"compare", cmd_compare, "run a model step by step on two devices and name the first step where they part", CMD_DEVICE | CMD_PROFILE},
+    {"bench", cmd_bench, "matmul GFLOP/s and block forward time, CPU and Vulkan side by side", CMD_DEVICE | CMD_PROFILE},
+    {"lesson", cmd_lesson, "the attention-and-transformers lesson, step by step (1-7)", CMD_DEVICE | CMD_PROFILE},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
+
+static void list_commands(FILE *f, int flag) {
+    for (int i = 0, n = 0; i < n_commands; i++)
+        if (commands[i].flags & flag) fprintf(f, "%s%s", n++ ? ", " : "", commands[i].name);
+}
 
 static void usage(FILE *f) {
     fprintf(f, "vkgraph %s: transformer models as op graphs on any Vulkan GPU or the CPU\n\n", VKG_VERSION_STRING);
     fprintf(f, "usage: vkgraph COMMAND [OPTIONS]   (vkgraph COMMAND --help for its options)\n\ncommands:\n");
     for (int i = 0; i < n_commands; i++) fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\noptions of every command:\n"
+    fprintf(f, "\noptions of the commands that open a device (");
+    list_commands(f, CMD_DEVICE);
+    fprintf(f, "):\n"
                "  --device D       cpu, vulkan or vulkan:N (default: the best Vulkan device, else the CPU)\n"
+               "\noptions of the commands that run graphs (");
+    list_commands(f, CMD_PROFILE);
+    fprintf(f, "):\n"
                "  --profile        print the time of every step of every run, per session, and write a\n"
-               "                   Chrome trace (chrome://tracing, Perfetto) to vkgraph-trace.json\n"
+               "                   Chrome trace (chrome://tracing, Perfetto) to " CLI_TRACE_DEFAULT "\n"
                "  --trace FILE     the same, with the trace written to FILE\n"
                "  --group-by G     the same, and after each session's table its time summed by layer\n"
                "                   (G = layer), by op kind (G = op), or both (G = layer,op)\n"
+               "The others refuse them.\n"
                "environment: VKG_VALIDATION=1 runs Vulkan with the Khronos validation layer\n");
 }
 
@@ -50,7 +61,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], commands[i].name) == 0) {
             int n = argc - 1;
             char **args = argv + 1;
-            int rc = cli_args_normalize(commands[i].name, &n, &args) || cli_take_common_options(&n, args);
+            int rc = cli_args_normalize(commands[i].name, &n, &args) || cli_take_common_options(&n, args, commands[i].flags & CMD_PROFILE);
             if (rc == 0) rc = commands[i].run(n, args);
             rc = cli_output_finish(commands[i].name, rc);
             cli_args_free();

@@ -1,12 +1,26 @@
 #!/bin/sh
-# Installs the Debian 12 packages vkgraph needs to build, test and run, skipping those present.
-# python3-torch and libopenblas0-openmp are the peer that bench/compare-pytorch measures against
-# (its test checks that both compute the same logits): 177 packages, 142 MB to download and about
-# 640 MB installed, some 40 s on a build machine.
+# Installs the Debian 12 packages vkgraph needs, skipping those present.
+#
+#   tools/setup-debian.sh          what building vkgraph and running it (the main job) need
+#   tools/setup-debian.sh --test   also what the test suite needs (the README's test command)
+#
+# Why each package is there: the README's table "What the setup script installs, and why".
+# The test packages: the Khronos validation layer (every Vulkan test runs under it); NumPy with
+# OpenBLAS, for the independent reference tools/gpt2_reference.py; and PyTorch on OpenBLAS's
+# OpenMP build, the peer bench/compare-pytorch measures against and its test checks (177
+# packages, 142 MB to download and about 640 MB installed, which no user of vkgraph needs).
 set -eu
+usage="usage: tools/setup-debian.sh [--test]"
 packages="cmake make gcc pkg-config libvulkan-dev libvulkan-volk-dev glslang-tools libcmocka-dev
-mesa-vulkan-drivers vulkan-validationlayers libcairo2-dev libpcre2-dev fonts-dejavu-core
-python3-numpy libopenblas0-pthread curl ca-certificates python3-torch libopenblas0-openmp"
+mesa-vulkan-drivers libcairo2-dev libpcre2-dev fonts-dejavu-core curl ca-certificates"
+test_packages="vulkan-validationlayers python3-numpy libopenblas0-pthread python3-torch libopenblas0-openmp"
+for arg in "$@"; do
+    case "$arg" in
+    --test) packages="$packages $test_packages" ;;
+    -h|--help) echo "$usage"; exit 0 ;;
+    *) echo "setup: unknown option '$arg'; $usage" >&2; exit 1 ;;
+    esac
+done
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

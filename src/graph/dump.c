@@ -122,12 +122,12 @@ static unsigned char *select_steps(const vkg_plan *p, vkg_dump_layers r) {
     return shown;
 }
 
-/* ", layers 3 to 5 (index 2 to 4) of 12", ", layer 1 (index 0) of 12 with the embedding" */
+/* ", layers 2 to 4 of 12", ", layer 0 of 12 with the embedding" (numbered from 0, as --layers) */
 static void range_text(vkg_dump_layers r, int n_layers, FILE *f) {
     if (full_range(r)) return;
     int end = r.end < n_layers ? r.end : n_layers;
-    if (end - r.begin == 1) fprintf(f, ", layer %d (index %d) of %d", r.begin + 1, r.begin, n_layers);
-    else fprintf(f, ", layers %d to %d (index %d to %d) of %d", r.begin + 1, end, r.begin, end - 1, n_layers);
+    if (end - r.begin == 1) fprintf(f, ", layer %d of %d", r.begin, n_layers);
+    else fprintf(f, ", layers %d to %d of %d", r.begin, end - 1, n_layers);
     if (r.begin <= 0) fprintf(f, " with the embedding%s", end >= n_layers ? " and the head" : "");
     else if (end >= n_layers) fprintf(f, " with the head");
 }

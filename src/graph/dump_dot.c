@@ -24,8 +24,8 @@ static const char *label_safe(const char *name, char *buf, size_t size) {
 }
 
 static void cluster_open(FILE *f, int layer) {
-    fprintf(f, "  subgraph cluster_layer%d {\n    label=\"layer %d (index %d)\"; style=rounded; color=\"#9999bb\";\n",
-            layer, layer + 1, layer);
+    fprintf(f, "  subgraph cluster_layer%d {\n    label=\"layer %d\"; style=rounded; color=\"#9999bb\";\n", layer,
+            layer);
 }
 
 /* --- graph --------------------------------------------------------------------------------- */

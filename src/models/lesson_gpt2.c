@@ -1,5 +1,5 @@
 /* Lesson step 7: look inside GPT-2.  Which earlier token " it" attends to most in each head of
- * layer index 4, that head 3's whole pattern as a heatmap, and Exercise 6: the heads whose
+ * layer 4 (model.h[4]), that head 3's whole pattern as a heatmap, and Exercise 6: the heads whose
  * strongest earlier token for " it" moves from " animal" to " street" when "tired" becomes
  * "wide". */
 #include "vkgraph_lesson.h"
@@ -207,7 +207,7 @@ void vkg_lesson_print_gpt2(FILE *f, const vkg_lesson_gpt2 *r) {
     const vkg_lesson_sentence *s = &r->tired;
     if (r->random_weights) fprintf(f, "%s\n", VKG_LESSON_RANDOM_NOTE);
     fprintf(f, "%d layers; %d heads per layer\n", r->n_layer, r->n_head);
-    fprintf(f, "\"%s\", layer %d (index %d):\n", s->text, r->layer + 1, r->layer);
+    fprintf(f, "\"%s\", layer %d:\n", s->text, r->layer);
     for (int h = 0; h < r->n_head; h++) {        /* f"{tokens[best]!r:12} ({weights.max():.2f})" */
         fprintf(f, "head %2d: ' it' attends most to ", h);
         print_choice(f, s, s->best[r->layer * r->n_head + h], 12);
@@ -219,8 +219,7 @@ void vkg_lesson_print_gpt2(FILE *f, const vkg_lesson_gpt2 *r) {
     int n = vkg_lesson_gpt2_moves(r, layers, heads, 64);
     for (int i = 0; i < n && i < 64; i++) {
         int k = layers[i] * r->n_head + heads[i];
-        fprintf(f, "  layer %2d (index %2d), head %2d: ' animal' (%.2f) -> ' street' (%.2f)\n", layers[i] + 1, layers[i],
-                heads[i],
+        fprintf(f, "  layer %2d, head %2d: ' animal' (%.2f) -> ' street' (%.2f)\n", layers[i], heads[i],
                 (double)r->tired.best_weight[k], (double)r->wide.best_weight[k]);
     }
     if (n == 0) fprintf(f, "  none\n");
@@ -229,7 +228,7 @@ void vkg_lesson_print_gpt2(FILE *f, const vkg_lesson_gpt2 *r) {
 
 vkg_status vkg_lesson_gpt2_heatmap(const vkg_lesson_gpt2 *r, const char *path, vkg_error *err) {
     char title[128];
-    snprintf(title, sizeof title, "GPT-2 layer %d (index %d), head %d%s", r->layer + 1, r->layer, r->head,
+    snprintf(title, sizeof title, "GPT-2 layer %d, head %d%s", r->layer, r->head,
              r->random_weights ? " \xe2\x80\x94 RANDOM WEIGHTS: this pattern means nothing" : "");
     return vkg_heatmap_write_png(path, r->tired.heat, r->tired.n_tokens, (const char *const *)r->tired.tokens, title,
                                  err);
@@ -241,10 +240,15 @@ vkg_status vkg_lesson_step_gpt2(vkg_device *dev, const char *model_dir, const ch
     vkg_status st = vkg_lesson_gpt2_run(dev, model_dir, tokenizer_dir, &r, err);
     if (st != VKG_OK) return st;
     vkg_lesson_print_gpt2(f, &r);
+    char named[64];
+    if (png_path && !png_path[0]) { /* the default: named for what it shows */
+        snprintf(named, sizeof named, VKG_LESSON_HEATMAP_PATTERN, r.layer, r.head);
+        png_path = named;
+    }
     if (png_path) {
         st = vkg_lesson_gpt2_heatmap(&r, png_path, err);
         if (st == VKG_OK)
-            fprintf(f, "heatmap of layer %d (index %d), head %d%s: %s\n", r.layer + 1, r.layer, r.head,
+            fprintf(f, "heatmap of layer %d, head %d%s: %s\n", r.layer, r.head,
                     r.random_weights ? " (RANDOM WEIGHTS)" : "", png_path);
     }
     vkg_lesson_gpt2_free(&r);

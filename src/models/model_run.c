@@ -105,7 +105,7 @@ vkg_status vkg_runner_attention(vkg_runner *r, int layer, float *out, size_t flo
     vkg_status st = vkg_session_get_output(r->session, r->gg.attention[layer], out, floats * sizeof(float), err);
     if (st != VKG_OK) return st;
     char what[64];
-    snprintf(what, sizeof what, "layer %d (index %d)'s attention", layer + 1, layer);
+    snprintf(what, sizeof what, "layer %d's attention", layer);
     st = check_outputs(r, r->gg.attention[layer], out, floats, what, err);
     if (st != VKG_OK) return st;
     /* Each query sees at least itself, so each row sums to 1.  Scores that overflowed to -Inf or

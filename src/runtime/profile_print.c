@@ -20,7 +20,7 @@ static void op_kind(const char *label, char *out, size_t size) {
     snprintf(out, size, "%.*s", (int)n, label);
 }
 
-/* The layer group of step i: "layer 4 (index 3)"; steps named outside a layer are "embed" before
+/* The layer group of step i: "layer 3" (layers numbered from 0, as every command numbers them); steps named outside a layer are "embed" before
  * the first layer's steps, "head" after the last, "other" between (or when nothing has a layer). */
 static void layer_group(const vkg_profile_session *s, int i, char *out, size_t size) {
     int first = -1, last = -1;
@@ -30,7 +30,7 @@ static void layer_group(const vkg_profile_session *s, int i, char *out, size_t s
             last = k;
         }
     int layer = vkg_profile_layer_of(s->steps[i].node);
-    if (layer >= 0) snprintf(out, size, "layer %d (index %d)", layer + 1, layer);
+    if (layer >= 0) snprintf(out, size, "layer %d", layer);
     else snprintf(out, size, "%s", first < 0 ? "other" : i < first ? "embed" : i > last ? "head" : "other");
 }
 

@@ -27,8 +27,9 @@ double test_nmse(const float *a, const float *b, size_t n) {
     return num / (den > 1e-30 ? den : 1e-30);
 }
 
-/* Debian's NumPy calls the system's libblas.so.3: with libopenblas0-pthread (tools/setup-debian.sh)
- * GPT-2 124M at T = 1024 takes seconds, with the reference BLAS minutes. */
+/* Debian's NumPy calls the system's libblas.so.3: with libopenblas0-pthread (installed by
+ * tools/setup-debian.sh --test) GPT-2 124M at T = 1024 takes seconds, with the reference BLAS
+ * minutes. */
 float *test_numpy_logits(const char *model_dir, const int32_t *ids, int n, int64_t vocab) {
     return test_numpy_logits_of("VKG_REFERENCE", model_dir, ids, n, vocab);
 }
@@ -53,7 +54,7 @@ float *test_numpy_logits_of(const char *script_env, const char *model_dir, const
     free(csv);
     if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
         fail_msg("the NumPy reference failed (status %d): /usr/bin/python3 with python3-numpy is needed "
-                 "(./tools/setup-debian.sh installs it)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+                 "(./tools/setup-debian.sh --test installs it)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
     return test_read_npy_matrix(out, n, vocab);
 }
 
