@@ -10,6 +10,13 @@ static void expect_file(const char *dir, const char *name) {
     if (stat(p, &sb) != 0) fail_msg("%s was not written", p);
 }
 
+static void f_write(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
 static void test_writes_and_runs(void **state) {
     (void)state;
     need_binary();
@@ -41,6 +48,15 @@ static void test_writes_and_runs(void **state) {
     struct stat sb;
     snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
     assert_int_not_equal(stat(p, &sb), 0);
+    /* a tokenizer not read yet: the model still runs on ids, says why, and text is refused */
+    f_write(in_tmp("qwen/tokenizer.json"), "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}");
+    r = VKG("logits", "-m", dir, "--ids", "1,2", "-o", in_tmp("q.npy"), "--device", "cpu");
+    expect_ok(&r, "logits with a tokenizer not read");
+    assert_non_null(strstr(r.err, "prompts as token ids only"));
+    assert_non_null(strstr(r.err, "Unigram"));
+    result_free(&r);
+    expect_fail(VKG("logits", "-m", dir, "-p", "hello", "-o", in_tmp("q.npy"), "--device", "cpu"), "logits",
+                "has no tokenizer");
     /* GPT-2's shapes go to gpt2-random */
     r = VKG("random", in_tmp("g"), "--shape", "gpt2-tiny", "--vocab", "64");
     expect_ok(&r, "random --shape gpt2-tiny");

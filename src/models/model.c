@@ -25,6 +25,7 @@ struct vkg_model {
     vkg_device *dev;                     /* borrowed; NULL: facts and tokenizer only */
     vkg_weight_dtype dtype;
     int random_weights;
+    char tokenizer_note[320];            /* why the folder's tokenizer is not read; "" */
 };
 
 struct vkg_context {
@@ -139,7 +140,19 @@ vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_opti
                                  : m->dec->facts.weight_dtype == VKG_BF16 ? VKG_WEIGHTS_BF16
                                                                           : VKG_WEIGHTS_F32;
     const char *tok_dir = o.tokenizer_dir ? o.tokenizer_dir : dir;
-    if (st == VKG_OK && !o.no_tokenizer && (o.tokenizer_dir || vkg_tokenizer_present(tok_dir))) st = vkg_tokenizer_load(tok_dir, &m->tok, err);
+    if (st == VKG_OK && !o.no_tokenizer && (o.tokenizer_dir || vkg_tokenizer_present(tok_dir))) {
+        vkg_error tok_err = {0};
+        st = vkg_tokenizer_load(tok_dir, &m->tok, &tok_err);
+        /* A Llama-family folder whose own tokenizer is not read yet still runs on token ids: the
+         * reason is kept as a note, and a command that needs text says it has no tokenizer. */
+        if (st != VKG_OK && st != VKG_ERR_OUT_OF_MEMORY && !o.tokenizer_dir &&
+            strcmp(m->dec->facts.architecture, "gpt2") != 0) {
+            snprintf(m->tokenizer_note, sizeof m->tokenizer_note, "prompts as token ids only: %.120s", tok_err.message);
+            st = VKG_OK;
+        } else if (st != VKG_OK) {
+            vkg_error_set(err, st, "%s", tok_err.message);
+        }
+    }
     if (st != VKG_OK) {
         vkg_model_free(m);
         return st;
@@ -178,7 +191,8 @@ vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_erro
     info->dtype = m->dtype;
     info->weights_transposed = f->weights_transposed;
     info->random_weights = m->random_weights;
-    snprintf(info->note, sizeof info->note, "%s", f->note);
+    snprintf(info->note, sizeof info->note, "%.100s%s%.150s", f->note, f->note[0] && m->tokenizer_note[0] ? "; " : "",
+             m->tokenizer_note);
     return VKG_OK;
 }
 
