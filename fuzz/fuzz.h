@@ -45,8 +45,9 @@ void fuzz_split(const uint8_t *data, size_t size, const uint8_t **a, size_t *a_l
  * vocabulary), for the tokenizer targets. */
 typedef struct vkg_tokenizer vkg_tokenizer;
 void fuzz_check_round_trip(const vkg_tokenizer *t, const char *text, size_t len);
-void fuzz_check_tokenizer(const vkg_tokenizer *t);
+/* exact: the tokenizer must give back the bytes it encoded (byte-level vocab files). */
+void fuzz_check_tokenizer(const vkg_tokenizer *t, int exact);
 /* Loads the tokenizer in dir; a failure must carry a message, a success the invariants above. */
-void fuzz_check_tokenizer_dir(const char *dir);
+void fuzz_check_tokenizer_dir(const char *dir, int exact);
 
 #endif

@@ -2,7 +2,9 @@
  * axes and options, run on the CPU executor.  The input is a little program: each op's byte
  * picks a builder, the next bytes its operands (an index into the tensors made so far, or a
  * handle that is none or not of this graph) and its numbers (extents from 0 to 2^62, negative
- * ones, axes out of range).  Whatever it builds:
+ * ones, axes out of range), read in that order: one read per statement, never two among a call's
+ * arguments, whose order of evaluation C leaves to the compiler (gcc and clang differ, and an
+ * input would build another graph under each).  Whatever it builds:
  *   - every builder either returns a tensor with a sane shape or puts the graph in an error
  *     state with a message, and every later call keeps it there;
  *   - a graph without error compiles, or is refused with a message;
@@ -122,23 +124,37 @@ static void leaf(build *b, reader *r, int kind) {
 }
 
 static void op(build *b, reader *r) {
-    unsigned code = u8(r) % 30;
+    /* codes are bytes mod 30, but for 250 .. 253: the ops added after the corpus was grown (its
+     * programs use none of those bytes as codes, so they keep their meaning) */
+    const unsigned raw = u8(r), code = raw >= 250 && raw <= 253 ? 30 + (raw - 250) : raw % 30;
     vkg_graph *g = b->g;
-    vkg_tensor x = operand(b, r), y = operand(b, r);
+    const vkg_tensor x = operand(b, r);
+    const vkg_tensor y = operand(b, r);
     int64_t shape[8];
     int axes[8];
     switch (code) {
     case 0: case 1: case 2: case 3: case 4: leaf(b, r, (int)code); return;
-    case 5: keep(b, vkg_matmul(g, x, y, u8(r) & 1 ? operand(b, r) : VKG_NONE, u8(r) % 5)); return;
+    case 5: {
+        const vkg_tensor bias = u8(r) & 1 ? operand(b, r) : VKG_NONE;
+        keep(b, vkg_matmul(g, x, y, bias, u8(r) % 5));
+        return;
+    }
     case 6: keep(b, vkg_add(g, x, y)); return;
     case 7: keep(b, vkg_mul(g, x, y)); return;
     case 8: keep(b, vkg_scale(g, x, number(r))); return;
     case 9: keep(b, vkg_softmax(g, x)); return;
-    case 10: keep(b, vkg_mask_causal(g, x, (int32_t)(int8_t)u8(r), u8(r) & 1 ? y : VKG_NONE)); return;
-    case 11: keep(b, vkg_mask(g, x, y, (vkg_mask_kind)(u8(r) % 3))); return;
-    case 12: keep(b, vkg_layernorm(g, x, u8(r) & 1 ? y : VKG_NONE, u8(r) & 1 ? operand(b, r) : VKG_NONE,
-                                   u8(r) & 1 ? 1e-5f : number(r)));
+    case 10: {
+        const int32_t offset = (int8_t)u8(r);
+        keep(b, vkg_mask_causal(g, x, offset, u8(r) & 1 ? y : VKG_NONE));
         return;
+    }
+    case 11: keep(b, vkg_mask(g, x, y, (vkg_mask_kind)(u8(r) % 3))); return;
+    case 12: {
+        const vkg_tensor gamma = u8(r) & 1 ? y : VKG_NONE;
+        const vkg_tensor beta = u8(r) & 1 ? operand(b, r) : VKG_NONE;
+        keep(b, vkg_layernorm(g, x, gamma, beta, u8(r) & 1 ? 1e-5f : number(r)));
+        return;
+    }
     case 13: keep(b, vkg_gelu(g, x)); return;
     case 14: keep(b, vkg_gelu_erf(g, x)); return;
     case 15: keep(b, vkg_quick_gelu(g, x)); return;
@@ -155,13 +171,43 @@ static void op(build *b, reader *r) {
         for (int i = 0; i < 8; i++) axes[i] = (int)(u8(r) % 6) - 1;
         keep(b, vkg_permute(g, x, axes));
         return;
-    case 21: keep(b, vkg_transpose(g, x, (int)(u8(r) % 6) - 1, (int)(u8(r) % 6) - 1)); return;
-    case 22: keep(b, vkg_slice(g, x, (int)(u8(r) % 6) - 1, (int8_t)u8(r), u8(r) < 240 ? u8(r) % 6 : extent(r)));
+    case 21: {
+        const int a0 = (int)(u8(r) % 6) - 1;
+        keep(b, vkg_transpose(g, x, a0, (int)(u8(r) % 6) - 1));
         return;
+    }
+    case 22: {
+        const int axis = (int)(u8(r) % 6) - 1;
+        const int64_t start = (int8_t)u8(r);
+        keep(b, vkg_slice(g, x, axis, start, u8(r) < 240 ? u8(r) % 6 : extent(r)));
+        return;
+    }
     case 23: keep(b, vkg_concat(g, x, y, (int)(u8(r) % 6) - 1)); return;
     case 24: keep(b, vkg_copy(g, x)); return;
-    case 25: keep(b, vkg_write_at(g, x, y, (int)(u8(r) % 6) - 1, (int8_t)u8(r), u8(r) & 1 ? operand(b, r) : VKG_NONE));
+    case 25: {
+        const int axis = (int)(u8(r) % 6) - 1;
+        const int64_t at = (int8_t)u8(r);
+        keep(b, vkg_write_at(g, x, y, axis, at, u8(r) & 1 ? operand(b, r) : VKG_NONE));
         return;
+    }
+    /* the operands of the ops below are read in order (one statement each) */
+    case 30: {
+        vkg_tensor w = u8(r) & 1 ? y : VKG_NONE;
+        keep(b, vkg_rms_norm(g, x, w, u8(r) & 1 ? 1e-6f : number(r)));
+        return;
+    }
+    case 31: {
+        int32_t offset = (int8_t)u8(r);
+        keep(b, vkg_rope(g, x, y, offset, u8(r) & 1 ? operand(b, r) : VKG_NONE));
+        return;
+    }
+    case 32: keep(b, vkg_swiglu(g, x, y)); return;
+    case 33: {
+        int32_t offset = (int8_t)u8(r);
+        vkg_tensor dyn = u8(r) & 1 ? y : VKG_NONE;
+        keep(b, vkg_mask_causal_window(g, x, offset, dyn, u8(r)));
+        return;
+    }
     case 26: {
         char name[16];
         snprintf(name, sizeof name, "n%u", u8(r) % 8);
@@ -196,8 +242,8 @@ static int all_finite(const float *x, int64_t n) {
 }
 
 /* Float kernels and the reference (which sums in double) part ways only where float arithmetic
- * overflows: a layernorm squares its inputs, so values beyond about 1e19 give inf in float and a
- * finite answer in double.  Outputs are compared when no value of any node is NaN or a finite
+ * overflows: a product (mul, matmul) of values beyond about 1e19 gives inf in float and a finite
+ * answer in double.  Outputs are compared when no value of any node is NaN or a finite
  * value beyond 1e15 (infinities, as masks make, are fine). */
 static int tame(const vkg_graph *g, float **values) {
     for (vkg_tensor t = 0; t < g->n_nodes; t++) {

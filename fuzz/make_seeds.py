@@ -107,6 +107,11 @@ def seeds_tokenizers():
     put("tokenizer_json", "pairs.json", json.dumps(tj))
     tj["model"]["type"] = "WordPiece"
     put("tokenizer_json", "wordpiece.json", json.dumps(tj))
+    # every family's components: the test tokenizers of tests/data/tokenizers/
+    families = os.path.join(HERE, "..", "tests", "data", "tokenizers")
+    for name in sorted(os.listdir(families)):
+        with open(os.path.join(families, name, "tokenizer.json"), "rb") as f:
+            put("tokenizer_json", "family_" + name + ".json", f.read())
 
 
 def seeds_prompt():
@@ -186,6 +191,42 @@ def seeds_graph():
              bytes([22, 2, 0, 1, 0, 0, 2]) + bytes([23, 3, 3, 1]) + bytes([24, 4, 0]) + bytes([OUT, 5, 0, 0]) + b"\x20")
     put("graph", "views", views)
     put("graph", "huge", leaf(I, 3, [1 << 8, 1, 1], 0)[:4] + bytes([0xE6, 0xE6, 0xE6, 0, 0, 0, 0, 0, 0]))
+    # the Llama ops (codes 250 .. 253): rms_norm, rope over a [6, 4] table, swiglu, a windowed mask
+    RMS, ROPE, SWIGLU, WINDOW = 250, 251, 252, 253
+    llama = (leaf(I, 2, [3, 4], 0) + leaf(C, 1, [4], 1) + leaf(C, 2, [6, 4], 2) + bytes([RMS, 0, 1, 1, 1]) +
+             bytes([ROPE, 3, 2, 1, 0]) + bytes([SWIGLU, 4, 3]) + bytes([WINDOW, 5, 0, 0, 0, 2]) +
+             bytes([OUT, 6, 0, 0]) + b"\x00")
+    put("graph", "llama", llama)
+
+
+def seeds_template():
+    """Each chat template of tests/data/templates/ with one of its conversations, and a few small
+    templates that reach the refusals and the bounds."""
+    tdir = os.path.join(HERE, "..", "tests", "data", "templates")
+    with open(os.path.join(tdir, "conversations.json"), encoding="utf-8") as f:
+        convs = json.load(f)
+    names = sorted(n for n in os.listdir(tdir) if n.endswith(".json") and n not in ("conversations.json", "golden.json"))
+    conv_names = sorted(convs)
+    for i, name in enumerate(names):
+        with open(os.path.join(tdir, name), encoding="utf-8") as f:
+            tpl = json.load(f)["chat_template"]
+        conv = convs[conv_names[i % len(conv_names)]]
+        put("template", name[:-5], tpl.encode() + SEP + json.dumps(conv, ensure_ascii=False).encode())
+    small = {
+        "loop_vars": "{% for m in messages %}{{ loop.index }}{{ loop.revindex0 }}{{ loop.first }}{% endfor %}",
+        "namespace": "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}",
+        "macro": "{% macro f(x, y='d') %}[{{ x }}{{ y }}]{% endmacro %}{{ f(1) }}{{ f(2, y=3) }}",
+        "filters": "{{ messages | map(attribute='role') | join(', ') | upper }}{{ messages | tojson(indent=2) }}",
+        "slices": "{{ 'héllo'[::-1] }}{{ messages[1:] | length }}{{ 'a b'.split() }}",
+        "refused_filter": "{{ x | wordwrap }}",
+        "refused_statement": "{% include 'x' %}",
+        "raise": "{{ raise_exception('no') }}",
+        "loop_bound": "{% for i in range(100000) %}{% for j in range(100) %}{% endfor %}{% endfor %}",
+        "output_bound": "{% for i in range(100000) %}{{ 'xxxxxxxxxx' }}{% endfor %}",
+        "whitespace": "  {%- if true -%}\n  a  {# c #}\n  {%+ if 1 %}b{% endif %}\n{{- ' c ' -}}\n{% endif %}\n",
+    }
+    for name, tpl in small.items():
+        put("template", name, tpl.encode() + SEP + b'[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]')
 
 
 if __name__ == "__main__":
@@ -197,3 +238,4 @@ if __name__ == "__main__":
     seeds_npy()
     seeds_pipeline_cache()
     seeds_graph()
+    seeds_template()

@@ -60,7 +60,8 @@ typedef enum vkg_status {
     VKG_ERR_TIMEOUT,            /* the GPU did not finish in time                       */
     VKG_ERR_UNSUPPORTED,        /* valid request the device or build cannot serve       */
     VKG_ERR_NOT_FOUND,          /* a named thing (tensor, token, file) does not exist   */
-    VKG_ERR_NOT_FINITE          /* a result holds NaN or Inf (an overflow): no answer   */
+    VKG_ERR_NOT_FINITE,         /* a result holds NaN or Inf (an overflow): no answer   */
+    VKG_ERR_CANCELLED           /* a callback of the caller's asked to stop             */
 } vkg_status;
 
 /* A message for the human, filled by fallible calls when non-NULL. */
@@ -325,6 +326,10 @@ vkg_status vkg_session_get_output(vkg_session *s, vkg_tensor output, void *data,
 /* Reads (or zeroes, data == NULL) a state tensor. */
 vkg_status vkg_session_get_state(vkg_session *s, vkg_tensor state, void *data, size_t bytes,
                                  vkg_error *err);
+/* Writes a state tensor (bytes must equal its size): a KV cache saved with
+ * vkg_session_get_state, put back. */
+vkg_status vkg_session_set_state(vkg_session *s, vkg_tensor state, const void *data, size_t bytes,
+                                 vkg_error *err);
 vkg_status vkg_session_reset_state(vkg_session *s, vkg_error *err);
 
 /* Profiling.  A session with profiling on records every run and every step of it (Vulkan
@@ -378,14 +383,23 @@ typedef struct vkg_step_comparison {
     float worst_value, worst_reference;
     int64_t nonfinite_mismatches;  /* positions where inf or NaN appear on one side only     */
     int fails;                     /* nmse above the threshold, or a non-finite mismatch      */
+    /* The drift: the same measures for a copy of `test` that ran every step before this one on
+     * what it computed itself, as a plain run does.  It carries the rounding of all those steps,
+     * so it is shown, never held to the threshold. */
+    double drift_nmse, drift_max_abs_diff;
+    int64_t drift_nonfinite_mismatches;
 } vkg_step_comparison;
 
 /* Runs the plan of `test` and `reference` (two sessions of the same vkg_plan, usually on two
- * devices, with the same inputs and indices set) one step at a time, and compares what each step
- * wrote.  On VKG_OK, *out holds one entry per step (free it with free()), *first_failure the
- * first step whose entry fails, or -1.  Each step of `test` reads what `test` computed before
- * it, so the first failing step is where the devices part ways.  Both sessions end as a full
- * run leaves them. */
+ * devices, with the same inputs, indices and states set) one step at a time, and compares what
+ * each step wrote.  Each step is judged on its own inputs: before `test` runs it, every byte
+ * range the step binds, constants aside, is set from `reference`, so its difference is its own
+ * rounding against the op's threshold (the weights stay each side's own: a corrupted weight is
+ * found at the first step that reads it, and only there).  Beside it, the drift: a third
+ * session on test's device, sharing its constants, runs the plan freely from test's inputs and
+ * states, and is compared at every step too.  On VKG_OK, *out holds one entry per step (free it
+ * with free()), *first_failure the first step whose entry fails, or -1.  `reference` ends as a
+ * full run leaves it; `test` holds the reference's values where it was given them. */
 vkg_status vkg_session_compare(vkg_session *test, vkg_session *reference, vkg_step_comparison **out,
                                int *first_failure, vkg_error *err);
 

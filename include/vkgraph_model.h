@@ -39,9 +39,12 @@ extern "C" {
 #endif
 
 /* ---------------------------------------------------------------------------------------------
- * Tokenizer: GPT-2's byte-level BPE, UTF-8 bytes <-> token ids.  "<|endoftext|>" inside a text
- * is plain text (the reference encoder's behaviour); decode(encode(x)) == x byte for byte.  A
- * loaded tokenizer is read-only: encode and decode may run on several threads at once.
+ * Tokenizer: a Hugging Face tokenizer (tokenizer.json's BPE pipelines: GPT-2, Llama 2/3,
+ * Mistral, Qwen2/3, SmolLM2; or GPT-2's vocab.json + merges.txt / encoder.json + vocab.bpe),
+ * UTF-8 bytes <-> token ids, as transformers' fast tokenizers give them (docs/TOKENIZERS.md).
+ * By default encode is tokenizer(text)["input_ids"]: special tokens written in the text are
+ * read as those tokens and the post-processor's tokens (Llama's BOS) are added.  A loaded
+ * tokenizer is read-only: encode and decode may run on several threads at once.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct vkg_tokenizer vkg_tokenizer;
@@ -61,14 +64,23 @@ int32_t vkg_tokenizer_eot(const vkg_tokenizer *t);        /* <|endoftext|>, -1 i
 /* text need not be NUL-terminated.  Invalid UTF-8 (a stray continuation byte, a truncated or
  * overlong sequence, an encoded surrogate, a code point above U+10FFFF) gives
  * VKG_ERR_INVALID_ARGUMENT with the byte offset.  On success the caller frees *ids (it is NULL
- * when *n is 0). */
+ * when *n is 0).  vkg_tokenizer_encode is vkg_tokenizer_encode_with(..., 0, ...). */
 vkg_status vkg_tokenizer_encode(const vkg_tokenizer *t, const char *text, size_t len, int32_t **ids,
                                 size_t *n, vkg_error *err);
-/* An id outside the vocabulary gives VKG_ERR_INVALID_ARGUMENT naming it and its position.  On
- * success the caller frees *text, which holds *len bytes plus a terminating NUL. */
+/* Switches of vkg_tokenizer_encode_with; 0 is transformers' default. */
+#define VKG_TOKENIZE_NO_SPECIAL 1u    /* add_special_tokens=False: no BOS/EOS from the post-processor */
+#define VKG_TOKENIZE_SPLIT_SPECIAL 2u /* split_special_tokens=True: special tokens in the text are plain
+                                         text (as OpenAI's GPT-2 encoder reads "<|endoftext|>") */
+vkg_status vkg_tokenizer_encode_with(const vkg_tokenizer *t, const char *text, size_t len, unsigned flags,
+                                     int32_t **ids, size_t *n, vkg_error *err);
+/* tokenizer.decode(ids) (special tokens kept).  An id outside the vocabulary gives
+ * VKG_ERR_INVALID_ARGUMENT naming it and its position.  On success the caller frees *text, which
+ * holds *len bytes plus a terminating NUL.  Byte-level tokens give their bytes as they are, so a
+ * prefix of ids may end inside a character. */
 vkg_status vkg_tokenizer_decode(const vkg_tokenizer *t, const int32_t *ids, size_t n, char **text,
                                 size_t *len, vkg_error *err);
-/* The raw bytes of one token (not NUL-terminated), NULL if id is not in the vocabulary. */
+/* The bytes of one token as decoded alone (not NUL-terminated; U+2581 of SentencePiece
+ * vocabularies a space, <0xNN> its byte), NULL if id is not in the vocabulary. */
 const char *vkg_tokenizer_token_bytes(const vkg_tokenizer *t, int32_t id, size_t *len);
 
 /* ---------------------------------------------------------------------------------------------
@@ -94,10 +106,17 @@ typedef enum vkg_weight_dtype {
 /* "f32", "f16", "bf16", "as stored". */
 const char *vkg_weight_dtype_name(vkg_weight_dtype d);
 
+/* Called while the weights load, with the fraction read so far (0 at the start, 1 at the end,
+ * rising in between, once per tensor).  Return nonzero to go on, 0 to cancel: vkg_model_open
+ * then frees what it loaded and returns VKG_ERR_CANCELLED. */
+typedef int (*vkg_progress_callback)(void *user, float fraction);
+
 typedef struct vkg_model_options {
     vkg_weight_dtype dtype;     /* default VKG_WEIGHTS_AS_STORED                                */
     const char *tokenizer_dir;  /* NULL: the model folder's own tokenizer, if it has one        */
     int no_tokenizer;           /* load no tokenizer (a model for graphs and ids only)          */
+    vkg_progress_callback progress; /* NULL: none                                               */
+    void *progress_user;        /* passed to progress                                           */
 } vkg_model_options;
 
 void vkg_model_options_default(vkg_model_options *o);
@@ -297,6 +316,30 @@ vkg_status vkg_context_get_logits(vkg_context *ctx, float *out, size_t floats, v
  * the cache (keys after a query's own position are exactly 0).  floats must be n_head * n * L. */
 vkg_status vkg_context_get_attention(vkg_context *ctx, int layer, float *out, size_t floats, vkg_error *err);
 
+/* The last feed's logits of chosen rows: rows[i] is a token of that feed (0 its first, n - 1
+ * its last; negative counts from the end, -1 the last), out gets n_rows * n_vocab floats in the
+ * order asked.  A VKG_LOGITS_ALL context has every row; a VKG_LOGITS_LAST one only the last.
+ * A row outside the feed is VKG_ERR_INVALID_ARGUMENT naming it. */
+vkg_status vkg_context_get_logits_rows(vkg_context *ctx, const int *rows, int n_rows, float *out, size_t floats,
+                                       vkg_error *err);
+
+/* ---- saving and loading a context's state -----------------------------------------------------
+ * A state holds a context's tokens (with a token vkg_context_generate left pending), the KV
+ * cache rows they filled, the prediction after the last token (VKG_LOGITS_LAST contexts), and
+ * vkg_context_generate's sampler (its options and where its random stream is).  Loaded into a
+ * context of the same model (any n_ctx that holds the tokens, the same logits mode for the
+ * logits to come back), the next feed gives the same logits bit for bit as it would have given
+ * in the saved context, and generation goes on with the same tokens.  A state is for the
+ * build and machine that wrote it (numbers in the machine's byte order; another byte order or
+ * version is refused).  A state that does not fit the context (another model's shapes, more
+ * tokens than n_ctx) is VKG_ERR_INVALID_ARGUMENT; a damaged or cut-short one VKG_ERR_FORMAT;
+ * the context is unchanged by either, and left empty by an error while writing the cache. */
+/* *data: a buffer of *bytes bytes the caller frees with free(). */
+vkg_status vkg_context_state_save(vkg_context *ctx, void **data, size_t *bytes, vkg_error *err);
+vkg_status vkg_context_state_load(vkg_context *ctx, const void *data, size_t bytes, vkg_error *err);
+vkg_status vkg_context_state_save_file(vkg_context *ctx, const char *path, vkg_error *err);
+vkg_status vkg_context_state_load_file(vkg_context *ctx, const char *path, vkg_error *err);
+
 /* ---- sampling and streaming ------------------------------------------------------------------ */
 
 /* The next token from logits, in transformers' order: repetition penalty, then greedy
@@ -308,8 +351,10 @@ typedef struct vkg_sampling_options {
     float top_p;          /* >= 1 (or <= 0): no limit                                         */
     float min_p;          /* 0: no limit; else in (0, 1], relative to the best token          */
     float repeat_penalty; /* 1: none; else > 0, dividing a positive logit, multiplying others */
-    int repeat_last_n;    /* the penalty's window: 0 none, -1 the whole context               */
+    int repeat_last_n;    /* the penalties' window: 0 none, -1 the whole context              */
     uint64_t seed;
+    float frequency_penalty; /* 0: none; subtracted once per occurrence in the window          */
+    float presence_penalty;  /* 0: none; subtracted once from every id in the window           */
 } vkg_sampling_options;
 
 /* temperature 1, no top-k, top-p or min-p, no penalty (window 64), seed 0. */
@@ -323,6 +368,66 @@ int vkg_sampling_is_greedy(const vkg_sampling_options *o);
 /* The largest finite logit's id (the lowest among equals): the greedy choice; 0 when none is
  * finite. */
 int32_t vkg_argmax(const float *logits, int n);
+
+/* ---- sampler chains ------------------------------------------------------------------------------
+ * A sampler chain chooses a token from any logits row (vkg_context_get_logits, a row of
+ * VKG_LOGITS_ALL, logits of one's own): stages added in order narrow a candidate set, and the
+ * last stage chooses.  vkg_context_generate runs the same chain, built from its
+ * vkg_sampling_options by vkg_sampler_chain_from_options.
+ *
+ *   vkg_sampler_chain *c;  vkg_sampler_chain_new(n_vocab, &c, &err);
+ *                          vkg_sampler_chain_add_penalties(c, 64, 1.1f, 0.0f, 0.0f, &err);
+ *                          vkg_sampler_chain_add_top_k(c, 40, &err);
+ *                          vkg_sampler_chain_add_temperature(c, 0.8f, &err);
+ *                          vkg_sampler_chain_add_top_p(c, 0.95f, &err);
+ *                          vkg_sampler_chain_add_dist(c, seed, &err);
+ *   per token:             vkg_sampler_chain_sample(c, logits, n_vocab, &id, &err);
+ *                          vkg_sampler_chain_accept(c, id, &err);   (the penalties' history)
+ *
+ * The stages (see docs/API.md, "Sampling, state and progress", for the exact arithmetic):
+ *   penalties    first in the chain if at all: each distinct id among the last `last_n`
+ *                accepted tokens (-1: all of them) has its logit divided by `repeat` when
+ *                positive, multiplied by it otherwise, then lowered by frequency * its count
+ *                and by presence;
+ *   temperature  T <= 0 keeps only the best token (greedy); else probabilities follow
+ *                softmax(logit / T), T multiplying any earlier temperature;
+ *   top_k        k <= 0: no limit; else the k best (largest logit, the lower id among equals);
+ *   top_p        p >= 1 or <= 0: no limit; else the shortest run of best tokens whose
+ *                probabilities sum to at least p of the set's;
+ *   min_p        p <= 0: no limit; else the tokens whose probability is at least p times the
+ *                best one's;
+ *   greedy       the best token (ends the chain);
+ *   dist         a draw from the set's probabilities, from a generator seeded with `seed`
+ *                (ends the chain; the same seed gives the same tokens on every machine).
+ * A chain that ends without greedy or dist chooses the best token left.  Logits may hold -inf
+ * (never chosen); a NaN or +inf is refused (VKG_ERR_INVALID_ARGUMENT naming the id), and so is
+ * a row where every logit is -inf.  A chain is not thread-safe; use one per thread. */
+typedef struct vkg_sampler_chain vkg_sampler_chain;
+
+vkg_status vkg_sampler_chain_new(int n_vocab, vkg_sampler_chain **out, vkg_error *err);
+/* The chain vkg_context_generate runs for o: penalties (when any is set; window
+ * o->repeat_last_n), then greedy when vkg_sampling_is_greedy(o), else top-k, temperature, top-p,
+ * min-p and a draw seeded with o->seed. */
+vkg_status vkg_sampler_chain_from_options(const vkg_sampling_options *o, int n_vocab, vkg_sampler_chain **out,
+                                          vkg_error *err);
+void vkg_sampler_chain_free(vkg_sampler_chain *c); /* NULL is fine */
+/* Adding a stage after greedy or dist, penalties after another stage, or a value out of range
+ * (a NaN, a negative penalty, last_n < -1) is VKG_ERR_INVALID_ARGUMENT; the chain is unchanged. */
+vkg_status vkg_sampler_chain_add_penalties(vkg_sampler_chain *c, int last_n, float repeat, float frequency,
+                                           float presence, vkg_error *err);
+vkg_status vkg_sampler_chain_add_temperature(vkg_sampler_chain *c, float t, vkg_error *err);
+vkg_status vkg_sampler_chain_add_top_k(vkg_sampler_chain *c, int k, vkg_error *err);
+vkg_status vkg_sampler_chain_add_top_p(vkg_sampler_chain *c, float p, vkg_error *err);
+vkg_status vkg_sampler_chain_add_min_p(vkg_sampler_chain *c, float p, vkg_error *err);
+vkg_status vkg_sampler_chain_add_greedy(vkg_sampler_chain *c, vkg_error *err);
+vkg_status vkg_sampler_chain_add_dist(vkg_sampler_chain *c, uint64_t seed, vkg_error *err);
+/* Chooses a token from logits[0..n) (n must be the chain's n_vocab).  Does not accept it. */
+vkg_status vkg_sampler_chain_sample(vkg_sampler_chain *c, const float *logits, size_t n, int32_t *token,
+                                    vkg_error *err);
+/* Adds token to the history the penalties read (a prompt's tokens too, one by one). */
+vkg_status vkg_sampler_chain_accept(vkg_sampler_chain *c, int32_t token, vkg_error *err);
+/* Forgets the history and starts the draw's generator again from its seed. */
+void vkg_sampler_chain_reset(vkg_sampler_chain *c);
 
 /* Why vkg_context_generate stopped. */
 typedef enum vkg_stop_reason {

@@ -1,6 +1,7 @@
 // Fused attention (params/attention.h): one invocation per query row.  A workgroup takes WG
-// consecutive rows of one batch entry (b0, b1), so its invocations read the same key and value
-// rows at each step of the walk: the same cache lines.  (Fetching each row once per subgroup and
+// consecutive rows of one batch entry (b0, b1), or with grouped-query attention of one b0 (its
+// b1 heads one after another), so its invocations read the same key and value rows at each step
+// of the walk: the same cache lines.  (Fetching each row once per subgroup and
 // handing it on with subgroupBroadcast was measured slower on llvmpipe.)  Each
 // invocation walks its visible keys once, keeping the online softmax (running max m, sum l, the
 // output acc, rescaled when m grows) in registers; no [T, S] matrix is stored.
@@ -10,7 +11,8 @@
 // keys l, l + S, l + 2S, ... (S lanes), each keeping an online softmax of its own; the lanes'
 // states then merge (the largest max, every sum and output rescaled to it, added across the
 // subgroup).  One decode row per invocation left 7 of llvmpipe's 8 lanes idle and walked the
-// keys one by one.  The workgroup must be whole subgroups (one, as the host dispatches it).
+// keys one by one.  The workgroup must be whole subgroups: one, or with grouped-query attention
+// one per head of a group, so that a group's heads walk their shared keys together.
 //
 // Include after declaring the bindings (Q, K, V, o_data, indices) and defining LOAD_Q(row, d4),
 // LOAD_K(row, d4) and LOAD_V(row, d4): elements 4 d4 .. 4 d4 + 3 of the row that starts at
@@ -34,12 +36,17 @@ void main() {
     // Rows per unit: a workgroup's tile, or with SPLIT_KEYS one row per subgroup.
     uint rows = SPLIT_KEYS ? gl_NumSubgroups : gl_WorkGroupSize.x;
     uint lane = SPLIT_KEYS ? gl_SubgroupInvocationID : 0u, lanes = SPLIT_KEYS ? gl_SubgroupSize : 1u;
-    uint tiles = (p.T + rows - 1u) / rows;       // units per batch entry
-    uint units = p.batch0 * p.batch1 * tiles;
+    // Grouped-query attention: the rows of a b0 entry as one run (b1 major), so that one unit
+    // holds the query heads of a key/value head (a decode step's G heads) and reads it once.
+    bool grouped = VKG_ATTENTION_GROUPED(p);
+    uint run = grouped ? p.batch1 * p.T : p.T;   // rows sharing keys and values
+    uint tiles = (run + rows - 1u) / rows;       // units per run
+    uint units = (grouped ? p.batch0 : p.batch0 * p.batch1) * tiles;
     for (uint u = vkg_group_index(); u < units; u += vkg_group_count()) {
-        uint bb = u / tiles, t = (u % tiles) * rows + (SPLIT_KEYS ? gl_SubgroupID : gl_LocalInvocationID.x);
-        if (t >= p.T) continue;
-        uint b1 = bb % p.batch1, b0 = bb / p.batch1;
+        uint bb = u / tiles, tr = (u % tiles) * rows + (SPLIT_KEYS ? gl_SubgroupID : gl_LocalInvocationID.x);
+        if (tr >= run) continue;
+        uint t = grouped ? tr % p.T : tr;
+        uint b1 = grouped ? tr / p.T : bb % p.batch1, b0 = grouped ? bb : bb / p.batch1;
         uint q_row = p.q_offset + b0 * p.q_stride_b0 + b1 * p.q_stride_b1 + t * p.q_stride_t;
         uint k_base = p.k_offset + b0 * p.k_stride_b0 + b1 * p.k_stride_b1;
         uint v_base = p.v_offset + b0 * p.v_stride_b0 + b1 * p.v_stride_b1;

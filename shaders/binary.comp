@@ -31,8 +31,9 @@ void main() {
         float v;
         if (p.op == VKG_BINARY_ADD) v = x + y;
         else if (p.op == VKG_BINARY_MUL) v = x * y;
+        else if (p.op == VKG_BINARY_MASK) v = (yb & 0x7fffffffu) != 0u ? x : vkg_neg_inf();
         else if (p.op == VKG_BINARY_SWIGLU) v = vkg_activation(VKG_UNARY_SILU, x) * y;
-        else v = (yb & 0x7fffffffu) != 0u ? x : vkg_neg_inf();
+        else v = vkg_unknown_code();
         o[p.out_offset + i] = v;
     }
 }

@@ -69,16 +69,27 @@ float vkg_gated(float x, float gate) {
     return (floatBitsToUint(gate) << 1) == 0u ? uintBitsToFloat(0x80000000u) : x * gate;
 }
 
+// A quiet NaN: what a shader computes for an op code it does not know.  The host never sends
+// one (the plan check refuses them), so a NaN there means a code added to a params/*.def table
+// without its line in the shaders, which every test comparing values then sees.
+float vkg_unknown_code() {
+    return uintBitsToFloat(0x7fc00000u);
+}
+
 // The activation `op` (a VKG_UNARY_* activation code; VKG_UNARY_COPY leaves x as it is).  The
 // sigmoid-gated ones share one sigmoid, so the epilogue's code stays small.  GLSL has no switch
-// the compiler checks for completeness: a new row of params/unary_ops.def needs its line here.
+// the compiler checks for completeness: a new row of params/unary_ops.def needs its line here,
+// and without one its code gives NaN.
 float vkg_activation(uint op, float x) {
     if (op == VKG_UNARY_COPY) return x;
     if (op == VKG_UNARY_RELU) return x > 0.0 ? x : 0.0; // NaN -> 0 on every driver (max(NaN, 0) is undefined in SPIR-V)
     if (op == VKG_UNARY_GELU_ERF) return vkg_gated(x, vkg_normal_cdf(x));
+    float z;
     // 0.5 (1 + tanh(u)) = sigmoid(2 u): the tanh GELU without 1 + tanh(u) cancelling for u << 0
-    float z = op == VKG_UNARY_GELU ? 1.5957691216057308 * (x + 0.044715 * x * x * x)
-            : op == VKG_UNARY_QUICK_GELU ? 1.702 * x : x;
+    if (op == VKG_UNARY_GELU) z = 1.5957691216057308 * (x + 0.044715 * x * x * x);
+    else if (op == VKG_UNARY_QUICK_GELU) z = 1.702 * x;
+    else if (op == VKG_UNARY_SILU) z = x;
+    else return vkg_unknown_code();
     return vkg_gated(x, vkg_sigmoid(z));
 }
 

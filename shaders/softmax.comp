@@ -27,6 +27,8 @@ float score(uint j) {
         if ((mask_bits[g_mask + j * p.mask_strides[3]] & 0x7fffffffu) == 0u) s = vkg_neg_inf();
     } else if (p.mask_kind == VKG_SOFTMAX_MASK_ADDITIVE) {
         s += uintBitsToFloat(mask_bits[g_mask + j * p.mask_strides[3]]);
+    } else if (p.mask_kind != VKG_SOFTMAX_MASK_NONE) {
+        s = vkg_unknown_code();
     }
     return s;
 }

@@ -480,6 +480,16 @@ static void test_compare(void **state) {
     assert_non_null(strstr(r.out, "steps within their thresholds"));
     assert_non_null(strstr(r.out, "attention+scale+causal"));
     assert_null(strstr(r.out, "FAIL"));
+    assert_non_null(strstr(r.out, "drift nmse"));
+    assert_non_null(test_line_with(r.out, "drift (running freely): largest nmse"));
+    result_free(&r);
+    /* one decode step over a cache its own prefill filled on each device */
+    r = VKG("compare", "-m", tiny, "--ids", ids_csv, "--decode");
+    expect_ok(&r, "compare --decode");
+    assert_non_null(strstr(r.out, "GPT-2 decode step at position 11 over a KV cache of 12 positions (11 prefilled)"));
+    assert_non_null(strstr(r.out, "h.0.attn.kv_cache.write"));
+    assert_non_null(test_line_with(r.out, "all 21 steps within their thresholds on their own inputs"));
+    assert_null(strstr(r.out, "FAIL"));
     result_free(&r);
     r = VKG("compare", "--example", "block", "--quiet");
     expect_ok(&r, "compare --example block");
@@ -493,6 +503,8 @@ static void test_compare(void **state) {
     expect_fail(VKG("compare", "--example", "tower"), "compare", "unknown example 'tower'");
     expect_fail(VKG("compare", "--example", "block", "--ids", "1,2"), "compare", "takes no prompt");
     expect_fail(VKG("compare", "-m", tiny), "compare", NULL);
+    expect_fail(VKG("compare", "-m", tiny, "--ids", "5", "--decode"), "compare", "--decode needs at least 2 tokens");
+    expect_fail(VKG("compare", "--example", "block", "--decode"), "compare", "--decode is for -m DIR");
     expect_fail(VKG("compare", "--example", "block", "--against", "vulkan:99"), "compare", NULL);
 }
 

@@ -1,6 +1,8 @@
-/* vkg_session_compare: one plan run step by step on two devices.  Equal devices agree on every
- * step; a weight corrupted on one device is found at the first step that reads it, and only
- * from there on. */
+/* vkg_session_compare: one plan run step by step on two devices, each step on the reference's
+ * inputs, the free-running drift beside it.  Equal devices agree on every step; a weight
+ * corrupted on one device is found at the first step that reads it and at no step that does not
+ * read it, while the drift carries it on; a difference in what the device under test was given
+ * is shown as drift and blamed on no step. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,13 +81,20 @@ static void agree(vkg_device *test, vkg_device *ref, int bit_identical) {
         assert_false(cmp[i].fails);
         assert_true(cmp[i].elements > 0);
         assert_true(cmp[i].nmse <= cmp[i].threshold);
-        if (bit_identical) assert_true(cmp[i].nmse == 0.0 && cmp[i].max_abs_diff == 0.0);
+        assert_true(cmp[i].drift_nmse >= 0.0 && cmp[i].drift_nmse < 1e-9);
+        assert_int_equal(cmp[i].drift_nonfinite_mismatches, 0);
+        if (bit_identical)
+            assert_true(cmp[i].nmse == 0.0 && cmp[i].max_abs_diff == 0.0 && cmp[i].drift_nmse == 0.0 &&
+                        cmp[i].drift_max_abs_diff == 0.0);
+        /* a copy on the reference's inputs moves the same bytes */
+        if (!strcmp(cmp[i].label, "copy(view)")) assert_true(cmp[i].nmse == 0.0);
     }
     assert_string_equal(cmp[n - 1].label, b.plan->steps[n - 1].label);
-    /* matmul and attention steps carry the reduction threshold, the others the element-wise one */
+    /* matmul steps carry the reduction threshold, fused attention its own, the others the
+     * element-wise one */
     for (int i = 0; i < n; i++) {
         vkg_kernel k = b.plan->steps[i].kernel;
-        assert_true(cmp[i].threshold == (k == VKG_KERNEL_MATMUL || k == VKG_KERNEL_ATTENTION ? 5e-4 : 1e-7));
+        assert_true(cmp[i].threshold == (k == VKG_KERNEL_MATMUL ? 5e-4 : k == VKG_KERNEL_ATTENTION ? 1e-6 : 1e-7));
     }
     float after[2 * 10 * 64], fresh[2 * 10 * 64];
     assert_int_equal(vkg_session_get_output(st, vkg_find(b.g, "y"), after, sizeof after, &err), VKG_OK);
@@ -120,23 +129,31 @@ static void test_cpu_threads_bit_identical(void **state) {
     vkg_device_free(two);
 }
 
-/* The weight of the block's last matmul, scaled on the Vulkan device only (the CPU executor uses
+/* Whether step i binds region r. */
+static int step_binds(const vkg_plan *p, int i, int r) {
+    for (int k = 0; k < VKG_MAX_BINDINGS; k++)
+        if (p->steps[i].bind[k].region == r) return 1;
+    return 0;
+}
+
+/* The weight of the block's first or last matmul, scaled on the Vulkan device only (the CPU executor uses
  * constants in place, read-only): every step before the first that reads it agrees as before,
- * that step fails, and the worst element lies inside its output. */
-static void corrupt_on(vkg_device *test, vkg_device *ref) {
+ * that step fails, and the worst element lies inside its output; every later step that does not
+ * read it agrees again (its inputs are the reference's), while the drift carries the damage on
+ * to the last step. */
+static void corrupt_on(vkg_device *test, vkg_device *ref, int first_matmul) {
     block_case b;
     block_case_init(&b, test, ref);
     const vkg_plan *p = b.plan;
-    int last_mm = -1;
+    int mm = -1;
     for (int i = 0; i < p->n_steps; i++)
-        if (p->steps[i].kernel == VKG_KERNEL_MATMUL) last_mm = i;
-    assert_true(last_mm > 0);
-    int region = p->steps[last_mm].bind[1].region;
+        if (p->steps[i].kernel == VKG_KERNEL_MATMUL && (mm < 0 || !first_matmul)) mm = i;
+    assert_true(mm > 0);
+    int region = p->steps[mm].bind[1].region;
     assert_int_equal(p->regions[region].kind, VKG_REGION_CONSTANT);
     int first_reader = -1;
     for (int i = 0; i < p->n_steps && first_reader < 0; i++)
-        for (int k = 0; k < VKG_MAX_BINDINGS; k++)
-            if (p->steps[i].bind[k].region == region) first_reader = i;
+        if (step_binds(p, i, region)) first_reader = i;
     vkg_session *st = block_session(&b, test), *sr = block_session(&b, ref);
     size_t bytes = p->regions[region].bytes;
     float *bad = malloc(bytes);
@@ -149,9 +166,20 @@ static void corrupt_on(vkg_device *test, vkg_device *ref) {
     int first = -1;
     assert_int_equal(vkg_session_compare(st, sr, &cmp, &first, &err), VKG_OK);
     assert_int_equal(first, first_reader);
-    for (int i = 0; i < first; i++) assert_false(cmp[i].fails);
+    for (int i = 0; i < first; i++) {
+        assert_false(cmp[i].fails);
+        assert_true(cmp[i].drift_nmse < 1e-9);
+    }
     assert_true(cmp[first].fails);
     assert_true(cmp[first].nmse > 1e-3);
+    assert_true(cmp[first].drift_nmse > 1e-3);
+    int later = 0;
+    for (int i = first + 1; i < p->n_steps; i++) {
+        assert_int_equal(cmp[i].fails, step_binds(p, i, region));
+        assert_true(cmp[i].drift_nmse > 1e-5);   /* the free-running copy read the damage */
+        later += !step_binds(p, i, region);
+    }
+    assert_true(first_matmul ? later >= 5 : first == p->n_steps - 1);
     const vkg_step_comparison *c = &cmp[first];
     assert_int_equal(c->worst_ndim, c->ndim);
     for (int d = 0; d < c->ndim; d++) assert_true(c->worst[d] >= 0 && c->worst[d] < c->shape[d]);
@@ -168,9 +196,46 @@ static void test_corrupted_weight_found_on_vulkan(void **state) {
     vkg_device *vk = vk_test_open_with(copied_constants), *cpu = NULL;
     vkg_error err = {0};
     assert_int_equal(vkg_device_open("cpu", NULL, &cpu, &err), VKG_OK);
-    corrupt_on(vk, cpu);
+    corrupt_on(vk, cpu, 0);
+    corrupt_on(vk, cpu, 1);
     vkg_device_free(cpu);
     vk_test_close(vk);
+}
+
+/* The device under test given another input than the reference: no step is blamed, since each
+ * runs on the reference's inputs (on one executor: exactly), and the drift shows the difference
+ * from the first step to the last. */
+static void test_input_difference_is_drift(void **state) {
+    (void)state;
+    vkg_device *one = NULL, *two = NULL;
+    vkg_error err = {0};
+    vkg_device_options o1 = {.cpu_threads = 1}, o2 = {.cpu_threads = 2};
+    assert_int_equal(vkg_device_open("cpu", &o1, &one, &err), VKG_OK);
+    assert_int_equal(vkg_device_open("cpu", &o2, &two, &err), VKG_OK);
+    block_case b;
+    block_case_init(&b, two, one);
+    vkg_session *st = block_session(&b, two), *sr = block_session(&b, one);
+    float other[sizeof b.input / sizeof b.input[0]];
+    memcpy(other, b.input, sizeof other);
+    other[5] += 0.5f;
+    assert_int_equal(vkg_session_set_input(st, b.x, other, sizeof other, &err), VKG_OK);
+    vkg_step_comparison *cmp = NULL;
+    int first = 7;
+    assert_int_equal(vkg_session_compare(st, sr, &cmp, &first, &err), VKG_OK);
+    assert_int_equal(first, -1);
+    int n = vkg_plan_step_count(b.plan);
+    for (int i = 0; i < n; i++) {
+        assert_false(cmp[i].fails);
+        assert_true(cmp[i].nmse == 0.0);
+        assert_true(cmp[i].drift_nmse > 0.0);
+    }
+    assert_true(cmp[0].drift_nmse > 1e-4);   /* one row of 20 normalised from another value */
+    free(cmp);
+    vkg_session_free(st);
+    vkg_session_free(sr);
+    block_case_free(&b);
+    vkg_device_free(one);
+    vkg_device_free(two);
 }
 
 static void test_needs_one_plan(void **state) {
@@ -201,6 +266,7 @@ int main(void) {
         cmocka_unit_test(test_vulkan_agrees_with_cpu),
         cmocka_unit_test(test_cpu_threads_bit_identical),
         cmocka_unit_test(test_corrupted_weight_found_on_vulkan),
+        cmocka_unit_test(test_input_difference_is_drift),
         cmocka_unit_test(test_needs_one_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,6 +45,49 @@ static void test_matmul_variants_known(void **state) {
     for (int i = 0; i < n_variants; i++) assert_true(variants[i] <= vkg_cpu_matmul_best_variant());
 }
 
+/* 1 when /proc/cpuinfo's first flags line lists every flag named (space-separated); -1 when it
+ * cannot be read. */
+static int cpuinfo_has(const char *flags) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return -1;
+    static char line[8192];
+    int found = -1;
+    while (found < 0 && fgets(line, sizeof line, f))
+        if (!strncmp(line, "flags", 5)) found = 1;
+    fclose(f);
+    if (found < 0) return -1;
+    char want[256];
+    snprintf(want, sizeof want, "%s", flags);
+    for (char *save = NULL, *w = strtok_r(want, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        char word[64];
+        snprintf(word, sizeof word, " %s", w); /* a whole flag: " fma" followed by a space or newline */
+        const char *at = line;
+        int here = 0;
+        while (!here && (at = strstr(at, word)) != NULL) {
+            at += strlen(word);
+            here = *at == ' ' || *at == '\n';
+        }
+        if (!here) return 0;
+    }
+    return 1;
+}
+
+/* The variants' CPU features, read from cpuid and xgetbv, are those Linux reports (it lists AVX
+ * and AVX-512 only where it saves their registers). */
+static void test_cpu_features_match_linux(void **state) {
+    (void)state;
+#if defined(__x86_64__)
+    const int avx2 = cpuinfo_has("avx2 fma f16c"), avx512 = cpuinfo_has("avx512f avx512bw avx512dq avx512vl");
+    if (avx2 < 0) skip();
+    printf("cpuinfo: avx2+fma+f16c %d, avx512 f/bw/dq/vl %d; variants avx2 %d, avx512 %d\n", avx2, avx512,
+           vkg_cpu_matmul_variant_runs(VKG_CPU_MATMUL_AVX2), vkg_cpu_matmul_variant_runs(VKG_CPU_MATMUL_AVX512));
+    assert_int_equal(vkg_cpu_matmul_variant_runs(VKG_CPU_MATMUL_AVX2), avx2);
+    assert_int_equal(vkg_cpu_matmul_variant_runs(VKG_CPU_MATMUL_AVX512), avx2 && avx512);
+#else
+    skip();
+#endif
+}
+
 /* n values of B as 16-bit numbers (VKG_MATMUL_B_F16 or _BF16 in flags) rounded from random floats
  * in [-scale, scale), or as floats (flags without either). */
 static void *random_b(vkg_rng *rng, size_t n, float scale, uint32_t flags) {
@@ -455,6 +498,7 @@ static void test_matmul_fused_variants_agree(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_variants_known),
+        cmocka_unit_test(test_cpu_features_match_linux),
         cmocka_unit_test(test_matmul_by_hand),
         cmocka_unit_test(test_matmul_shapes_and_transposes),
         cmocka_unit_test(test_matmul_batch_broadcast),

@@ -255,7 +255,8 @@ static void generate_cached(const vkg_gpt2 *m, const vkg_sampling_options *so, c
     if (vkg_generator_new(&m->decoder, cpu, np + n, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
     assert_int_equal(vkg_generator_feed(&gen, prompt, np, &err), VKG_OK);
     for (int i = 0; i < n; i++) {
-        out[i] = vkg_sampler_next(&s, gen.logits, NULL, 0); /* no penalty: no context needed */
+        /* no penalty: no context needed */
+        assert_int_equal(vkg_sampler_next(&s, gen.logits, NULL, 0, &out[i], &err), VKG_OK);
         assert_int_equal(vkg_generator_feed(&gen, &out[i], 1, &err), VKG_OK);
     }
     vkg_generator_free(&gen);

@@ -209,7 +209,7 @@ static void test_rope_table_of_model(void **state) {
     o.dtype = VKG_ST_F32;
     if (vkg_llama_write_random(dir, &o, &err) != VKG_OK) fail_msg("%s", err.message);
     vkg_llama *m = NULL;
-    if (vkg_llama_load(dir, -1, &m, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_llama_load(dir, -1, NULL, &m, &err) != VKG_OK) fail_msg("%s", err.message);
     assert_int_equal(m->config.rope.type, VKG_ROPE_LLAMA3);
     const float *row = m->rope + 1 * 64; /* position 1: cos(inv_freq[i]), then sin */
     assert_true(m->rope[0] == 1.0f && m->rope[32] == 0.0f); /* position 0 */
@@ -242,7 +242,7 @@ static void expect_index_refused(const char *dir, const char *index, const char 
     if (index) write_text(p, index);
     vkg_llama *m = NULL;
     vkg_error err = {0};
-    vkg_status st = vkg_llama_load(dir, -1, &m, &err);
+    vkg_status st = vkg_llama_load(dir, -1, NULL, &m, &err);
     if (st == VKG_OK || !strstr(err.message, words))
         fail_msg("index %s: status %d, \"%s\"; expected an error with \"%s\"", index ? index : "(as written)", st,
                  err.message, words);
@@ -265,7 +265,7 @@ static void test_hostile_index(void **state) {
     char *dir = sharded_model("shards");
     vkg_llama *m = NULL;
     vkg_error err = {0};
-    assert_int_equal(vkg_llama_load(dir, -1, &m, &err), VKG_OK); /* as written it loads */
+    assert_int_equal(vkg_llama_load(dir, -1, NULL, &m, &err), VKG_OK); /* as written it loads */
     vkg_llama_free(m);
     char *index_path = malloc(strlen(dir) + 64), *good;
     assert_non_null(index_path);
@@ -333,7 +333,7 @@ static void check_model(const char *shape, void (*adjust)(vkg_llama_random_optio
     if (adjust) adjust(&o);
     if (vkg_llama_write_random(dir, &o, &err) != VKG_OK) fail_msg("%s", err.message);
     vkg_llama *m = NULL;
-    if (vkg_llama_load(dir, -1, &m, &err) != VKG_OK) fail_msg("%s: %s", shape, err.message);
+    if (vkg_llama_load(dir, -1, NULL, &m, &err) != VKG_OK) fail_msg("%s: %s", shape, err.message);
     const size_t V = (size_t)m->config.vocab_size;
     for (int i = 0; i < T; i++) ids[i] = (int32_t)((i * 37 + 11) % (int)V);
     float *want = test_numpy_logits_of("VKG_LLAMA_REFERENCE", dir, ids, T, (int64_t)V);

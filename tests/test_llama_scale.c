@@ -98,7 +98,7 @@ static void run_case(const scale_case *k) {
     o.seed = 2026;
     if (vkg_llama_write_random(dir, &o, &err) != VKG_OK) fail_msg("%s", err.message);
     vkg_llama *m = NULL;
-    if (vkg_llama_load(dir, -1, &m, &err) != VKG_OK) fail_msg("%s: %s", k->shape, err.message);
+    if (vkg_llama_load(dir, -1, NULL, &m, &err) != VKG_OK) fail_msg("%s: %s", k->shape, err.message);
     const size_t V = (size_t)m->config.vocab_size;
     vkg_rng rng;
     vkg_rng_seed(&rng, 2048);

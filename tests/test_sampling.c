@@ -23,11 +23,19 @@ static void make_logits(float *x, uint64_t seed) {
     x[613] = 20.0f;
 }
 
+/* The next token, which must be chosen without an error. */
+static int32_t next(vkg_sampler *s, const float *logits, const int32_t *ctx, int nc) {
+    vkg_error err = {0};
+    int32_t id = -1;
+    if (vkg_sampler_next(s, logits, ctx, nc, &id, &err) != VKG_OK) fail_msg("%s", err.message);
+    return id;
+}
+
 static int32_t sample_once(const vkg_sampling_options *o, const float *logits) {
     vkg_sampler s;
     vkg_error err = {0};
     assert_int_equal(vkg_sampler_init(&s, o, V, &err), VKG_OK);
-    int32_t id = vkg_sampler_next(&s, logits, NULL, 0);
+    int32_t id = next(&s, logits, NULL, 0);
     vkg_sampler_free(&s);
     return id;
 }
@@ -67,9 +75,20 @@ static void test_argmax_ties_and_nan(void **state) {
     vkg_sampling_options_default(&o);
     vkg_error err = {0};
     assert_int_equal(vkg_sampler_init(&s, &o, 5, &err), VKG_OK);
+    /* A NaN logit is refused, naming the token: no answer is better than a wrong one. */
+    int32_t id = -1;
+    assert_int_equal(vkg_sampler_next(&s, x, NULL, 0, &id, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "token 2 is NaN"));
+    x[2] = INFINITY;
+    assert_int_equal(vkg_sampler_next(&s, x, NULL, 0, &id, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "token 2 is +inf"));
+    const float none[5] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    assert_int_equal(vkg_sampler_next(&s, none, NULL, 0, &id, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "every logit is -inf"));
+    x[2] = -INFINITY;
     for (int i = 0; i < 200; i++) {
-        int32_t id = vkg_sampler_next(&s, x, NULL, 0);
-        assert_true(id == 0 || id == 1 || id == 3);               /* never NaN or -inf */
+        id = next(&s, x, NULL, 0);
+        assert_true(id == 0 || id == 1 || id == 3);               /* never -inf */
     }
     vkg_sampler_free(&s);
 }
@@ -89,11 +108,11 @@ static void test_same_seed_same_sequence(void **state) {
     vkg_error err = {0};
     assert_int_equal(vkg_sampler_init(&a, &o, V, &err), VKG_OK);
     assert_int_equal(vkg_sampler_init(&b, &o, V, &err), VKG_OK);
-    int differs_from_first = 0, first = vkg_sampler_next(&a, x, NULL, 0);
-    assert_int_equal(vkg_sampler_next(&b, x, NULL, 0), first);
+    int differs_from_first = 0, first = next(&a, x, NULL, 0);
+    assert_int_equal(next(&b, x, NULL, 0), first);
     for (int i = 0; i < 200; i++) {
-        int32_t ia = vkg_sampler_next(&a, x, NULL, 0);
-        assert_int_equal(vkg_sampler_next(&b, x, NULL, 0), ia);
+        int32_t ia = next(&a, x, NULL, 0);
+        assert_int_equal(next(&b, x, NULL, 0), ia);
         differs_from_first |= ia != first;
     }
     assert_true(differs_from_first); /* it does sample */
@@ -117,7 +136,7 @@ static void test_frequencies(void **state) {
     assert_int_equal(vkg_sampler_init(&s, &o, 4, &err), VKG_OK);
     const int N = 40000;
     int count[4] = {0};
-    for (int i = 0; i < N; i++) count[vkg_sampler_next(&s, logits, NULL, 0)]++;
+    for (int i = 0; i < N; i++) count[next(&s, logits, NULL, 0)]++;
     for (int i = 0; i < 4; i++) {
         double q = p[i] / z, se = sqrt(q * (1 - q) / N);
         double f = (double)count[i] / N;
@@ -129,7 +148,7 @@ static void test_frequencies(void **state) {
     o.top_k = 2;
     assert_int_equal(vkg_sampler_init(&s, &o, 4, &err), VKG_OK);
     memset(count, 0, sizeof count);
-    for (int i = 0; i < N; i++) count[vkg_sampler_next(&s, logits, NULL, 0)]++;
+    for (int i = 0; i < N; i++) count[next(&s, logits, NULL, 0)]++;
     assert_int_equal(count[0] + count[3], 0);
     double q2 = p[2] / (p[1] + p[2]);
     assert_true(fabs((double)count[2] / N - q2) < 5 * sqrt(q2 * (1 - q2) / N));
@@ -140,7 +159,7 @@ static void test_frequencies(void **state) {
     o.top_p = (float)(p[2] / z) + 0.01f;
     assert_int_equal(vkg_sampler_init(&s, &o, 4, &err), VKG_OK);
     memset(count, 0, sizeof count);
-    for (int i = 0; i < N; i++) count[vkg_sampler_next(&s, logits, NULL, 0)]++;
+    for (int i = 0; i < N; i++) count[next(&s, logits, NULL, 0)]++;
     assert_int_equal(count[0] + count[3], 0);
     assert_true(count[1] > 0 && count[2] > count[1]);
     vkg_sampler_free(&s);
@@ -187,12 +206,14 @@ static void distribution(const vkg_sampling_options *o, const float *x, int n, c
     vkg_error err = {0};
     assert_int_equal(vkg_sampler_init(&s, o, n, &err), VKG_OK);
     for (int i = 0; i < n; i++) p[i] = 0.0;
-    int k = vkg_sampler_candidates(&s, x, ctx, nc);
+    const vkg_sampling_entry *cand;
+    int k = 0;
+    assert_int_equal(vkg_sampler_candidates(&s, x, ctx, nc, &cand, &k, &err), VKG_OK);
     double sum = 0.0;
     for (int i = 0; i < k; i++) {
-        assert_true(i == 0 || s.cand[i].value <= s.cand[i - 1].value); /* most likely first */
-        p[s.cand[i].id] = s.cand[i].value;
-        sum += s.cand[i].value;
+        assert_true(i == 0 || cand[i].p <= cand[i - 1].p); /* most likely first */
+        p[cand[i].id] = cand[i].p;
+        sum += cand[i].p;
     }
     assert_true(fabs(sum - 1.0) < 1e-6);
     vkg_sampler_free(&s);
@@ -237,13 +258,13 @@ static void test_repeat_penalty(void **state) {
     vkg_sampler s;
     vkg_error err = {0};
     assert_int_equal(vkg_sampler_init(&s, &o, 5, &err), VKG_OK);
-    assert_int_equal(vkg_sampler_next(&s, x, NULL, 0), 0);
-    assert_int_equal(vkg_sampler_next(&s, x, (const int32_t[]){0}, 1), 1);
+    assert_int_equal(next(&s, x, NULL, 0), 0);
+    assert_int_equal(next(&s, x, (const int32_t[]){0}, 1), 1);
     const float neg[5] = {-0.5f, -0.6f, -3.0f, -4.0f, -5.0f};
-    assert_int_equal(vkg_sampler_next(&s, neg, NULL, 0), 0);
-    assert_int_equal(vkg_sampler_next(&s, neg, (const int32_t[]){0}, 1), 1); /* -0.75 < -0.6 */
-    assert_int_equal(vkg_sampler_next(&s, neg, (const int32_t[]){0, 1}, 2), 0); /* -0.75 > -0.9 */
-    assert_int_equal(vkg_sampler_next(&s, neg, (const int32_t[]){0, 7, -1}, 3), 1); /* ids outside: ignored */
+    assert_int_equal(next(&s, neg, NULL, 0), 0);
+    assert_int_equal(next(&s, neg, (const int32_t[]){0}, 1), 1); /* -0.75 < -0.6 */
+    assert_int_equal(next(&s, neg, (const int32_t[]){0, 1}, 2), 0); /* -0.75 > -0.9 */
+    assert_int_equal(next(&s, neg, (const int32_t[]){0, 7, -1}, 3), 1); /* ids outside: ignored */
     vkg_sampler_free(&s);
 
     /* A penalty below 1 favours the tokens seen. */
@@ -353,8 +374,8 @@ static void test_combined(void **state) {
     assert_int_equal(vkg_sampler_init(&b, &q, V, &err), VKG_OK);
     int32_t ctx[64];
     for (int i = 0; i < 64; i++) {
-        ctx[i] = vkg_sampler_next(&a, y, ctx, i);
-        assert_int_equal(vkg_sampler_next(&b, y, ctx, i), ctx[i]);
+        ctx[i] = next(&a, y, ctx, i);
+        assert_int_equal(next(&b, y, ctx, i), ctx[i]);
     }
     int distinct = 0;
     for (int i = 0; i < 64; i++) distinct += ctx[i] != ctx[0];

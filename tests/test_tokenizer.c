@@ -63,9 +63,11 @@ static void remove_temp_dir(const char *dir) {
     rmdir(dir);
 }
 
+/* As OpenAI's encoder (the reference of the golden ids) reads a text: "<|endoftext|>" in it is
+ * plain text. */
 static void encode_ok(const vkg_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n) {
     vkg_error err = {0};
-    vkg_status st = vkg_tokenizer_encode(t, text, len, ids, n, &err);
+    vkg_status st = vkg_tokenizer_encode_with(t, text, len, VKG_TOKENIZE_SPLIT_SPECIAL, ids, n, &err);
     if (st != VKG_OK) fail_msg("encode failed: %s", err.message);
 }
 

@@ -104,12 +104,20 @@ static int check_golden(const vkg_tokenizer *t) {
         int32_t *ids = NULL;
         size_t n = 0;
         vkg_error err = {0};
-        if (vkg_tokenizer_encode(t, text, len, &ids, &n, &err) != VKG_OK) fail_msg("%s: %s", line, err.message);
+        if (vkg_tokenizer_encode_with(t, text, len, VKG_TOKENIZE_SPLIT_SPECIAL, &ids, &n, &err) != VKG_OK) fail_msg("%s: %s", line, err.message);
         char got[8192] = "";
         size_t used = 0;
         for (size_t i = 0; i < n && used < sizeof got - 16; i++)
             used += (size_t)snprintf(got + used, sizeof got - used, i ? ",%d" : "%d", (int)ids[i]);
-        if (strcmp(got, tab2 + 1) != 0) fail_msg("case %s: %s, expected %s", line, got, tab2 + 1);
+        /* tokenizers reads GPT-2's \s as Oniguruma does (Unicode White_Space: U+0085 yes, U+FEFF
+         * no), the JavaScript reference the other way round: for these two cases the ids are the
+         * tokenizers library's (0.23.2, on this very tokenizer.json). */
+        static const char *const onig[][2] = {{"bom_and_nel", "87,171,119,123,65,296,220,126,227,4954"},
+                                              {"bom_after_space", "64,27332,119,123,65,28053,254,236,66"}};
+        const char *want = tab2 + 1;
+        for (int k = 0; k < 2; k++)
+            if (!strcmp(line, onig[k][0])) want = onig[k][1];
+        if (strcmp(got, want) != 0) fail_msg("case %s: %s, expected %s", line, got, want);
         free(ids);
         free(text);
         cases++;
@@ -239,7 +247,7 @@ static void test_malformed(void **state) {
     expect_error("{\"version\": \"1.0\"}", VKG_ERR_FORMAT, "no \"model\": not a tokenizers tokenizer.json");
     expect_error("{\"model\": [1]}", VKG_ERR_FORMAT, "model is array, expected an object");
     expect_error("{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"a\": 0}}}", VKG_ERR_UNSUPPORTED,
-                 "model.type is \"WordPiece\": vkgraph reads GPT-2's byte-level BPE (\"BPE\") only");
+                 "model.type is \"WordPiece\": vkgraph reads BPE tokenizers only");
     expect_error("{\"model\": {\"type\": 3}}", VKG_ERR_FORMAT, "model.type is number, expected a string");
     expect_error("{\"model\": {\"type\": \"BPE\", \"merges\": []}}", VKG_ERR_FORMAT, "model has no \"vocab\"");
     expect_error("{\"model\": {\"type\": \"BPE\", \"vocab\": [\"a\"], \"merges\": []}}", VKG_ERR_FORMAT,
@@ -262,12 +270,31 @@ static void test_malformed(void **state) {
                        "added_tokens[0] gives \"a\" id 5, but model.vocab gives it 97");
     expect_small_error("\"added_tokens\": [{\"id\": 300, \"content\": \"<x>\"}], ", "", m, VKG_ERR_FORMAT,
                        "added_tokens[0] (token \"<x>\"): id 300 is not an integer in 0..256");
-    expect_small_error("\"normalizer\": {\"type\": \"NFC\"}, ", "", m, VKG_ERR_UNSUPPORTED,
-                       "normalizer \"NFC\" is not supported");
-    expect_small_error("\"pre_tokenizer\": {\"type\": \"Whitespace\"}, ", "", m, VKG_ERR_UNSUPPORTED,
-                       "pre_tokenizer \"Whitespace\" is not supported");
-    expect_small_error("\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true}, ", "", m,
-                       VKG_ERR_UNSUPPORTED, "pre_tokenizer.add_prefix_space true is not supported");
+    /* A component of a type vkgraph does not read is refused by its name. */
+    expect_small_error("\"normalizer\": {\"type\": \"BertNormalizer\"}, ", "", m, VKG_ERR_UNSUPPORTED,
+                       "normalizer: type \"BertNormalizer\" is not supported");
+    expect_small_error("\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, "
+                       "{\"type\": \"StripAccents\"}]}, ", "", m, VKG_ERR_UNSUPPORTED,
+                       "normalizer: type \"StripAccents\" is not supported");
+    expect_small_error("\"pre_tokenizer\": {\"type\": \"Punctuation\"}, ", "", m, VKG_ERR_UNSUPPORTED,
+                       "pre_tokenizer: type \"Punctuation\" is not supported");
+    expect_small_error("\"decoder\": {\"type\": \"WordPiece\"}, ", "", m, VKG_ERR_UNSUPPORTED,
+                       "decoder: type \"WordPiece\" is not supported");
+    expect_small_error("\"post_processor\": {\"type\": \"Nothing\"}, ", "", m, VKG_ERR_UNSUPPORTED,
+                       "post_processor: type \"Nothing\" is not supported");
+    expect_small_error("\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": "
+                       "\"Isolated\"}, ", "", m, VKG_ERR_UNSUPPORTED, "cannot compile the pattern \"(\"");
+    expect_small_error("\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"a\"}, \"behavior\": "
+                       "\"Sideways\"}, ", "", m, VKG_ERR_UNSUPPORTED, "Split behavior \"Sideways\" is not one of");
+    expect_small_error("\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": 3, \"behavior\": \"Isolated\"}, ", "", m,
+                       VKG_ERR_FORMAT, "pattern is not {\"String\": ...} or {\"Regex\": ...}");
+    expect_small_error("\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": "
+                       "{\"id\": \"<s>\"}}, {\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {}}, ", "", m,
+                       VKG_ERR_FORMAT, "single[0] is not a Sequence or a SpecialToken listed in special_tokens");
+    expect_small_error("", "", ", \"merges\": [], \"unk_token\": \"<unk>\"", VKG_ERR_FORMAT,
+                       "model.unk_token \"<unk>\" is not in model.vocab");
+    expect_small_error("", "", ", \"merges\": [], \"continuing_subword_prefix\": \"##\"", VKG_ERR_UNSUPPORTED,
+                       "continuing_subword_prefix");
 }
 
 /* The command on a folder that holds only tokenizer.json, with the pieces. */

@@ -1,6 +1,7 @@
-/* vkgraph compare: one plan run step by step on two devices, every step's output compared, and
- * the first step whose difference crosses its op's conformance threshold named.  The tool for
- * "the logits differ on this GPU": it says which step, which op, which shape and which element. */
+/* vkgraph compare: one plan run step by step on two devices, every step's output compared on
+ * the reference's inputs (with the free-running drift beside it), and the first step whose
+ * difference crosses its op's conformance threshold named.  The tool for "the logits differ on
+ * this GPU": it says which step, which op, which shape and which element. */
 #include "cli.h"
 #include "commands.h"
 #include "gpt2_cli.h"
@@ -14,20 +15,26 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: vkgraph compare (-m DIR (-p TEXT | -f FILE | --ids IDS) | --example block)\n"
+            "usage: vkgraph compare (-m DIR (-p TEXT | -f FILE | --ids IDS) [--decode] | --example block)\n"
             "                       [--device D] [--against D] [--quiet]\n"
             "\n"
             "Runs one compiled plan step by step on device D (default: the best Vulkan device) and on the\n"
-            "reference (default: the CPU executor), compares what every step wrote by normalized mean\n"
-            "squared error against that op's conformance threshold (1e-07 element-wise, softmax and\n"
-            "layernorm; 5e-04 matmul), and names the first step that crosses it, with the element that\n"
-            "differs most.  Exits 1 when a step crosses its threshold.\n"
+            "reference (default: the CPU executor).  Each step is judged on its own inputs: before D runs\n"
+            "it, the bytes it reads (weights aside) are set from the reference, and what it wrote is\n"
+            "compared by normalized mean squared error against its op's threshold (1e-06 fused attention,\n"
+            "5e-04 matmul, 1e-07 every other step).  Beside it, the drift: the same measure for D running\n"
+            "the whole plan on its own values, as a plain run does (shown, not judged).  Names the first\n"
+            "step over its threshold, with the element that differs most; exits 1 when there is one.\n"
+            "The table and its columns: docs/COMPARE.md.\n"
             "\n");
     gpt2_cli_usage_common(f);
     fprintf(f,
+            "  --decode            compare one decode step instead of the forward pass: the prompt's\n"
+            "                      tokens but the last fill the KV cache (a prefill run on each device\n"
+            "                      by itself), then the plan of one token at the last position runs\n"
             "  --example block     the lesson's transformer block (d_model 64, 4 heads, d_ff 256, [2, 10, 64])\n"
             "  --against D         the reference device (default: cpu)\n"
-            "  -q, --quiet         print only the steps that cross their threshold and the verdict\n"
+            "  -q, --quiet         print only the steps that cross their threshold, the drift line and the verdict\n"
             "  -h, --help          show this help\n");
 }
 
@@ -46,25 +53,41 @@ static const char *shape_text(const vkg_step_comparison *c, char *buf, size_t si
 
 static void print_step(const vkg_step_comparison *c, FILE *f) {
     char at[96], shape[96];
-    fprintf(f, "%4d  %-24s %-24s %-18s %10.3e  %9.0e  %10.3e  %-18s", c->step, c->label, c->node,
-            shape_text(c, shape, sizeof shape), c->nmse, c->threshold, c->max_abs_diff, coords(c, at, sizeof at));
+    fprintf(f, "%4d  %-24s %-24s %-18s %10.3e  %9.0e  %10.3e  %10.3e  %10.3e  %-18s", c->step, c->label, c->node,
+            shape_text(c, shape, sizeof shape), c->nmse, c->threshold, c->max_abs_diff, c->drift_nmse,
+            c->drift_max_abs_diff, coords(c, at, sizeof at));
     if (shows_element(c)) fprintf(f, " %12.6g %12.6g", (double)c->worst_value, (double)c->worst_reference);
     else fprintf(f, " %12s %12s", "", "");
     if (c->nonfinite_mismatches) fprintf(f, "  %lld inf/nan mismatches", (long long)c->nonfinite_mismatches);
     fprintf(f, "%s\n", c->fails ? "  FAIL" : "");
 }
 
+/* The drift's summary: where it is largest and what the last step (the model's output) carries. */
+static void print_drift(const vkg_step_comparison *cmp, int n) {
+    if (n == 0) return;
+    int worst = 0;
+    for (int i = 1; i < n; i++)
+        if (cmp[i].drift_nmse > cmp[worst].drift_nmse) worst = i;
+    int64_t nonfinite = 0;
+    for (int i = 0; i < n; i++) nonfinite += cmp[i].drift_nonfinite_mismatches;
+    printf("drift (running freely): largest nmse %.3e at step %d, %s (node '%s'); last step %.3e", cmp[worst].drift_nmse,
+           worst, cmp[worst].label, cmp[worst].node, cmp[n - 1].drift_nmse);
+    if (nonfinite) printf("; %lld inf/nan mismatches", (long long)nonfinite);
+    printf("\n");
+}
+
 /* Prints the table and the verdict; returns the exit status. */
 static int report(const vkg_step_comparison *cmp, int n, int first, int quiet) {
-    printf("step  %-24s %-24s %-18s %10s  %9s  %10s  %-18s %12s %12s\n", "op", "node", "shape", "nmse", "threshold",
-           "max |diff|", "worst at", "value", "reference");
+    printf("step  %-24s %-24s %-18s %10s  %9s  %10s  %10s  %10s  %-18s %12s %12s\n", "op", "node", "shape", "nmse",
+           "threshold", "max |diff|", "drift nmse", "drift |d|", "worst at", "value", "reference");
     for (int i = 0; i < n; i++)
         if (!quiet || cmp[i].fails) print_step(&cmp[i], stdout);
+    print_drift(cmp, n);
     if (first < 0) {
         int worst = 0;
         for (int i = 1; i < n; i++)
             if (cmp[i].nmse / cmp[i].threshold > cmp[worst].nmse / cmp[worst].threshold) worst = i;
-        printf("all %d steps within their thresholds", n);
+        printf("all %d steps within their thresholds on their own inputs", n);
         if (n) printf(" (closest: step %d, %s, nmse %.3e of %.0e)", worst, cmp[worst].label, cmp[worst].nmse,
                       cmp[worst].threshold);
         printf("\n");
@@ -82,10 +105,11 @@ static int report(const vkg_step_comparison *cmp, int n, int first, int quiet) {
     return 1;
 }
 
-/* Compiles g once for the limits of both devices, opens a session on each, lets set_inputs fill
- * them, and compares.  Returns the exit status. */
-typedef vkg_status (*set_inputs_fn)(vkg_session *s, void *arg, vkg_error *err);
+/* Fills a session before the comparison: its inputs, indices and states. */
+typedef vkg_status (*set_inputs_fn)(vkg_session *s, vkg_device *d, void *arg, vkg_error *err);
 
+/* Compiles g once for the limits of both devices, opens a session on each, lets set fill them,
+ * and compares.  Returns the exit status. */
 static int compare_graph(vkg_graph *g, vkg_device *test, vkg_device *ref, set_inputs_fn set, void *arg,
                          const char *what, int quiet) {
     vkg_compile_options o;
@@ -98,8 +122,8 @@ static int compare_graph(vkg_graph *g, vkg_device *test, vkg_device *ref, set_in
     vkg_step_comparison *cmp = NULL;
     int first = -1, rc = 1;
     if (vkg_plan_compile(g, &o, &p, &err) == VKG_OK && vkg_session_new(test, p, &st, &err) == VKG_OK &&
-        vkg_session_new(ref, p, &sr, &err) == VKG_OK && set(st, arg, &err) == VKG_OK && set(sr, arg, &err) == VKG_OK &&
-        vkg_session_compare(st, sr, &cmp, &first, &err) == VKG_OK) {
+        vkg_session_new(ref, p, &sr, &err) == VKG_OK && set(st, test, arg, &err) == VKG_OK &&
+        set(sr, ref, arg, &err) == VKG_OK && vkg_session_compare(st, sr, &cmp, &first, &err) == VKG_OK) {
         printf("%s on %s against %s: %d steps\n", what, vkg_device_name(test), vkg_device_name(ref),
                vkg_plan_step_count(p));
         rc = report(cmp, vkg_plan_step_count(p), first, quiet);
@@ -116,38 +140,111 @@ static int compare_graph(vkg_graph *g, vkg_device *test, vkg_device *ref, set_in
 /* ---- GPT-2 ----------------------------------------------------------------------------------- */
 
 typedef struct gpt2_inputs {
-    vkg_tensor ids_input, positions_input;
+    vkg_tensor ids_input, positions_input, pos_index;   /* pos_index: VKG_NONE without a cache */
     const int32_t *ids, *positions;
     size_t n;
+    int32_t pos;
+    /* A decode step's cache is filled first by this plan, run on the device by itself. */
+    vkg_graph *prefill_graph;
+    vkg_plan *prefill_plan;
+    const int32_t *prefill_positions;
+    size_t prefill_n;
 } gpt2_inputs;
 
-static vkg_status set_gpt2(vkg_session *s, void *arg, vkg_error *err) {
-    const gpt2_inputs *in = arg;
-    vkg_status st = vkg_session_set_input(s, in->ids_input, in->ids, in->n * sizeof *in->ids, err);
-    if (st == VKG_OK) st = vkg_session_set_input(s, in->positions_input, in->positions, in->n * sizeof *in->positions, err);
+static vkg_status set_tokens(vkg_session *s, vkg_tensor ids_input, vkg_tensor positions_input, vkg_tensor pos_index,
+                             const int32_t *ids, const int32_t *positions, size_t n, int32_t pos, vkg_error *err) {
+    vkg_status st = vkg_session_set_input(s, ids_input, ids, n * sizeof *ids, err);
+    if (st == VKG_OK) st = vkg_session_set_input(s, positions_input, positions, n * sizeof *positions, err);
+    if (st == VKG_OK && pos_index != VKG_NONE) st = vkg_session_set_index(s, pos_index, pos, err);
     return st;
 }
 
-static int compare_gpt2(gpt2_cli *c, vkg_device *ref, int quiet) {
+/* The prefill's session shares the weights and the KV cache with s; it runs once and goes, and
+ * the cache it filled stays s's. */
+static vkg_status prefill(vkg_session *s, vkg_device *d, const gpt2_inputs *in, vkg_error *err) {
+    vkg_session *ps = NULL;
+    const vkg_graph *g = in->prefill_graph;
+    vkg_status st = vkg_session_new_shared(d, in->prefill_plan, s, &ps, err);
+    if (st == VKG_OK)
+        st = set_tokens(ps, vkg_find(g, "ids"), vkg_find(g, "positions"), vkg_find(g, "pos"), in->ids,
+                        in->prefill_positions, in->prefill_n, 0, err);
+    if (st == VKG_OK) st = vkg_session_run(ps, err);
+    vkg_session_free(ps);
+    return st;
+}
+
+static vkg_status set_gpt2(vkg_session *s, vkg_device *d, void *arg, vkg_error *err) {
+    const gpt2_inputs *in = arg;
+    vkg_status st = in->prefill_plan ? prefill(s, d, in, err) : VKG_OK;
+    if (st == VKG_OK)
+        st = set_tokens(s, in->ids_input, in->positions_input, in->pos_index, in->ids + in->prefill_n, in->positions,
+                        in->n, in->pos, err);
+    return st;
+}
+
+/* The forward pass over every id, logits at every position. */
+static int compare_forward(gpt2_cli *c, vkg_device *ref, int32_t *positions, int quiet) {
     vkg_model_graph_options o;
     vkg_model_graph_options_default(&o, (int)c->n_ids);
     o.logits = VKG_LOGITS_ALL;
     vkg_graph *g = NULL;
     vkg_error err = {0};
     if (vkg_model_build_graph(c->model, &o, &g, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
-    int32_t *positions = malloc(c->n_ids * sizeof *positions);
-    int rc = 1;
-    if (!positions) {
-        cli_fail(CMD, "out of memory");
-    } else {
-        for (size_t i = 0; i < c->n_ids; i++) positions[i] = (int32_t)i;
-        gpt2_inputs in = {vkg_find(g, "ids"), vkg_find(g, "positions"), c->ids, positions, c->n_ids};
-        char what[128];
-        snprintf(what, sizeof what, "GPT-2 forward pass over %zu tokens (logits at every position)", c->n_ids);
-        rc = compare_graph(g, c->dev, ref, set_gpt2, &in, what, quiet);
-    }
-    free(positions);
+    gpt2_inputs in = {.ids_input = vkg_find(g, "ids"), .positions_input = vkg_find(g, "positions"),
+                      .pos_index = VKG_NONE, .ids = c->ids, .positions = positions, .n = c->n_ids};
+    char what[128];
+    snprintf(what, sizeof what, "GPT-2 forward pass over %zu tokens (logits at every position)", c->n_ids);
+    int rc = compare_graph(g, c->dev, ref, set_gpt2, &in, what, quiet);
     vkg_graph_free(g);
+    return rc;
+}
+
+/* One decode step: the last id at position n - 1 over a cache of n positions, the first n - 1
+ * prefilled on each device. */
+static int compare_decode(gpt2_cli *c, vkg_device *ref, int32_t *positions, int quiet) {
+    const int n = (int)c->n_ids;
+    if (n < 2) return cli_fail(CMD, "--decode needs at least 2 tokens (the prefill, then the one decoded)");
+    vkg_model_graph_options o;
+    vkg_model_graph_options_default(&o, 1);
+    o.n_ctx = n;
+    vkg_graph *g = NULL, *pg = NULL;
+    vkg_error err = {0};
+    vkg_compile_options co;
+    vkg_compile_options_default(&co);
+    vkg_device_compile_options(c->dev, &co);
+    vkg_device_compile_options(ref, &co);
+    vkg_plan *pp = NULL;
+    int rc = 1;
+    if (vkg_model_build_graph(c->model, &o, &g, &err) == VKG_OK) {
+        vkg_model_graph_options_default(&o, n - 1);
+        o.n_ctx = n;
+        if (vkg_model_build_graph(c->model, &o, &pg, &err) == VKG_OK && vkg_plan_compile(pg, &co, &pp, &err) == VKG_OK) {
+            gpt2_inputs in = {.ids_input = vkg_find(g, "ids"), .positions_input = vkg_find(g, "positions"),
+                              .pos_index = vkg_find(g, "pos"), .ids = c->ids, .positions = positions + n - 1, .n = 1,
+                              .pos = n - 1, .prefill_graph = pg, .prefill_plan = pp, .prefill_positions = positions,
+                              .prefill_n = (size_t)n - 1};
+            char what[160];
+            snprintf(what, sizeof what, "GPT-2 decode step at position %d over a KV cache of %d positions (%d prefilled)",
+                     n - 1, n, n - 1);
+            rc = compare_graph(g, c->dev, ref, set_gpt2, &in, what, quiet);
+        } else {
+            cli_fail(CMD, "%s", err.message);
+        }
+    } else {
+        cli_fail(CMD, "%s", err.message);
+    }
+    vkg_plan_free(pp);
+    vkg_graph_free(pg);
+    vkg_graph_free(g);
+    return rc;
+}
+
+static int compare_gpt2(gpt2_cli *c, vkg_device *ref, int decode, int quiet) {
+    int32_t *positions = malloc(c->n_ids * sizeof *positions);
+    if (!positions) return cli_fail(CMD, "out of memory");
+    for (size_t i = 0; i < c->n_ids; i++) positions[i] = (int32_t)i;
+    int rc = decode ? compare_decode(c, ref, positions, quiet) : compare_forward(c, ref, positions, quiet);
+    free(positions);
     return rc;
 }
 
@@ -159,7 +256,8 @@ typedef struct block_inputs {
     size_t floats;
 } block_inputs;
 
-static vkg_status set_block(vkg_session *s, void *arg, vkg_error *err) {
+static vkg_status set_block(vkg_session *s, vkg_device *d, void *arg, vkg_error *err) {
+    (void)d;
     const block_inputs *in = arg;
     return vkg_session_set_input(s, in->x, in->data, in->floats * sizeof *in->data, err);
 }
@@ -193,7 +291,7 @@ static int compare_block(vkg_device *test, vkg_device *ref, int quiet) {
 int cmd_compare(int argc, char **argv) {
     gpt2_cli c = {.cmd = CMD};
     const char *example = NULL, *against = "cpu";
-    int quiet = 0;
+    int quiet = 0, decode = 0;
     for (int i = 1; i < argc; i++) {
         int taken = gpt2_cli_option(&c, argc, argv, &i);
         if (taken < 0) return 1;
@@ -206,6 +304,8 @@ int cmd_compare(int argc, char **argv) {
             if (!(example = cli_value(CMD, argc, argv, &i))) return 1;
         } else if (!strcmp(a, "--against")) {
             if (!(against = cli_value(CMD, argc, argv, &i))) return 1;
+        } else if (!strcmp(a, "--decode")) {
+            decode = 1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             quiet = 1;
         } else {
@@ -216,6 +316,7 @@ int cmd_compare(int argc, char **argv) {
     if (!example == !c.model_dir) return cli_fail(CMD, "say what to compare: -m DIR with a prompt, or --example block");
     if (example && (c.prompt || c.file || c.ids_text))
         return cli_fail(CMD, "--example block takes no prompt (-p, -f, --ids are for -m DIR)");
+    if (example && decode) return cli_fail(CMD, "--decode is for -m DIR: the lesson block has no KV cache");
     int rc = 0;
     vkg_device *ref = NULL;
     c.more_devices = 1;
@@ -225,7 +326,7 @@ int cmd_compare(int argc, char **argv) {
     if (rc == 0 && !vkg_device_is_cpu(ref)) rc = cli_check_threads(CMD, c.threads, c.dev); /* on neither side */
     if (rc == 0 && vkg_device_is_cpu(c.dev) && vkg_device_is_cpu(ref))
         fprintf(stderr, "vkgraph %s: note: both sides run on the CPU executor\n", CMD);
-    if (rc == 0) rc = example ? compare_block(c.dev, ref, quiet) : compare_gpt2(&c, ref, quiet);
+    if (rc == 0) rc = example ? compare_block(c.dev, ref, quiet) : compare_gpt2(&c, ref, decode, quiet);
     cli_close_device(CMD, ref);
     gpt2_cli_free(&c);
     return rc;

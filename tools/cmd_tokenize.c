@@ -1,4 +1,5 @@
-/* `vkgraph tokenize`: text -> GPT-2 token ids (a JSON array), or ids -> the exact bytes. */
+/* `vkgraph tokenize`: text -> token ids (a JSON array), or ids -> text, as transformers' fast
+ * tokenizer gives them. */
 #include "cli.h"
 #include "commands.h"
 #include "gpt2_cli.h"
@@ -15,11 +16,13 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: vkgraph tokenize (-m DIR | --tokenizer DIR) (-p TEXT | -f FILE) [--pieces]\n"
+            "usage: vkgraph tokenize (-m DIR | --tokenizer DIR) (-p TEXT | -f FILE) [--no-special]\n"
+            "                        [--split-special] [--pieces]\n"
             "       vkgraph tokenize (-m DIR | --tokenizer DIR) --decode IDS [--pieces]\n"
             "\n"
-            "Encodes text with GPT-2's byte-level BPE and prints the token ids as a JSON array on one\n"
-            "line, or decodes ids and prints the text they stand for, byte for byte (no newline added).\n"
+            "Encodes text and prints the token ids as a JSON array on one line, as transformers'\n"
+            "tokenizer(text)[\"input_ids\"] gives them, or decodes ids and prints tokenizer.decode(ids)\n"
+            "(no newline added).\n"
             "\n"
             "  -m, --model DIR    a model directory (or a file in it) holding the tokenizer files\n"
             "  --tokenizer DIR    a directory holding tokenizer.json, vocab.json + merges.txt or encoder.json +\n"
@@ -28,12 +31,16 @@ static void usage(FILE *f) {
             "  -f, --file FILE    encode the exact bytes of FILE (\"-\" reads standard input)\n"
             "  --decode IDS       ids separated by commas or spaces, brackets allowed: 464,5044, \"464 5044\" or\n"
             "                     \"[464, 5044]\" (what this command and generate --ids-out print)\n"
+            "  --no-special       add no special tokens around the text (add_special_tokens=False: no BOS)\n"
+            "  --split-special    read special tokens written in the text as plain text\n"
+            "                     (split_special_tokens=True, as OpenAI's GPT-2 encoder does)\n"
             "  --pieces           also show each token as llama-tokenize does, one \"ID -> 'PIECE'\" line a\n"
             "                     token after the JSON (the piece as Python's repr shows a str); with\n"
             "                     --decode, these lines instead of the text\n"
             "  -h, --help         show this help\n"
             "\n"
-            "\"<|endoftext|>\" in a text is encoded as plain characters, as GPT-2's reference encoder does.\n");
+            "By default special tokens written in the text (\"<|endoftext|>\", \"<|im_start|>\") are read as\n"
+            "those tokens, and the tokenizer's post-processor adds its tokens (Llama's BOS).\n");
 }
 
 /* "   464 -> 'The'", one line a token, as llama-tokenize prints them. */
@@ -54,6 +61,7 @@ static int print_pieces(const vkg_tokenizer *tok, const int32_t *ids, size_t n) 
 int cmd_tokenize(int argc, char **argv) {
     const char *dir = NULL, *prompt = NULL, *file = NULL, *decode = NULL;
     int pieces = 0;
+    unsigned flags = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
@@ -63,6 +71,10 @@ int cmd_tokenize(int argc, char **argv) {
         }
         if (strcmp(a, "--pieces") == 0) {
             pieces = 1;
+            continue;
+        }
+        if (strcmp(a, "--no-special") == 0 || strcmp(a, "--split-special") == 0) {
+            flags |= a[2] == 'n' ? VKG_TOKENIZE_NO_SPECIAL : VKG_TOKENIZE_SPLIT_SPECIAL;
             continue;
         }
         if (strcmp(a, "--device") == 0 || strcmp(a, "--threads") == 0 || strcmp(a, "--dtype") == 0)
@@ -116,7 +128,7 @@ int cmd_tokenize(int argc, char **argv) {
         if (file && !(owned = cli_read_file(CMD, file, &len))) rc = 1;
         int32_t *ids = NULL;
         size_t n = 0;
-        if (rc == 0 && vkg_tokenizer_encode(tok, owned ? owned : prompt, len, &ids, &n, &err) != VKG_OK)
+        if (rc == 0 && vkg_tokenizer_encode_with(tok, owned ? owned : prompt, len, flags, &ids, &n, &err) != VKG_OK)
             rc = cli_fail(CMD, "%s", err.message);
         if (rc == 0) {
             putchar('[');

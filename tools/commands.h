@@ -20,6 +20,7 @@ enum { CMD_DEVICE = 1, CMD_PROFILE = 2 };
 int cmd_dump(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

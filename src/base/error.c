@@ -37,6 +37,7 @@ const char *vkg_status_name(vkg_status status) {
     case VKG_ERR_UNSUPPORTED: return "unsupported";
     case VKG_ERR_NOT_FOUND: return "not found";
     case VKG_ERR_NOT_FINITE: return "not finite";
+    case VKG_ERR_CANCELLED: return "cancelled";
     }
     return "unknown status";
 }

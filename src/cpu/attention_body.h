@@ -8,7 +8,8 @@
  *   vkeep(&x)        keeps x in a register (no effect on the value): a v chunk loaded once
  *                    serves PV_ROWS rows instead of being reloaded into each multiply-add
  *
- * Up to VKG_ATTN_GROUP consecutive query rows of one batch entry form a group; the group's q is
+ * Up to VKG_ATTN_GROUP consecutive query rows of one batch entry (or of the b1 entries of one b0
+ * when k and v broadcast over b1: grouped-query attention's heads) form a group; the group's q is
  * packed transposed once (qT[d][r]: vector lanes are rows), and the keys are taken in blocks of
  * KB (blocks start at key 0, KB, 2 KB, ... whatever the group), read in place.  For each block
  * and each row of the group:
@@ -131,7 +132,8 @@ static void score_block(size_t lanes, const float *qT, size_t D, const float *kr
     else score_keys(8, qT, D, kr, ks, kds, scale, s, nb);
 }
 
-/* Rows r0 .. r0 + g - 1, all of one batch entry (consecutive positions). */
+/* Rows r0 .. r0 + g - 1, all reading the same keys and values: consecutive positions of one
+ * batch entry, or of consecutive b1 entries whose keys and values are one (stride 0). */
 static void run_group(group *G, const vkg_attention_params *p, const float *q, const float *k, const float *v,
                       float *out, size_t r0, size_t g, int64_t index) {
     const size_t D = p->D, Dv = p->Dv, dv_pad = (Dv + CH * VL - 1) / (CH * VL) * (CH * VL);
@@ -240,9 +242,13 @@ static void run_group(group *G, const vkg_attention_params *p, const float *q, c
 void ATTN_NAME(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
                const int32_t *indices, size_t row_begin, size_t row_end) {
     const int64_t index = vkg_attn_index(p, indices);
+    /* Grouped-query attention (keys and values broadcast over b1: the query heads of a group
+     * share them): a group of rows may run on over the b1 entries of one b0, so that a decode
+     * step's G heads read their key/value head once, as one group, not once per head. */
+    const size_t span = VKG_ATTENTION_GROUPED(*p) ? (size_t)p->T * p->batch1 : p->T;
     group G;
     for (size_t r = row_begin; r < row_end;) {
-        size_t g = p->T - r % p->T; /* the rest of this batch entry's rows */
+        size_t g = span - r % span; /* the rest of the rows that share these keys */
         if (g > row_end - r) g = row_end - r;
         if (g > VKG_ATTN_GROUP) g = VKG_ATTN_GROUP;
         run_group(&G, p, q, k, v, out, r, g, index);

@@ -21,6 +21,7 @@
  *   - vector lanes are always different elements, never partial sums of one element. */
 #include "cpu/kernels.h"
 
+#include "cpu/cpu_features.h"
 #include "cpu/matmul_variant.h"
 
 typedef struct variant {
@@ -31,13 +32,8 @@ typedef struct variant {
 
 static int always(void) { return 1; }
 #if defined(VKG_MATMUL_X86)
-static int has_avx2(void) {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
-static int has_avx512(void) {
-    return has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-}
+static int has_avx2(void) { return (vkg_cpu_features() & VKG_CPU_AVX2) != 0; }
+static int has_avx512(void) { return (vkg_cpu_features() & VKG_CPU_AVX512) != 0; }
 #endif
 
 /* Indexed by VKG_CPU_MATMUL_*; a variant not built for this architecture has no fn. */

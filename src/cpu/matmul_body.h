@@ -82,26 +82,38 @@ INLINE const void *b_at(int T, const void *b, size_t i) {
 
 /* ---- the epilogue ------------------------------------------------------------------------------ */
 
-/* One row: c[j] = act(s[j] (+ b[j])), then + r[j] (RES 1) or times silu(r[j]) (RES 2, the
- * SwiGLU gate) (ACT, BIAS, RES constants at each call, so the loop is straight-line code the
- * compiler vectorizes: the same operations on every element, in the same order as one at a
- * time).  r may be c: element j is read before it is written, and no element depends on another. */
+/* One element of the epilogue: act(s (+ b)), then + r (RES 1) or times silu(r) (RES 2, the
+ * SwiGLU gate). */
+#define MM_EPILOGUE_ELEMENT(j) \
+    do { \
+        float x_ = s[j]; \
+        if (BIAS) x_ += b[j]; \
+        x_ = vkg_cpu_activation(ACT, x_); \
+        if (RES == 1) x_ += r[j]; \
+        if (RES == 2) x_ = vkg_cpu_activation(VKG_UNARY_SILU, r[j]) * x_; \
+        c[j] = x_; \
+    } while (0)
+
+/* One row: c[j] = act(s[j] (+ b[j])), then + r[j] or times silu(r[j]) (ACT, BIAS, RES constants at each call, so the
+ * loop is straight-line code the compiler vectorizes: the same operations on every element, in
+ * the same order as one at a time).  r may be c: element j is read before it is written, and no
+ * element depends on another, which the pragmas tell the compiler.  The exact GELU calls libm's
+ * erfc, which no compiler vectorizes: its loop is left to the compiler as it is (clang's pragma
+ * demands vectorization and warns where it cannot). */
 INLINE void epilogue_row(uint32_t ACT, int BIAS, int RES, float *c, const float *s, const float *b, const float *r,
                          size_t cols) {
+    if (ACT == VKG_UNARY_GELU_ERF) {
+        for (size_t j = 0; j < cols; j++) MM_EPILOGUE_ELEMENT(j);
+        return;
+    }
 #if defined(__clang__)
 #pragma clang loop vectorize(assume_safety)
 #else
 #pragma GCC ivdep
 #endif
-    for (size_t j = 0; j < cols; j++) {
-        float x = s[j];
-        if (BIAS) x += b[j];
-        x = vkg_cpu_activation(ACT, x);
-        if (RES == 1) x += r[j];
-        if (RES == 2) x = vkg_cpu_activation(VKG_UNARY_SILU, r[j]) * x;
-        c[j] = x;
-    }
+    for (size_t j = 0; j < cols; j++) MM_EPILOGUE_ELEMENT(j);
 }
+#undef MM_EPILOGUE_ELEMENT
 
 /* res: 0 none, 1 + R, 2 times silu(R) */
 #define MM_EPILOGUE_ACT(act) \

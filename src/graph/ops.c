@@ -237,8 +237,8 @@ static vkg_tensor norm_node(vkg_graph *g, vkg_op op, vkg_tensor x, vkg_tensor ga
             return VKG_NONE;
         }
     }
-    if (!(eps >= 0.0f) || eps == INFINITY) {
-        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: eps must be finite and >= 0", name);
+    if (!(eps >= 0.0f)) { /* +inf is allowed: both kernels give the limit, zeros (plus beta) */
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: eps must be >= 0", name);
         return VKG_NONE;
     }
     vkg_tensor t = unary_node(g, op, x);

@@ -1,46 +1,26 @@
 /*
- * GPT-2's byte-level BPE tokenizer: text (UTF-8 bytes) <-> token ids.
+ * Tokenizers as transformers' fast tokenizers (Hugging Face tokenizers) run them: text (UTF-8
+ * bytes) <-> token ids.  docs/TOKENIZERS.md lists what is read and the behaviour matched.
  *
- * Encoding, as OpenAI's encoder.py and the npm package gpt-3-encoder do it:
- *   1. Split the text into pieces with GPT-2's pattern
- *        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
- *      (run with PCRE2 in UTF mode), so a word keeps its leading space and a run of spaces gives
- *      its last space to the next word.
- *   2. Map each byte of a piece to one of 256 printable characters (bytes that are printable
- *      Latin-1 stand for themselves, the other 68 get U+0100..U+0143), so every byte string is
- *      spelled with vocabulary symbols and no text is ever "unknown".
- *   3. Merge adjacent symbols, lowest merge rank first, until no ranked pair is left; each symbol
- *      left is a token.
+ * Files, looked for in this order (as AutoTokenizer prefers tokenizer.json):
+ *   - tokenizer.json: a pipeline of components, each chosen by its "type" and built by its unit
+ *     (tok_internal.h): normalizer, pre-tokenizer, BPE model, post-processor, decoder, and the
+ *     added tokens found inside a text before the model runs.
+ *   - vocab.json + merges.txt, or OpenAI's encoder.json + vocab.bpe (data/gpt2-tokenizer/):
+ *     GPT-2's byte-level BPE, with "<|endoftext|>" a special token as transformers registers it.
+ *     vocab.json maps each token, spelled in the byte alphabet, to an id (ids 0..N-1); merges.txt
+ *     holds one merge a line, "LEFT RIGHT", in rank order, after an optional '#' first line; a pair
+ *     listed twice keeps the later rank, as the reference does.
  *
- * Reference behaviour matched exactly (tests/data/tokenizer_cases.txt holds gpt-3-encoder's ids):
- *   - \s means JavaScript's \s (the reference runs the pattern as a /u JavaScript regex): tab,
- *     LF, VT, FF, CR, U+FEFF, U+2028, U+2029 and every Zs space (U+0020, U+00A0, U+3000...).
- *     Python's `regex` module, which OpenAI's encoder.py uses, takes \s as Unicode White_Space;
- *     the two differ only at U+0085 (a space for Python) and U+FEFF (a space for JavaScript), so
- *     texts holding those two characters may split differently there.
- *   - "<|endoftext|>" inside a text is plain text (ids 27,91,437,1659,5239,91,29), never id 50256:
- *     the reference has no special-token handling in encode.  A caller that wants the
- *     end-of-text token appends vkg_tokenizer_eot() itself.
- *   - Contractions match lowercase only: "'S" splits as "'" then "S".
+ * GPT-2's split pattern takes \s as JavaScript defines it (the reference encoder runs it as a /u
+ * JavaScript regex): Python's `regex` module, which OpenAI's encoder.py uses, differs only at
+ * U+0085 and U+FEFF.  With these files a pair of equal rank is merged everywhere before any pair
+ * those merges make (OpenAI's rounds); tokenizer.json's BPE takes new pairs at once (tokenizers);
+ * the two differ only for merge lists in which a new pair outranks the merge that made it.
  *
- * Decoding concatenates the raw bytes of each token, so decode(encode(x)) == x byte for byte.
- * The result is not always valid UTF-8: ids that split a character (a prefix of an encoded
- * sequence, or ids made up by hand) give the bytes they stand for, as they are.
- *
- * Files: a directory holding tokenizer.json (Hugging Face tokenizers' one file, which the fast
- * tokenizer reads), vocab.json + merges.txt (Hugging Face's names) or encoder.json + vocab.bpe
- * (OpenAI's names; both in data/gpt2-tokenizer/).  vocab.json maps each
- * token, spelled in the byte alphabet of step 2, to an id; ids must be 0..N-1 for N entries.
- * merges.txt holds one merge a line, "LEFT RIGHT", in rank order, after an optional first line
- * starting with '#'.  If the same pair is listed twice the later rank counts, as in the
- * reference.
- *
- * tokenizer.json is read as tokenizers writes it for GPT-2: model.type "BPE" (or no type), with
- * model.vocab (token -> id, as vocab.json) and model.merges in rank order, each "LEFT RIGHT" or
- * ["LEFT", "RIGHT"] (newer tokenizers write pairs); added_tokens, whose ids join the vocabulary
- * (a token both list must have one id); a ByteLevel pre-tokenizer without add_prefix_space, or
- * none; no normalizer.  Any other model type or setting that changes the ids is refused by name.
- * Added tokens are not matched inside a text: "<|endoftext|>" stays plain text, as above.
+ * Encoding refuses invalid UTF-8 with the offset of the first bad byte (transformers takes
+ * Python strings, which cannot hold it).  Decoding gives the bytes of byte-level tokens as they
+ * are, so a prefix of ids may end inside a character (tokenizers would write U+FFFD there).
  *
  * A loaded tokenizer is read-only: encode and decode may run on several threads at once.
  */

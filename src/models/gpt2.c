@@ -112,7 +112,8 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_op
         m->dtype = w[0].found->dtype;
         m->weight_dtype =
             o->dtype == VKG_GPT2_DTYPE_AS_STORED ? vkg_weights_dtype_of_file(m->dtype) : (vkg_dtype)o->dtype;
-        st = vkg_weights_read(ck, w, l.n, m->weight_dtype, &m->weights, &m->weights_bytes, err);
+        const vkg_weights_progress progress = {o->progress, o->progress_user};
+        st = vkg_weights_read(ck, w, l.n, m->weight_dtype, &progress, &m->weights, &m->weights_bytes, err);
     }
     for (int i = 0; st == VKG_OK && i < l.n; i++) vkg_gpt2_weight_set(m, (vkg_gpt2_weight)w[i].id, w[i].layer, w[i].data);
     vkg_checkpoint_close(ck); /* everything is in m->weights: the files may change from here on */

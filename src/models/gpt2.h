@@ -95,6 +95,8 @@ typedef struct vkg_gpt2 {
 typedef struct vkg_gpt2_load_options {
     int dtype;
     int transposed;   /* hold the Conv1D matrices [out, in] (vkg_device_prefers_transposed_weights) */
+    int (*progress)(void *user, float fraction); /* NULL, or told the fraction read; 0 cancels */
+    void *progress_user;
 } vkg_gpt2_load_options;
 void vkg_gpt2_load_options_default(vkg_gpt2_load_options *o);
 

@@ -37,7 +37,8 @@ static vkg_status list_tensors(const vkg_llama *m, vkg_weight_want **out, int *c
     return VKG_OK;
 }
 
-static vkg_status load_into(vkg_llama *m, const char *dir, int dtype, vkg_error *err) {
+static vkg_status load_into(vkg_llama *m, const char *dir, int dtype, const vkg_weights_progress *progress,
+                            vkg_error *err) {
     vkg_status st = vkg_checkpoint_check_folder(dir, err);
     if (st != VKG_OK) return st;
     char *config_path = vkg_path_join(dir, "config.json");
@@ -81,7 +82,7 @@ static vkg_status load_into(vkg_llama *m, const char *dir, int dtype, vkg_error 
     if (st == VKG_OK) {
         m->weight_dtype = dtype == VKG_GPT2_DTYPE_AS_STORED ? vkg_weights_dtype_of_file(w[0].found->dtype)
                                                             : (vkg_dtype)dtype;
-        st = vkg_weights_read(ck, w, n, m->weight_dtype, &m->weights, &m->weights_bytes, err);
+        st = vkg_weights_read(ck, w, n, m->weight_dtype, progress, &m->weights, &m->weights_bytes, err);
     }
     for (int i = 0; st == VKG_OK && i < n; i++) {
         if (vkg_llama_weights[w[i].id].per_layer) m->layers[w[i].layer][w[i].id] = w[i].data;
@@ -126,7 +127,8 @@ static void decoder_init(vkg_llama *m) {
     };
 }
 
-vkg_status vkg_llama_load(const char *dir, int dtype, vkg_llama **out, vkg_error *err) {
+vkg_status vkg_llama_load(const char *dir, int dtype, const vkg_weights_progress *progress, vkg_llama **out,
+                          vkg_error *err) {
     *out = NULL;
     if (!dir) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_llama_load: no folder given");
     if (dtype != VKG_GPT2_DTYPE_AS_STORED && dtype != VKG_F32 && dtype != VKG_F16 && dtype != VKG_BF16)
@@ -134,7 +136,7 @@ vkg_status vkg_llama_load(const char *dir, int dtype, vkg_llama **out, vkg_error
                              dtype);
     vkg_llama *m = calloc(1, sizeof *m);
     if (!m) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory loading %s", dir);
-    vkg_status st = load_into(m, dir, dtype, err);
+    vkg_status st = load_into(m, dir, dtype, progress, err);
     if (st != VKG_OK) {
         vkg_llama_free(m);
         return st;

@@ -28,6 +28,7 @@
 #include "models/decoder.h"
 #include "models/llama_config.h"
 #include "models/llama_weights.h"
+#include "models/weights_read.h"
 
 typedef struct vkg_llama {
     vkg_llama_config config;
@@ -43,8 +44,10 @@ typedef struct vkg_llama {
     vkg_decoder decoder;
 } vkg_llama;
 
-/* dtype: VKG_GPT2_DTYPE_AS_STORED (-1, the embedding's dtype) or VKG_F32/F16/BF16. */
-vkg_status vkg_llama_load(const char *dir, int dtype, vkg_llama **out, vkg_error *err);
+/* dtype: VKG_GPT2_DTYPE_AS_STORED (-1, the embedding's dtype) or VKG_F32/F16/BF16; progress
+ * (may be NULL) hears how far the read is and may cancel it. */
+vkg_status vkg_llama_load(const char *dir, int dtype, const vkg_weights_progress *progress, vkg_llama **out,
+                          vkg_error *err);
 void vkg_llama_free(vkg_llama *m);
 vkg_status vkg_llama_build_graph(const void *m, const vkg_forward_options *o, vkg_forward_graph *out, vkg_error *err);
 

@@ -11,6 +11,7 @@
 #include "models/gpt2.h"
 #include "models/llama.h"
 #include "models/gpt2_random.h"
+#include "models/model_handles.h"
 #include "models/model_run.h"
 #include "models/sampling.h"
 #include "models/stop_strings.h"
@@ -18,26 +19,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct vkg_model {
-    const vkg_decoder *dec;              /* the model, freed through dec->free       */
-    vkg_tokenizer *tok;                  /* NULL when the folder has none            */
-    vkg_device *dev;                     /* borrowed; NULL: facts and tokenizer only */
-    vkg_weight_dtype dtype;
-    int random_weights;
-    char tokenizer_note[320];            /* why the folder's tokenizer is not read; "" */
-};
-
-struct vkg_context {
-    vkg_model *model;
-    vkg_generator gen;
-    int32_t *tokens;                     /* [n_ctx + 1]: the cache's, then a pending one */
-    int n_tokens;                        /* >= gen.length; one more while a token is pending */
-    int64_t generated;                   /* every token generated, for the marks' names  */
-    vkg_sampler sampler;                 /* kept from one generate call to the next      */
-    int sampler_ready;
-    vkg_context_timings t;
-};
 
 const char *vkg_weight_dtype_name(vkg_weight_dtype d) {
     switch (d) {
@@ -99,21 +80,24 @@ const char *vkg_model_architectures(void) {
 }
 
 /* Loads the model in dir behind the model interface, with the loader its config names. */
-static vkg_status open_decoder(const char *dir, int dtype, const vkg_device *dev, const vkg_decoder **out,
-                               vkg_error *err) {
+static vkg_status open_decoder(const char *dir, int dtype, const vkg_model_options *mo, const vkg_device *dev,
+                               const vkg_decoder **out, vkg_error *err) {
     *out = NULL;
     int llama = 0;
     vkg_status st = choose_loader(dir, &llama, err);
     if (st != VKG_OK) return st;
     if (llama) {
         vkg_llama *m = NULL;
-        st = vkg_llama_load(dir, dtype, &m, err);
+        const vkg_weights_progress progress = {mo->progress, mo->progress_user};
+        st = vkg_llama_load(dir, dtype, &progress, &m, err);
         if (st == VKG_OK) *out = &m->decoder;
         return st;
     }
     vkg_gpt2_load_options lo;
     vkg_gpt2_load_options_default(&lo);
     lo.dtype = dtype;
+    lo.progress = mo->progress;
+    lo.progress_user = mo->progress_user;
     lo.transposed = vkg_device_prefers_transposed_weights(dev);
     vkg_gpt2 *m = NULL;
     st = vkg_gpt2_load_with(dir, &lo, &m, err);
@@ -135,7 +119,7 @@ vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_opti
     vkg_model *m = calloc(1, sizeof *m);
     if (!m) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     m->dev = dev;
-    vkg_status st = open_decoder(dir, dtype, dev, &m->dec, err);
+    vkg_status st = open_decoder(dir, dtype, &o, dev, &m->dec, err);
     if (st == VKG_OK) m->dtype = m->dec->facts.weight_dtype == VKG_F16    ? VKG_WEIGHTS_F16
                                  : m->dec->facts.weight_dtype == VKG_BF16 ? VKG_WEIGHTS_BF16
                                                                           : VKG_WEIGHTS_F32;
@@ -362,6 +346,42 @@ vkg_status vkg_context_get_logits(vkg_context *ctx, float *out, size_t floats, v
     return vkg_generator_logits(&ctx->gen, out, floats, err);
 }
 
+vkg_status vkg_context_get_logits_rows(vkg_context *ctx, const int *rows, int n_rows, float *out, size_t floats,
+                                       vkg_error *err) {
+    if (!ctx || !rows || !out)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_get_logits_rows: NULL argument");
+    if (ctx->gen.opts.no_logits)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "the context was made with VKG_LOGITS_NONE");
+    if (!ctx->gen.fed) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "no logits yet: feed a token first");
+    const size_t V = (size_t)ctx->model->dec->facts.n_vocab;
+    const int fed = ctx->gen.fed;
+    if (n_rows < 1 || floats != (size_t)n_rows * V)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "logits rows: %zu floats for %d rows of %zu", floats,
+                             n_rows, V);
+    const int all = ctx->gen.opts.all_logits && !ctx->gen.restored;
+    for (int i = 0; i < n_rows; i++) {
+        const int r = rows[i] < 0 ? rows[i] + fed : rows[i];
+        if (r < 0 || r >= fed)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "logits row %d: the last feed had %d tokens", rows[i], fed);
+        if (!all && r != fed - 1)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "logits row %d: the context keeps only the last "
+                                 "token's logits; make it with VKG_LOGITS_ALL for the others", rows[i]);
+    }
+    if (!all) {
+        for (int i = 0; i < n_rows; i++) memcpy(out + (size_t)i * V, ctx->gen.logits, V * sizeof *out);
+        return VKG_OK;
+    }
+    float *every = malloc((size_t)fed * V * sizeof *every);
+    if (!every) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %d rows of logits", fed);
+    vkg_status st = vkg_generator_logits(&ctx->gen, every, (size_t)fed * V, err);
+    for (int i = 0; st == VKG_OK && i < n_rows; i++) {
+        const int r = rows[i] < 0 ? rows[i] + fed : rows[i];
+        memcpy(out + (size_t)i * V, every + (size_t)r * V, V * sizeof *out);
+    }
+    free(every);
+    return st;
+}
+
 vkg_status vkg_context_get_attention(vkg_context *ctx, int layer, float *out, size_t floats, vkg_error *err) {
     if (!ctx || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_get_attention: NULL argument");
     const int a = ctx->gen.opts.attention_layer;
@@ -462,8 +482,10 @@ static vkg_status generate_loop(generation *g, vkg_error *err) {
         if ((st = vkg_generator_last_logits(&ctx->gen, &logits, err)) != VKG_OK) break;
         if (o->ignore_eos && eos != VKG_NO_TOKEN) logits[eos] = -INFINITY; /* as llama.cpp */
         double t0 = vkg_clock_seconds();
-        const int32_t next = vkg_sampler_next(&ctx->sampler, logits, ctx->tokens, ctx->gen.length);
+        int32_t next;
+        st = vkg_sampler_next(&ctx->sampler, logits, ctx->tokens, ctx->gen.length, &next, err);
         ctx->t.sample_s += vkg_clock_seconds() - t0;
+        if (st != VKG_OK) break;
         ctx->t.samples++;
         if (eos != VKG_NO_TOKEN && next == eos) {
             g->res->reason = VKG_STOP_EOS;

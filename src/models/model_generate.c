@@ -84,6 +84,7 @@ vkg_status vkg_generator_feed(vkg_generator *gen, const int32_t *ids, int n, vkg
     if (st != VKG_OK || n == 0) return st;
     drop_other(gen);
     gen->fed = 0; /* until this feed has run */
+    gen->restored = 0;
     vkg_runner *r = &gen->base;
     if (n != gen->base.gg.tokens) {
         /* Another size: one pass over all n tokens, writing the shared cache at gen->length.
@@ -144,6 +145,9 @@ vkg_status vkg_generator_logits(vkg_generator *gen, float *out, size_t floats, v
 vkg_status vkg_generator_attention(vkg_generator *gen, int layer, float *out, size_t floats,
                                    vkg_error *err) {
     vkg_status st = need_feed(gen, err);
+    if (st == VKG_OK && gen->restored)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: no attention since the state was loaded: feed a "
+                             "token first", gen->model->facts.architecture);
     return st == VKG_OK ? vkg_runner_attention(gen->last, layer, out, floats, err) : st;
 }
 
@@ -151,6 +155,7 @@ vkg_status vkg_generator_reset(vkg_generator *gen, vkg_error *err) {
     drop_other(gen);
     gen->length = 0;
     gen->fed = 0;
+    gen->restored = 0;
     return vkg_session_reset_state(gen->base.session, err); /* the states every plan shares */
 }
 
@@ -161,5 +166,66 @@ vkg_status vkg_generator_truncate(vkg_generator *gen, int n, vkg_error *err) {
     drop_other(gen);
     gen->length = n;
     gen->fed = 0; /* what the last feed computed no longer follows the cache */
+    gen->restored = 0;
     return VKG_OK;
+}
+
+/* The cache of layer 0's shape [2, Hkv, S, D]: planes = 2 * Hkv, rows S, row D floats. */
+static vkg_status cache_shape(const vkg_generator *gen, int64_t *planes, int64_t *rows, int64_t *row,
+                              vkg_error *err) {
+    const vkg_forward_graph *gg = &gen->base.gg;
+    int64_t shape[VKG_MAX_DIMS];
+    if (!gg->kv_cache || vkg_tensor_shape(gg->graph, gg->kv_cache[0], shape) != 4)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: the context has no KV cache",
+                             gen->model->facts.architecture);
+    *planes = shape[0] * shape[1];
+    *rows = shape[2];
+    *row = shape[3];
+    return VKG_OK;
+}
+
+size_t vkg_generator_cache_floats(const vkg_generator *gen, int length) {
+    int64_t planes = 0, rows = 0, row = 0;
+    if (cache_shape(gen, &planes, &rows, &row, NULL) != VKG_OK) return 0;
+    return (size_t)gen->model->facts.n_layer * (size_t)planes * (size_t)length * (size_t)row;
+}
+
+/* One layer's whole state in a scratch buffer, read or written plane by plane around the rows
+ * [0, length) that out / in hold. */
+static vkg_status cache_copy(vkg_generator *gen, float *out, const float *in, int length, vkg_error *err) {
+    int64_t planes = 0, rows = 0, row = 0;
+    vkg_status st = cache_shape(gen, &planes, &rows, &row, err);
+    if (st != VKG_OK) return st;
+    const size_t layer = (size_t)(planes * rows * row), part = (size_t)length * (size_t)row;
+    float *scratch = calloc(layer, sizeof *scratch);
+    if (!scratch) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for a layer of the KV cache");
+    for (int l = 0; l < gen->model->facts.n_layer && st == VKG_OK; l++) {
+        const vkg_tensor t = gen->base.gg.kv_cache[l];
+        const size_t at = (size_t)l * (size_t)planes * part;
+        if (out) {
+            st = vkg_session_get_state(gen->base.session, t, scratch, layer * sizeof *scratch, err);
+            for (int64_t p = 0; st == VKG_OK && p < planes; p++)
+                memcpy(out + at + (size_t)p * part, scratch + (size_t)(p * rows * row), part * sizeof *out);
+        } else {
+            for (int64_t p = 0; p < planes; p++)
+                memcpy(scratch + (size_t)(p * rows * row), in + at + (size_t)p * part, part * sizeof *in);
+            st = vkg_session_set_state(gen->base.session, t, scratch, layer * sizeof *scratch, err);
+        }
+    }
+    free(scratch);
+    return st;
+}
+
+vkg_status vkg_generator_cache_read(vkg_generator *gen, float *out, vkg_error *err) {
+    return cache_copy(gen, out, NULL, gen->length, err);
+}
+
+vkg_status vkg_generator_cache_write(vkg_generator *gen, const float *in, int length, vkg_error *err) {
+    if (length < 0 || length > gen->opts.cache_len)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: %d cached tokens do not fit a cache of %d",
+                             gen->model->facts.architecture, length, gen->opts.cache_len);
+    vkg_status st = vkg_generator_reset(gen, err); /* the rows past length: zero */
+    if (st == VKG_OK) st = cache_copy(gen, NULL, in, length, err);
+    if (st == VKG_OK) gen->length = length;
+    return st;
 }

@@ -80,6 +80,8 @@ typedef struct vkg_generator {
                                             (read after each feed; with all_logits only when
                                             vkg_generator_last_logits asks for it)          */
     size_t logits_cap;                   /* floats allocated                                */
+    int restored;                        /* logits holds a loaded state's prediction: no run
+                                            since the load, so no other output to read      */
 } vkg_generator;
 
 /* cache_len: the longest sequence (prompt + generated) the generator will hold, 1 to
@@ -105,5 +107,13 @@ vkg_status vkg_generator_reset(vkg_generator *gen, vkg_error *err);
 /* Keeps the first n tokens (0 <= n <= length): the next feed writes position n, and the rows
  * after it get weight exactly 0 from the causal mask until they are written again. */
 vkg_status vkg_generator_truncate(vkg_generator *gen, int n, vkg_error *err);
+
+/* The KV cache's rows of the first `length` positions, layer by layer, plane by plane (keys
+ * then values of each KV head), position by position: vkg_generator_cache_floats(gen, length)
+ * floats.  Read holds gen->length positions; write empties the cache, puts `length` positions
+ * back and leaves nothing fed (the next feed writes position length). */
+size_t vkg_generator_cache_floats(const vkg_generator *gen, int length);
+vkg_status vkg_generator_cache_read(vkg_generator *gen, float *out, vkg_error *err);
+vkg_status vkg_generator_cache_write(vkg_generator *gen, const float *in, int length, vkg_error *err);
 
 #endif

@@ -104,8 +104,18 @@ TRANSPOSE(uint16_t)
 TRANSPOSE(uint32_t)
 #undef TRANSPOSE
 
+/* Tells progress how far the read is; VKG_ERR_CANCELLED when it says stop. */
+static vkg_status report(const vkg_weights_progress *progress, size_t done, size_t total, const char *path,
+                         vkg_error *err) {
+    if (!progress || !progress->fn) return VKG_OK;
+    const float fraction = total ? (float)((double)done / (double)total) : 1.0f;
+    return progress->fn(progress->user, fraction) ? VKG_OK
+                                                  : vkg_error_set(err, VKG_ERR_CANCELLED, "%s: loading cancelled by "
+                                                                  "the progress callback", path);
+}
+
 vkg_status vkg_weights_read(const vkg_checkpoint *ck, vkg_weight_want *w, int n, vkg_dtype matrix_dtype,
-                            void **block_out, size_t *bytes, vkg_error *err) {
+                            const vkg_weights_progress *progress, void **block_out, size_t *bytes, vkg_error *err) {
     const char *path = vkg_checkpoint_path(ck);
     enum { TENSOR_ALIGN = 256 };
     *block_out = NULL;
@@ -138,7 +148,7 @@ vkg_status vkg_weights_read(const vkg_checkpoint *ck, vkg_weight_want *w, int n,
     if (scratch_bytes && !scratch)
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the weights (%zu MB)", scratch_bytes >> 20);
     size_t offset = 0;
-    vkg_status st = VKG_OK;
+    vkg_status st = report(progress, 0, total, path, err);
     for (int i = 0; i < n && st == VKG_OK; i++) {
         const vkg_st_tensor *t = w[i].found;
         const vkg_dtype d = w[i].ndim == 2 ? matrix_dtype : VKG_F32;
@@ -152,6 +162,7 @@ vkg_status vkg_weights_read(const vkg_checkpoint *ck, vkg_weight_want *w, int n,
             transpose_uint16_t(scratch, w[i].data, (size_t)t->shape[0], (size_t)t->shape[1]);
         else if (st == VKG_OK && transposed)
             transpose_uint32_t(scratch, w[i].data, (size_t)t->shape[0], (size_t)t->shape[1]);
+        if (st == VKG_OK) st = report(progress, i + 1 == n ? total : offset, total, path, err);
     }
     free(scratch);
     return st == VKG_OK ? vkg_checkpoint_check_unchanged(ck, err) : st;

@@ -41,11 +41,18 @@ typedef struct vkg_weights_note {
 vkg_status vkg_weights_match(const vkg_checkpoint *ck, const char *prefix, vkg_weight_want *w, int n,
                              const vkg_weights_note *note, vkg_error *err);
 
+/* Called with the fraction of the bytes read so far (0 first, then after each tensor); returning
+ * 0 stops the read with VKG_ERR_CANCELLED. */
+typedef struct vkg_weights_progress {
+    int (*fn)(void *user, float fraction);
+    void *user;
+} vkg_weights_progress;
+
 /* Reads every matched tensor into one block (*block, *bytes: a whole number of pages, freed with
  * vkg_weights_free, also after an error), matrices in matrix_dtype, then checks that no file
- * changed meanwhile. */
+ * changed meanwhile.  progress may be NULL. */
 vkg_status vkg_weights_read(const vkg_checkpoint *ck, vkg_weight_want *w, int n, vkg_dtype matrix_dtype,
-                            void **block, size_t *bytes, vkg_error *err);
+                            const vkg_weights_progress *progress, void **block, size_t *bytes, vkg_error *err);
 void vkg_weights_free(void *block, size_t bytes);
 
 /* The vkg_dtype of a file's dtype (F16, BF16; anything else F32). */

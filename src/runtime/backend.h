@@ -25,7 +25,8 @@ typedef struct vkg_backend_ops {
      * were taken. */
     vkg_status (*run)(void *session, vkg_step_times *times, vkg_error *err);
     /* Runs steps [first, first + count) only, as run would run them, untimed: for comparing two
-     * devices step by step (src/core/compare.c). */
+     * devices step by step (src/conformance/compare.c, which sets a step's bound ranges with
+     * write before it runs and reads them back with read). */
     vkg_status (*run_steps)(void *session, int first, int count, vkg_error *err);
     void (*device_free)(void *device);
 } vkg_backend_ops;

@@ -147,6 +147,15 @@ vkg_status vkg_session_get_state(vkg_session *s, vkg_tensor state, void *data, s
     return s->device->ops->read(s->impl, r, 0, data, bytes, err);
 }
 
+vkg_status vkg_session_set_state(vkg_session *s, vkg_tensor state, const void *data, size_t bytes,
+                                 vkg_error *err) {
+    int r = -1;
+    vkg_status st = find_region(s, state, VKG_REGION_STATE, "state", bytes, 1, &r, err);
+    if (st != VKG_OK) return st;
+    if (!data) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_session_set_state: NULL data");
+    return s->device->ops->write(s->impl, r, 0, data, bytes, err);
+}
+
 vkg_status vkg_session_reset_state(vkg_session *s, vkg_error *err) {
     const vkg_plan *p = s->plan;
     for (int r = 0; r < p->n_regions; r++) {

@@ -352,15 +352,21 @@ static vkg_status attention_shader(const vkg_vk_context *c, const vkg_step *st, 
     /* Fewer query rows per batch entry than a subgroup has lanes (decoding): a subgroup per row,
      * its lanes splitting the keys (attention.glsl, SPLIT_KEYS), one subgroup per workgroup. */
     const uint32_t sg = vkg_vk_subgroup_size(c);
-    const int split = a->T < sg;
-    spec[0] = split ? sg : c->tuning.row_wg, spec[1] = div_up(a->D, 4), spec[2] = div_up(a->Dv, 4);
+    /* grouped-query attention: the rows of a b0 entry are one run (attention.glsl) */
+    const int grouped = VKG_ATTENTION_GROUPED(*a);
+    const uint64_t run = grouped ? (uint64_t)a->batch1 * a->T : a->T;
+    const uint64_t batch = grouped ? a->batch0 : (uint64_t)a->batch0 * a->batch1;
+    const int split = run < sg;
+    /* split: a subgroup per row, one workgroup per run (a group's heads together) */
+    const uint64_t split_rows = grouped && run * sg <= vkg_vk_max_workgroup_x(c) ? run : 1;
+    spec[0] = split ? (uint32_t)(split_rows * sg) : c->tuning.row_wg;
+    spec[1] = div_up(a->D, 4), spec[2] = div_up(a->Dv, 4);
     spec[3] = (uint32_t)split, *n_spec = 4;
     if (spec[1] == 0) spec[1] = 1;
     if (spec[2] == 0) spec[2] = 1;
-    /* one unit: a workgroup's tile of consecutive query rows of one batch entry (one row when
-     * split) */
-    uint64_t batch = (uint64_t)a->batch0 * a->batch1, rows = batch * a->T;
-    uint64_t units = batch * div_up(a->T, split ? 1 : spec[0]);
+    /* one unit: a workgroup's tile of consecutive query rows of one run (split_rows when split) */
+    uint64_t rows = batch * run;
+    uint64_t units = batch * div_up(run, split ? split_rows : spec[0]);
     return linear_groups(c, st, units, rows * a->S * (a->D + a->Dv), attention_iterations(a), g, err);
 }
 

@@ -1,0 +1,207 @@
+/* vkg_session_compare at the scale users run it: a model of GPT-2 124M's shapes (12 layers, 12
+ * heads, 768 wide, 1024 positions, 50257 tokens; random weights), Vulkan (with the validation
+ * layer) against the CPU executor, every step judged on the reference's inputs:
+ *   - the forward pass over 1024 tokens, logits at every position;
+ *   - one decode step at position 1023 over a KV cache that each device's own prefill of 1023
+ *     tokens filled.
+ * Every step must stay within its op's threshold, and the free-running drift of the last step
+ * (the logits) within the threshold a whole model is held to.  Each run prints its closest step
+ * and its drift.
+ *
+ * Too slow under the sanitizers, so it runs in the Release leg of the test command only (see
+ * CMakeLists.txt); the fast cases are tests/test_compare.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "vkgraph.h"
+#include "vkgraph_conformance.h"
+#include "vkgraph_model.h"
+#include "support/test_util.h"
+#include "support/vk_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T_MAX 1024
+
+static char *dir;
+static vkg_model *model;
+static int32_t ids[T_MAX], positions[T_MAX];
+static vkg_device *cpu, *gpu;
+
+static int setup(void **state) {
+    (void)state;
+    dir = test_tmpdir("comparescale");
+    vkg_random_gpt2_options o;
+    vkg_random_gpt2_options_default(&o);
+    vkg_error err = {0};
+    if (vkg_random_gpt2_size("gpt2", &o, &err) != VKG_OK) return -1;
+    o.seed = 124;
+    vkg_device_options co = {.quiet = 1};
+    if (vkg_random_gpt2_write(dir, &o, &err) != VKG_OK || vkg_device_open("cpu", &co, &cpu, &err) != VKG_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        return -1;
+    }
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 2024);
+    for (int i = 0; i < T_MAX; i++) {
+        ids[i] = (int32_t)(vkg_rng_next(&rng) % (uint64_t)o.vocab_size);
+        positions[i] = i;
+    }
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    vkg_device_free(cpu);
+    if (dir) assert_int_equal(test_remove_tree(dir), 0);
+    free(dir);
+    return 0;
+}
+
+/* The model opened for the Vulkan device (as `vkgraph compare` opens it: the weights laid out as
+ * the device under test reads them best; the CPU runs the same plan). */
+static void open_model(void) {
+    /* A whole prefill of 1023 tokens is one submission: on lavapipe, on a machine shared with
+     * other work, it can take minutes. */
+    gpu = vk_test_open_with((vkg_device_options){.timeout_ms = 900000});
+    vkg_model_options mo = {.no_tokenizer = 1};
+    vkg_error err = {0};
+    if (vkg_model_open(dir, gpu, &mo, &model, &err) != VKG_OK) fail_msg("%s", err.message);
+}
+
+static void close_model(void) {
+    vkg_model_free(model);
+    model = NULL;
+    vk_test_close(gpu);
+    gpu = NULL;
+}
+
+static vkg_graph *build(int tokens, int n_ctx, vkg_logits_mode logits) {
+    vkg_model_graph_options o;
+    vkg_model_graph_options_default(&o, tokens);
+    o.n_ctx = n_ctx;
+    o.logits = logits;
+    vkg_graph *g = NULL;
+    vkg_error err = {0};
+    if (vkg_model_build_graph(model, &o, &g, &err) != VKG_OK) fail_msg("%s", err.message);
+    return g;
+}
+
+static vkg_plan *compile_for_both(vkg_graph *g) {
+    vkg_compile_options o;
+    vkg_compile_options_default(&o);
+    vkg_device_compile_options(gpu, &o);
+    vkg_device_compile_options(cpu, &o);
+    vkg_plan *p = NULL;
+    vkg_error err = {0};
+    if (vkg_plan_compile(g, &o, &p, &err) != VKG_OK) fail_msg("%s", err.message);
+    return p;
+}
+
+static void set_tokens(vkg_session *s, const vkg_graph *g, const int32_t *id, const int32_t *pos, int n, int start) {
+    vkg_error err = {0};
+    assert_int_equal(vkg_session_set_input(s, vkg_find(g, "ids"), id, (size_t)n * sizeof *id, &err), VKG_OK);
+    assert_int_equal(vkg_session_set_input(s, vkg_find(g, "positions"), pos, (size_t)n * sizeof *pos, &err), VKG_OK);
+    if (vkg_find(g, "pos") != VKG_NONE) assert_int_equal(vkg_session_set_index(s, vkg_find(g, "pos"), start, &err), VKG_OK);
+}
+
+/* Compares st against sr; every step within its threshold, the last step's drift within the
+ * model's; prints the summary.  Returns how many steps have the given label. */
+static int expect_agreement(vkg_session *st, vkg_session *sr, int n, const char *what, const char *count_label) {
+    vkg_step_comparison *cmp = NULL;
+    int first = 7, counted = 0;
+    vkg_error err = {0};
+    if (vkg_session_compare(st, sr, &cmp, &first, &err) != VKG_OK) fail_msg("%s: %s", what, err.message);
+    int closest = 0, drifted = 0;
+    for (int i = 0; i < n; i++) {
+        const vkg_step_comparison *c = &cmp[i];
+        if (c->fails)
+            fail_msg("%s: step %d, %s (node '%s'): nmse %.3e > %.0e on the reference's inputs (drift %.3e)", what, i,
+                     c->label, c->node, c->nmse, c->threshold, c->drift_nmse);
+        assert_int_equal(c->nonfinite_mismatches + c->drift_nonfinite_mismatches, 0);
+        if (c->nmse / c->threshold > cmp[closest].nmse / cmp[closest].threshold) closest = i;
+        if (c->drift_nmse > cmp[drifted].drift_nmse) drifted = i;
+        counted += !strcmp(c->label, count_label);
+    }
+    assert_int_equal(first, -1);
+    const vkg_step_comparison *last = &cmp[n - 1];
+    if (!(last->drift_nmse <= VKG_CONFORMANCE_NMSE_MODEL))
+        fail_msg("%s: the free-running logits drift by nmse %.3e > %.0e", what, last->drift_nmse,
+                 VKG_CONFORMANCE_NMSE_MODEL);
+    fprintf(stderr,
+            "  %s: %d steps within their thresholds; closest step %d, %s, nmse %.3e of %.0e; drift largest %.3e "
+            "(step %d, %s), logits %.3e\n",
+            what, n, closest, cmp[closest].label, cmp[closest].nmse, cmp[closest].threshold, cmp[drifted].drift_nmse,
+            drifted, cmp[drifted].label, last->drift_nmse);
+    free(cmp);
+    return counted;
+}
+
+/* The forward pass over 1024 tokens, logits at every position. */
+static void test_forward_1024(void **state) {
+    (void)state;
+    open_model();
+    vkg_graph *g = build(T_MAX, 0, VKG_LOGITS_ALL);
+    vkg_plan *p = compile_for_both(g);
+    vkg_session *st = NULL, *sr = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_session_new(gpu, p, &st, &err), VKG_OK);
+    assert_int_equal(vkg_session_new(cpu, p, &sr, &err), VKG_OK);
+    set_tokens(st, g, ids, positions, T_MAX, 0);
+    set_tokens(sr, g, ids, positions, T_MAX, 0);
+    int attention = expect_agreement(st, sr, vkg_plan_step_count(p), "forward, T = 1024", "attention+scale+causal");
+    assert_int_equal(attention, 12);
+    vkg_session_free(st);
+    vkg_session_free(sr);
+    vkg_plan_free(p);
+    vkg_graph_free(g);
+    close_model();
+}
+
+/* The prefill of the first 1023 tokens on one device, into the cache s holds. */
+static void prefill(vkg_device *d, vkg_plan *pp, const vkg_graph *pg, vkg_session *s) {
+    vkg_session *ps = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_session_new_shared(d, pp, s, &ps, &err), VKG_OK);
+    set_tokens(ps, pg, ids, positions, T_MAX - 1, 0);
+    if (vkg_session_run(ps, &err) != VKG_OK) fail_msg("prefill on %s: %s", vkg_device_name(d), err.message);
+    vkg_session_free(ps);
+}
+
+/* One decode step at position 1023 over the cache each device's prefill filled. */
+static void test_decode_at_1023(void **state) {
+    (void)state;
+    open_model();
+    vkg_graph *g = build(1, T_MAX, VKG_LOGITS_LAST), *pg = build(T_MAX - 1, T_MAX, VKG_LOGITS_LAST);
+    vkg_plan *p = compile_for_both(g), *pp = compile_for_both(pg);
+    vkg_session *st = NULL, *sr = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_session_new(gpu, p, &st, &err), VKG_OK);
+    assert_int_equal(vkg_session_new(cpu, p, &sr, &err), VKG_OK);
+    prefill(gpu, pp, pg, st);
+    prefill(cpu, pp, pg, sr);
+    set_tokens(st, g, ids + T_MAX - 1, positions + T_MAX - 1, 1, T_MAX - 1);
+    set_tokens(sr, g, ids + T_MAX - 1, positions + T_MAX - 1, 1, T_MAX - 1);
+    int writes = expect_agreement(st, sr, vkg_plan_step_count(p), "decode at 1023", "write_at");
+    assert_int_equal(writes, 12);   /* every layer's cache row written and compared */
+    vkg_session_free(st);
+    vkg_session_free(sr);
+    vkg_plan_free(p);
+    vkg_plan_free(pp);
+    vkg_graph_free(g);
+    vkg_graph_free(pg);
+    close_model();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forward_1024),
+        cmocka_unit_test(test_decode_at_1023),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
