@@ -128,12 +128,18 @@ void vkg_model_options_default(vkg_model_options *o);
 vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_options *opts, vkg_model **out,
                           vkg_error *err);
 void vkg_model_free(vkg_model *m); /* NULL is fine */
+/* "gpt2 (GPT2LMHeadModel), llama (LlamaForCausalLM), ...": the architectures vkg_model_open
+ * reads, by model_type and class, for messages. */
+const char *vkg_model_architectures(void);
 
 typedef struct vkg_model_info {
-    char architecture[16];     /* "gpt2"                                                        */
+    char architecture[16];     /* config.json's model_type: "gpt2", "llama", "mistral", "qwen2", "qwen3" */
     int n_layer, n_head, n_embd;
     int n_kv_head;             /* heads of keys and values: n_head (GPT-2), fewer with grouped
                                   queries; the KV cache holds [2, n_kv_head, positions, head] a layer */
+    int head_dim;              /* channels per head (n_embd / n_head for GPT-2; Qwen3's own)     */
+    double rope_theta;         /* rotary embeddings' base; 0 for a model without them (GPT-2)    */
+    char rope_scaling[16];     /* "default", "linear", "llama3"; "" without rotary embeddings    */
     int n_ctx;                 /* the context: positions the model was trained for (n_positions) */
     int n_vocab;
     int n_inner;               /* the MLP's width                                                */
@@ -221,6 +227,24 @@ typedef struct vkg_random_gpt2_options {
 void vkg_random_gpt2_options_default(vkg_random_gpt2_options *o);
 /* Creates dir (and missing parents) and writes dir/config.json and dir/model.safetensors. */
 vkg_status vkg_random_gpt2_write(const char *dir, const vkg_random_gpt2_options *o, vkg_error *err);
+
+/* A Llama-family model (llama, mistral, qwen2, qwen3) with random weights and a real model's
+ * shapes, written as transformers' save_pretrained writes it (config.json, model.safetensors or
+ * shards with model.safetensors.index.json). */
+typedef struct vkg_random_model_options {
+    const char *shape;          /* "smollm2-135m", "qwen2.5-0.5b", ... (vkg_random_model_shapes)   */
+    const char *arch;           /* NULL: the shape's; else must be the shape's model_type          */
+    int n_layer;                /* 0: the shape's                                                  */
+    int n_positions;            /* 0: the shape's max_position_embeddings                          */
+    int tied;                   /* -1: the shape's; 0: a separate lm_head.weight; 1: tied          */
+    int shards;                 /* 0 or 1: model.safetensors; else that many shards                */
+    vkg_weight_dtype dtype;     /* AS_STORED means f32                                             */
+    uint64_t seed;
+} vkg_random_model_options;
+void vkg_random_model_options_default(vkg_random_model_options *o); /* llama-tiny, seed 1, f32 */
+vkg_status vkg_random_model_write(const char *dir, const vkg_random_model_options *o, vkg_error *err);
+/* "llama-tiny, ..., qwen3-0.6b": the shapes, for messages. */
+const char *vkg_random_model_shapes(void);
 /* Sets the shape (layers, heads, width, positions, vocabulary and special tokens) of a GPT-2
  * release by its Hugging Face name ("gpt2", "gpt2-medium", ...), or "gpt2-tiny" for tests;
  * VKG_ERR_NOT_FOUND naming the sizes for any other name. */

@@ -50,7 +50,7 @@ static void usage(FILE *f) {
             vkg_random_gpt2_size_names(), vkg_gpt2_activation_names());
 }
 
-static int exists_in(const char *dir, const char *name) {
+int random_exists_in(const char *dir, const char *name) {
     char path[PATH_MAX];
     struct stat sb;
     return snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path && stat(path, &sb) == 0;
@@ -58,13 +58,14 @@ static int exists_in(const char *dir, const char *name) {
 
 /* A folder's model is overwritten only when asked, or when it is random itself: a real
  * checkpoint (a download, a fine-tune) cannot be recreated, random weights can. */
-static int check_not_a_model(const char *dir, int force) {
-    if (force || exists_in(dir, VKG_RANDOM_WEIGHTS_MARKER)) return 0;
-    const char *found = exists_in(dir, "model.safetensors") ? "model.safetensors"
-                        : exists_in(dir, "config.json")     ? "config.json"
-                                                            : NULL;
+int random_check_not_a_model(const char *cmd, const char *dir, int force) {
+    if (force || random_exists_in(dir, VKG_RANDOM_WEIGHTS_MARKER)) return 0;
+    const char *found = random_exists_in(dir, "model.safetensors")            ? "model.safetensors"
+                        : random_exists_in(dir, "model.safetensors.index.json") ? "model.safetensors.index.json"
+                        : random_exists_in(dir, "config.json")                  ? "config.json"
+                                                                                 : NULL;
     if (!found) return 0;
-    return cli_fail(CMD, "%s already holds a model (%s), which random weights would overwrite: choose another "
+    return cli_fail(cmd, "%s already holds a model (%s), which random weights would overwrite: choose another "
                     "folder, or give --force", dir, found);
 }
 
@@ -184,7 +185,7 @@ int cmd_gpt2_random(int argc, char **argv) {
     if (o.n_embd % o.n_head)
         return cli_fail(CMD, "--embd %d must be a multiple of --heads %d", o.n_embd, o.n_head);
 
-    if (check_not_a_model(dir, force)) return 1;
+    if (random_check_not_a_model(CMD, dir, force)) return 1;
     vkg_error err = {0};
     if (vkg_random_gpt2_write(dir, &o, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
     if (write_marker(dir, &o)) return 1;

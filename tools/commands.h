@@ -30,5 +30,10 @@ int cmd_logits(int argc, char **argv);
 int cmd_attention(int argc, char **argv);
 int cmd_gpt2_random(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_random(int argc, char **argv);
+/* Shared by the random writers: whether dir/name exists; refusing to overwrite a real model
+ * (0, or 1 after printing why). */
+int random_exists_in(const char *dir, const char *name);
+int random_check_not_a_model(const char *cmd, const char *dir, int force);
 
 #endif

@@ -122,7 +122,7 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
         vkg_model_get_info(c->model, &c->info, &err) != VKG_OK)
         return cli_fail(c->cmd, "%s", err.message);
     if (c->info.random_weights)
-        fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph gpt2-random): its outputs "
+        fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph random or gpt2-random): its outputs "
                 "mean nothing\n", c->cmd, c->model_dir);
     if (c->info.note[0]) fprintf(stderr, "vkgraph %s: note: %s\n", c->cmd, c->info.note); /* one line */
     if (load_tokenizer(c)) return 1;

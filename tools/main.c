@@ -15,6 +15,7 @@ static const vkg_command commands[] = {
     {"logits", cmd_logits, "GPT-2's next-token logits for a prompt, as a .npy file", CMD_DEVICE | CMD_PROFILE},
     {"attention", cmd_attention, "which earlier token each head attends to, as a table and a heatmap", CMD_DEVICE | CMD_PROFILE},
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server for a model (completions, streamed or not)", CMD_DEVICE},
+    {"random", cmd_random, "write a model with random weights and a real model's shapes (llama, qwen2, ...)", 0},
     {"gpt2-random", cmd_gpt2_random, "write a GPT-2-shaped model with random weights (for offline use)", 0},
     {"conformance", cmd_conformance, "check a device against the CPU reference, op by op (pass/fail table)", CMD_DEVICE | CMD_PROFILE},
     {"compare", cmd_compare, "run a model step by step on two devices and name the first step where they part", CMD_DEVICE | CMD_PROFILE},

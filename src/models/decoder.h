@@ -50,6 +50,9 @@ typedef struct vkg_decoder_facts {
     const char *architecture;   /* "gpt2": vkg_model_info's, and the start of every message  */
     const char *ctx_key;        /* the config key of n_ctx, for messages ("n_positions")      */
     int n_layer, n_head, n_kv_head, n_embd, n_inner;
+    int head_dim;               /* channels per head                                          */
+    double rope_theta;          /* 0: no rotary embeddings                                    */
+    const char *rope_scaling;   /* "default", "linear", "llama3"; "" without rotary embeddings */
     int n_ctx;                  /* positions: the longest sequence                           */
     int n_vocab;
     int32_t bos_token, eos_token; /* or VKG_NO_TOKEN                                         */

@@ -3,6 +3,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "models/checkpoint.h"
 #include "models/gpt2_weights.h"
 #include "models/weights_read.h"
 
@@ -46,8 +47,8 @@ static vkg_status want(void *user, vkg_gpt2_weight id, int layer) {
 }
 
 /* Finds the listed tensors, with config.json's sizes in the messages. */
-static vkg_status match_tensors(const vkg_gpt2 *m, const vkg_safetensors *file, vkg_weight_want *w, int n,
-                                const char *path, vkg_error *err) {
+static vkg_status match_tensors(const vkg_gpt2 *m, const vkg_checkpoint *ck, vkg_weight_want *w, int n,
+                                vkg_error *err) {
     const vkg_gpt2_config *c = &m->config;
     char missing[160], shapes[160];
     snprintf(missing, sizeof missing, "n_layer %d, n_embd %d, n_inner %d, vocab_size %d, n_positions %d", c->n_layer,
@@ -55,7 +56,7 @@ static vkg_status match_tensors(const vkg_gpt2 *m, const vkg_safetensors *file, 
     snprintf(shapes, sizeof shapes, "n_embd %d, n_inner %d, vocab_size %d, n_positions %d", c->n_embd,
              vkg_gpt2_inner_size(c), c->vocab_size, c->n_positions);
     const vkg_weights_note note = {.missing = missing, .shapes = shapes};
-    return vkg_weights_match(file, m->transformer_prefix ? "transformer." : "", w, n, path, &note, err);
+    return vkg_weights_match(ck, m->transformer_prefix ? "transformer." : "", w, n, &note, err);
 }
 
 static vkg_status want_required(void *user, vkg_gpt2_weight id, int layer) {
@@ -72,34 +73,11 @@ static vkg_status list_tensors(listing *l) {
     return vkg_gpt2_weights_each(n_layer, want_required, l);
 }
 
-/* A path dir/name, or NULL when out of memory. */
-static char *join(const char *dir, const char *name) {
-    size_t len = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(len);
-    if (p) snprintf(p, len, "%s/%s", dir, name);
-    return p;
-}
-
-static vkg_status check_folder(const char *dir, vkg_error *err) {
-    struct stat sb;
-    if (stat(dir, &sb) != 0)
-        return vkg_error_set(err, VKG_ERR_IO, "%s: %s (expected a model folder holding config.json and "
-                             "model.safetensors)", dir, strerror(errno));
-    if (!S_ISDIR(sb.st_mode))
-        return vkg_error_set(err, VKG_ERR_IO, "%s is not a folder (expected a model folder holding config.json and "
-                             "model.safetensors)", dir);
-    return VKG_OK;
-}
-
 static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_options *o, vkg_error *err) {
-    vkg_status st = check_folder(dir, err);
+    vkg_status st = vkg_checkpoint_check_folder(dir, err);
     if (st != VKG_OK) return st;
-    char *config_path = join(dir, "config.json"), *weights_path = join(dir, "model.safetensors");
-    if (!config_path || !weights_path) {
-        free(config_path);
-        free(weights_path);
-        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
-    }
+    char *config_path = vkg_path_join(dir, "config.json");
+    if (!config_path) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     struct stat sb;
     int tie = 1;
     if (stat(config_path, &sb) != 0)
@@ -107,18 +85,10 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_op
                            "model.safetensors)", dir);
     if (st == VKG_OK) st = vkg_gpt2_config_load(config_path, &m->config, err); /* checks it, names the file */
     if (st == VKG_OK) st = read_tie(config_path, &tie, err);
-    if (st == VKG_OK && stat(weights_path, &sb) != 0) {
-        char *bin = join(dir, "pytorch_model.bin");
-        int has_bin = bin && stat(bin, &sb) == 0;
-        free(bin);
-        st = vkg_error_set(err, VKG_ERR_IO, "%s: no model.safetensors%s", dir,
-                           has_bin ? " (only pytorch_model.bin, which is not read: save the model with "
-                                     "safe_serialization=True, or download model.safetensors)" : "");
-    }
-    vkg_safetensors *file = NULL;
-    if (st == VKG_OK) st = vkg_safetensors_open(weights_path, &file, err);
+    vkg_checkpoint *ck = NULL;
+    if (st == VKG_OK) st = vkg_checkpoint_open(dir, &ck, err);
     if (st == VKG_OK) {
-        m->transformer_prefix = vkg_safetensors_find(file, "transformer.wte.weight") != NULL;
+        m->transformer_prefix = vkg_checkpoint_find(ck, "transformer.wte.weight", NULL) != NULL;
         m->layers = calloc((size_t)m->config.n_layer, sizeof *m->layers);
         if (!m->layers) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     }
@@ -128,26 +98,25 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_op
     vkg_weight_want *w = l.w;
     if (st == VKG_OK) {
         /* The head: lm_head.weight when the file has it (never prefixed), else tied to wte. */
-        m->tied_head = !vkg_safetensors_find(file, "lm_head.weight") &&
-                       !vkg_safetensors_find(file, "transformer.lm_head.weight");
+        m->tied_head = !vkg_checkpoint_find(ck, "lm_head.weight", NULL) &&
+                       !vkg_checkpoint_find(ck, "transformer.lm_head.weight", NULL);
         if (!m->tied_head) {
             st = want(&l, VKG_GPT2_LM_HEAD, 0);
         } else if (!tie) {
             st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: config.json sets tie_word_embeddings to false, but the file "
-                               "has no lm_head.weight for the untied output head", weights_path);
+                               "has no lm_head.weight for the untied output head", vkg_checkpoint_path(ck));
         }
     }
-    if (st == VKG_OK) st = match_tensors(m, file, w, l.n, weights_path, err);
+    if (st == VKG_OK) st = match_tensors(m, ck, w, l.n, err);
     if (st == VKG_OK) {
         m->dtype = w[0].found->dtype;
         m->weight_dtype =
             o->dtype == VKG_GPT2_DTYPE_AS_STORED ? vkg_weights_dtype_of_file(m->dtype) : (vkg_dtype)o->dtype;
         const vkg_weights_progress progress = {o->progress, o->progress_user};
-        st = vkg_weights_read(file, w, l.n, m->weight_dtype, weights_path, &progress, &m->weights, &m->weights_bytes,
-                              err);
+        st = vkg_weights_read(ck, w, l.n, m->weight_dtype, &progress, &m->weights, &m->weights_bytes, err);
     }
     for (int i = 0; st == VKG_OK && i < l.n; i++) vkg_gpt2_weight_set(m, (vkg_gpt2_weight)w[i].id, w[i].layer, w[i].data);
-    vkg_safetensors_close(file); /* everything is in m->weights: the file may change from here on */
+    vkg_checkpoint_close(ck); /* everything is in m->weights: the files may change from here on */
     if (st == VKG_OK && m->tied_head) m->lm_head = m->wte;
     if (st == VKG_OK) {
         m->activation = vkg_gpt2_activation_kind(m->config.activation);
@@ -156,7 +125,6 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_op
     }
     free(w);
     free(config_path);
-    free(weights_path);
     return st;
 }
 
@@ -205,7 +173,7 @@ void vkg_gpt2_decoder_init(vkg_gpt2 *m) {
     m->decoder = (vkg_decoder){
         .model = m,
         .facts = {.architecture = "gpt2", .ctx_key = "n_positions", .n_layer = c->n_layer, .n_head = c->n_head,
-                  .n_kv_head = c->n_head, .n_embd = c->n_embd, .n_inner = vkg_gpt2_inner_size(c),
+                  .n_kv_head = c->n_head, .head_dim = c->n_embd / c->n_head, .rope_scaling = "", .n_embd = c->n_embd, .n_inner = vkg_gpt2_inner_size(c),
                   .n_ctx = c->n_positions, .n_vocab = c->vocab_size, .bos_token = c->bos_token_id,
                   .eos_token = c->eos_token_id, .tied_head = m->tied_head, .n_params = vkg_gpt2_parameter_count(m),
                   .weight_dtype = m->weight_dtype, .weights_transposed = m->transposed, .note = m->note},

@@ -3,6 +3,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "models/config_keys.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -112,16 +113,7 @@ vkg_status vkg_gpt2_config_validate(const vkg_gpt2_config *c, vkg_error *err) {
 
 /* Reads key as an int: *found says whether it was there (null counts as absent). */
 static vkg_status read_int(const vkg_json *root, const char *key, int *out, int *found, vkg_error *err) {
-    const vkg_json *v = vkg_json_get(root, key);
-    *found = v && vkg_json_type_of(v) != VKG_JSON_NULL;
-    if (!*found) return VKG_OK;
-    double d = vkg_json_number(v);
-    if (vkg_json_type_of(v) != VKG_JSON_NUMBER || d != floor(d) || d < -2147483648.0 || d > 2147483647.0)
-        return vkg_error_set(err, VKG_ERR_FORMAT, "\"%s\" must be an integer (it is a JSON %s%s)", key,
-                             vkg_json_type_name(vkg_json_type_of(v)),
-                             vkg_json_type_of(v) == VKG_JSON_NUMBER ? " that is not a whole 32-bit number" : "");
-    *out = (int)d;
-    return VKG_OK;
+    return vkg_config_int(root, key, out, found, err);
 }
 
 static vkg_status read_required(const vkg_json *root, const char *key, int *out, vkg_error *err) {
@@ -133,13 +125,7 @@ static vkg_status read_required(const vkg_json *root, const char *key, int *out,
 
 /* Reads key as 0 or 1; absent or null leaves *out (the default) as it is. */
 static vkg_status read_bool(const vkg_json *root, const char *key, int *out, vkg_error *err) {
-    const vkg_json *v = vkg_json_get(root, key);
-    if (!v || vkg_json_type_of(v) == VKG_JSON_NULL) return VKG_OK;
-    if (vkg_json_type_of(v) != VKG_JSON_BOOL)
-        return vkg_error_set(err, VKG_ERR_FORMAT, "\"%s\" must be true or false (it is a JSON %s)", key,
-                             vkg_json_type_name(vkg_json_type_of(v)));
-    *out = vkg_json_bool(v);
-    return VKG_OK;
+    return vkg_config_bool(root, key, out, err);
 }
 
 /* Settings that change the network beyond what this library builds: refused. */

@@ -18,6 +18,7 @@
 
 #include "base/error.h"
 #include "models/gpt2_weights.h"
+#include "models/random_tensors.h"
 
 #include <errno.h>
 #include <math.h>
@@ -76,103 +77,9 @@ vkg_status vkg_gpt2_random_size(const char *name, vkg_gpt2_random_options *o, vk
                          vkg_gpt2_random_size_names());
 }
 
-/* The tensors being built: names and data are owned here until written. */
-typedef struct tensor_set {
-    vkg_st_write *items;
-    int n, cap;
-    vkg_st_dtype dtype;
-    const char *prefix;
-    vkg_rng rng;
-} tensor_set;
-
-static void tensor_set_free(tensor_set *s) {
-    for (int i = 0; i < s->n; i++) {
-        free((void *)s->items[i].name);
-        free((void *)s->items[i].data);
-    }
-    free(s->items);
-}
-
-typedef enum fill_kind { FILL_NORMAL, FILL_TRIL, FILL_CONSTANT } fill_kind;
-
-/* Adds a tensor named prefix + name: mean + N(0, std) (FILL_NORMAL), the lower triangle of ones
- * over the last two dimensions (FILL_TRIL), or `mean` everywhere (FILL_CONSTANT). */
-static vkg_status add(tensor_set *s, const char *name, int ndim, const int64_t *shape, fill_kind kind, float mean,
-                      float std, vkg_error *err) {
-    if (s->n == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 64;
-        vkg_st_write *items = realloc(s->items, (size_t)cap * sizeof *items);
-        if (!items) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory listing tensors");
-        s->items = items;
-        s->cap = cap;
-    }
-    size_t numel = 1;
-    for (int d = 0; d < ndim; d++) numel *= (size_t)shape[d];
-    float *x = malloc(numel * sizeof *x + 1);
-    size_t name_len = strlen(s->prefix) + strlen(name) + 1;
-    char *full = malloc(name_len);
-    if (!x || !full) {
-        free(x);
-        free(full);
-        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for tensor %s (%zu elements)", name, numel);
-    }
-    snprintf(full, name_len, "%s%s", s->prefix, name);
-    if (kind == FILL_NORMAL) {
-        vkg_rng_fill_normal(&s->rng, x, numel, std);
-        for (size_t i = 0; i < numel; i++) x[i] += mean;
-    } else if (kind == FILL_TRIL) {
-        size_t cols = (size_t)shape[ndim - 1], rows = (size_t)shape[ndim - 2];
-        for (size_t i = 0; i < numel; i++) x[i] = ((i / cols) % rows) >= (i % cols) ? 1.0f : 0.0f;
-    } else {
-        for (size_t i = 0; i < numel; i++) x[i] = mean;
-    }
-    void *data = x;
-    if (s->dtype != VKG_ST_F32) {
-        uint16_t *h = malloc(numel * sizeof *h + 1);
-        if (!h) {
-            free(x);
-            free(full);
-            return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for tensor %s", name);
-        }
-        for (size_t i = 0; i < numel; i++) h[i] = s->dtype == VKG_ST_F16 ? vkg_f32_to_f16(x[i]) : vkg_f32_to_bf16(x[i]);
-        free(x);
-        data = h;
-    }
-    vkg_st_write *w = &s->items[s->n++];
-    memset(w, 0, sizeof *w);
-    w->name = full;
-    w->dtype = s->dtype;
-    w->ndim = ndim;
-    memcpy(w->shape, shape, (size_t)ndim * sizeof *shape);
-    w->data = data;
-    return VKG_OK;
-}
-
-/* mkdir -p: creates dir and any missing parents. */
-static vkg_status make_dirs(const char *dir, vkg_error *err) {
-    char *path = strdup(dir);
-    if (!path) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
-    vkg_status st = VKG_OK;
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-            st = vkg_error_set(err, VKG_ERR_IO, "%s: cannot create directory: %s", path, strerror(errno));
-            break;
-        }
-        *p = saved;
-        if (!saved) break;
-    }
-    free(path);
-    struct stat sb;
-    if (st == VKG_OK && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        st = vkg_error_set(err, VKG_ERR_IO, "%s: exists and is not a directory", dir);
-    return st;
-}
-
 typedef struct drawing {
-    tensor_set *s;
+    vkg_random_tensors *s;
+    const char *prefix;
     const vkg_gpt2_random_options *o;
     vkg_error *err;
 } drawing;
@@ -189,14 +96,15 @@ static vkg_status draw(void *user, vkg_gpt2_weight w, int layer) {
     vkg_status st;
     if (w == VKG_GPT2_ATTN_W && d->o->attn_bias_buffers) {
         const int64_t tril[4] = {1, 1, P, P};
-        snprintf(name, sizeof name, "h.%d.attn.bias", layer);
-        if ((st = add(d->s, name, 4, tril, FILL_TRIL, 0.0f, 0.0f, d->err)) != VKG_OK) return st;
-        snprintf(name, sizeof name, "h.%d.attn.masked_bias", layer);
-        if ((st = add(d->s, name, 0, tril, FILL_CONSTANT, -1e4f, 0.0f, d->err)) != VKG_OK) return st;
+        snprintf(name, sizeof name, "%sh.%d.attn.bias", d->prefix, layer);
+        if ((st = vkg_random_tensors_add(d->s, name, 4, tril, VKG_FILL_TRIL, 0.0f, 0.0f, d->err)) != VKG_OK) return st;
+        snprintf(name, sizeof name, "%sh.%d.attn.masked_bias", d->prefix, layer);
+        if ((st = vkg_random_tensors_add(d->s, name, 0, tril, VKG_FILL_CONSTANT, -1e4f, 0.0f, d->err)) != VKG_OK)
+            return st;
     }
     if (spec->optional) { /* the head: only untied, and Hugging Face keeps it outside "transformer." */
         if (!d->o->untied_lm_head) return VKG_OK;
-        d->s->prefix = "";
+        d->prefix = "";
     }
     float mean = 0.0f, std = 0.02f;
     switch (spec->init) {
@@ -207,12 +115,14 @@ static vkg_status draw(void *user, vkg_gpt2_weight w, int layer) {
     case VKG_GPT2_INIT_SMALL: std = 0.02f; break;
     }
     const int64_t shape[2] = {vkg_gpt2_dim_size(c, spec->d0), vkg_gpt2_dim_size(c, spec->d1)};
-    return add(d->s, vkg_gpt2_weight_name(w, layer, name, sizeof name), spec->d1 == VKG_GPT2_DIM_NONE ? 1 : 2, shape,
-               FILL_NORMAL, mean, std, d->err);
+    char bare[80];
+    snprintf(name, sizeof name, "%s%s", d->prefix, vkg_gpt2_weight_name(w, layer, bare, sizeof bare));
+    return vkg_random_tensors_add(d->s, name, spec->d1 == VKG_GPT2_DIM_NONE ? 1 : 2, shape, VKG_FILL_NORMAL, mean, std,
+                                  d->err);
 }
 
-static vkg_status build_tensors(tensor_set *s, const vkg_gpt2_random_options *o, vkg_error *err) {
-    drawing d = {.s = s, .o = o, .err = err};
+static vkg_status build_tensors(vkg_random_tensors *s, const vkg_gpt2_random_options *o, vkg_error *err) {
+    drawing d = {.s = s, .o = o, .err = err, .prefix = o->prefix_transformer ? "transformer." : ""};
     return vkg_gpt2_weights_each(o->config.n_layer, draw, &d);
 }
 
@@ -223,7 +133,7 @@ vkg_status vkg_gpt2_write_random(const char *dir, const vkg_gpt2_random_options 
                              vkg_st_dtype_name(o->dtype));
     vkg_status st = vkg_gpt2_config_validate(&o->config, err);
     if (st != VKG_OK) return st;
-    if ((st = make_dirs(dir, err)) != VKG_OK) return st;
+    if ((st = vkg_make_dirs(dir, err)) != VKG_OK) return st;
 
     size_t path_len = strlen(dir) + 32;
     char *path = malloc(path_len);
@@ -231,17 +141,11 @@ vkg_status vkg_gpt2_write_random(const char *dir, const vkg_gpt2_random_options 
     snprintf(path, path_len, "%s/config.json", dir);
     st = vkg_gpt2_config_write_tied(path, &o->config, !o->untied_lm_head, err);
 
-    tensor_set s;
-    memset(&s, 0, sizeof s);
-    s.dtype = o->dtype;
-    s.prefix = o->prefix_transformer ? "transformer." : "";
-    vkg_rng_seed(&s.rng, o->seed);
+    vkg_random_tensors s;
+    vkg_random_tensors_init(&s, o->dtype, o->seed);
     if (st == VKG_OK) st = build_tensors(&s, o, err);
-    if (st == VKG_OK) {
-        snprintf(path, path_len, "%s/model.safetensors", dir);
-        st = vkg_safetensors_write(path, s.items, s.n, err);
-    }
-    tensor_set_free(&s);
+    if (st == VKG_OK) st = vkg_random_tensors_write(&s, dir, 1, err);
+    vkg_random_tensors_free(&s);
     free(path);
     return st;
 }

@@ -1,12 +1,15 @@
 /* The public model API (vkgraph_model.h): opaque handles over a model behind the model
- * interface (decoder.h; GPT-2's loader is the one place here that names a model), the tokenizer,
+ * interface (decoder.h; choosing the loader is the one place here that names models), the tokenizer,
  * the generator, the sampler and the stop strings.  What each call does lives in those files;
  * this one holds the handles, the tokens of a context and the stage timings. */
 #include "vkgraph_model.h"
 
 #include "base/error.h"
 #include "io/tokenizer.h"
+#include "base/json.h"
+#include "models/checkpoint.h"
 #include "models/gpt2.h"
+#include "models/llama.h"
 #include "models/gpt2_random.h"
 #include "models/model_handles.h"
 #include "models/model_run.h"
@@ -45,10 +48,51 @@ static int load_dtype(vkg_weight_dtype d) {
 
 _Static_assert(VKG_NO_TOKEN == VKG_GPT2_NO_TOKEN, "the public missing-token id is GPT-2's");
 
-/* Loads the model in dir behind the model interface: GPT-2, the one model there is (a second
- * one is chosen here by config.json's model_type). */
+/* Which loader reads dir: config.json's model_type as transformers' AutoConfig chooses (else
+ * architectures[0]); GPT-2 when it names none (old GPT-2 configs) or when there is no readable
+ * config.json (GPT-2's loader then says what is wrong).  1: the Llama family; 0: GPT-2; an error
+ * for an architecture not supported, listing those that are. */
+static vkg_status choose_loader(const char *dir, int *llama, vkg_error *err) {
+    *llama = 0;
+    char *path = vkg_path_join(dir, "config.json");
+    if (!path) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    vkg_json *root = NULL;
+    vkg_error ignored = {0};
+    vkg_status st = VKG_OK;
+    if (vkg_json_parse_file(path, &root, &ignored) == VKG_OK && vkg_json_type_of(root) == VKG_JSON_OBJECT) {
+        const char *type = vkg_json_string(vkg_json_get(root, "model_type"), NULL);
+        const vkg_json *archs = vkg_json_get(root, "architectures");
+        if (!type && vkg_json_type_of(archs) == VKG_JSON_ARRAY) type = vkg_json_string(vkg_json_at(archs, 0), NULL);
+        if (type && vkg_llama_arch_find(type) >= 0) *llama = 1;
+        else if (type && strcmp(type, "gpt2") != 0 && strcmp(type, "GPT2LMHeadModel") != 0 &&
+                 strcmp(type, "GPT2Model") != 0)
+            st = vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: architecture \"%.60s\" is not supported (supported: "
+                               "%s)", path, type, vkg_model_architectures());
+    }
+    vkg_json_free(root);
+    free(path);
+    return st;
+}
+
+const char *vkg_model_architectures(void) {
+    return "gpt2 (GPT2LMHeadModel), llama (LlamaForCausalLM), mistral (MistralForCausalLM), "
+           "qwen2 (Qwen2ForCausalLM), qwen3 (Qwen3ForCausalLM)";
+}
+
+/* Loads the model in dir behind the model interface, with the loader its config names. */
 static vkg_status open_decoder(const char *dir, int dtype, const vkg_model_options *mo, const vkg_device *dev,
                                const vkg_decoder **out, vkg_error *err) {
+    *out = NULL;
+    int llama = 0;
+    vkg_status st = choose_loader(dir, &llama, err);
+    if (st != VKG_OK) return st;
+    if (llama) {
+        vkg_llama *m = NULL;
+        const vkg_weights_progress progress = {mo->progress, mo->progress_user};
+        st = vkg_llama_load(dir, dtype, &progress, &m, err);
+        if (st == VKG_OK) *out = &m->decoder;
+        return st;
+    }
     vkg_gpt2_load_options lo;
     vkg_gpt2_load_options_default(&lo);
     lo.dtype = dtype;
@@ -56,8 +100,8 @@ static vkg_status open_decoder(const char *dir, int dtype, const vkg_model_optio
     lo.progress_user = mo->progress_user;
     lo.transposed = vkg_device_prefers_transposed_weights(dev);
     vkg_gpt2 *m = NULL;
-    vkg_status st = vkg_gpt2_load_with(dir, &lo, &m, err);
-    *out = st == VKG_OK ? &m->decoder : NULL;
+    st = vkg_gpt2_load_with(dir, &lo, &m, err);
+    if (st == VKG_OK) *out = &m->decoder;
     return st;
 }
 
@@ -80,7 +124,19 @@ vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_opti
                                  : m->dec->facts.weight_dtype == VKG_BF16 ? VKG_WEIGHTS_BF16
                                                                           : VKG_WEIGHTS_F32;
     const char *tok_dir = o.tokenizer_dir ? o.tokenizer_dir : dir;
-    if (st == VKG_OK && !o.no_tokenizer && (o.tokenizer_dir || vkg_tokenizer_present(tok_dir))) st = vkg_tokenizer_load(tok_dir, &m->tok, err);
+    if (st == VKG_OK && !o.no_tokenizer && (o.tokenizer_dir || vkg_tokenizer_present(tok_dir))) {
+        vkg_error tok_err = {0};
+        st = vkg_tokenizer_load(tok_dir, &m->tok, &tok_err);
+        /* A Llama-family folder whose own tokenizer is not read yet still runs on token ids: the
+         * reason is kept as a note, and a command that needs text says it has no tokenizer. */
+        if (st != VKG_OK && st != VKG_ERR_OUT_OF_MEMORY && !o.tokenizer_dir &&
+            strcmp(m->dec->facts.architecture, "gpt2") != 0) {
+            snprintf(m->tokenizer_note, sizeof m->tokenizer_note, "prompts as token ids only: %.120s", tok_err.message);
+            st = VKG_OK;
+        } else if (st != VKG_OK) {
+            vkg_error_set(err, st, "%s", tok_err.message);
+        }
+    }
     if (st != VKG_OK) {
         vkg_model_free(m);
         return st;
@@ -106,6 +162,9 @@ vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_erro
     info->n_head = f->n_head;
     info->n_embd = f->n_embd;
     info->n_kv_head = f->n_kv_head;
+    info->head_dim = f->head_dim;
+    info->rope_theta = f->rope_theta;
+    snprintf(info->rope_scaling, sizeof info->rope_scaling, "%s", f->rope_scaling ? f->rope_scaling : "");
     info->n_ctx = f->n_ctx;
     info->n_vocab = f->n_vocab;
     info->n_inner = f->n_inner;
@@ -116,7 +175,8 @@ vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_erro
     info->dtype = m->dtype;
     info->weights_transposed = f->weights_transposed;
     info->random_weights = m->random_weights;
-    snprintf(info->note, sizeof info->note, "%s", f->note);
+    snprintf(info->note, sizeof info->note, "%.100s%s%.150s", f->note, f->note[0] && m->tokenizer_note[0] ? "; " : "",
+             m->tokenizer_note);
     return VKG_OK;
 }
 

@@ -14,6 +14,7 @@ struct vkg_model {
     vkg_device *dev;                     /* borrowed; NULL: facts and tokenizer only */
     vkg_weight_dtype dtype;
     int random_weights;
+    char tokenizer_note[320];            /* why the folder's tokenizer is not read; "" */
 };
 
 struct vkg_context {

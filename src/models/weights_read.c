@@ -11,18 +11,21 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static const vkg_st_tensor *find(const vkg_safetensors *st, const char *prefix, const char *name) {
-    char full[96];
+static const vkg_st_tensor *find(const vkg_checkpoint *ck, const char *prefix, const char *name,
+                                  const vkg_safetensors **file) {
+    char full[128];
     snprintf(full, sizeof full, "%s%s", prefix, name);
-    return vkg_safetensors_find(st, full);
+    return vkg_checkpoint_find(ck, full, file);
 }
 
-vkg_status vkg_weights_match(const vkg_safetensors *file, const char *prefix, vkg_weight_want *w, int n,
-                             const char *path, const vkg_weights_note *note, vkg_error *err) {
+vkg_status vkg_weights_match(const vkg_checkpoint *ck, const char *prefix, vkg_weight_want *w, int n,
+                             const vkg_weights_note *note, vkg_error *err) {
     for (int i = 0; i < n; i++) {
         char want_s[64], got_s[128];
-        const vkg_st_tensor *t = find(file, prefix, w[i].name);
-        if (!t) t = find(file, "", w[i].name);
+        const vkg_safetensors *file = NULL;
+        const vkg_st_tensor *t = find(ck, prefix, w[i].name, &file);
+        if (!t) t = find(ck, "", w[i].name, &file);
+        const char *path = t ? vkg_safetensors_path(file) : vkg_checkpoint_path(ck);
         if (!t) {
             /* The config's sizes help when the file is of another model than config.json. */
             return vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s%s is missing (expected shape %s; config.json "
@@ -39,6 +42,7 @@ vkg_status vkg_weights_match(const vkg_safetensors *file, const char *prefix, vk
             return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s: tensor %s is %s; only F32, F16 and BF16 weights are "
                                  "supported", path, t->name, vkg_st_dtype_name(t->dtype));
         w[i].found = t;
+        w[i].file = file;
     }
     return VKG_OK;
 }
@@ -110,9 +114,9 @@ static vkg_status report(const vkg_weights_progress *progress, size_t done, size
                                                                   "the progress callback", path);
 }
 
-vkg_status vkg_weights_read(const vkg_safetensors *file, vkg_weight_want *w, int n, vkg_dtype matrix_dtype,
-                            const char *path, const vkg_weights_progress *progress, void **block_out, size_t *bytes,
-                            vkg_error *err) {
+vkg_status vkg_weights_read(const vkg_checkpoint *ck, vkg_weight_want *w, int n, vkg_dtype matrix_dtype,
+                            const vkg_weights_progress *progress, void **block_out, size_t *bytes, vkg_error *err) {
+    const char *path = vkg_checkpoint_path(ck);
     enum { TENSOR_ALIGN = 256 };
     *block_out = NULL;
     *bytes = 0;
@@ -152,8 +156,8 @@ vkg_status vkg_weights_read(const vkg_safetensors *file, vkg_weight_want *w, int
         w[i].data = (unsigned char *)block + offset;
         offset = round_up(offset + (size_t)vkg_st_tensor_numel(t) * vkg_dtype_size(d), TENSOR_ALIGN);
         void *read_to = transposed ? scratch : w[i].data;
-        st = vkg_safetensors_read(file, t, file_dtype_of(d), read_to, err);
-        if (st == VKG_OK) st = check_finite(path, t, read_to, d, err);
+        st = vkg_safetensors_read(w[i].file, t, file_dtype_of(d), read_to, err);
+        if (st == VKG_OK) st = check_finite(vkg_safetensors_path(w[i].file), t, read_to, d, err);
         if (st == VKG_OK && transposed && vkg_dtype_size(d) == 2)
             transpose_uint16_t(scratch, w[i].data, (size_t)t->shape[0], (size_t)t->shape[1]);
         else if (st == VKG_OK && transposed)
@@ -161,7 +165,7 @@ vkg_status vkg_weights_read(const vkg_safetensors *file, vkg_weight_want *w, int
         if (st == VKG_OK) st = report(progress, i + 1 == n ? total : offset, total, path, err);
     }
     free(scratch);
-    return st == VKG_OK ? vkg_safetensors_check_unchanged(file, err) : st;
+    return st == VKG_OK ? vkg_checkpoint_check_unchanged(ck, err) : st;
 }
 
 void vkg_weights_free(void *block, size_t bytes) {

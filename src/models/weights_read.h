@@ -1,5 +1,6 @@
 /*
- * Reading a model's weights from a safetensors file, for every model's loader: the model lists
+ * Reading a model's weights from a checkpoint (one safetensors file or its shards, checkpoint.h),
+ * for every model's loader: the model lists
  * the tensors it needs (from its weight table), and these find each one, check its shape and
  * dtype, and read them all into one page-aligned block the model owns, each at a 256-byte
  * aligned offset (the largest storage-buffer offset alignment devices ask for), so that the block
@@ -13,6 +14,7 @@
 #define VKG_MODELS_WEIGHTS_READ_H
 
 #include "io/safetensors.h"
+#include "models/checkpoint.h"
 #include "vkgraph.h"
 
 typedef struct vkg_weight_want {
@@ -22,6 +24,7 @@ typedef struct vkg_weight_want {
     int id, layer;                   /* the model's own: which weight, which layer            */
     int transpose;                   /* a matrix held transposed, [shape[1], shape[0]]          */
     const vkg_st_tensor *found;      /* set by vkg_weights_match                              */
+    const vkg_safetensors *file;     /* the file (shard) holding it, set by vkg_weights_match */
     void *data;                      /* set by vkg_weights_read: where it lies in the block   */
 } vkg_weight_want;
 
@@ -32,11 +35,11 @@ typedef struct vkg_weights_note {
     const char *missing, *shapes;
 } vkg_weights_note;
 
-/* Finds each of w[0..n) in file as prefix + name, else as name alone, and checks its shape and
+/* Finds each of w[0..n) in ck as prefix + name, else as name alone, and checks its shape and
  * that its dtype converts (F32, F16, BF16).  Errors (VKG_ERR_FORMAT, VKG_ERR_UNSUPPORTED) name the
- * file `path`, the tensor and the shapes. */
-vkg_status vkg_weights_match(const vkg_safetensors *file, const char *prefix, vkg_weight_want *w, int n,
-                             const char *path, const vkg_weights_note *note, vkg_error *err);
+ * file, the tensor and the shapes. */
+vkg_status vkg_weights_match(const vkg_checkpoint *ck, const char *prefix, vkg_weight_want *w, int n,
+                             const vkg_weights_note *note, vkg_error *err);
 
 /* Called with the fraction of the bytes read so far (0 first, then after each tensor); returning
  * 0 stops the read with VKG_ERR_CANCELLED. */
@@ -46,10 +49,10 @@ typedef struct vkg_weights_progress {
 } vkg_weights_progress;
 
 /* Reads every matched tensor into one block (*block, *bytes: a whole number of pages, freed with
- * vkg_weights_free, also after an error), matrices in matrix_dtype.  progress may be NULL. */
-vkg_status vkg_weights_read(const vkg_safetensors *file, vkg_weight_want *w, int n, vkg_dtype matrix_dtype,
-                            const char *path, const vkg_weights_progress *progress, void **block, size_t *bytes,
-                            vkg_error *err);
+ * vkg_weights_free, also after an error), matrices in matrix_dtype, then checks that no file
+ * changed meanwhile.  progress may be NULL. */
+vkg_status vkg_weights_read(const vkg_checkpoint *ck, vkg_weight_want *w, int n, vkg_dtype matrix_dtype,
+                            const vkg_weights_progress *progress, void **block, size_t *bytes, vkg_error *err);
 void vkg_weights_free(void *block, size_t bytes);
 
 /* The vkg_dtype of a file's dtype (F16, BF16; anything else F32). */

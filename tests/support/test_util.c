@@ -31,8 +31,12 @@ double test_nmse(const float *a, const float *b, size_t n) {
  * tools/setup-debian.sh --test) GPT-2 124M at T = 1024 takes seconds, with the reference BLAS
  * minutes. */
 float *test_numpy_logits(const char *model_dir, const int32_t *ids, int n, int64_t vocab) {
-    const char *script = getenv("VKG_REFERENCE");
-    if (!script) fail_msg("VKG_REFERENCE (tools/gpt2_reference.py) is not set: run through ctest");
+    return test_numpy_logits_of("VKG_REFERENCE", model_dir, ids, n, vocab);
+}
+
+float *test_numpy_logits_of(const char *script_env, const char *model_dir, const int32_t *ids, int n, int64_t vocab) {
+    const char *script = getenv(script_env);
+    if (!script) fail_msg("%s (the NumPy reference script) is not set: run through ctest", script_env);
     size_t len = (size_t)n * 12 + 1;
     char *csv = malloc(len), out[1200];
     assert_non_null(csv);

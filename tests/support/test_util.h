@@ -22,6 +22,9 @@ int test_read_ids(const char *dir_rel, int32_t *ids, int cap);
  * by /usr/bin/python3 as ctest's VKG_REFERENCE names it) for the model in model_dir, written to
  * model_dir/reference.npy and read back (the caller frees them).  Fails the test on any problem. */
 float *test_numpy_logits(const char *model_dir, const int32_t *ids, int n, int64_t vocab);
+/* The same with the script that the environment variable script_env names (VKG_REFERENCE:
+ * tools/gpt2_reference.py, VKG_LLAMA_REFERENCE: tools/llama_reference.py). */
+float *test_numpy_logits_of(const char *script_env, const char *model_dir, const int32_t *ids, int n, int64_t vocab);
 /* The float32 matrix [rows, cols] of a .npy file (the caller frees it); fails the test when the
  * file cannot be read or has another shape. */
 float *test_read_npy_matrix(const char *path, int64_t rows, int64_t cols);

@@ -1,0 +1,20 @@
+/*
+ * Reading config.json's keys with the messages every model's config reader gives: each helper
+ * leaves *out (the default) as it is when the key is absent or null, and names the key and what
+ * it holds when the type is wrong.
+ */
+#ifndef VKG_MODELS_CONFIG_KEYS_H
+#define VKG_MODELS_CONFIG_KEYS_H
+
+#include "base/json.h"
+#include "vkgraph.h"
+
+/* An integer in [INT_MIN, INT_MAX]; *found (may be NULL) says whether it was there. */
+vkg_status vkg_config_int(const vkg_json *obj, const char *key, int *out, int *found, vkg_error *err);
+vkg_status vkg_config_number(const vkg_json *obj, const char *key, double *out, int *found, vkg_error *err);
+vkg_status vkg_config_bool(const vkg_json *obj, const char *key, int *out, vkg_error *err);
+/* A string into buf (size bytes, NUL-terminated; longer is an error). */
+vkg_status vkg_config_string(const vkg_json *obj, const char *key, char *buf, size_t size, int *found,
+                             vkg_error *err);
+
+#endif

@@ -1,0 +1,49 @@
+/* The public writer of random Llama-family checkpoints (vkgraph_model.h) over llama_random.c. */
+#include "vkgraph_model.h"
+
+#include "base/error.h"
+#include "models/llama_random.h"
+
+#include <string.h>
+
+void vkg_random_model_options_default(vkg_random_model_options *o) {
+    memset(o, 0, sizeof *o);
+    o->shape = "llama-tiny";
+    o->tied = -1;
+    o->dtype = VKG_WEIGHTS_F32;
+    o->seed = 1;
+}
+
+const char *vkg_random_model_shapes(void) { return vkg_llama_random_shape_names(); }
+
+vkg_status vkg_random_model_write(const char *dir, const vkg_random_model_options *o, vkg_error *err) {
+    if (!dir || !o || !o->shape) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_random_model_write: NULL argument");
+    vkg_llama_random_options r;
+    memset(&r, 0, sizeof r);
+    vkg_status st = vkg_llama_random_shape(o->shape, &r, err);
+    if (st != VKG_OK) return st;
+    vkg_llama_config *c = &r.config;
+    if (o->arch && strcmp(o->arch, vkg_llama_arch_name(c->arch)) != 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "shape %s is a %s model, not %s", o->shape,
+                             vkg_llama_arch_name(c->arch), o->arch);
+    if (o->n_layer < 0 || o->n_layer > VKG_LLAMA_MAX_LAYERS || o->n_positions < 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "layers %d / positions %d out of range", o->n_layer,
+                             o->n_positions);
+    if (o->n_layer) {
+        for (int l = c->n_layer; l < o->n_layer; l++) c->windowed[l] = c->windowed[0];
+        c->n_layer = o->n_layer;
+    }
+    if (o->n_positions) c->n_positions = o->n_positions;
+    if (o->tied >= 0) c->tie_word_embeddings = o->tied != 0;
+    r.shards = o->shards;
+    r.seed = o->seed;
+    switch (o->dtype) {
+    case VKG_WEIGHTS_AS_STORED:
+    case VKG_WEIGHTS_F32: r.dtype = VKG_ST_F32; break;
+    case VKG_WEIGHTS_F16: r.dtype = VKG_ST_F16; break;
+    case VKG_WEIGHTS_BF16: r.dtype = VKG_ST_BF16; break;
+    default: return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "random weights: dtype %d is none of f32, f16, bf16",
+                                  (int)o->dtype);
+    }
+    return vkg_llama_write_random(dir, &r, err);
+}

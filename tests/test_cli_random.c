@@ -1,0 +1,103 @@
+/* `vkgraph random`: each architecture's shapes written as transformers writes them (config.json,
+ * one file or shards with the index), read back by every command through --ids, GPT-2's shapes
+ * passed to gpt2-random, and every user error answered with exit status 1 and a message. */
+#include "gpt2_cli_run.h"
+
+static void expect_file(const char *dir, const char *name) {
+    char p[1400];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    if (stat(p, &sb) != 0) fail_msg("%s was not written", p);
+}
+
+static void f_write(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_writes_and_runs(void **state) {
+    (void)state;
+    need_binary();
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s", in_tmp("qwen"));
+    result r = VKG("random", dir, "--shape", "qwen2-tiny", "--dtype", "bf16", "--shards", "2", "--untied");
+    expect_ok(&r, "random --shards");
+    assert_non_null(strstr(r.out, "RANDOM weights"));
+    result_free(&r);
+    expect_file(dir, "model.safetensors.index.json");
+    expect_file(dir, "model-00001-of-00002.safetensors");
+    expect_file(dir, "model-00002-of-00002.safetensors");
+    expect_file(dir, "RANDOM-WEIGHTS.txt");
+    char *cfg = test_read_file(in_tmp("qwen/config.json"), NULL);
+    assert_non_null(strstr(cfg, "\"model_type\": \"qwen2\""));
+    assert_non_null(strstr(cfg, "\"torch_dtype\": \"bfloat16\""));
+    assert_non_null(strstr(cfg, "\"tie_word_embeddings\": false"));
+    free(cfg);
+    r = VKG("logits", "-m", dir, "--ids", "1,2,3", "-o", in_tmp("q.npy"), "--device", "cpu");
+    expect_ok(&r, "logits on a sharded qwen2");
+    result_free(&r);
+    /* written again as one file: the shards' index goes, so one layout remains */
+    r = VKG("random", dir, "--shape", "qwen2-tiny", "--layers", "3");
+    expect_ok(&r, "random again");
+    assert_non_null(strstr(r.out, "with 3 layers"));
+    result_free(&r);
+    expect_file(dir, "model.safetensors");
+    char p[1400];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+    assert_int_not_equal(stat(p, &sb), 0);
+    /* a tokenizer not read yet: the model still runs on ids, says why, and text is refused */
+    f_write(in_tmp("qwen/tokenizer.json"), "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}");
+    r = VKG("logits", "-m", dir, "--ids", "1,2", "-o", in_tmp("q.npy"), "--device", "cpu");
+    expect_ok(&r, "logits with a tokenizer not read");
+    assert_non_null(strstr(r.err, "prompts as token ids only"));
+    assert_non_null(strstr(r.err, "Unigram"));
+    result_free(&r);
+    expect_fail(VKG("logits", "-m", dir, "-p", "hello", "-o", in_tmp("q.npy"), "--device", "cpu"), "logits",
+                "has no tokenizer");
+    /* GPT-2's shapes go to gpt2-random */
+    r = VKG("random", in_tmp("g"), "--shape", "gpt2-tiny", "--vocab", "64");
+    expect_ok(&r, "random --shape gpt2-tiny");
+    assert_non_null(strstr(r.out, "GPT-2-shaped"));
+    result_free(&r);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    need_binary();
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "llama-9000"), "random", "no Llama-family shape 'llama-9000'");
+    expect_fail(VKG("random", in_tmp("x")), "random", "--shape: say which model's shapes");
+    expect_fail(VKG("random", "--shape", "llama-tiny"), "random", "say where to write the model");
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "qwen3-tiny", "--arch", "llama"), "random",
+                "shape qwen3-tiny is a qwen3 model, not llama");
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "llama-tiny", "--shards", "0"), "random", "--shards");
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "gpt2-tiny", "--shards", "2"), "random",
+                "GPT-2 checkpoints are written as one model.safetensors");
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "llama-tiny", "--dtype", "f8"), "random", "--dtype");
+    /* a folder holding a real model is left alone */
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s", in_tmp("real"));
+    assert_int_equal(mkdir(dir, 0777), 0);
+    FILE *f = fopen(in_tmp("real/config.json"), "w");
+    assert_non_null(f);
+    fputs("{}", f);
+    fclose(f);
+    expect_fail(VKG("random", dir, "--shape", "llama-tiny"), "random", "already holds a model");
+    /* an architecture not supported, named with those that are */
+    f = fopen(in_tmp("real/config.json"), "w");
+    assert_non_null(f);
+    fputs("{\"model_type\": \"phi3\"}", f);
+    fclose(f);
+    expect_fail(VKG("logits", "-m", dir, "--ids", "1", "-o", in_tmp("x.npy")), "logits",
+                "architecture \"phi3\" is not supported (supported: gpt2 (GPT2LMHeadModel), llama");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_writes_and_runs),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

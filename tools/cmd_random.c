@@ -1,0 +1,138 @@
+/* `vkgraph random DIR --shape NAME`: a model with random weights and a real model's shapes, written
+ * as transformers writes a checkpoint, for running and testing every command offline.  GPT-2's
+ * shapes go to gpt2-random, which keeps its own options. */
+#include "cli.h"
+#include "commands.h"
+#include "gpt2_cli.h"
+#include "vkgraph_model.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD "random"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: vkgraph random DIR --shape NAME [--arch A] [--layers N] [--ctx P] [--dtype f32|f16|bf16]\n"
+            "                          [--shards N] [--tied | --untied] [--seed S] [--force]\n"
+            "\n"
+            "Writes DIR/config.json and the weights (model.safetensors, or N shards\n"
+            "model-0000k-of-0000N.safetensors with model.safetensors.index.json) exactly as transformers'\n"
+            "save_pretrained lays them out, with a real model's shapes but RANDOM weights: every command\n"
+            "runs on it (give prompts as --ids) and its outputs mean nothing.\n"
+            "\n"
+            "  --shape NAME  %s;\n"
+            "                or gpt2, gpt2-medium, gpt2-large, gpt2-xl, gpt2-tiny (vkgraph gpt2-random)\n"
+            "  --arch A      llama, mistral, qwen2, qwen3 or gpt2: checked against the shape's\n"
+            "  --layers N    fewer (or more) layers than the real model\n"
+            "  --ctx P       max_position_embeddings (default: the real model's)\n"
+            "  --dtype D     f32 (default), f16 or bf16\n"
+            "  --shards N    write N shards and the index (default 1: one model.safetensors)\n"
+            "  --tied, --untied  the head shares the embedding's weights, or lm_head.weight is separate\n"
+            "                (default: as the real model)\n"
+            "  --seed S      the random seed (default 1): the same options give the same files\n"
+            "  --force       overwrite the model in DIR, even one that is not random\n",
+            vkg_random_model_shapes());
+}
+
+/* GPT-2's shapes: the same options, passed to gpt2-random. */
+static int run_gpt2(int argc, char **argv) {
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    if (!args) return cli_fail(CMD, "out of memory");
+    int n = 0;
+    args[n++] = "gpt2-random";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--arch") == 0) {
+            i++;
+            continue;
+        }
+        if (strcmp(argv[i], "--tied") == 0) continue;
+        if (strcmp(argv[i], "--shards") == 0 && i + 1 < argc && strcmp(argv[i + 1], "1") != 0) {
+            free(args);
+            return cli_fail(CMD, "--shards: GPT-2 checkpoints are written as one model.safetensors");
+        }
+        if (strcmp(argv[i], "--shards") == 0) {
+            i++;
+            continue;
+        }
+        args[n++] = strcmp(argv[i], "--shape") == 0 ? "--size" : argv[i];
+    }
+    int rc = cmd_gpt2_random(n, args);
+    free(args);
+    return rc;
+}
+
+static int write_marker(const char *dir, const char *shape, uint64_t seed) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, VKG_RANDOM_WEIGHTS_MARKER);
+    FILE *f = fopen(path, "w");
+    if (!f) return cli_fail(CMD, "cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "The weights in this folder are RANDOM (vkgraph random --shape %s, seed %llu): the model has the\n"
+               "shapes of a real one but has learned nothing.  Its text and attention patterns mean nothing.\n",
+            shape, (unsigned long long)seed);
+    return fclose(f) == 0 ? 0 : cli_fail(CMD, "cannot write %s", path);
+}
+
+int cmd_random(int argc, char **argv) {
+    vkg_random_model_options o;
+    vkg_random_model_options_default(&o);
+    o.shape = NULL;
+    const char *dir = NULL;
+    int force = 0;
+    /* GPT-2's shapes first: gpt2-random takes its own options (--vocab, --heads, ...) */
+    for (int i = 1; i + 1 < argc; i++)
+        if ((strcmp(argv[i], "--shape") == 0 && strncmp(argv[i + 1], "gpt2", 4) == 0) ||
+            (strcmp(argv[i], "--arch") == 0 && strcmp(argv[i + 1], "gpt2") == 0))
+            return run_gpt2(argc, argv);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        long v = 0;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--force") == 0) force = 1;
+        else if (strcmp(a, "--tied") == 0) o.tied = 1;
+        else if (strcmp(a, "--untied") == 0) o.tied = 0;
+        else if (a[0] != '-') {
+            if (dir) return cli_fail(CMD, "one folder please: '%s' and '%s' given", dir, a);
+            dir = a;
+        } else {
+            const char *val = cli_value(CMD, argc, argv, &i);
+            if (!val) return 1;
+            if (strcmp(a, "--shape") == 0) o.shape = val;
+            else if (strcmp(a, "--arch") == 0) o.arch = val;
+            else if (strcmp(a, "--layers") == 0) {
+                if (cli_int(CMD, a, val, 1, 4096, &v)) return 1;
+                o.n_layer = (int)v;
+            } else if (strcmp(a, "--ctx") == 0) {
+                if (cli_int(CMD, a, val, 1, 1 << 22, &v)) return 1;
+                o.n_positions = (int)v;
+            } else if (strcmp(a, "--shards") == 0) {
+                if (cli_int(CMD, a, val, 1, 4096, &v)) return 1;
+                o.shards = (int)v;
+            } else if (strcmp(a, "--seed") == 0) {
+                if (cli_int(CMD, a, val, 0, LONG_MAX, &v)) return 1;
+                o.seed = (uint64_t)v;
+            } else if (strcmp(a, "--dtype") == 0) {
+                if (gpt2_cli_dtype(CMD, val, &o.dtype)) return 1;
+            } else {
+                return cli_unknown_option(CMD, a, usage);
+            }
+        }
+    }
+    if (!dir) return cli_fail(CMD, "say where to write the model: vkgraph random DIR --shape NAME");
+    if (!o.shape) return cli_fail(CMD, "--shape: say which model's shapes: %s", vkg_random_model_shapes());
+    if (random_check_not_a_model(CMD, dir, force)) return 1;
+    vkg_error err = {0};
+    if (vkg_random_model_write(dir, &o, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    if (write_marker(dir, o.shape, o.seed)) return 1;
+    char layers[32] = "";
+    if (o.n_layer) snprintf(layers, sizeof layers, " with %d layers", o.n_layer);
+    printf("wrote a model of %s's shapes%s with RANDOM weights to %s%s; its outputs mean nothing (no tokenizer: "
+           "give prompts as --ids)\n", o.shape, layers, dir, o.shards > 1 ? " in shards" : "");
+    return 0;
+}

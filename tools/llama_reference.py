@@ -1,0 +1,289 @@
+#!/usr/bin/python3
+"""An independent forward pass of the Llama family (Llama, Mistral, Qwen2, Qwen3) in NumPy.
+
+Written from transformers' modeling_llama.py / modeling_mistral.py / modeling_qwen2.py /
+modeling_qwen3.py and their configuration classes, sharing no code with the C library: it reads
+config.json and the safetensors files (one model.safetensors, or the shards an index lists) itself
+and computes in float64, then writes float32 .npy files:
+
+    logits     [T, V]                          for every position
+    attention  [n_layer, n_head, T, T]         softmax probabilities (optional)
+
+Usage:
+    /usr/bin/python3 tools/llama_reference.py MODEL_DIR --ids 1,2,3 --logits OUT.npy [--attention OUT.npy]
+
+What it computes, per transformers:
+    RMSNorm:  w * x / sqrt(mean(x^2) + eps)                                (LlamaRMSNorm)
+    rope:     inv_freq = 1 / theta^(2i/D), scaled for rope_scaling "linear" (/ factor) or "llama3"
+              (_compute_llama3_parameters); x * cos + rotate_half(x) * sin with
+              rotate_half(x) = [-x2, x1], cos/sin of [freqs, freqs]        (apply_rotary_pos_emb)
+    attention: q, k, v projections (biases: Qwen2's q/k/v, attention_bias for Llama/Qwen3),
+              Qwen3's q_norm/k_norm per head before rope, key/value heads repeated for the
+              groups (repeat_kv), scores / sqrt(D), causal mask, and the sliding window
+              (key j visible to query i when i - j < sliding_window) on the layers that have one
+    MLP:      down(silu(gate(x)) * up(x))
+    head:     lm_head.weight, or the embedding when tie_word_embeddings
+Needs only Python 3 and NumPy (Debian's python3-numpy).
+"""
+
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+MAX_HEADER_BYTES = 100_000_000
+DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": (None, 2), "F64": ("<f8", 8)}
+
+
+class ModelError(Exception):
+    """A problem with the model files, reported as one line."""
+
+
+def read_safetensors(path, wanted):
+    """Returns {name: float64 array} for the tensors of the file named in `wanted`."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 8:
+        raise ModelError(f"{path}: {len(blob)} bytes, too short for safetensors")
+    (header_len,) = struct.unpack("<Q", blob[:8])
+    if header_len > MAX_HEADER_BYTES or 8 + header_len > len(blob):
+        raise ModelError(f"{path}: header length {header_len} does not fit the file ({len(blob)} bytes)")
+    header = json.loads(blob[8 : 8 + header_len].decode("utf-8"))
+    data = memoryview(blob)[8 + header_len :]
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__" or name not in wanted:
+            continue
+        dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+        if dtype not in DTYPES:
+            raise ModelError(f"{path}: tensor {name} is {dtype}")
+        numel = math.prod(shape)
+        if not 0 <= begin <= end <= len(data) or end - begin != numel * DTYPES[dtype][1]:
+            raise ModelError(f"{path}: tensor {name}: data_offsets {begin, end} do not fit shape {shape} {dtype}")
+        raw = data[begin:end]
+        if dtype == "BF16":
+            array = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            array = np.frombuffer(raw, dtype=DTYPES[dtype][0])
+        tensors[name] = array.astype(np.float64).reshape(shape)
+    return tensors
+
+
+DEFAULTS = {  # the configuration classes' defaults that matter here
+    "llama": dict(num_key_value_heads=None, head_dim=None, rms_norm_eps=1e-6, rope_theta=10000.0,
+                  tie_word_embeddings=False, attention_bias=False, mlp_bias=False, max_position_embeddings=2048),
+    "mistral": dict(num_key_value_heads=8, head_dim=None, rms_norm_eps=1e-6, rope_theta=10000.0,
+                    tie_word_embeddings=False, sliding_window=4096, max_position_embeddings=131072),
+    "qwen2": dict(num_key_value_heads=32, head_dim=None, rms_norm_eps=1e-6, rope_theta=10000.0,
+                  tie_word_embeddings=False, use_sliding_window=False, sliding_window=4096,
+                  max_window_layers=28, max_position_embeddings=32768),
+    "qwen3": dict(num_key_value_heads=32, head_dim=128, rms_norm_eps=1e-6, rope_theta=10000.0,
+                  tie_word_embeddings=False, attention_bias=False, use_sliding_window=False,
+                  sliding_window=4096, max_window_layers=28, max_position_embeddings=32768),
+}
+CLASSES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
+           "Qwen3ForCausalLM": "qwen3"}
+
+
+def read_config(path):
+    with open(path, "r", encoding="utf-8") as f:
+        raw = json.load(f)
+    arch = raw.get("model_type") or CLASSES.get((raw.get("architectures") or [""])[0])
+    if arch not in DEFAULTS:
+        raise ModelError(f"{path}: model_type {arch!r} is not llama, mistral, qwen2 or qwen3")
+    c = dict(DEFAULTS[arch])
+    c.update({k: v for k, v in raw.items() if v is not None or k in ("sliding_window", "rope_scaling")})
+    c["arch"] = arch
+    if c.get("hidden_act", "silu") not in ("silu", "swish"):
+        raise ModelError(f"hidden_act {c['hidden_act']!r} is not silu")
+    if c.get("num_key_value_heads") is None:
+        c["num_key_value_heads"] = c["num_attention_heads"]
+    if c.get("head_dim") is None:
+        c["head_dim"] = c["hidden_size"] // c["num_attention_heads"]
+    n = c["num_hidden_layers"]
+    window = c.get("sliding_window")
+    if arch == "mistral":
+        c["windowed"] = [bool(window)] * n
+    elif arch in ("qwen2", "qwen3") and c.get("use_sliding_window") and window:
+        types = c.get("layer_types")
+        if types:
+            c["windowed"] = [t == "sliding_attention" for t in types]
+        else:
+            c["windowed"] = [i >= c["max_window_layers"] for i in range(n)]
+    else:
+        c["windowed"] = [False] * n
+    c["qkv_bias"] = True if arch == "qwen2" else bool(c.get("attention_bias", False)) if arch != "mistral" else False
+    c["o_bias"] = bool(c.get("attention_bias", False)) if arch in ("llama", "qwen3") else False
+    c["mlp_bias"] = bool(c.get("mlp_bias", False)) if arch == "llama" else False
+    c["qk_norm"] = arch == "qwen3"
+    return c
+
+
+def inv_freq(c):
+    """transformers' ROPE_INIT_FUNCTIONS for default, linear and llama3, in float64."""
+    D = c["head_dim"]
+    f = 1.0 / (c["rope_theta"] ** (np.arange(0, D, 2, dtype=np.float64) / D))
+    rs = c.get("rope_scaling")
+    kind = (rs or {}).get("rope_type", (rs or {}).get("type", "default"))
+    if kind == "default":
+        return f
+    if kind == "linear":
+        return f / rs["factor"]
+    if kind == "llama3":
+        factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+        old = rs["original_max_position_embeddings"]
+        low_wavelen, high_wavelen = old / low, old / high
+        wavelen = 2 * math.pi / f
+        g = np.where(wavelen > low_wavelen, f / factor, f)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * g / factor + smooth * g
+        medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+        return np.where(medium, smoothed, g)
+    raise ModelError(f"rope_scaling {kind!r} is not computed here")
+
+
+def rms_norm(x, w, eps):
+    return w * (x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps))
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def forward(c, w, ids, want_attention):
+    T = len(ids)
+    H, Hkv, D = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    G = H // Hkv
+    eps = c["rms_norm_eps"]
+    freqs = np.outer(np.arange(T, dtype=np.float64), inv_freq(c))
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    cos, sin = np.cos(emb)[None], np.sin(emb)[None]  # [1, T, D]
+    x = w["model.embed_tokens.weight"][ids]
+    i = np.arange(T)[:, None]
+    j = np.arange(T)[None, :]
+    attention = np.zeros((c["num_hidden_layers"], H, T, T)) if want_attention else None
+    for layer in range(c["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+
+        def linear(v, name, bias):
+            y = v @ w[p + name + ".weight"].T
+            return y + w[p + name + ".bias"] if bias else y
+
+        a = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        q = linear(a, "self_attn.q_proj", c["qkv_bias"]).reshape(T, H, D).transpose(1, 0, 2)
+        k = linear(a, "self_attn.k_proj", c["qkv_bias"]).reshape(T, Hkv, D).transpose(1, 0, 2)
+        v = linear(a, "self_attn.v_proj", c["qkv_bias"]).reshape(T, Hkv, D).transpose(1, 0, 2)
+        if c["qk_norm"]:
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = np.repeat(k, G, axis=0)  # repeat_kv: query head h reads key/value head h // G
+        v = np.repeat(v, G, axis=0)
+        scores = q @ k.transpose(0, 2, 1) / math.sqrt(D)
+        visible = j <= i
+        if c["windowed"][layer]:
+            visible = visible & (i - j < c["sliding_window"])
+        scores = np.where(visible[None], scores, -np.inf)
+        scores -= scores.max(axis=-1, keepdims=True)
+        probs = np.exp(scores)
+        probs /= probs.sum(axis=-1, keepdims=True)
+        if want_attention:
+            attention[layer] = probs
+        heads = (probs @ v).transpose(1, 0, 2).reshape(T, H * D)
+        x = x + linear(heads, "self_attn.o_proj", c["o_bias"])
+        m = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        gated = silu(linear(m, "mlp.gate_proj", c["mlp_bias"])) * linear(m, "mlp.up_proj", c["mlp_bias"])
+        x = x + linear(gated, "mlp.down_proj", c["mlp_bias"])
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    head = w["model.embed_tokens.weight"] if c["tie_word_embeddings"] else w["lm_head.weight"]
+    # the head in bands of rows, each rounded to float32 at once: [T, V] in float64 would need
+    # 2.5 GB at T = 2048 with Qwen's 151936 tokens
+    logits = np.empty((T, head.shape[0]), dtype=np.float32)
+    for r in range(0, T, 256):
+        logits[r : r + 256] = x[r : r + 256] @ head.T
+    return logits, attention
+
+
+def expected_shapes(c):
+    C, H, Hkv, D, I, V = (c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"],
+                          c["intermediate_size"], c["vocab_size"])
+    e = {"model.embed_tokens.weight": (V, C), "model.norm.weight": (C,)}
+    if not c["tie_word_embeddings"]:
+        e["lm_head.weight"] = (V, C)
+    for layer in range(c["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        e.update({p + "input_layernorm.weight": (C,), p + "post_attention_layernorm.weight": (C,),
+                  p + "self_attn.q_proj.weight": (H * D, C), p + "self_attn.k_proj.weight": (Hkv * D, C),
+                  p + "self_attn.v_proj.weight": (Hkv * D, C), p + "self_attn.o_proj.weight": (C, H * D),
+                  p + "mlp.gate_proj.weight": (I, C), p + "mlp.up_proj.weight": (I, C),
+                  p + "mlp.down_proj.weight": (C, I)})
+        if c["qkv_bias"]:
+            e.update({p + "self_attn.q_proj.bias": (H * D,), p + "self_attn.k_proj.bias": (Hkv * D,),
+                      p + "self_attn.v_proj.bias": (Hkv * D,)})
+        if c["o_bias"]:
+            e[p + "self_attn.o_proj.bias"] = (C,)
+        if c["mlp_bias"]:
+            e.update({p + "mlp.gate_proj.bias": (I,), p + "mlp.up_proj.bias": (I,), p + "mlp.down_proj.bias": (C,)})
+        if c["qk_norm"]:
+            e.update({p + "self_attn.q_norm.weight": (D,), p + "self_attn.k_norm.weight": (D,)})
+    return e
+
+
+def load_model(model_dir):
+    c = read_config(os.path.join(model_dir, "config.json"))
+    expected = expected_shapes(c)
+    single = os.path.join(model_dir, "model.safetensors")
+    if os.path.exists(single):
+        files = [single]
+    else:
+        with open(os.path.join(model_dir, "model.safetensors.index.json"), "r", encoding="utf-8") as f:
+            index = json.load(f)
+        files = [os.path.join(model_dir, s) for s in sorted(set(index["weight_map"].values()))]
+    w = {}
+    for path in files:
+        w.update(read_safetensors(path, expected))
+    for name, shape in expected.items():
+        if name not in w:
+            raise ModelError(f"{model_dir}: tensor {name} is missing")
+        if w[name].shape != shape:
+            raise ModelError(f"{model_dir}: tensor {name} has shape {list(w[name].shape)}, expected {list(shape)}")
+    return c, w
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description="Reference Llama-family forward pass (NumPy, float64).")
+    ap.add_argument("model_dir")
+    ap.add_argument("--ids", required=True, help="comma-separated token ids")
+    ap.add_argument("--logits", required=True, help="output .npy for logits [T, V] (float32)")
+    ap.add_argument("--attention", help="output .npy for attention [n_layer, n_head, T, T] (float32)")
+    args = ap.parse_args(argv)
+    ids = [int(s) for s in args.ids.split(",") if s.strip()]
+    try:
+        c, w = load_model(args.model_dir)
+        if not ids:
+            raise ModelError("--ids is empty")
+        bad = [i for i in ids if not 0 <= i < c["vocab_size"]]
+        if bad:
+            raise ModelError(f"ids {bad[:5]} are outside the vocabulary [0, {c['vocab_size']})")
+        logits, attention = forward(c, w, np.array(ids), args.attention is not None)
+    except (ModelError, OSError, KeyError, ValueError) as e:
+        print(f"llama_reference: {e}", file=sys.stderr)
+        return 1
+    np.save(args.logits, logits)
+    if args.attention:
+        np.save(args.attention, attention.astype(np.float32))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
