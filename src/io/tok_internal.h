@@ -56,7 +56,10 @@ void tok_pieces_clear(tok_pieces *p);
 void tok_pieces_free(tok_pieces *p);
 int tok_pieces_failed(const tok_pieces *p);
 void tok_pieces_swap(tok_pieces *a, tok_pieces *b);
-static inline const char *tok_piece(const tok_pieces *p, size_t i) { return p->text.data + p->span[i].off; }
+/* An empty piece of an empty text has no buffer yet: "" rather than NULL + 0 (undefined). */
+static inline const char *tok_piece(const tok_pieces *p, size_t i) {
+    return p->text.data ? p->text.data + p->span[i].off : "";
+}
 
 /* Helpers shared by the units. */
 size_t tok_utf8_len(unsigned char lead);            /* bytes of the sequence lead starts (valid UTF-8) */
