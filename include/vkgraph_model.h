@@ -151,8 +151,8 @@ typedef struct vkg_model_info {
                                   (vkg_device_prefers_transposed_weights), else [in, out] as
                                   GPT-2's files store them; a plan dump shows the layout too     */
     int random_weights;        /* the folder says its weights are random (vkgraph gpt2-random)   */
-    char note[256];            /* what a user should know (a special token outside the
-                                  vocabulary); "" when nothing                                   */
+    char note[640];            /* what a user should know (a special token outside the
+                                  vocabulary, a tokenizer not read); "" when nothing             */
 } vkg_model_info;
 
 vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_error *err);

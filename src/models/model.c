@@ -175,7 +175,8 @@ vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_erro
     info->dtype = m->dtype;
     info->weights_transposed = f->weights_transposed;
     info->random_weights = m->random_weights;
-    snprintf(info->note, sizeof info->note, "%.100s%s%.150s", f->note, f->note[0] && m->tokenizer_note[0] ? "; " : "",
+    /* the model's note (under 320 bytes) and the tokenizer's (under 320) both fit whole */
+    snprintf(info->note, sizeof info->note, "%.319s%s%.318s", f->note, f->note[0] && m->tokenizer_note[0] ? "; " : "",
              m->tokenizer_note);
     return VKG_OK;
 }
