@@ -240,8 +240,12 @@ typedef struct vkg_random_model_options {
     int shards;                 /* 0 or 1: model.safetensors; else that many shards                */
     vkg_weight_dtype dtype;     /* AS_STORED means f32                                             */
     uint64_t seed;
+    int n_vocab;                /* 0: the shape's vocab_size; else this many tokens (a tokenizer's)  */
+    int32_t eos_token;          /* -1: the shape's eos_token_id; else this id (< the vocabulary)     */
 } vkg_random_model_options;
 void vkg_random_model_options_default(vkg_random_model_options *o); /* llama-tiny, seed 1, f32 */
+/* The model must fit its options: a vocabulary of its own that leaves the shape's bos or eos id
+ * outside (set eos_token), or an eos_token outside the vocabulary, is VKG_ERR_INVALID_ARGUMENT. */
 vkg_status vkg_random_model_write(const char *dir, const vkg_random_model_options *o, vkg_error *err);
 /* "llama-tiny, ..., qwen3-0.6b": the shapes, for messages. */
 const char *vkg_random_model_shapes(void);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`vkgraph serve` against its HTTP clients: every endpoint, the errors, hostile clients and
 concurrent greedy clients, on 127.0.0.1 with random GPT-2 models (vkgraph gpt2-random) and the
-GPT-2 tokenizer.  Usage: server_test.py VKGRAPH.  Only the standard library: the requests are
-written as a client writes them, raw sockets where a client misbehaves."""
+GPT-2 tokenizer, and chat requests on a random Llama model with SmolLM2's test tokenizer and chat
+template.  Usage: server_test.py VKGRAPH.  The requests are written as a client writes them (the
+standard library; raw sockets where a client misbehaves); NumPy recomputes the penalties."""
 import json
 import os
 import re
@@ -15,6 +16,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+
+import numpy as np
 
 VKG = sys.argv[1]
 KEY = "s3cret-key"
@@ -128,6 +131,127 @@ def generate_cli(model, ids, n):
     return lists[-1][len(ids):] if lists[-1][:len(ids)] == ids else lists[-1]
 
 
+def logits_of(model, ids, tmp):
+    """The last position's logits by `vkgraph logits`."""
+    out = os.path.join(tmp, "logits.npy")
+    subprocess.run([VKG, "logits", "-m", model, "--ids", json.dumps(ids), "-o", out, "--device", "cpu"], check=True,
+                   capture_output=True)
+    return np.load(out).reshape(-1).astype(np.float64)
+
+
+def check_penalties(s, model, tmp):
+    """presence_penalty and frequency_penalty reach the sampler: the first greedy token with them
+    equals the argmax of the logits lowered, in NumPy, by frequency * count + presence for every id
+    in the context (prompt included).  The prompt is a greedy run's prefix that its next token
+    repeats, so that the penalties have something to act on."""
+    start = [15496, 995, 11, 314]
+    run = start + generate_cli(model, start, 24)
+    ks = [k for k in range(len(start), len(run)) if run[k] in run[:k]] or [len(run) - 1]
+    changed = False
+    for k in ks[:3]:
+        prompt = run[:k]
+        logits = logits_of(model, prompt, tmp)
+        ids, counts = np.unique(prompt, return_counts=True)
+        for presence, frequency in [(1.5, 0.0), (0.0, 0.7), (0.4, -0.3)]:
+            want = logits.copy()
+            want[ids] -= frequency * counts + presence
+            want_id = int(np.argmax(want))
+            st, body = s.json("POST", "/v1/completions", {"prompt": prompt, "max_tokens": 1, "temperature": 0,
+                                                          "presence_penalty": presence,
+                                                          "frequency_penalty": frequency})
+            got = s.json("POST", "/tokenize", {"content": body["choices"][0]["text"]})[1]["tokens"] if st == 200 else None
+            check(got == [want_id], "penalties %.1f/%.1f after %d ids: token %r, NumPy's %d" %
+                  (presence, frequency, k, got, want_id))
+            changed = changed or want_id != int(np.argmax(logits))
+    check(changed, "the penalties changed at least one greedy choice (else the check above proves little)")
+
+
+CHAT_CTX = 160  # room for the template's default system message (88 tokens) and an answer
+
+
+def chat_model(tmp, name, template=True):
+    """A random Llama model with SmolLM2's test tokenizer (326 tokens, <|im_end|> = 325 its eos)
+    and, with template, SmolLM2's chat template."""
+    d = os.path.join(tmp, name)
+    subprocess.run([VKG, "random", d, "--shape", "llama-tiny", "--vocab", "326", "--eos", "325", "--ctx", str(CHAT_CTX)],
+                   check=True, capture_output=True)
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+    with open(os.path.join(data, "tokenizers", "smollm2", "tokenizer.json"), "rb") as f:
+        tok = f.read()
+    with open(os.path.join(d, "tokenizer.json"), "wb") as f:
+        f.write(tok)
+    if template:
+        with open(os.path.join(data, "templates", "smollm2.json"), "rb") as f:
+            cfg = f.read()
+        with open(os.path.join(d, "tokenizer_config.json"), "wb") as f:
+            f.write(cfg)
+    return d
+
+
+def check_chat(tmp):
+    """/v1/chat/completions: the answer's shape and every way a chat request can be wrong."""
+    s = Server(chat_model(tmp, "chat"), "--parallel", "2")
+    C = "/v1/chat/completions"
+    msgs = [{"role": "user", "content": "Hi"}]
+    st, body = s.json("POST", C, {"messages": msgs, "max_tokens": 5, "temperature": 0})
+    check(st == 200 and body["object"] == "chat.completion" and body["id"].startswith("chatcmpl-") and
+          body["choices"][0]["message"]["role"] == "assistant" and
+          body["choices"][0]["finish_reason"] in ("stop", "length"), "a chat completion: %r" % body)
+    rendered = ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+                "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    n_rendered = len(s.json("POST", "/tokenize", {"content": rendered})[1]["tokens"])
+    check(body["usage"]["prompt_tokens"] == n_rendered, "the template's default system message is rendered (%d, %d)" %
+          (body["usage"]["prompt_tokens"], n_rendered))
+    st, dev = s.json("POST", C, {"messages": [{"role": "developer", "content": "Be brief."}] + msgs, "max_tokens": 0})
+    n_sys = len(s.json("POST", "/tokenize", {"content": "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi"
+                                                        "<|im_end|>\n<|im_start|>assistant\n"})[1]["tokens"])
+    check(st == 200 and dev["usage"]["prompt_tokens"] == n_sys, "a developer message is the system's: %r" % dev)
+    st, body = s.json("POST", C, {"messages": msgs, "temperature": 0})
+    check(st == 200 and body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"] <= CHAT_CTX,
+          "chat's default max_tokens is the room left: %r" % body.get("usage"))
+    wrong = [
+        ({"messages": "hi"}, "messages"),
+        ({"messages": []}, "messages"),
+        ({"messages": [5]}, "messages"),
+        ({"messages": [{"content": "hi"}]}, "messages"),
+        ({"messages": [{"role": "wizard", "content": "hi"}]}, "messages"),
+        ({"messages": [{"role": "user"}]}, "messages"),
+        ({"messages": [{"role": "user", "content": 7}]}, "messages"),
+        ({"messages": [{"role": "user", "content": [{"type": "text"}]}]}, "messages"),
+        ({"max_tokens": 3}, "messages"),
+        ({"messages": msgs, "max_completion_tokens": "3"}, "max_completion_tokens"),
+        ({"messages": msgs, "max_completion_tokens": 3, "max_tokens": "x"}, "max_tokens"),
+        ({"messages": msgs, "n": 3}, "n"),
+        ({"messages": msgs, "logprobs": True}, "logprobs"),
+        ({"messages": msgs, "logprobs": "yes"}, "logprobs"),
+        ({"messages": msgs, "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
+        ({"messages": msgs, "response_format": {"type": "json_object"}}, "response_format"),
+        ({"messages": msgs, "stream_options": {"include_usage": True}}, "stream_options"),
+        ({"messages": msgs, "stop": [1]}, "stop"),
+        ({"messages": msgs, "seed": 1.5}, "seed"),
+    ]
+    for req, param in wrong:
+        check(error_of(*s.json("POST", C, req), 400, param), "chat %r: 400 naming %s" % (req, param))
+    st, body = s.json("POST", C, {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]})
+    check(error_of(st, body, 400, "messages") and "image_url" in body["error"]["message"],
+          "an image part is refused by its type's name: %r" % body)
+    check(error_of(*s.json("POST", C, {"messages": [{"role": "user", "content": "x" * CHAT_CTX}]}), 400, "messages",
+                   "context_length_exceeded"), "a conversation longer than the context")
+    check(error_of(*s.json("POST", C, {"messages": msgs, "max_completion_tokens": CHAT_CTX - n_rendered + 1}), 400, "max_completion_tokens",
+                   "context_length_exceeded"), "max_completion_tokens beyond the context")
+    check(s.json("POST", C, {"messages": msgs, "max_completion_tokens": CHAT_CTX - n_rendered})[0] == 200,
+          "max_completion_tokens that just fits")
+    rc, _ = s.stop()
+    check(rc == 0, "the chat server stops with 0")
+    # a model with a tokenizer but no tokenizer_config.json: chat is a 400 that says so
+    s = Server(chat_model(tmp, "plain", template=False))
+    st, body = s.json("POST", C, {"messages": msgs})
+    check(error_of(st, body, 400, "messages", "chat_template_missing") and "tokenizer_config.json" in body["error"]["message"],
+          "no template: %r" % body)
+    s.stop()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="vkg-server-")
     tiny = os.path.join(tmp, "tiny")  # 64 positions, GPT-2's vocabulary
@@ -194,8 +318,13 @@ def main():
     check(error_of(*s.json("POST", P, {"prompt": "x", "stream": 1}), 400, "stream"), "stream a number")
     check(error_of(*s.json("POST", P, {"prompt": "x", "stop": 3}), 400, "stop"), "stop a number")
     check(error_of(*s.json("POST", P, {"prompt": "x", "n": 2}), 400, "n"), "n = 2 refused")
-    check(error_of(*s.json("POST", P, {"prompt": "x", "presence_penalty": 0.5}), 400, "presence_penalty"),
-          "presence_penalty refused")
+    check(error_of(*s.json("POST", P, {"prompt": "x", "presence_penalty": 2.5}), 400, "presence_penalty"),
+          "presence_penalty beyond 2")
+    check(error_of(*s.json("POST", P, {"prompt": "x", "frequency_penalty": "1"}), 400, "frequency_penalty"),
+          "frequency_penalty a string")
+    check(error_of(*s.json("POST", P, {"prompt": "x", "user": 5}), 400, "user"), "an OpenAI field of the wrong type")
+    check(error_of(*s.json("POST", P, {"prompt": "x", "logit_bias": {"50256": -100}}), 400, "logit_bias"),
+          "logit_bias refused")
     check(error_of(*s.json("POST", P, {"prompt": [1, 2, 99999]}), 400, "prompt"), "id outside the vocabulary")
     check(error_of(*s.json("POST", P, {"max_tokens": 3}), 400, "prompt"), "no prompt")
     check(error_of(*s.json("POST", P, {"prompt": [1] * 65}), 400, "prompt", "context_length_exceeded"),
@@ -216,11 +345,13 @@ def main():
     check(error_of(*s.json("POST", P, {"prompt": "x"}, key="s3cret-key-longer"), 401), "a longer key")
     check(s.json("GET", "/health", key=None)[0] == 200, "/health needs no key")
 
-    # ---- concurrent greedy clients: each gets what it gets alone
-    prompts = [[15496 + 7 * i, 995, 11 + i] for i in range(6)]
+    check_penalties(s, tiny, tmp)
+
+    # ---- concurrent greedy clients: each gets what it gets alone, and what vkgraph generate gives
+    prompts = [[15496 + 7 * i, 995, 11 + i] for i in range(8)]
     alone = [s.json("POST", P, {"prompt": p, "max_tokens": 20, "temperature": 0})[1]["choices"][0]["text"]
              for p in prompts]
-    got = [None] * 6
+    got = [None] * 8
 
     def client(i):
         if i % 2:
@@ -228,15 +359,14 @@ def main():
             got[i] = "".join(e["choices"][0]["text"] for e in ev if e["choices"])
         else:
             got[i] = s.json("POST", P, {"prompt": prompts[i], "max_tokens": 20, "temperature": 0})[1]["choices"][0]["text"]
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(6)]
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    check(got == alone, "6 concurrent clients get what each gets alone")
-    check(generate_cli(tiny, prompts[2], 20) == s.json("POST", "/tokenize", {"content": alone[2]})[1]["tokens"] or
-          s.json("POST", "/detokenize", {"tokens": generate_cli(tiny, prompts[2], 20)})[1]["content"] == alone[2],
-          "a concurrent client's text equals vkgraph generate's")
+    check(got == alone, "8 concurrent clients get what each gets alone")
+    cli = [s.json("POST", "/detokenize", {"tokens": generate_cli(tiny, p, 20)})[1]["content"] for p in prompts]
+    check(got == cli, "8 concurrent clients' texts equal vkgraph generate's")
 
     # ---- a slow client: an unfinished request is closed after --timeout
     sock = socket.create_connection(("127.0.0.1", s.port))
@@ -292,6 +422,8 @@ def main():
     t.join(10)
     check(rc == 0 and secs < 5, "SIGTERM: exit 0 in %.1f s (rc %r)" % (secs, rc))
     check(out.get("events", (None, False))[1], "a stream cut by SIGTERM still ends with [DONE]")
+
+    check_chat(tmp)
 
     print("server tests: %d failure(s)" % len(failures))
     return 1 if failures else 0

@@ -17,7 +17,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: vkgraph random DIR --shape NAME [--arch A] [--layers N] [--ctx P] [--dtype f32|f16|bf16]\n"
-            "                          [--shards N] [--tied | --untied] [--seed S] [--force]\n"
+            "                          [--shards N] [--tied | --untied] [--seed S] [--vocab N] [--eos ID] [--force]\n"
             "\n"
             "Writes DIR/config.json and the weights (model.safetensors, or N shards\n"
             "model-0000k-of-0000N.safetensors with model.safetensors.index.json) exactly as transformers'\n"
@@ -34,6 +34,8 @@ static void usage(FILE *f) {
             "  --tied, --untied  the head shares the embedding's weights, or lm_head.weight is separate\n"
             "                (default: as the real model)\n"
             "  --seed S      the random seed (default 1): the same options give the same files\n"
+            "  --vocab N     N tokens (default: the real model's), to match a tokenizer put beside it\n"
+            "  --eos ID      eos_token_id (default: the real model's), inside the vocabulary\n"
             "  --force       overwrite the model in DIR, even one that is not random\n",
             vkg_random_model_shapes());
 }
@@ -117,6 +119,12 @@ int cmd_random(int argc, char **argv) {
             } else if (strcmp(a, "--seed") == 0) {
                 if (cli_int(CMD, a, val, 0, LONG_MAX, &v)) return 1;
                 o.seed = (uint64_t)v;
+            } else if (strcmp(a, "--vocab") == 0) {
+                if (cli_int(CMD, a, val, 1, 1 << 24, &v)) return 1;
+                o.n_vocab = (int)v;
+            } else if (strcmp(a, "--eos") == 0) {
+                if (cli_int(CMD, a, val, 0, (1 << 24) - 1, &v)) return 1;
+                o.eos_token = (int32_t)v;
             } else if (strcmp(a, "--dtype") == 0) {
                 if (gpt2_cli_dtype(CMD, val, &o.dtype)) return 1;
             } else {

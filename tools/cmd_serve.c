@@ -19,8 +19,9 @@ static void usage(FILE *f) {
             "usage: vkgraph serve -m DIR [--host ADDR] [--port N] [--parallel N] [--queue N] [--ctx-size N]\n"
             "                     [--timeout S] [--api-key KEY] [--device D] [--threads N]\n"
             "\n"
-            "Serves the model over HTTP with OpenAI's API: POST /v1/completions (streamed or not),\n"
-            "GET /v1/models, GET /health, GET /metrics (Prometheus), POST /tokenize, POST /detokenize.\n"
+            "Serves the model over HTTP with OpenAI's API: POST /v1/completions and\n"
+            "/v1/chat/completions (streamed or not; chat with the chat template of the model's\n"
+            "tokenizer_config.json), GET /v1/models, GET /health, GET /metrics (Prometheus), POST /tokenize, POST /detokenize.\n"
             "N slots generate at once, each with its own KV cache; up to --queue more requests wait for a\n"
             "slot, and beyond them a request is answered 503.  SIGINT or SIGTERM stops it: requests running\n"
             "are cancelled and answered, and it exits 0.  docs/SERVER.md describes every field and error.\n"
@@ -123,6 +124,7 @@ int cmd_serve(int argc, char **argv) {
     o.ctx_size = (int)ctx_size;
     o.timeout_s = (unsigned)timeout;
     o.model_name = base_name(model_dir);
+    o.model_dir = model_dir;
 
     /* Every thread started from here inherits the blocked signals; the main thread takes them
      * with sigwait, so a signal never interrupts a slot or a connection. */
@@ -150,6 +152,8 @@ int cmd_serve(int argc, char **argv) {
     if (rc == 0) {
         fprintf(stderr, "vkgraph %s: ready: %ld slot%s of %ld positions on %s\n", CMD, parallel, parallel == 1 ? "" : "s",
                 ctx_size ? ctx_size : (long)n_ctx_model, vkg_device_name(dev));
+        const char *no_chat = srv_chat_unavailable(s);
+        if (no_chat) fprintf(stderr, "vkgraph %s: note: /v1/chat/completions answers 400: %s\n", CMD, no_chat);
         int sig = 0;
         sigwait(&stop_signals, &sig);
         fprintf(stderr, "vkgraph %s: %s: stopping\n", CMD, sig == SIGINT ? "SIGINT" : "SIGTERM");

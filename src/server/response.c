@@ -17,16 +17,33 @@ void resp_error(sbuf *o, const srv_error *e) {
     sbuf_adds(o, "}}");
 }
 
-static void head(sbuf *o, const resp_completion *c) {
+/* The object's name: completions have one for the whole answer and its chunks, chat two. */
+static const char *object_name(const resp_completion *c, int chunk) {
+    return !c->chat ? "text_completion" : chunk ? "chat.completion.chunk" : "chat.completion";
+}
+
+static void head(sbuf *o, const resp_completion *c, int chunk) {
     sbuf_adds(o, "{\"id\":");
     sbuf_json_string(o, c->id, strlen(c->id));
-    sbuf_printf(o, ",\"object\":\"text_completion\",\"created\":%ld,\"model\":", c->created);
+    sbuf_printf(o, ",\"object\":\"%s\",\"created\":%ld,\"model\":", object_name(c, chunk), c->created);
     sbuf_json_string(o, c->model, strlen(c->model));
 }
 
-static void choice(sbuf *o, const resp_completion *c, const char *text, size_t len) {
-    sbuf_adds(o, ",\"choices\":[{\"text\":");
-    sbuf_json_string(o, text, len);
+/* The one choice: completions' {"text"}; chat's {"message"} in the whole answer, {"delta"} in a
+ * chunk, which holds the role (role_delta), the content, or nothing (text NULL: the last). */
+static void choice(sbuf *o, const resp_completion *c, int chunk, int role_delta, const char *text, size_t len) {
+    if (!c->chat) {
+        sbuf_adds(o, ",\"choices\":[{\"text\":");
+        sbuf_json_string(o, text ? text : "", text ? len : 0);
+    } else {
+        sbuf_adds(o, chunk ? ",\"choices\":[{\"delta\":{" : ",\"choices\":[{\"message\":{\"role\":\"assistant\",");
+        if (role_delta) sbuf_adds(o, "\"role\":\"assistant\",");
+        if (text || role_delta || !chunk) {
+            sbuf_adds(o, "\"content\":");
+            sbuf_json_string(o, text ? text : "", text ? len : 0);
+        }
+        sbuf_adds(o, "}");
+    }
     sbuf_adds(o, ",\"index\":0,\"logprobs\":null,\"finish_reason\":");
     if (c->finish_reason) sbuf_json_string(o, c->finish_reason, strlen(c->finish_reason));
     else sbuf_adds(o, "null");
@@ -39,22 +56,28 @@ static void usage(sbuf *o, const resp_completion *c) {
 }
 
 void resp_completion_body(sbuf *o, const resp_completion *c, const char *text, size_t len) {
-    head(o, c);
-    choice(o, c, text, len);
+    head(o, c, 0);
+    choice(o, c, 0, 0, text, len);
     usage(o, c);
     sbuf_adds(o, "}");
 }
 
-void resp_completion_chunk(sbuf *o, const resp_completion *c, const char *text, size_t len) {
+static void chunk(sbuf *o, const resp_completion *c, int role_delta, const char *text, size_t len) {
     sbuf_adds(o, "data: ");
-    head(o, c);
-    choice(o, c, text, len);
+    head(o, c, 1);
+    choice(o, c, 1, role_delta, text, len);
     sbuf_adds(o, "}\n\n");
 }
 
+void resp_completion_chunk(sbuf *o, const resp_completion *c, const char *text, size_t len) {
+    chunk(o, c, 0, text, len);
+}
+
+void resp_chat_role_chunk(sbuf *o, const resp_completion *c) { chunk(o, c, 1, NULL, 0); }
+
 void resp_usage_chunk(sbuf *o, const resp_completion *c) {
     sbuf_adds(o, "data: ");
-    head(o, c);
+    head(o, c, 1);
     sbuf_adds(o, ",\"choices\":[]");
     usage(o, c);
     sbuf_adds(o, "}\n\n");

@@ -9,7 +9,8 @@
 void resp_error(sbuf *o, const srv_error *e);
 
 typedef struct resp_completion {
-    const char *id;             /* "cmpl-..." */
+    int chat;                   /* a chat completion (chat.completion objects), else text_completion */
+    const char *id;             /* "cmpl-...", "chatcmpl-..." */
     long created;
     const char *model;
     const char *finish_reason;  /* "stop", "length", or NULL (a chunk before the end) */
@@ -18,8 +19,11 @@ typedef struct resp_completion {
 
 /* The whole completion (stream false). */
 void resp_completion_body(sbuf *o, const resp_completion *c, const char *text, size_t len);
-/* One server-sent event of a stream: "data: {...}\n\n" with the text (and finish_reason). */
+/* One server-sent event of a stream: "data: {...}\n\n" with the text (and finish_reason).  For
+ * chat, text NULL gives an empty delta (the last chunk, with finish_reason). */
 void resp_completion_chunk(sbuf *o, const resp_completion *c, const char *text, size_t len);
+/* A chat stream's first event: the delta {"role": "assistant", "content": ""}. */
+void resp_chat_role_chunk(sbuf *o, const resp_completion *c);
 /* The usage event of stream_options.include_usage: no choices, the usage. */
 void resp_usage_chunk(sbuf *o, const resp_completion *c);
 void resp_models(sbuf *o, const char *model, long created);

@@ -20,6 +20,7 @@ typedef struct srv_options {
     int max_queue;              /* requests that may wait for a slot beyond the slots  */
     const char *api_key;        /* NULL: no authentication                             */
     const char *model_name;     /* the id /v1/models lists                             */
+    const char *model_dir;      /* its tokenizer_config.json holds the chat template   */
     size_t max_body;            /* bytes of a request body                             */
     unsigned timeout_s;         /* an idle connection is closed after this             */
 } srv_options;
@@ -32,6 +33,8 @@ vkg_status srv_start(const srv_options *o, srv **out, vkg_error *err);
 int srv_port(const srv *s);
 /* m stays the caller's; free it after srv_stop. */
 vkg_status srv_set_model(srv *s, vkg_model *m, vkg_error *err);
+/* After srv_set_model: NULL when chat completions are served, else why not (no template). */
+const char *srv_chat_unavailable(const srv *s);
 void srv_stop(srv *s); /* NULL is fine */
 
 #endif

@@ -12,13 +12,15 @@
 
 struct srv {
     srv_options opts;
-    char host[256], model_name[256], api_key[512];
+    char host[256], model_name[256], api_key[512], model_dir[4096];
     struct MHD_Daemon *daemon;
     int port;
     atomic_int ready;           /* the model and the slots are set */
     long started;               /* time(), for /v1/models' "created" */
     sched *sched;
     srv_model_facts facts;
+    vkg_chat_template *chat;    /* the model's chat template, NULL when it has none */
+    char chat_missing[512];     /* why there is none */
     srv_metrics *metrics;
     atomic_ulong next_id;
     atomic_int open_streams;    /* completions not yet answered in full */
@@ -29,7 +31,7 @@ enum MHD_Result srv_reply(srv *s, struct MHD_Connection *c, int status, const ch
                           size_t len);
 enum MHD_Result srv_reply_error(srv *s, struct MHD_Connection *c, const srv_error *e);
 
-/* POST /v1/completions with its whole body. */
-enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *body, size_t len);
+/* POST /v1/completions (chat 0) or /v1/chat/completions (chat 1) with its whole body. */
+enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *body, size_t len, int chat);
 
 #endif
