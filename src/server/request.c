@@ -184,59 +184,67 @@ void completion_request_free(completion_request *r) {
 }
 
 /* OpenAI fields this server does not act on but whose type it checks, so that a client that
- * sends a malformed one hears of it: name, type. */
+ * sends a malformed one hears of it. */
 static const struct {
     const char *name;
     vkg_json_type type;
 } checked_fields[] = {
-    {"user", VKG_JSON_STRING},     {"metadata", VKG_JSON_OBJECT},      {"store", VKG_JSON_BOOL},
+    {"user", VKG_JSON_STRING},         {"metadata", VKG_JSON_OBJECT},         {"store", VKG_JSON_BOOL},
     {"service_tier", VKG_JSON_STRING}, {"parallel_tool_calls", VKG_JSON_BOOL}, {"logit_bias", VKG_JSON_OBJECT},
 };
 
-/* Fields that would change the answer and that this server cannot honour: refused when set. */
-static int refuse_unsupported(const vkg_json *root, int chat, srv_error *e) {
+static int check_types(const vkg_json *root, srv_error *e) {
     for (size_t i = 0; i < sizeof checked_fields / sizeof checked_fields[0]; i++) {
         const vkg_json *v = field(root, checked_fields[i].name);
         if (v && vkg_json_type_of(v) != checked_fields[i].type)
             return BAD(checked_fields[i].name, "'%s' must be %s, not %s", checked_fields[i].name,
                        vkg_json_type_name(checked_fields[i].type), vkg_json_type_name(vkg_json_type_of(v)));
     }
-    const vkg_json *bias = field(root, "logit_bias");
-    if (bias && vkg_json_length(bias) > 0) return BAD("logit_bias", "'logit_bias' is not supported by this server");
-    if (chat) {
-        int logprobs = 0;
-        if (get_bool(root, "logprobs", &logprobs, e)) return -1;
-        if (logprobs) return BAD("logprobs", "'logprobs' is not supported by this server");
-        const vkg_json *tools = field(root, "tools");
-        if (tools && (vkg_json_type_of(tools) != VKG_JSON_ARRAY || vkg_json_length(tools) > 0))
-            return BAD("tools", "'tools' (function calling) is not supported by this server");
-        if (field(root, "functions")) return BAD("functions", "'functions' (function calling) is not supported by this server");
-        const vkg_json *rf = field(root, "response_format");
-        if (rf) {
-            size_t len;
-            const char *type = vkg_json_string(vkg_json_get(rf, "type"), &len);
-            if (vkg_json_type_of(rf) != VKG_JSON_OBJECT || !type)
-                return BAD("response_format", "'response_format' must be an object with a \"type\"");
-            if (strcmp(type, "text") != 0)
-                return BAD("response_format", "'response_format' of type '%s' is not supported: only \"text\"", type);
-        }
-        const vkg_json *modalities = field(root, "modalities");
-        for (size_t i = 0; modalities && i < vkg_json_length(modalities); i++) {
-            size_t len;
-            const char *mod = vkg_json_string(vkg_json_at(modalities, i), &len);
-            if (!mod || strcmp(mod, "text") != 0) return BAD("modalities", "'modalities': this server answers text only");
-        }
-    } else {
-        if (field(root, "logprobs")) return BAD("logprobs", "'logprobs' is not supported by this server");
-        int echo = 0;
-        if (get_bool(root, "echo", &echo, e)) return -1;
-        if (echo) return BAD("echo", "'echo' is not supported by this server");
-        size_t suffix_len = 0;
-        const vkg_json *suffix = field(root, "suffix");
-        if (suffix && (!vkg_json_string(suffix, &suffix_len) || suffix_len > 0))
-            return BAD("suffix", "'suffix' (insertion) is not supported by this server");
+    return 0;
+}
+
+/* Chat's fields that would change the answer and that this server cannot honour. */
+static int refuse_for_chat(const vkg_json *root, srv_error *e) {
+    int logprobs = 0;
+    if (get_bool(root, "logprobs", &logprobs, e)) return -1;
+    if (logprobs) return BAD("logprobs", "'logprobs' is not supported by this server");
+    const vkg_json *tools = field(root, "tools");
+    if (tools && (vkg_json_type_of(tools) != VKG_JSON_ARRAY || vkg_json_length(tools) > 0))
+        return BAD("tools", "'tools' (function calling) is not supported by this server");
+    if (field(root, "functions")) return BAD("functions", "'functions' (function calling) is not supported by this server");
+    const vkg_json *rf = field(root, "response_format");
+    if (rf) {
+        const char *type = vkg_json_string(vkg_json_get(rf, "type"), NULL);
+        if (!type) return BAD("response_format", "'response_format' must be an object with a \"type\"");
+        if (strcmp(type, "text") != 0)
+            return BAD("response_format", "'response_format' of type '%.40s' is not supported: only \"text\"", type);
+    }
+    const vkg_json *modalities = field(root, "modalities");
+    for (size_t i = 0; i < vkg_json_length(modalities); i++) {
+        const char *mod = vkg_json_string(vkg_json_at(modalities, i), NULL);
+        if (!mod || strcmp(mod, "text") != 0) return BAD("modalities", "'modalities': this server answers text only");
     }
     return 0;
+}
+
+/* The same for completions. */
+static int refuse_for_completions(const vkg_json *root, srv_error *e) {
+    if (field(root, "logprobs")) return BAD("logprobs", "'logprobs' is not supported by this server");
+    int echo = 0;
+    if (get_bool(root, "echo", &echo, e)) return -1;
+    if (echo) return BAD("echo", "'echo' is not supported by this server");
+    size_t suffix_len = 0;
+    const vkg_json *suffix = field(root, "suffix");
+    if (suffix && (!vkg_json_string(suffix, &suffix_len) || suffix_len > 0))
+        return BAD("suffix", "'suffix' (insertion) is not supported by this server");
+    return 0;
+}
+
+static int refuse_unsupported(const vkg_json *root, int chat, srv_error *e) {
+    if (check_types(root, e)) return -1;
+    if (vkg_json_length(field(root, "logit_bias")) > 0)
+        return BAD("logit_bias", "'logit_bias' is not supported by this server");
+    return chat ? refuse_for_chat(root, e) : refuse_for_completions(root, e);
 }
 
 /* The fields both endpoints share: n, sampling, stream, stop.  *max_tokens is -1 when absent;
