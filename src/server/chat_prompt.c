@@ -41,8 +41,8 @@ static int add_content(sbuf *o, const vkg_json *content, size_t i, srv_error *e)
         if (!type || strcmp(type, "text") != 0 || !text) {
             sbuf_free(&joined);
             if (type && strcmp(type, "text") != 0)
-                return BAD("messages", "messages[%zu].content[%zu] is of type '%.40s': this server takes text parts only",
-                           i, p, type);
+                return BAD("messages", "messages[%zu].content[%zu] is of type '%.40s': this server takes text "
+                           "parts only", i, p, type);
             return BAD("messages", "messages[%zu].content[%zu] must be {\"type\": \"text\", \"text\": string}", i, p);
         }
         if (p) sbuf_add(&joined, "\n", 1);

@@ -1,6 +1,6 @@
-/* POST /v1/completions and /v1/chat/completions: a request handed to the scheduler, its tokens gathered by a "stream"
- * object that the scheduler's threads fill (the sink) and the connection's thread drains, as
- * one JSON body or as server-sent events.
+/* POST /v1/completions and /v1/chat/completions: a request handed to the scheduler, its tokens
+ * gathered by a "stream" object that the scheduler's threads fill (the sink) and the connection's
+ * thread drains, as one JSON body or as server-sent events.
  *
  * The stream is shared by the two sides, each holding a reference: the scheduler's ends with
  * on_done, the connection's when the response is written or the client has gone.  A client that
@@ -252,7 +252,8 @@ enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *bod
     double t_start = now_s();
     completion_request req;
     srv_error e;
-    if ((chat ? srv_parse_chat : srv_parse_completion)(body, len, &s->facts, &req, &e)) return srv_reply_error(s, c, &e);
+    if ((chat ? srv_parse_chat : srv_parse_completion)(body, len, &s->facts, &req, &e))
+        return srv_reply_error(s, c, &e);
     stream *st = calloc(1, sizeof *st);
     if (!st) {
         completion_request_free(&req);
@@ -270,7 +271,8 @@ enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *bod
     st->include_usage = req.include_usage;
     st->prompt_tokens = req.n_ids;
     st->created = (long)time(NULL);
-    snprintf(st->id, sizeof st->id, "%s-%lu", chat ? "chatcmpl" : "cmpl", (unsigned long)atomic_fetch_add(&s->next_id, 1));
+    snprintf(st->id, sizeof st->id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
+             (unsigned long)atomic_fetch_add(&s->next_id, 1));
 
     vkg_generate_options g;
     vkg_generate_options_default(&g);

@@ -211,7 +211,8 @@ static int refuse_for_chat(const vkg_json *root, srv_error *e) {
     const vkg_json *tools = field(root, "tools");
     if (tools && (vkg_json_type_of(tools) != VKG_JSON_ARRAY || vkg_json_length(tools) > 0))
         return BAD("tools", "'tools' (function calling) is not supported by this server");
-    if (field(root, "functions")) return BAD("functions", "'functions' (function calling) is not supported by this server");
+    if (field(root, "functions"))
+        return BAD("functions", "'functions' (function calling) is not supported by this server");
     const vkg_json *rf = field(root, "response_format");
     if (rf) {
         const char *type = vkg_json_string(vkg_json_get(rf, "type"), NULL);
