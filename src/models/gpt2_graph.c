@@ -94,15 +94,7 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
     m = vkg_layer_mlp(L, m, &mlp);
     x = named(b, vkg_add(b->g, x, m), "residual_2");
 
-    int want = b->o->attention_layer == VKG_ALL_LAYERS || b->o->attention_layer == layer;
-    if (want) {
-        char name[32];
-        snprintf(name, sizeof name, "attention.%d", layer);
-        vkg_tensor out = probs;
-        if (b->S && b->o->attention_keys > 0)
-            out = named(b, vkg_slice(b->g, probs, 2, 0, b->o->attention_keys), "attn.softmax.slice");
-        if (vkg_output(b->g, name, out) == VKG_OK) gg->attention[layer] = out;
-    }
+    vkg_layer_attention_output(L, b->o, gg, layer, probs);
     return x;
 }
 

@@ -210,3 +210,14 @@ vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor
     vkg_tensor tokens = vkg_layers_name(b, vkg_permute(g, heads, axes), "attn.merge.permute");
     return vkg_layers_name(b, vkg_reshape(g, tokens, nd, merged), "attn.merge");
 }
+
+void vkg_layer_attention_output(vkg_layers *b, const vkg_forward_options *o, vkg_forward_graph *gg, int layer,
+                                vkg_tensor probs) {
+    if (o->attention_layer != VKG_ALL_LAYERS && o->attention_layer != layer) return;
+    char name[32];
+    snprintf(name, sizeof name, "attention.%d", layer);
+    vkg_tensor out = probs;
+    if (o->cache_len && o->attention_keys > 0)
+        out = vkg_layers_name(b, vkg_slice(b->g, probs, 2, 0, o->attention_keys), "attn.softmax.slice");
+    if (vkg_output(b->g, name, out) == VKG_OK) gg->attention[layer] = out;
+}

@@ -16,6 +16,7 @@
 #define VKG_MODELS_LAYERS_H
 
 #include "base/error.h"
+#include "models/decoder.h"
 #include "vkgraph.h"
 
 typedef struct vkg_layers {
@@ -105,5 +106,11 @@ typedef struct vkg_attention {
  * before the output projection; *probs (may be NULL) the probabilities [.., H, T, T or S]. */
 vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
                                int64_t k_col, vkg_tensor v, int64_t v_col, vkg_tensor *probs);
+
+/* When o asks for layer `layer`'s attention (o->attention_layer is it or VKG_ALL_LAYERS), makes
+ * probs [H, T, T or S] the output "attention.<layer>" (with a cache and o->attention_keys = k > 0,
+ * its keys [0, k) alone: "attn.softmax.slice") and records it in gg->attention[layer]. */
+void vkg_layer_attention_output(vkg_layers *b, const vkg_forward_options *o, vkg_forward_graph *gg, int layer,
+                                vkg_tensor probs);
 
 #endif
