@@ -226,3 +226,40 @@ int cli_unknown_option(const char *cmd, const char *arg, void (*usage)(FILE *f))
     free(help);
     return rc;
 }
+
+/* 1 when arg is one of the '|'-separated spellings in names. */
+static int spelled(const char *names, const char *arg) {
+    size_t len = strlen(arg);
+    for (const char *p = names; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (n == len && strncmp(p, arg, n) == 0) return 1;
+        p += n + (bar != NULL);
+    }
+    return 0;
+}
+
+int cli_option_read(const char *cmd, const cli_option *opts, size_t n, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    for (size_t k = 0; k < n; k++) {
+        const cli_option *o = &opts[k];
+        if (!spelled(o->names, a)) continue;
+        if (o->kind == CLI_SWITCH) {
+            *(int *)o->to = (int)o->lo;
+            return 1;
+        }
+        if (o->kind == CLI_REFUSED) return -cli_not_applicable(cmd, a, o->why);
+        if (o->kind == CLI_TEXT && *(const char **)o->to) return -cli_fail(cmd, "%s given twice", a);
+        const char *val = cli_value(cmd, argc, argv, i);
+        if (!val) return -1;
+        if (o->kind == CLI_TEXT) {
+            *(const char **)o->to = val;
+            return 1;
+        }
+        long v = 0;
+        if (cli_int(cmd, a, val, o->lo, o->hi, &v)) return -1;
+        *(int *)o->to = (int)v;
+        return 1;
+    }
+    return 0;
+}

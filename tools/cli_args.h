@@ -4,6 +4,7 @@
 #ifndef VKG_CLI_ARGS_H
 #define VKG_CLI_ARGS_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 /* Rewrites the argv of command cmd (argv[0] is the command's name) into a new array: every
@@ -26,5 +27,30 @@ const char *cli_closest(const char *word, const char *const *names, int n);
  * the closest option the command's help text (usage(f) writes it) names, and says when ARG
  * was a llama.cpp spelling or the value of "--switch=value".  Returns 1 (the exit status). */
 int cli_unknown_option(const char *cmd, const char *arg, void (*usage)(FILE *f));
+
+/* A command's plain options as a table (one row each, read by cli_option_read), so that the
+ * commands share one reading of values, ranges and repeats. */
+typedef enum {
+    CLI_SWITCH,  /* no value: *(int *)to = lo                                                   */
+    CLI_TEXT,    /* a value: *(const char **)to; given twice is refused                        */
+    CLI_INT,     /* a whole number in [lo, hi]: *(int *)to                                    */
+    CLI_REFUSED, /* an option that does not apply here: refused, saying why                    */
+} cli_option_kind;
+typedef struct cli_option {
+    const char *names;   /* the spellings, separated by '|': "-m|--model|--tokenizer"           */
+    cli_option_kind kind;
+    void *to;
+    long lo, hi;
+    const char *why;     /* CLI_REFUSED: the reason cli_not_applicable prints                   */
+} cli_option;
+/* The rows, by kind (designated, so each names only what its kind reads). */
+#define CLI_OPT_SWITCH(spellings, field, value) {.names = (spellings), .kind = CLI_SWITCH, .to = (field), .lo = (value)}
+#define CLI_OPT_TEXT(spellings, field) {.names = (spellings), .kind = CLI_TEXT, .to = (field)}
+#define CLI_OPT_INT(spellings, field, min, max) \
+    {.names = (spellings), .kind = CLI_INT, .to = (field), .lo = (min), .hi = (max)}
+#define CLI_OPT_REFUSED(spellings, reason) {.names = (spellings), .kind = CLI_REFUSED, .why = (reason)}
+/* When argv[*i] is one of the n options: reads its value (advancing *i), checks and stores it
+ * and returns 1, or returns -1 after printing why it is refused.  0 when it is none of them. */
+int cli_option_read(const char *cmd, const cli_option *opts, size_t n, int argc, char **argv, int *i);
 
 #endif
