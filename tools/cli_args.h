@@ -35,6 +35,7 @@ typedef enum {
     CLI_TEXT,    /* a value: *(const char **)to; given twice is refused                        */
     CLI_INT,     /* a whole number in [lo, hi]: *(int *)to                                    */
     CLI_REFUSED, /* an option that does not apply here: refused, saying why                    */
+    CLI_FOLDER,  /* names NULL: the one word not starting with '-' (*(const char **)to)        */
 } cli_option_kind;
 typedef struct cli_option {
     const char *names;   /* the spellings, separated by '|': "-m|--model|--tokenizer"           */
@@ -49,8 +50,19 @@ typedef struct cli_option {
 #define CLI_OPT_INT(spellings, field, min, max) \
     {.names = (spellings), .kind = CLI_INT, .to = (field), .lo = (min), .hi = (max)}
 #define CLI_OPT_REFUSED(spellings, reason) {.names = (spellings), .kind = CLI_REFUSED, .why = (reason)}
+#define CLI_OPT_FOLDER(field) {.names = NULL, .kind = CLI_FOLDER, .to = (field)}
 /* When argv[*i] is one of the n options: reads its value (advancing *i), checks and stores it
  * and returns 1, or returns -1 after printing why it is refused.  0 when it is none of them. */
 int cli_option_read(const char *cmd, const cli_option *opts, size_t n, int argc, char **argv, int *i);
+
+/* For the options no row reads, each with its value: 0 when taken, 1 after printing why the
+ * value is refused, -1 when the command has no such option. */
+typedef int (*cli_value_fn)(void *ctx, const char *opt, const char *value);
+/* A command's whole argv read with its table: -h/--help prints usage(stdout) and returns
+ * CLI_HELP_SHOWN; an option no row reads goes with its value to more (NULL: none), and one that
+ * no one knows is answered by cli_unknown_option.  0 when all was read, 1 after a message. */
+#define CLI_HELP_SHOWN 2
+int cli_options_parse(const char *cmd, const cli_option *opts, size_t n, cli_value_fn more, void *ctx,
+                      void (*usage)(FILE *f), int argc, char **argv);
 
 #endif

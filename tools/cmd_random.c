@@ -76,6 +76,19 @@ static int write_marker(const char *dir, const char *shape, uint64_t seed) {
     return fclose(f) == 0 ? 0 : cli_fail(CMD, "cannot write %s", path);
 }
 
+/* The options whose values the table does not store as they are. */
+static int more_option(void *ctx, const char *opt, const char *val) {
+    vkg_random_model_options *o = ctx;
+    long v = 0;
+    if (strcmp(opt, "--seed") == 0) {
+        if (cli_int(CMD, opt, val, 0, LONG_MAX, &v)) return 1;
+        o->seed = (uint64_t)v;
+        return 0;
+    }
+    if (strcmp(opt, "--dtype") == 0) return gpt2_cli_dtype(CMD, val, &o->dtype);
+    return -1;
+}
+
 int cmd_random(int argc, char **argv) {
     vkg_random_model_options o;
     vkg_random_model_options_default(&o);
@@ -96,33 +109,10 @@ int cmd_random(int argc, char **argv) {
         CLI_OPT_INT("--layers", &o.n_layer, 1, 4096),
         CLI_OPT_INT("--ctx", &o.n_positions, 1, 1 << 22),
         CLI_OPT_INT("--shards", &o.shards, 1, 4096),
+        CLI_OPT_FOLDER(&dir),
     };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        long v = 0;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        const int read = cli_option_read(CMD, opts, sizeof opts / sizeof *opts, argc, argv, &i);
-        if (read < 0) return 1;
-        if (read) continue;
-        if (a[0] != '-') {
-            if (dir) return cli_fail(CMD, "one folder please: '%s' and '%s' given", dir, a);
-            dir = a;
-        } else {
-            const char *val = cli_value(CMD, argc, argv, &i);
-            if (!val) return 1;
-            if (strcmp(a, "--seed") == 0) {
-                if (cli_int(CMD, a, val, 0, LONG_MAX, &v)) return 1;
-                o.seed = (uint64_t)v;
-            } else if (strcmp(a, "--dtype") == 0) {
-                if (gpt2_cli_dtype(CMD, val, &o.dtype)) return 1;
-            } else {
-                return cli_unknown_option(CMD, a, usage);
-            }
-        }
-    }
+    const int parsed = cli_options_parse(CMD, opts, sizeof opts / sizeof *opts, more_option, &o, usage, argc, argv);
+    if (parsed) return parsed == CLI_HELP_SHOWN ? 0 : 1;
     if (!dir) return cli_fail(CMD, "say where to write the model: vkgraph random DIR --shape NAME");
     if (!o.shape) return cli_fail(CMD, "--shape: say which model's shapes: %s", vkg_random_model_shapes());
     if (random_check_not_a_model(CMD, dir, force)) return 1;

@@ -41,15 +41,8 @@ int cmd_template(int argc, char **argv) {
         CLI_OPT_TEXT("--now", &now_text),
         CLI_OPT_REFUSED("--device|--threads|--dtype", "template reads only tokenizer_config.json and runs no model"),
     };
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        const int read = cli_option_read(CMD, opts, sizeof opts / sizeof *opts, argc, argv, &i);
-        if (read < 0) return 1;
-        if (!read) return cli_unknown_option(CMD, argv[i], usage);
-    }
+    const int parsed = cli_options_parse(CMD, opts, sizeof opts / sizeof *opts, NULL, NULL, usage, argc, argv);
+    if (parsed) return parsed == CLI_HELP_SHOWN ? 0 : 1;
     if (!dir) return cli_fail(CMD, "say where tokenizer_config.json is: -m DIR or --tokenizer DIR");
     if (!messages) return cli_fail(CMD, "give the conversation: --messages FILE.json");
     long now = 0;

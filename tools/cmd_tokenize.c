@@ -72,15 +72,8 @@ int cmd_tokenize(int argc, char **argv) {
         CLI_OPT_REFUSED("--device|--threads|--dtype",
                         "tokenize reads only the tokenizer files and runs no model"),
     };
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        const int read = cli_option_read(CMD, opts, sizeof opts / sizeof *opts, argc, argv, &i);
-        if (read < 0) return 1;
-        if (!read) return cli_unknown_option(CMD, argv[i], usage);
-    }
+    const int parsed = cli_options_parse(CMD, opts, sizeof opts / sizeof *opts, NULL, NULL, usage, argc, argv);
+    if (parsed) return parsed == CLI_HELP_SHOWN ? 0 : 1;
     const unsigned flags = (no_special ? VKG_TOKENIZE_NO_SPECIAL : 0u) | (split_special ? VKG_TOKENIZE_SPLIT_SPECIAL : 0u);
     if (!dir) return cli_fail(CMD, "say where the tokenizer is: -m DIR or --tokenizer DIR");
     if ((prompt != NULL) + (file != NULL) + (decode != NULL) != 1)
