@@ -67,14 +67,11 @@ static int setup_vulkan(void **state) { return setup(state, "vulkan"); }
 
 static int teardown(void **state) {
     fixture *f = *state;
-    vkg_model_free(f->model);
-    const uint64_t messages = vkg_device_validation_errors(f->dev);
-    vkg_device_free(f->dev);
+    const int rc = test_close_model(f->dev, f->model);
     free(f->logits);
     free(f->attn);
     free(f);
-    if (messages) fprintf(stderr, "%llu validation messages\n", (unsigned long long)messages);
-    return messages ? -1 : 0;
+    return rc;
 }
 
 static void expect_close(const float *got, const float *want, size_t n, double tol, const char *what) {

@@ -208,3 +208,11 @@ int test_open_model(const char *device, const char *model_rel, vkg_device **dev,
     }
     return 0;
 }
+
+int test_close_model(vkg_device *dev, vkg_model *model) {
+    vkg_model_free(model);
+    const uint64_t messages = vkg_device_validation_errors(dev);
+    vkg_device_free(dev);
+    if (messages) fprintf(stderr, "%llu validation messages\n", (unsigned long long)messages);
+    return messages ? -1 : 0;
+}

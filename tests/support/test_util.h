@@ -44,6 +44,9 @@ vkg_session *test_session_for(vkg_device *dev, vkg_graph *g, vkg_plan **plan);
  * folder under model_rel; 0, or -1 with the error printed and nothing left open (a cmocka setup's
  * return). */
 int test_open_model(const char *device, const char *model_rel, vkg_device **dev, vkg_model **model);
+/* Frees what test_open_model opened: 0, or -1 after printing how many validation messages the
+ * device reported (a cmocka teardown's return). */
+int test_close_model(vkg_device *dev, vkg_model *model);
 
 /* A fresh directory under /tmp (caller frees the string; removes nothing). */
 char *test_tmpdir(const char *tag);
