@@ -241,7 +241,7 @@ typedef struct vkg_random_model_options {
     vkg_weight_dtype dtype;     /* AS_STORED means f32                                             */
     uint64_t seed;
     int n_vocab;                /* 0: the shape's vocab_size; else this many tokens (a tokenizer's)  */
-    int32_t eos_token;          /* -1: the shape's eos_token_id; else this id (< the vocabulary)     */
+    int eos_token;              /* -1: the shape's eos_token_id; else this id (< the vocabulary)     */
 } vkg_random_model_options;
 void vkg_random_model_options_default(vkg_random_model_options *o); /* llama-tiny, seed 1, f32 */
 /* The model must fit its options: a vocabulary of its own that leaves the shape's bos or eos id
