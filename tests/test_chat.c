@@ -450,6 +450,30 @@ static void test_no_second_bos(void **state) {
     vkg_model_free(m);
 }
 
+/* generate --chat: the prompt as one user message through the template; the same tokens as the
+ * chat's first turn without a system message. */
+static void test_generate_chat(void **state) {
+    (void)state;
+    need_binary();
+    set_generation_config(NULL);
+    opened o = open_chat(512, NULL);
+    reply r;
+    memset(&r, 0, sizeof r);
+    vkg_generate_options go = greedy(4);
+    vkg_error err = {0};
+    if (vkg_chat_turn(o.chat, "Hi there", &go, collect, &r, NULL, &err) != VKG_OK) fail_msg("%s", err.message);
+    close_chat(&o);
+    char want[256] = "[";
+    for (int i = 0; i < r.n; i++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", i ? ", " : "", (int)r.ids[i]);
+    strcat(want, "]\n");
+    result res = VKG("generate", "-m", model, "--device", "cpu", "--chat", "-p", "Hi there", "-n", "4", "--ids-out");
+    expect_ok(&res, "generate --chat");
+    assert_string_equal(res.out, want);
+    result_free(&res);
+    expect_fail(VKG("generate", "-m", model, "--chat", "-i"), "generate", "vkgraph chat");
+    expect_fail(VKG("generate", "-m", data_dir, "--chat", "-p", "x"), "generate", "\"chat_template\"");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_turns_feed_the_suffix),
@@ -457,6 +481,7 @@ int main(void) {
         cmocka_unit_test(test_overflow_and_clear),
         cmocka_unit_test(test_no_second_bos),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_generate_chat),
     };
     return cmocka_run_group_tests(tests, chat_setup, chat_teardown);
 }

@@ -161,15 +161,7 @@ static int start(chat_run *r) {
     gpt2_cli *c = &r->c;
     vkg_error err = {0};
     /* the template first: a model without one is refused before anything heavy loads */
-    vkg_status st = vkg_chat_template_load(c->model_dir, &r->tpl, &err);
-    if (st == VKG_ERR_NOT_FOUND)
-        return cli_fail(CMD, "%s has no chat template (the key \"chat_template\" in tokenizer_config.json): %s; "
-                        "chat needs an instruct model's template (use generate for plain text)", c->model_dir,
-                        err.message);
-    if (st == VKG_ERR_IO)
-        return cli_fail(CMD, "%s has no chat template: %s (chat reads the key \"chat_template\" from that file)",
-                        c->model_dir, err.message);
-    if (st != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    if (gpt2_cli_chat_template(CMD, c->model_dir, &r->tpl)) return 1;
     if (cli_open_device(CMD, c->device, (int)c->threads, &c->dev)) return 1;
     if (cli_check_threads(CMD, c->threads, c->dev)) return 1;
     if (vkg_model_open(c->model_dir, c->dev, &c->model_opts, &c->model, &err) != VKG_OK)

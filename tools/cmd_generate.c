@@ -18,7 +18,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: vkgraph generate -m DIR (-p TEXT | -f FILE | --ids IDS | -i) [-n N] [--temperature T]\n"
+            "usage: vkgraph generate -m DIR (-p TEXT | -f FILE | --ids IDS | -i) [--chat] [-n N] [--temperature T]\n"
             "                        [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty F]\n"
             "                        [--repeat-last-n N] [--stop TEXT]... [--ignore-eos] [--seed S] [--device D]\n"
             "\n"
@@ -49,6 +49,10 @@ static void usage(FILE *f) {
     cli_sampling_usage(f, "per turn with -i; default 50; 0: none, no pass run");
     fprintf(f,
             "  -i, --interactive   read the conversation from standard input, one line per turn\n"
+            "  --chat              an instruct model: the prompt (-p or -f) is one user message, put through\n"
+            "                      the model's chat template (as apply_chat_template with\n"
+            "                      add_generation_prompt); only the reply is printed (vkgraph chat keeps a\n"
+            "                      conversation)\n"
             "  --ids-out           print the token ids instead of text: [464, 5044, 318], one list a line\n"
             "  --no-prompt         do not print the prompt before the continuation\n"
             "  -h, --help          show this help\n");
@@ -57,7 +61,7 @@ static void usage(FILE *f) {
 typedef struct gen_options {
     cli_sampling cs;                     /* the generation options as given                  */
     vkg_generate_options go;             /* what each reply runs with (prompt set per reply) */
-    int ids_out, no_prompt, interactive;
+    int ids_out, no_prompt, interactive, chat;
     double t_start;                      /* when the command started, for the load and total times */
 } gen_options;
 
@@ -66,6 +70,7 @@ static int own_option(gen_options *g, const char *a) {
     if (strcmp(a, "--ids-out") == 0) return g->ids_out = 1;
     if (strcmp(a, "--no-prompt") == 0) return g->no_prompt = 1;
     if (strcmp(a, "-i") == 0 || strcmp(a, "--interactive") == 0) return g->interactive = 1;
+    if (strcmp(a, "--chat") == 0) return g->chat = 1;
     return 0;
 }
 
@@ -295,6 +300,12 @@ int cmd_generate(int argc, char **argv) {
     vkg_generate_options_default(&g.go); /* greedy, 50 tokens, unless the options say otherwise */
     if (rc == 0) cli_sampling_apply(&g.cs, CMD, &g.go);
     if (rc == 0 && g.interactive && g.go.max_tokens == 0) rc = cli_fail(CMD, "-n 0 with --interactive would answer no line");
+    if (rc == 0 && g.chat && (g.interactive || c.ids_text))
+        rc = cli_fail(CMD, "--chat takes the message as -p or -f%s", g.interactive ? "; for a conversation use vkgraph chat" : "");
+    vkg_chat_template *tpl = NULL;
+    if (rc == 0 && g.chat && c.model_dir && gpt2_cli_chat_template(CMD, c.model_dir, &tpl)) rc = 1;
+    c.chat = tpl;
+    if (g.chat) g.no_prompt = 1; /* the rendered template is not the user's text */
     /* A conversation without a prompt starts as an empty prompt does, from the start token. */
     if (g.interactive && !c.prompt && !c.file && !c.ids_text) c.prompt = "";
     if (rc == 0) rc = gpt2_cli_load(&c, 1);
@@ -303,6 +314,7 @@ int cmd_generate(int argc, char **argv) {
                       c.model_dir);
     if (rc == 0) rc = run(&c, &g);
     gpt2_cli_free(&c);
+    vkg_chat_template_free(tpl);
     cli_sampling_free(&g.cs);
     return rc;
 }
