@@ -16,8 +16,8 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: vkgraph random DIR --shape NAME [--arch A] [--layers N] [--ctx P] [--dtype f32|f16|bf16]\n"
-            "                          [--shards N] [--tied | --untied] [--seed S] [--vocab N] [--eos ID] [--force]\n"
+            "usage: vkgraph random DIR --shape NAME [--arch A] [--layers N] [--ctx P] [--vocab V] [--eos ID]\n"
+            "                          [--dtype f32|f16|bf16] [--shards N] [--tied | --untied] [--seed S] [--force]\n"
             "\n"
             "Writes DIR/config.json and the weights (model.safetensors, or N shards\n"
             "model-0000k-of-0000N.safetensors with model.safetensors.index.json) exactly as transformers'\n"
@@ -29,13 +29,14 @@ static void usage(FILE *f) {
             "  --arch A      llama, mistral, qwen2, qwen3 or gpt2: checked against the shape's\n"
             "  --layers N    fewer (or more) layers than the real model\n"
             "  --ctx P       max_position_embeddings (default: the real model's)\n"
+            "  --vocab V     vocab_size (default: the real model's; a small tokenizer's for tests); a\n"
+            "                bos / eos id outside it becomes null\n"
             "  --dtype D     f32 (default), f16 or bf16\n"
             "  --shards N    write N shards and the index (default 1: one model.safetensors)\n"
             "  --tied, --untied  the head shares the embedding's weights, or lm_head.weight is separate\n"
             "                (default: as the real model)\n"
             "  --seed S      the random seed (default 1): the same options give the same files\n"
-            "  --vocab N     N tokens (default: the real model's), to match a tokenizer put beside it\n"
-            "  --eos ID      eos_token_id (default: the real model's), inside the vocabulary\n"
+            "  --eos ID      eos_token_id (default: the real model's, if inside the vocabulary)\n"
             "  --force       overwrite the model in DIR, even one that is not random\n",
             vkg_random_model_shapes());
 }
@@ -110,8 +111,8 @@ int cmd_random(int argc, char **argv) {
         CLI_OPT_TEXT("--arch", &o.arch),
         CLI_OPT_INT("--layers", &o.n_layer, 1, 4096),
         CLI_OPT_INT("--ctx", &o.n_positions, 1, 1 << 22),
+        CLI_OPT_INT("--vocab", &o.vocab_size, 1, 1 << 24),
         CLI_OPT_INT("--shards", &o.shards, 1, 4096),
-        CLI_OPT_INT("--vocab", &o.n_vocab, 1, 1 << 24),
         CLI_OPT_INT("--eos", &o.eos_token, 0, (1 << 24) - 1),
         CLI_OPT_FOLDER(&dir),
     };

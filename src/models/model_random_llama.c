@@ -27,23 +27,24 @@ vkg_status vkg_random_model_write(const char *dir, const vkg_random_model_option
     if (o->arch && strcmp(o->arch, vkg_llama_arch_name(c->arch)) != 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "shape %s is a %s model, not %s", o->shape,
                              vkg_llama_arch_name(c->arch), o->arch);
-    if (o->n_layer < 0 || o->n_layer > VKG_LLAMA_MAX_LAYERS || o->n_positions < 0)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "layers %d / positions %d out of range", o->n_layer,
-                             o->n_positions);
+    if (o->n_layer < 0 || o->n_layer > VKG_LLAMA_MAX_LAYERS || o->n_positions < 0 || o->vocab_size < 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "layers %d / positions %d / vocabulary %d out of range",
+                             o->n_layer, o->n_positions, o->vocab_size);
+    if (o->vocab_size) {
+        c->vocab_size = o->vocab_size;
+        if (c->bos_token_id >= c->vocab_size) c->bos_token_id = VKG_NO_TOKEN;
+        if (c->eos_token_id >= c->vocab_size) c->eos_token_id = VKG_NO_TOKEN;
+    }
     if (o->n_layer) {
         for (int l = c->n_layer; l < o->n_layer; l++) c->windowed[l] = c->windowed[0];
         c->n_layer = o->n_layer;
     }
     if (o->n_positions) c->n_positions = o->n_positions;
     if (o->tied >= 0) c->tie_word_embeddings = o->tied != 0;
-    if (o->n_vocab < 0 || o->n_vocab > (1 << 24))
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vocabulary of %d tokens out of range", o->n_vocab);
-    if (o->n_vocab) c->vocab_size = o->n_vocab;
+    if (o->eos_token >= c->vocab_size)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "eos token %d is outside the vocabulary of %d tokens",
+                             o->eos_token, c->vocab_size);
     if (o->eos_token >= 0) c->eos_token_id = o->eos_token;
-    if (c->eos_token_id >= c->vocab_size || c->bos_token_id >= c->vocab_size)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
-                             "the special tokens (bos %d, eos %d) must be inside the vocabulary of %d tokens",
-                             (int)c->bos_token_id, (int)c->eos_token_id, c->vocab_size);
     r.shards = o->shards;
     r.seed = o->seed;
     switch (o->dtype) {
