@@ -318,7 +318,9 @@ const vkg_plan *vkg_context_plan(const vkg_context *ctx, int tokens);
 /* Turns profiling on or off for the sessions ctx has now (those of the plans compiled so far;
  * the device's profile receives the steps: vkg_device_profile_*). */
 vkg_status vkg_context_enable_profiling(vkg_context *ctx, int enable, vkg_error *err);
-/* Empties the cache (and the pending token). */
+/* Empties the cache (and the pending token) and ends the conversation: the next
+ * vkg_context_generate starts its sampler's random stream from the seed again, so that a reset
+ * context given the same options and prompt gives the same tokens. */
 vkg_status vkg_context_reset(vkg_context *ctx, vkg_error *err);
 /* Keeps the first n tokens (0 <= n <= length) and drops the pending token: the next feed writes
  * position n.  The rows past n are not cleared: the causal mask gives them weight exactly 0. */

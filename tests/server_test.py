@@ -188,6 +188,27 @@ def chat_model(tmp, name, template=True):
     return d
 
 
+def check_stop_ids(tmp, rendered):
+    """Every id of generation_config.json's eos_token_id list ends a chat turn: the list gets a
+    token the greedy answer chooses, and the answer ends just before it with finish_reason stop."""
+    d = chat_model(tmp, "stops")
+    s = Server(d, key=None)
+    ids = s.json("POST", "/tokenize", {"content": rendered})[1]["tokens"]
+    gen = generate_cli(d, ids, 12)
+    k = next((k for k in range(1, len(gen)) if gen[k] not in gen[:k] and gen[k] != 325), 0)
+    s.stop()
+    with open(os.path.join(d, "generation_config.json"), "w") as f:
+        json.dump({"eos_token_id": [325, gen[k]]}, f)
+    s = Server(d, key=None)
+    st, body = s.json("POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}],
+                                                       "max_tokens": 12, "temperature": 0})
+    want = s.json("POST", "/detokenize", {"tokens": gen[:k]})[1]["content"] if k else ""
+    check(st == 200 and body["choices"][0]["finish_reason"] == "stop" and body["usage"]["completion_tokens"] == k and
+          body["choices"][0]["message"]["content"] == want,
+          "generation_config.json's second stop id %d ends the turn after %d tokens: %r" % (gen[k], k, body))
+    s.stop()
+
+
 def check_chat(tmp):
     """/v1/chat/completions: the answer's shape and every way a chat request can be wrong."""
     s = Server(chat_model(tmp, "chat"), "--parallel", "2")
@@ -244,6 +265,7 @@ def check_chat(tmp):
           "max_completion_tokens that just fits")
     rc, _ = s.stop()
     check(rc == 0, "the chat server stops with 0")
+    check_stop_ids(tmp, rendered)
     # a model with a tokenizer but no tokenizer_config.json: chat is a 400 that says so
     s = Server(chat_model(tmp, "plain", template=False))
     st, body = s.json("POST", C, {"messages": msgs})

@@ -371,8 +371,19 @@ static void test_generate_sampled(void **state) {
     }
     assert_int_equal(a.n, 6);
     assert_memory_equal(a.ids, b.ids, 6 * sizeof a.ids[0]);
-    /* Options out of range are refused before anything runs. */
+    /* A reset context is a new conversation: the same options draw the same tokens again (a
+     * server's slot serves one request after another this way). */
     vkg_context *ctx = context(f, CTX, VKG_LOGITS_LAST, VKG_NO_ATTENTION);
+    for (int run = 0; run < 2; run++) {
+        collected c = {0};
+        check(vkg_context_reset(ctx, &err), &err);
+        check(vkg_context_generate(ctx, &o, collect, &c, NULL, &err), &err);
+        assert_int_equal(c.n, 6);
+        assert_memory_equal(a.ids, c.ids, 6 * sizeof a.ids[0]);
+    }
+    vkg_context_free(ctx);
+    /* Options out of range are refused before anything runs. */
+    ctx = context(f, CTX, VKG_LOGITS_LAST, VKG_NO_ATTENTION);
     o.sampling.min_p = 2.0f;
     assert_int_equal(vkg_context_generate(ctx, &o, collect, &a, NULL, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "min-p"));

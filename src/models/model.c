@@ -356,6 +356,7 @@ vkg_status vkg_context_decode(vkg_context *ctx, int32_t id, vkg_error *err) { re
 vkg_status vkg_context_reset(vkg_context *ctx, vkg_error *err) {
     if (!ctx) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_reset: NULL context");
     ctx->n_tokens = 0;
+    ctx->sampler_ready = 0; /* a new conversation: the next generate seeds its sampler again */
     return vkg_generator_reset(&ctx->gen, err);
 }
 
