@@ -57,6 +57,14 @@ static void test_writes_and_runs(void **state) {
     result_free(&r);
     expect_fail(VKG("logits", "-m", dir, "-p", "hello", "-o", in_tmp("q.npy"), "--device", "cpu"), "logits",
                 "has no tokenizer");
+    /* a vocabulary and an eos id of a tokenizer's choosing (SmolLM2's test tokenizer: <|im_end|> 325) */
+    r = VKG("random", in_tmp("smol"), "--shape", "llama-tiny", "--vocab", "326", "--eos", "325");
+    expect_ok(&r, "random --vocab --eos");
+    result_free(&r);
+    cfg = test_read_file(in_tmp("smol/config.json"), NULL);
+    assert_non_null(strstr(cfg, "\"eos_token_id\": 325"));
+    assert_non_null(strstr(cfg, "\"vocab_size\": 326"));
+    free(cfg);
     /* GPT-2's shapes go to gpt2-random */
     r = VKG("random", in_tmp("g"), "--shape", "gpt2-tiny", "--vocab", "64");
     expect_ok(&r, "random --shape gpt2-tiny");
@@ -76,6 +84,9 @@ static void test_errors(void **state) {
     expect_fail(VKG("random", in_tmp("x"), "--shape", "gpt2-tiny", "--shards", "2"), "random",
                 "GPT-2 checkpoints are written as one model.safetensors");
     expect_fail(VKG("random", in_tmp("x"), "--shape", "llama-tiny", "--dtype", "f8"), "random", "--dtype");
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "llama-tiny", "--eos", "128"), "random",
+                "eos token 128 is outside the vocabulary of 128 tokens");
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "llama-tiny", "--eos", "-1"), "random", "--eos");
     /* a folder holding a real model is left alone */
     char dir[1200];
     snprintf(dir, sizeof dir, "%s", in_tmp("real"));
