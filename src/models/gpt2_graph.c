@@ -73,7 +73,9 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
                                       "attn.c_attn");
     const vkg_attention at = {.n_head = b->H, .n_kv_head = b->H, .head_dim = b->D, .scale = score_scale(b, layer),
                               .causal = 1, .mask = VKG_NONE, .rope = VKG_NONE,
-                              .kv_cache = b->S ? gg->kv_cache[layer] : VKG_NONE, .pos = gg->pos};
+                              .kv_cache = b->S ? gg->kv_cache[layer * (gg->seqs > 1 ? gg->seqs : 1)] : VKG_NONE, .pos = gg->pos,
+                              .rows = gg->seqs > 1 ? gg->seqs : 0, .row_pos = gg->row_pos,
+                              .row_caches = gg->seqs > 1 ? gg->kv_cache + layer * gg->seqs : NULL};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = vkg_layer_attention(L, &at, qkv, 0, qkv, C, qkv, 2 * C, &probs);
     vkg_tensor proj = vkg_layer_linear(L, heads, weight(b, VKG_GPT2_ATTN_PROJ_W, layer),
@@ -122,13 +124,8 @@ vkg_status vkg_gpt2_build_graph(const void *model, const vkg_forward_options *o,
     gg->positions = vkg_input(g, "positions", VKG_I32, 1, tokens);
     gg->pos = VKG_NONE;
     if (b.S) {
-        gg->pos = vkg_index(g, "pos");
         const int64_t cache_shape[4] = {2, b.H, b.S, b.D};
-        for (int i = 0; i < c->n_layer; i++) {
-            char name[48];
-            snprintf(name, sizeof name, "h.%d.kv_cache", i);
-            gg->kv_cache[i] = vkg_state(g, name, 4, cache_shape);
-        }
+        vkg_forward_declare_cache(gg, o, "h.", ".kv_cache", cache_shape);
     }
 
     b.L.prefix[0] = '\0'; /* the embedding and the head have no layer prefix */
@@ -145,7 +142,7 @@ vkg_status vkg_gpt2_build_graph(const void *model, const vkg_forward_options *o,
     b.L.prefix[0] = '\0'; /* the embedding and the head have no layer prefix */
     gg->logits = VKG_NONE;
     if (!o->no_logits) {
-        if (!o->all_logits && b.T > 1) /* the head only where it is read */
+        if (!o->all_logits && o->seqs <= 1 && b.T > 1) /* the head only where it is read */
             x = named(&b, vkg_slice(g, x, 0, b.T - 1, 1), "last_position");
         x = vkg_layer_layernorm(&b.L, x, weight(&b, VKG_GPT2_LN_F_W, 0),
                                 weight(&b, VKG_GPT2_LN_F_B, 0), c->layer_norm_epsilon, "ln_f");

@@ -95,6 +95,11 @@ typedef struct vkg_attention {
      * gives the rows not yet written weight exactly 0.  VKG_NONE: attention over the run's T
      * tokens alone. */
     vkg_tensor kv_cache, pos;
+    /* rows > 1: the T = rows tokens belong to `rows` sequences, each with its own cache
+     * (row_caches[r]) and index (row_pos[r]); each row attends to its own cache alone, as it
+     * would in a one-token run of its own (kv_cache and pos unused).  0: one sequence. */
+    int rows;
+    const vkg_tensor *row_caches, *row_pos;
 } vkg_attention;
 
 /* q [.., T, H*D], k and v [.., T, Hkv*D]: token-major, as projections give them; each may be a
