@@ -3,6 +3,7 @@
  * token to each; the figure is the median over steps of (sequences / step time).
  *
  *   serve_batch MODEL_DIR [--device cpu|vulkan|vulkan:N] [--steps N] [--ctx N] [--threads N]
+ *                         [--profile]   (then the time of each op kind, summed over every run)
  *
  * A model of GPT-2 124M's shapes with random weights: `vkgraph gpt2-random --size gpt2 DIR`.
  * Figures, not assertions: the load average of the machine belongs next to them. */
@@ -25,7 +26,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: serve_batch MODEL_DIR [--device D] [--steps N] [--ctx N] [--threads N]\n");
+    fprintf(stderr, "usage: serve_batch MODEL_DIR [--device D] [--steps N] [--ctx N] [--threads N] [--profile]\n");
     return 1;
 }
 
@@ -49,7 +50,7 @@ static double measure(vkg_model *m, int n, int steps, int ctx, int vocab) {
     if (vkg_batch_step(b, &err) != VKG_OK) goto done;
     for (int k = -1; k < steps; k++) { /* one step to warm up (the plan's first run) */
         for (int s = 0; s < n; s++) {
-            const int32_t id = (int32_t)((k * 13 + s * 5 + 3) % vocab);
+            const int32_t id = (int32_t)(((k + 1) * 13 + s * 5 + 3) % vocab);
             if (vkg_batch_add(b, s, &id, 1, &err) != VKG_OK) goto done;
         }
         const double t0 = now();
@@ -68,8 +69,12 @@ done:
 int main(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') return usage();
     const char *dir = argv[1], *device = "cpu";
-    int steps = 16, ctx = 64, threads = 0;
+    int steps = 16, ctx = 64, threads = 0, profile = 0;
     for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--profile")) {
+            profile = 1;
+            continue;
+        }
         if (i + 1 >= argc) return usage();
         if (!strcmp(argv[i], "--device")) device = argv[++i];
         else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[++i]);
@@ -81,7 +86,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "serve_batch: --steps 1 to 100000 and --ctx at least steps + 10\n");
         return 1;
     }
-    vkg_device_options dopts = {.cpu_threads = threads, .quiet = 1};
+    vkg_device_options dopts = {.cpu_threads = threads, .quiet = 1, .profile = profile};
     vkg_device *dev = NULL;
     vkg_model *m = NULL;
     vkg_model_info info;
@@ -109,6 +114,7 @@ int main(int argc, char **argv) {
         printf("%10d %14.1f %11.2fx\n", counts[c], r, r / one);
         fflush(stdout);
     }
+    if (profile) vkg_device_profile_print(dev, VKG_PROFILE_BY_OP, stdout);
     vkg_model_free(m);
     vkg_device_free(dev);
     return rc;
