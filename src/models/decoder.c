@@ -4,7 +4,6 @@
 
 #include "base/error.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,26 +84,6 @@ void vkg_forward_graph_free(vkg_forward_graph *gg) {
     free(gg->kv_cache);
     free(gg->row_pos);
     memset(gg, 0, sizeof *gg);
-}
-
-void vkg_forward_declare_cache(vkg_forward_graph *gg, const vkg_forward_options *o, const char *before,
-                               const char *after, const int64_t shape[4]) {
-    const int rows = o->seqs > 1 ? o->seqs : 1;
-    char name[96];
-    if (o->seqs > 1) {
-        for (int r = 0; r < rows; r++) {
-            snprintf(name, sizeof name, "pos.%d", r);
-            gg->row_pos[r] = vkg_index(gg->graph, name);
-        }
-    } else {
-        gg->pos = vkg_index(gg->graph, "pos");
-    }
-    for (int l = 0; l < gg->n_layer; l++)
-        for (int r = 0; r < rows; r++) {
-            if (o->seqs) snprintf(name, sizeof name, "%s%d%s.s%d", before, l, after, o->first_slot + r);
-            else snprintf(name, sizeof name, "%s%d%s", before, l, after);
-            gg->kv_cache[l * rows + r] = vkg_state(gg->graph, name, 4, shape);
-        }
 }
 
 vkg_status vkg_decoder_check_ids(const vkg_decoder *d, const int32_t *ids, size_t n, vkg_error *err) {

@@ -89,12 +89,6 @@ typedef struct vkg_decoder {
 vkg_status vkg_decoder_build(const vkg_decoder *d, const vkg_forward_options *o, vkg_forward_graph *out,
                              vkg_error *err);
 
-/* Declares the cache of o (o->cache_len > 0) into gg: the runtime index or indices, and each
- * layer's state of the given shape, named "<before><layer><after>" plus the slot's suffix
- * ("h." and ".kv_cache" give "h.3.kv_cache", or "h.3.kv_cache.s2" for slot 2). */
-void vkg_forward_declare_cache(vkg_forward_graph *gg, const vkg_forward_options *o, const char *before,
-                               const char *after, const int64_t shape[4]);
-
 /* Checks ids against the vocabulary and the count against n_ctx, with messages a user can act on
  * ("token id 60000 at position 3 is outside the vocabulary [0, 50257)"). */
 vkg_status vkg_decoder_check_ids(const vkg_decoder *d, const int32_t *ids, size_t n, vkg_error *err);
