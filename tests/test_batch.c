@@ -3,7 +3,8 @@
  * at different positions joining and leaving mid-way, batches of 1, 2, 3 and 8, each
  * sequence's logits against the same sequence run alone through a plain context (bit for bit
  * on the CPU; on Vulkan within attention's conformance threshold, same argmax away from ties);
- * a copied cache prefix against a prefill of the whole prompt; and the errors. */
+ * a copied cache prefix against a prefill of the whole prompt; the batched steps on the CPU
+ * against Vulkan; and the errors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -243,6 +244,69 @@ static void test_errors(void **state) {
     vkg_batch_context_free(b);
 }
 
+/* The same steps of 5 sequences (prompts of 1 to 9 tokens, then 4 tokens each, all given) on the
+ * CPU and on Vulkan: every logit of every step within attention's conformance threshold, so the
+ * batched plans agree across executors as the one-sequence plans do.  steps_out: [4 + 1, 5, V]. */
+static void batch_steps(const char *device, const char *dir, float *steps_out, int V) {
+    vkg_device_options o = {.cpu_threads = 2, .quiet = 1, .validation = strcmp(device, "cpu") != 0};
+    vkg_device *dev = NULL;
+    vkg_model *m = NULL;
+    vkg_batch_context *b = NULL;
+    vkg_error err = {0};
+    check(vkg_device_open(device, &o, &dev, &err), &err);
+    check(vkg_model_open(dir, dev, NULL, &m, &err), &err);
+    vkg_batch_options bo;
+    vkg_batch_options_default(&bo);
+    bo.n_seq = 5;
+    bo.n_ctx = CTX;
+    check(vkg_batch_context_new(m, &bo, &b, &err), &err);
+    for (int t = 0; t <= 4; t++) {
+        for (int i = 0; i < 5; i++) {
+            batch_seq p;
+            batch_make_prompt(&p, i, t == 0 ? 1 + 2 * i : 1, V);
+            if (t > 0) p.prompt[0] = (int32_t)((t * 53 + i * 7) % V);
+            check(vkg_batch_add(b, i, p.prompt, p.n_prompt, &err), &err);
+        }
+        check(vkg_batch_step(b, &err), &err);
+        for (int i = 0; i < 5; i++)
+            check(vkg_batch_get_logits(b, i, steps_out + ((size_t)t * 5 + (size_t)i) * (size_t)V, (size_t)V, &err),
+                  &err);
+    }
+    vkg_batch_context_free(b);
+    vkg_model_free(m);
+    const uint64_t messages = vkg_device_validation_errors(dev);
+    vkg_device_free(dev);
+    assert_int_equal(messages, 0);
+}
+
+static void cpu_against_vulkan(const char *dir, int V) {
+    const size_t n = (size_t)5 * 5 * (size_t)V;
+    float *cpu = malloc(n * sizeof *cpu), *vk = malloc(n * sizeof *vk);
+    assert_non_null(cpu);
+    assert_non_null(vk);
+    batch_steps("cpu", dir, cpu, V);
+    batch_steps("vulkan", dir, vk, V);
+    for (size_t row = 0; row < 25; row++) {
+        const double e = test_nmse(vk + row * (size_t)V, cpu + row * (size_t)V, (size_t)V);
+        if (e > 5e-4) fail_msg("step %zu sequence %zu: NMSE %g between Vulkan and the CPU", row / 5, row % 5, e);
+    }
+    free(cpu);
+    free(vk);
+}
+
+static void test_gpt2_cpu_against_vulkan(void **state) {
+    (void)state;
+    cpu_against_vulkan(test_data_path("gpt2-tiny"), 512);
+}
+
+static void test_llama_cpu_against_vulkan(void **state) {
+    (void)state;
+    char *dir = random_model("llama-tiny", 0);
+    cpu_against_vulkan(dir, 128);
+    test_remove_tree(dir);
+    free(dir);
+}
+
 #define BATCH_TESTS(setup)                                                                                             \
     cmocka_unit_test_setup_teardown(test_batch_of_1, setup, teardown),                                                 \
         cmocka_unit_test_setup_teardown(test_batch_of_2, setup, teardown),                                             \
@@ -261,6 +325,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_join_and_leave, setup_mistral_vulkan, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup_gpt2_cpu, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup_gpt2_vulkan, teardown),
+        cmocka_unit_test(test_gpt2_cpu_against_vulkan),
+        cmocka_unit_test(test_llama_cpu_against_vulkan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

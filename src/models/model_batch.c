@@ -7,7 +7,8 @@
  * highest slot stepping; the rows of slots not stepping are padding, whose k/v writes must not
  * touch a sequence's cached tokens: an empty slot's go to position 0, a slot with room to its
  * next free position (overwritten by its next token before any query reads it), and a full
- * slot replays its last token at its last position, writing what is already there. */
+ * slot (which can take no more tokens) replays its last token at its last position, writing what
+ * is already there: the same values, up to rounding where a prefill pass wrote that position. */
 #include "models/model_handles.h"
 #include "models/model_run.h"
 
