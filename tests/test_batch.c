@@ -200,6 +200,9 @@ static void test_errors(void **state) {
     assert_int_equal(vkg_batch_add(b, 2, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "sequence id 2 is outside 0..1"));
     assert_int_equal(vkg_batch_add(b, -1, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_batch_add(NULL, 0, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_batch_add(b, 0, ids, 0, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_batch_step(b, &err), VKG_OK); /* nothing queued: nothing runs */
     assert_int_equal(vkg_batch_get_logits(b, 0, logits, (size_t)f->c.V, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "has run nothing"));
     const int32_t bad = f->c.V;

@@ -50,6 +50,7 @@ static int rows_of(const vkg_batch_context *b, int k) { return k == b->owner ? b
 
 /* Slot s of a valid id, or an error naming the range. */
 static vkg_status check_seq(const vkg_batch_context *b, int seq, const char *fn, vkg_error *err) {
+    if (!b) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: NULL context", fn);
     if (seq < 0 || seq >= b->n_seq)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: sequence id %d is outside 0..%d (the context holds "
                              "%d sequences)", fn, seq, b->n_seq - 1, b->n_seq);
@@ -140,6 +141,7 @@ int vkg_batch_seq_length(const vkg_batch_context *b, int seq) {
 }
 
 vkg_status vkg_batch_seq_claim(vkg_batch_context *b, int *seq, vkg_error *err) {
+    if (!b || !seq) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_seq_claim: NULL argument");
     for (int s = 0; s < b->n_seq; s++)
         if (!b->slots[s].used) {
             b->slots[s].used = 1;
@@ -243,7 +245,7 @@ vkg_status vkg_batch_get_logits(vkg_batch_context *b, int seq, float *out, size_
     vkg_status st = check_seq(b, seq, "vkg_batch_get_logits", err);
     if (st != VKG_OK) return st;
     const size_t V = (size_t)b->dec->facts.n_vocab;
-    if (floats != V)
+    if (floats != V || !out)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_get_logits: %zu floats for logits of %zu",
                              floats, V);
     if (!b->slots[seq].has_logits)
