@@ -342,6 +342,66 @@ vkg_status vkg_context_get_attention(vkg_context *ctx, int layer, float *out, si
 vkg_status vkg_context_get_logits_rows(vkg_context *ctx, const int *rows, int n_rows, float *out, size_t floats,
                                        vkg_error *err);
 
+/* ---- batches of sequences ----------------------------------------------------------------------
+ * A batch context holds n_seq sequences at once, each with its own KV cache of n_ctx positions
+ * (its slot; sequence ids are the slots 0 .. n_seq-1), sharing one copy of the weights.  Add
+ * tokens to any sequences, then one vkg_batch_step runs them all: the sequences given one token
+ * each go through one decode step together (their tokens are the rows of every matmul, so the
+ * weights are read once for all of them; each row attends to its own sequence's cache alone),
+ * and a sequence given several tokens (a prompt) goes through a prefill pass of its own first.
+ * A sequence's logits do not depend on the others in the step: bit for bit the same on the CPU
+ * executor as when it runs alone; on Vulkan within the conformance thresholds.
+ *
+ * Plans for 1, 2, 4, .. and n_seq rows are compiled on first use and kept (a step runs the
+ * smallest that covers the highest slot stepping: keep busy sequences in low slots, as
+ * vkg_batch_seq_claim does); a prompt's prefill plan is compiled for its length.
+ *
+ *   vkg_batch_context *b;  vkg_batch_context_new(model, &opts, &b, &err);
+ *   int s;  vkg_batch_seq_claim(b, &s, &err);          // a free slot
+ *   vkg_batch_add(b, s, prompt, n, &err);              // any number of sequences
+ *   vkg_batch_step(b, &err);
+ *   vkg_batch_get_logits(b, s, logits, n_vocab, &err); // then add the chosen token, step, ...
+ *   vkg_batch_seq_remove(b, s, &err);                  // the slot is free at once
+ */
+typedef struct vkg_batch_context vkg_batch_context;
+
+typedef struct vkg_batch_options {
+    int n_seq;                 /* sequences held at once, 1 to VKG_BATCH_MAX_SEQ; default 8      */
+    int n_ctx;                 /* positions of each sequence's cache, 1 to the model's n_ctx;
+                                  0: the model's                                                 */
+} vkg_batch_options;
+#define VKG_BATCH_MAX_SEQ 64
+
+void vkg_batch_options_default(vkg_batch_options *o);
+/* opts may be NULL for the defaults.  Compiles the n_seq-row decode plan and uploads the
+ * weights once; the caches take n_seq * n_ctx positions of device memory. */
+vkg_status vkg_batch_context_new(vkg_model *m, const vkg_batch_options *opts, vkg_batch_context **out,
+                                 vkg_error *err);
+void vkg_batch_context_free(vkg_batch_context *b); /* NULL is fine */
+int vkg_batch_n_seq(const vkg_batch_context *b);
+int vkg_batch_n_ctx(const vkg_batch_context *b);
+/* Tokens in sequence seq's cache (0 for an empty slot or a bad id). */
+int vkg_batch_seq_length(const vkg_batch_context *b, int seq);
+/* Marks the lowest free slot used and gives its id; every slot in use is VKG_ERR_UNSUPPORTED
+ * ("all 8 sequence slots are in use"). */
+vkg_status vkg_batch_seq_claim(vkg_batch_context *b, int *seq, vkg_error *err);
+/* Queues n >= 1 tokens for sequence seq (a slot claimed or not: adding marks it used) for the
+ * next step.  A bad id, ids outside the vocabulary, or tokens past the sequence's cache
+ * (queued ones counted) are VKG_ERR_INVALID_ARGUMENT naming which; nothing is queued then. */
+vkg_status vkg_batch_add(vkg_batch_context *b, int seq, const int32_t *ids, int n, vkg_error *err);
+/* Runs every queued token (nothing queued: nothing runs).  On an error the queued tokens of the
+ * sequences not yet run stay queued and the others' are consumed. */
+vkg_status vkg_batch_step(vkg_batch_context *b, vkg_error *err);
+/* The prediction after sequence seq's last token: n_vocab floats.  VKG_ERR_INVALID_ARGUMENT
+ * while none is known (nothing run since the sequence was emptied, claimed or copied into). */
+vkg_status vkg_batch_get_logits(vkg_batch_context *b, int seq, float *out, size_t floats, vkg_error *err);
+/* Empties sequence seq and frees its slot (queued tokens dropped). */
+vkg_status vkg_batch_seq_remove(vkg_batch_context *b, int seq, vkg_error *err);
+/* Prompt caching: sequence dst (any slot but src; its queue must be empty) gets the first n
+ * cached tokens of src (0 <= n <= src's length), as if it had been fed them: the next tokens
+ * added to dst go after them and give the logits a prefill of all of them would. */
+vkg_status vkg_batch_seq_copy(vkg_batch_context *b, int src, int dst, int n, vkg_error *err);
+
 /* ---- saving and loading a context's state -----------------------------------------------------
  * A state holds a context's tokens (with a token vkg_context_generate left pending), the KV
  * cache rows they filled, the prediction after the last token (VKG_LOGITS_LAST contexts), and

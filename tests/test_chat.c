@@ -77,18 +77,7 @@ static void close_chat(opened *o) {
     vkg_model_free(o->m);
 }
 
-typedef struct reply {
-    int32_t ids[256];
-    int n;
-} reply;
-
-static int collect(void *user, int32_t id, const char *text, size_t len) {
-    (void)text;
-    (void)len;
-    reply *r = user;
-    if (id != VKG_NO_TOKEN && r->n < 256) r->ids[r->n++] = id;
-    return 0;
-}
+typedef test_tokens reply;
 
 static vkg_generate_options greedy(int max_tokens) {
     vkg_generate_options go;
@@ -164,7 +153,7 @@ static vkg_chat_turn_result checked_turn_prompt(opened *o, const char *text, int
     vkg_chat_turn_result res;
     memset(r, 0, sizeof *r);
     vkg_generate_options go = greedy(max_tokens);
-    if (vkg_chat_turn(o->chat, text, &go, collect, r, &res, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_chat_turn(o->chat, text, &go, test_collect_token, r, &res, &err) != VKG_OK) fail_msg("%s", err.message);
     assert_int_equal(res.dropped, 0);
     assert_int_equal(res.prompt_tokens, (int)n);
     assert_int_equal(res.reused, (int)common);
@@ -216,7 +205,7 @@ static void test_turns_feed_the_suffix(void **state) {
     vkg_generate_options go = greedy(6);
     go.prompt = p2;
     go.n_prompt = (int)n2;
-    if (vkg_context_generate(scratch, &go, collect, &direct, NULL, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_context_generate(scratch, &go, test_collect_token, &direct, NULL, &err) != VKG_OK) fail_msg("%s", err.message);
     assert_int_equal(direct.n, r2.n);
     assert_memory_equal(direct.ids, r2.ids, (size_t)r2.n * sizeof *r2.ids);
     vkg_context_free(scratch);
@@ -275,7 +264,7 @@ static void test_overflow_and_clear(void **state) {
     for (int turn = 1; turn <= 12 && !dropped_at; turn++) {
         reply r;
         memset(&r, 0, sizeof r);
-        if (vkg_chat_turn(o.chat, "Tell me more about it", &go, collect, &r, &res, &err) != VKG_OK)
+        if (vkg_chat_turn(o.chat, "Tell me more about it", &go, test_collect_token, &r, &res, &err) != VKG_OK)
             fail_msg("turn %d: %s", turn, err.message);
         assert_true(res.prompt_tokens + 8 <= 96);
         if (res.dropped) dropped_at = turn;
@@ -303,7 +292,7 @@ static void test_overflow_and_clear(void **state) {
     for (int i = 0; i < 60; i++) strcat(longer, "word ");
     reply r;
     memset(&r, 0, sizeof r);
-    assert_int_equal(vkg_chat_turn(o.chat, longer, &go, collect, &r, &res, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_chat_turn(o.chat, longer, &go, test_collect_token, &r, &res, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "does not fit the context"));
     assert_non_null(strstr(err.message, "96"));
     assert_int_equal(r.n, 0);
@@ -366,7 +355,7 @@ static void test_cli(void **state) {
     memset(&first, 0, sizeof first);
     vkg_generate_options go = greedy(1);
     vkg_error err = {0};
-    if (vkg_chat_turn(o.chat, "Hi", &go, collect, &first, NULL, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_chat_turn(o.chat, "Hi", &go, test_collect_token, &first, NULL, &err) != VKG_OK) fail_msg("%s", err.message);
     close_chat(&o);
     assert_int_equal(first.n, 1);
     char json[64];
@@ -461,7 +450,7 @@ static void test_generate_chat(void **state) {
     memset(&r, 0, sizeof r);
     vkg_generate_options go = greedy(4);
     vkg_error err = {0};
-    if (vkg_chat_turn(o.chat, "Hi there", &go, collect, &r, NULL, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_chat_turn(o.chat, "Hi there", &go, test_collect_token, &r, NULL, &err) != VKG_OK) fail_msg("%s", err.message);
     close_chat(&o);
     char want[256] = "[";
     for (int i = 0; i < r.n; i++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", i ? ", " : "", (int)r.ids[i]);

@@ -19,18 +19,7 @@
 
 enum { CTX = 2048, REPLY = 16 };
 
-typedef struct reply {
-    int32_t ids[REPLY];
-    int n;
-} reply;
-
-static int collect(void *user, int32_t id, const char *text, size_t len) {
-    (void)text;
-    (void)len;
-    reply *r = user;
-    if (id != VKG_NO_TOKEN && r->n < REPLY) r->ids[r->n++] = id;
-    return 0;
-}
+typedef test_tokens reply;
 
 static void test_chat_fills_2048(void **state) {
     (void)state;
@@ -78,7 +67,7 @@ static void test_chat_fills_2048(void **state) {
         free(prompt);
         if (vkg_chat_prompt(chat, message, &prompt, &n_prompt, &common, &err) != VKG_OK) fail_msg("%s", err.message);
         memset(&r, 0, sizeof r);
-        if (vkg_chat_turn(chat, message, &go, collect, &r, &res, &err) != VKG_OK) fail_msg("turn %d: %s", turn, err.message);
+        if (vkg_chat_turn(chat, message, &go, test_collect_token, &r, &res, &err) != VKG_OK) fail_msg("turn %d: %s", turn, err.message);
         assert_true(res.prompt_tokens + REPLY <= CTX);
         assert_int_equal(res.fed, res.prompt_tokens - res.reused);
         if (res.dropped) {
@@ -106,7 +95,7 @@ static void test_chat_fills_2048(void **state) {
     reply direct = {0};
     go.prompt = kept;
     go.n_prompt = res.prompt_tokens;
-    if (vkg_context_generate(fresh, &go, collect, &direct, NULL, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_context_generate(fresh, &go, test_collect_token, &direct, NULL, &err) != VKG_OK) fail_msg("%s", err.message);
     assert_int_equal(direct.n, r.n);
     assert_memory_equal(direct.ids, r.ids, (size_t)r.n * sizeof *r.ids);
     printf("chat at %d positions: the oldest turns dropped at turn %d (%d messages), %d tokens kept, %d re-fed\n",

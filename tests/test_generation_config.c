@@ -231,18 +231,7 @@ static void test_stop_ids_fallbacks(void **state) {
     free(dir);
 }
 
-typedef struct collected {
-    int32_t ids[64];
-    int n;
-} collected;
-
-static int collect(void *user, int32_t id, const char *text, size_t len) {
-    (void)text;
-    (void)len;
-    collected *c = user;
-    if (id != VKG_NO_TOKEN && c->n < 64) c->ids[c->n++] = id;
-    return 0;
-}
+typedef test_tokens collected;
 
 static void generate(const char *dir, int ignore_eos, collected *out, vkg_generate_result *res) {
     vkg_model *m = open_model(dir, cpu);
@@ -260,7 +249,7 @@ static void generate(const char *dir, int ignore_eos, collected *out, vkg_genera
     o.n_prompt = 3;
     o.ignore_eos = ignore_eos;
     memset(out, 0, sizeof *out);
-    if (vkg_context_generate(ctx, &o, collect, out, res, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_context_generate(ctx, &o, test_collect_token, out, res, &err) != VKG_OK) fail_msg("%s", err.message);
     vkg_context_free(ctx);
     vkg_model_free(m);
 }

@@ -233,11 +233,13 @@ vkg_status vkg_chat_turn(vkg_chat *c, const char *user_text, const vkg_generate_
     chat_message *saved = malloc((size_t)(c->n ? c->n : 1) * sizeof *saved);
     if (!saved) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "chat: out of memory");
     const int saved_n = c->n;
-    for (int i = 0; i < c->n; i++) saved[i] = c->msg[i], saved[i].text = NULL;
-    vkg_status st = VKG_OK;
-    for (int i = 0; st == VKG_OK && i < c->n; i++)
-        if (!(saved[i].text = strdup(c->msg[i].text))) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "chat: out of memory");
-    if (st == VKG_OK) st = push(c, "user", user_text, strlen(user_text), err);
+    for (int i = 0; i < c->n; i++)
+        if (saved[i] = c->msg[i], !(saved[i].text = strdup(c->msg[i].text))) {
+            for (int k = 0; k < i; k++) free(saved[k].text);
+            free(saved);
+            return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "chat: out of memory");
+        }
+    vkg_status st = push(c, "user", user_text, strlen(user_text), err);
     const int S = vkg_context_size(c->ctx);
     int reserve = go.max_tokens < S / 4 ? go.max_tokens : S / 4;
     if (reserve < 1) reserve = 1;
