@@ -51,7 +51,8 @@ struct sched {
     vkg_batch_context *batch;
     running *slots;                 /* [n_slots]: slot i is sequence i of batch */
     int n_slots, n_ctx, n_vocab;
-    int32_t eos;
+    int32_t stop_ids[16];           /* vkg_model_stop_ids: the ids that end a turn */
+    int n_stop;
     float *logits;                  /* [n_vocab] */
     pthread_t thread;
     int started;
@@ -133,14 +134,16 @@ static vkg_status next_token(sched *s, int i, int *end, vkg_error *err) {
     if (o->max_tokens == 0) return VKG_OK;
     vkg_status st = vkg_batch_get_logits(s->batch, i, s->logits, (size_t)s->n_vocab, err);
     if (st != VKG_OK) return st;
-    if (o->ignore_eos && s->eos != VKG_NO_TOKEN) s->logits[s->eos] = -INFINITY; /* as llama.cpp */
+    if (o->ignore_eos) /* as llama.cpp */
+        for (int k = 0; k < s->n_stop; k++) s->logits[s->stop_ids[k]] = -INFINITY;
     int32_t next;
     st = vkg_sampler_next(&r->sampler, s->logits, r->history, r->n_history, &next, err);
     if (st != VKG_OK) return st;
-    if (s->eos != VKG_NO_TOKEN && next == s->eos) {
-        r->res.reason = VKG_STOP_EOS;
-        return VKG_OK;
-    }
+    for (int k = 0; k < s->n_stop; k++)
+        if (next == s->stop_ids[k]) {
+            r->res.reason = VKG_STOP_EOS;
+            return VKG_OK;
+        }
     r->history[r->n_history++] = next;
     r->res.generated++;
     size_t len = 0, ready_len = 0;
@@ -228,7 +231,8 @@ vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int max_queue, sched 
     s->n_slots = n_slots;
     s->max_queue = max_queue;
     s->n_vocab = info.n_vocab;
-    s->eos = info.eos_token;
+    s->n_stop = vkg_model_stop_ids(m, s->stop_ids, 16);
+    if (s->n_stop > 16) s->n_stop = 16;
     vkg_batch_options bo;
     vkg_batch_options_default(&bo);
     bo.n_seq = n_slots;
