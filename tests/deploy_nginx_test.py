@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -169,6 +170,7 @@ def main(tmp, replicas, procs):
 
 if __name__ == "__main__":
     replicas, procs, rc = [], [], 1
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # ctest's timeout: clean up as below
     tmp = tempfile.mkdtemp(prefix="vkg-deploy-")
     try:
         rc = main(tmp, replicas, procs)
