@@ -21,6 +21,8 @@ static const struct cli_alias {
     {"-i", "--interactive", NULL},
     {"-c", "--ctx", "gpt2-random"}, /* the model's context, n_positions */
     {"--ctx-size", "--ctx", "gpt2-random"},
+    {"-c", "--ctx-size", "serve"}, /* each slot's KV cache, as llama-server's -c */
+    {"--ctx-size", "--ctx-size", "serve"},
     {"-c", NULL, NULL},
     {"--ctx-size", NULL, NULL},
 };

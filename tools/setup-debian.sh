@@ -14,13 +14,16 @@
 # Node.js and npm, for the test server_openai, which drives `vkgraph serve` with OpenAI's official
 # JavaScript client (installed by npm into models/openai-client, tools/fetch-openai-client.sh), and
 # for the golden-table tools; npm is skipped where an npm command is already there (NodeSource's
-# nodejs package carries its own and conflicts with Debian's).
+# nodejs package carries its own and conflicts with Debian's);
+# and nginx, the load balancer docs/DEPLOY.md puts in front of `vkgraph serve` replicas, which the
+# test deploy_nginx runs as a plain process on loopback ports (Debian also starts its own nginx
+# service on port 80 at install where services run; the test does not use it).
 set -eu
 usage="usage: tools/setup-debian.sh [--test]"
 packages="cmake make gcc pkg-config libvulkan-dev libvulkan-volk-dev glslang-tools libcmocka-dev
 mesa-vulkan-drivers libcairo2-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev fonts-dejavu-core curl ca-certificates spirv-cross"
 test_packages="vulkan-validationlayers python3-numpy libopenblas0-pthread python3-torch libopenblas0-openmp
-clang libclang-rt-14-dev nodejs npm"
+clang libclang-rt-14-dev nodejs npm nginx"
 test=0
 for arg in "$@"; do
     case "$arg" in
