@@ -803,7 +803,7 @@ static const conf_case_def cases[] = {
     {"rope", "heads of [T, H D], offset 3", EW, rope_prompt, sweep_llama_heads},
     {"rope", "runtime offset", EW, rope_runtime, sweep_llama_heads},
     {"rope", "decode at position 32767", EW, rope_far, sweep_llama_heads},
-#define ROPE_TYPE_ROW(ENUM, name) {"rope", #name " table from rope.c, position 9000", EW, rope_type_##name, sweep_llama_heads},
+#define ROPE_TYPE_ROW(ENUM, name) {"rope", #name " table (rope.c)", EW, rope_type_##name, sweep_llama_heads},
     VKG_ROPE_TYPES(ROPE_TYPE_ROW)
 #undef ROPE_TYPE_ROW
     {"swiglu", "silu(gate) * up", EW, swiglu_plain, sweep_rc},
