@@ -249,7 +249,7 @@ static void test_shared_options(void **state) {
     }
     /* the help says which commands take which */
     char *help = out_of(VKG("--help"), "vkgraph --help");
-    assert_non_null(strstr(help, "options of the commands that open a device (devices, dump, generate, logits, "
+    assert_non_null(strstr(help, "options of the commands that open a device (devices, dump, generate, chat, logits, "
                                  "attention, serve, conformance, compare, bench, lesson):\n  --device D "));
     assert_non_null(strstr(help, "options of the commands that run graphs (generate, logits, attention, conformance, "
                                  "compare, bench, lesson):\n  --profile "));
