@@ -163,7 +163,7 @@ static const conf_point sweep_llama_heads[] = {
 static const conf_point sweep_llama_mlp[] = {
     {Q, {1, 1, 1}},       {Q, {3, 7, 13}},      {Q, {17, 33, 65}},     {D, {1, 1536, 576}},  {D, {7, 1536, 576}},
     {D, {1, 4864, 896}},  {D, {64, 4864, 896}}, {D, {1, 5632, 2048}},  {D, {1, 3072, 1024}}, {D, {31, 3072, 1024}},
-    {F, {1, 8192, 2048}}, {F, {2048, 1536, 576}}, {F, {512, 8192, 2048}}, {F, {1, 14336, 4096}}, {END, {0}}};
+    {F, {1, 8192, 2048}}, {F, {2048, 1536, 576}}, {F, {512, 8192, 2048}}, {END, {0}}};
 /* {Hkv, G, T, D}: grouped-query attention, G query heads over each of Hkv key/value heads. */
 static const conf_point sweep_llama_gqa[] = {
     {Q, {1, 1, 1, 4}},   {Q, {2, 3, 7, 8}},    {Q, {3, 3, 17, 64}},  {D, {2, 7, 33, 64}},  {D, {8, 4, 64, 64}},
@@ -803,7 +803,7 @@ static const conf_case_def cases[] = {
     {"rope", "heads of [T, H D], offset 3", EW, rope_prompt, sweep_llama_heads},
     {"rope", "runtime offset", EW, rope_runtime, sweep_llama_heads},
     {"rope", "decode at position 32767", EW, rope_far, sweep_llama_heads},
-#define ROPE_TYPE_ROW(ENUM, name) {"rope", #name " table from rope.c, position 9000", EW, rope_type_##name, sweep_llama_heads},
+#define ROPE_TYPE_ROW(ENUM, name) {"rope", #name " table (rope.c)", EW, rope_type_##name, sweep_llama_heads},
     VKG_ROPE_TYPES(ROPE_TYPE_ROW)
 #undef ROPE_TYPE_ROW
     {"swiglu", "silu(gate) * up", EW, swiglu_plain, sweep_rc},
