@@ -1,5 +1,5 @@
-// C[b, 0, n] = sum_k A[b, 0, k] * B[b, n, k] (+ epilogue), the M == 1 matmul of decoding, with B
-// read along k (b_stride_k == 1: y = W x for W held [N, K]), for devices whose fast reads are
+// C[b, m, n] = sum_k A[b, m, k] * B[b, n, k] (+ epilogue) for the ROWS = M rows of a decoding
+// step (1, or one per sequence of a batch: every fetch of B serves all of them), with B read along k (b_stride_k == 1: y = W x for W held [N, K]), for devices whose fast reads are
 // texel fetches (software rasterisers such as llvmpipe, which run each fetch as one load per
 // SIMD lane: the cost is per fetch).  Every fetch of B brings one 16-byte texel, four floats
 // (R32G32B32A32_SFLOAT) or eight 16-bit elements (B_TEXEL_16BIT_X8: R32G32B32A32_UINT, widened
@@ -21,7 +21,9 @@
 // them in turn, so any number of subgroups covers them all.  Every lane stays live to the end
 // (the subgroup sums need them): rows past N read row N - 1 and are not stored.  The host picks
 // this shader only where A is read along k in whole vec4s, B's offset and row stride are whole
-// texels and K is a multiple of the texel's elements.
+// texels and K is a multiple of the texel's elements.  Each row's sum is formed in the same order
+// whatever ROWS is (a lane's texels in turn, then the subgroup's sum), so a row's result does not
+// depend on the rows batched with it.
 //
 // Include after defining B_TEXEL_16BIT_X8 (and including matmul_b16.glsl) or not.
 #ifndef VKG_MATVEC_TEXELT_GLSL
@@ -35,6 +37,7 @@ layout(local_size_x_id = VKG_SPEC_WG_X) in;
 layout(constant_id = VKG_SPEC_BLOCK_ROWS) const uint BLOCK_ROWS = 8;    // rows walked together
 layout(constant_id = VKG_SPEC_SPAN_BLOCKS) const uint SPAN_BLOCKS = 8;   // blocks per span: their rows this far apart
 layout(constant_id = VKG_SPEC_WG_SPANS) const uint WG_SPANS = 2;      // spans per workgroup
+layout(constant_id = VKG_SPEC_ROWS) const uint ROWS = 1;              // rows of A and C (M)
 const uint SPAN = BLOCK_ROWS * SPAN_BLOCKS;           // rows
 
 #include "matvec_bindings.glsl"
@@ -44,38 +47,41 @@ void main() {
     const uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
     const int a_lane = int((p.a_offset + b0 * p.a_stride_b0 + b1 * p.a_stride_b1) / 4 + lane * V);
     const uint b_base = p.b_offset + b0 * p.b_stride_b0 + b1 * p.b_stride_b1;
+    const int a_row = int(p.a_stride_m / 4);   // vec4s from one row of A to the next (M > 1)
     const uint texels = p.K / EPT;   // per row
     [[dont_unroll]] for (uint span = gl_SubgroupID; span < WG_SPANS; span += gl_NumSubgroups)
         [[dont_unroll]] for (uint i = 0; i < SPAN_BLOCKS; i++) {
             const uint first = (gl_WorkGroupID.x * WG_SPANS + span) * SPAN + i;   // row j: + j * SPAN_BLOCKS
             int at[BLOCK_ROWS];
-            float sums[BLOCK_ROWS];
-            [[unroll]] for (uint j = 0; j < BLOCK_ROWS; j++) {
+            float sums[ROWS * BLOCK_ROWS];   // row m of A with row j of the block: m * BLOCK_ROWS + j
+            [[unroll]] for (uint j = 0; j < BLOCK_ROWS; j++)
                 at[j] = int((b_base + min(first + j * SPAN_BLOCKS, p.N - 1) * p.b_stride_n) / EPT + lane);
-                sums[j] = 0.0;
-            }
+            [[unroll]] for (uint e = 0; e < ROWS * BLOCK_ROWS; e++) sums[e] = 0.0;
             int a_at = a_lane;
             for (uint t = lane; t < texels; t += lanes) {
-                vec4 x[V];
-                [[unroll]] for (uint v = 0; v < V; v++) x[v] = texelFetch(A, a_at + int(v));
+                vec4 x[ROWS * V];
+                [[unroll]] for (uint m = 0; m < ROWS; m++)
+                    [[unroll]] for (uint v = 0; v < V; v++) x[m * V + v] = texelFetch(A, a_at + int(m) * a_row + int(v));
                 a_at += int(lanes * V);
                 [[unroll]] for (uint j = 0; j < BLOCK_ROWS; j++) {
                     vec4 y[V];
                     vkg_fetch_b(at[j], y);
                     at[j] += int(lanes);
-                    float s = dot(x[0], y[0]);
-                    [[unroll]] for (uint v = 1; v < V; v++) s += dot(x[v], y[v]);
-                    sums[j] += s;
+                    [[unroll]] for (uint m = 0; m < ROWS; m++) {
+                        float s = dot(x[m * V], y[0]);
+                        [[unroll]] for (uint v = 1; v < V; v++) s += dot(x[m * V + v], y[v]);
+                        sums[m * BLOCK_ROWS + j] += s;
+                    }
                 }
             }
-            [[unroll]] for (uint j = 0; j < BLOCK_ROWS; j++) sums[j] = subgroupAdd(sums[j]);
-            // Lane l stores rows l, l + S, ... of the block, in a loop that is not unrolled: the
-            // epilogue's code (an activation's exps above all) is emitted once.
-            [[dont_unroll]] for (uint q = lane; q < BLOCK_ROWS; q += lanes) {
+            [[unroll]] for (uint e = 0; e < ROWS * BLOCK_ROWS; e++) sums[e] = subgroupAdd(sums[e]);
+            // Lane l stores sums l, l + S, ... of the block's ROWS x BLOCK_ROWS, in a loop that is
+            // not unrolled: the epilogue's code (an activation's exps above all) is emitted once.
+            [[dont_unroll]] for (uint q = lane; q < ROWS * BLOCK_ROWS; q += lanes) {
                 float sum = 0.0;
-                [[unroll]] for (uint j = 0; j < BLOCK_ROWS; j++) sum = j == q ? sums[j] : sum;
-                uint n = first + q * SPAN_BLOCKS;
-                if (n < p.N) c_data[vkg_c_index(b0, b1, 0, n)] = vkg_matmul_epilogue(sum, b0, b1, 0, n);
+                [[unroll]] for (uint e = 0; e < ROWS * BLOCK_ROWS; e++) sum = e == q ? sums[e] : sum;
+                const uint m = q / BLOCK_ROWS, n = first + (q % BLOCK_ROWS) * SPAN_BLOCKS;
+                if (n < p.N) c_data[vkg_c_index(b0, b1, m, n)] = vkg_matmul_epilogue(sum, b0, b1, m, n);
             }
         }
 }

@@ -82,6 +82,16 @@ static const conf_point sweep_mv_rows[] = {
     {Q, {2, 8, 4}},       {Q, {3, 40, 12}},     {Q, {5, 8, 13}},       {Q, {8, 776, 20}},     {D, {2, 2304, 768}},
     {D, {3, 776, 772}},   {D, {5, 1536, 576}},  {D, {8, 576, 1536}},   {D, {8, 768, 3072}},   {D, {16, 2304, 768}},
     {D, {3, 1544, 7}},    {F, {8, 3072, 768}},  {F, {16, 1536, 576}},  {END, {0}}};
+/* {M, N, K}: a few rows with weights [N, K] (Llama-family projections and tied heads), which
+ * matvec_texelt.glsl serves up to 8 per fetch of B where K is whole texels (a multiple of 8
+ * takes the 16-bit weights too): SmolLM2-135M's [1536, 576], [576, 1536] and [49152, 576] head,
+ * Qwen2.5-0.5B's [4864, 896], N and K dividing no block, span or subgroup, K shorter than one
+ * texel per lane, and a K that is no whole texel (the general shaders). */
+static const conf_point sweep_mv_rows_nk[] = {
+    {Q, {2, 8, 8}},        {Q, {3, 131, 40}},      {Q, {5, 17, 13}},      {Q, {8, 257, 24}},
+    {D, {2, 1536, 576}},   {D, {3, 576, 1536}},    {D, {5, 1000, 584}},   {D, {8, 1536, 576}},
+    {D, {2, 4864, 896}},   {D, {8, 49152, 576}},   {D, {3, 1021, 20}},    {F, {3, 49152, 576}},
+    {F, {5, 4864, 896}},   {F, {8, 896, 4864}},    {F, {5, 576, 1536}},   {END, {0}}};
 /* {V, C, N}: table [V, C], N ids. */
 static const conf_point sweep_emb[] = {
     {Q, {1, 1, 1}},       {Q, {7, 13, 5}},   {Q, {31, 33, 17}}, {D, {257, 65, 31}},
@@ -890,6 +900,9 @@ static const conf_case_def cases[] = {
     {"matmul", "few rows, B f16 [K, N]", MM16, mm_f16_kn_bias, sweep_mv_rows},
     {"matmul", "few rows, B bf16 [K, N]", MM16, mm_bf16_kn_bias, sweep_mv_rows},
     {"matmul", "few rows, B f16 [N, K]", MM16, mm_f16_nk, sweep_mv_rows},
+    {"matmul", "few rows, Llama weights [N, K]", RED, mm_transpose_b, sweep_mv_rows_nk},
+    {"matmul", "few rows, Llama B f16 [N, K]", MM16, mm_f16_nk, sweep_mv_rows_nk},
+    {"matmul", "few rows, Llama B bf16 [N, K]", MM16, mm_bf16_nk, sweep_mv_rows_nk},
     {"matmul", "GPT-2 c_attn, B f16", MM16, mm_f16_kn_bias, sweep_gpt2_qkv},
     {"matmul", "GPT-2 attn.c_proj+res, B f16", MM16, mm_f16_kn_bias_residual, sweep_gpt2_proj},
     {"matmul", "GPT-2 c_fc+gelu, B f16", MM16, mm_f16_kn_bias_gelu, sweep_gpt2_fc},

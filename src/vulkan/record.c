@@ -97,8 +97,9 @@ static int b_texels_along(const vkg_matmul_params *m, uint32_t ept, int along_k)
            (m->batch0 == 1 || m->b_stride_b0 % ept == 0) && (m->batch1 == 1 || m->b_stride_b1 % ept == 0);
 }
 
-/* The most rows the matrix-vector texel shader takes (a decoding step of that many sequences):
- * each fetch of B serves them all, and each invocation keeps ROWS x COL_TEXELS texels of sums. */
+/* The most rows the matrix-vector texel shaders take (a decoding step of that many sequences):
+ * each fetch of B serves them all, and each invocation keeps ROWS x COL_TEXELS texels of sums
+ * (matvec_texel.glsl) or ROWS x BLOCK_ROWS sums (matvec_texelt.glsl). */
 #define MATVEC_TEXEL_MAX_ROWS 8
 
 /* The matrix-vector texel shader with B along n (matvec_texel.glsl) for M up to
@@ -130,8 +131,8 @@ static int choose_matvec_texel(const vkg_vk_context *c, const vkg_step *st, vkg_
     return 1;
 }
 
-/* The M == 1 texel shader with B along k (matvec_texelt.glsl) where the tuning has it and the
- * layout allows: 16-byte texels of B (four floats, or eight 16-bit elements where the device has
+/* The matrix-vector texel shader with B along k (matvec_texelt.glsl) for M up to
+ * MATVEC_TEXEL_MAX_ROWS, where the tuning has it and the layout allows: 16-byte texels of B (four floats, or eight 16-bit elements where the device has
  * such texels), K a whole number of them, A in vec4s.  Returns 0 to leave the step to the
  * general choice. */
 static int choose_matvec_texelt(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
@@ -139,13 +140,13 @@ static int choose_matvec_texelt(const vkg_vk_context *c, const vkg_step *st, vkg
     const vkg_vk_tuning *t = &c->tuning;
     const vkg_matmul_params *m = &st->params.matmul;
     const uint32_t ept = b_16bit(m) ? 8 : 4;
-    if (!t->matmul_texel || !t->matvec_texelt || (b_16bit(m) && !t->texel_16bit_x8) || m->M != 1 ||
-        m->K % ept != 0 || !a_along_k4(m) || !b_texels_along(m, ept, 1) || !texel_fits(c, &st->bind[0], 16) ||
+    if (!t->matmul_texel || !t->matvec_texelt || (b_16bit(m) && !t->texel_16bit_x8) || m->M < 1 ||
+        m->M > MATVEC_TEXEL_MAX_ROWS || m->K % ept != 0 || !a_along_k4(m) || !b_texels_along(m, ept, 1) || !texel_fits(c, &st->bind[0], 16) ||
         !texel_fits(c, &st->bind[1], 16))
         return 0;
     *sh = VKG_SH_MATVEC_TEXELT;
     spec[VKG_SPEC_WG_X] = t->mvt_wg, spec[VKG_SPEC_BLOCK_ROWS] = t->mvt_rows, spec[VKG_SPEC_SPAN_BLOCKS] = t->mvt_blocks;
-    spec[VKG_SPEC_WG_SPANS] = t->mvt_spans, *n_spec = VKG_SPEC_WG_SPANS + 1;
+    spec[VKG_SPEC_WG_SPANS] = t->mvt_spans, spec[VKG_SPEC_ROWS] = m->M, *n_spec = VKG_SPEC_ROWS + 1;
     g[0] = div_up(m->N, (uint64_t)t->mvt_rows * t->mvt_blocks * t->mvt_spans), g[1] = 1, g[2] = m->batch0 * m->batch1;
     return 1;
 }
@@ -210,11 +211,12 @@ static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, 
     }
     if (sh == VKG_SH_MATVEC_TEXELT) {
         /* per block of rows its walk along k (a lane's share of the row's texels, four elements
-         * or more each), then the store of the block's rows; a subgroup takes every
-         * (wg / sg)-th span of the workgroup */
+         * or more each), then the store of the block's ROWS x BLOCK_ROWS sums; a subgroup takes
+         * every (wg / sg)-th span of the workgroup */
         uint64_t walk = div_up(div_up(K, 4), sg) + 1;
         uint64_t spans = div_up(spec[VKG_SPEC_WG_SPANS], div_up(spec[VKG_SPEC_WG_X], sg));
-        return spans * (spec[VKG_SPEC_SPAN_BLOCKS] * (walk + spec[VKG_SPEC_BLOCK_ROWS] + 1) + 1) + 1;
+        uint64_t sums = (uint64_t)spec[VKG_SPEC_ROWS] * spec[VKG_SPEC_BLOCK_ROWS];
+        return spans * (spec[VKG_SPEC_SPAN_BLOCKS] * (walk + sums + 1) + 1) + 1;
     }
     if (sh == VKG_SH_MATVEC_TEXEL) {
         /* the walk over one slice's blocks of four rows and the partial block at its end, then
