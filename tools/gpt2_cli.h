@@ -49,6 +49,9 @@ int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i);
 int gpt2_cli_load(gpt2_cli *c, int empty_is_eot);
 void gpt2_cli_free(gpt2_cli *c);
 
+/* The model for people: "GPT-2", or another architecture by its config.json model_type ("llama"). */
+const char *gpt2_cli_model_name(const gpt2_cli *c);
+
 /* A token's raw bytes (not NUL-terminated) or, without a tokenizer, "[id]" in buf. */
 const char *gpt2_cli_token(const gpt2_cli *c, int32_t id, char *buf, size_t size, size_t *len);
 
