@@ -7,6 +7,7 @@
 #include "vkgraph_conformance.h"
 #include "conformance/conformance_cases.h"
 #include "vkgraph_lesson.h"
+#include "models/rope.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -166,6 +167,21 @@ static const conf_point sweep_llama_gqa[] = {
     {Q, {1, 1, 1, 4}},   {Q, {2, 3, 7, 8}},    {Q, {3, 3, 17, 64}},  {D, {2, 7, 33, 64}},  {D, {8, 4, 64, 64}},
     {D, {4, 8, 31, 64}}, {D, {8, 2, 64, 128}}, {D, {3, 3, 127, 64}}, {F, {3, 3, 2048, 64}}, {F, {8, 2, 2048, 128}},
     {F, {2, 7, 2048, 64}}, {END, {0}}};
+/* {Hkv, G, T, D} at the 1B models' 32 query heads of 64 over a prompt of 2048: TinyLlama-1.1B (4
+ * KV heads, groups of 8) and Llama-3.2-1B (8, groups of 4); the prompt only (the decode, the cached
+ * prompt and the window at these group sizes are in sweep_llama_gqa at shorter T). */
+static const conf_point sweep_llama_gqa_1b[] = {{D, {4, 8, 1, 64}}, {F, {4, 8, 2048, 64}}, {F, {8, 4, 2048, 64}},
+                                                {END, {0}}};
+/* {Hkv, G, T, D}: Mistral 7B's 32 query heads of 128 over 8 KV heads, windowed. */
+static const conf_point sweep_mistral_window[] = {{D, {8, 4, 64, 128}}, {F, {8, 4, 2048, 128}}, {END, {0}}};
+/* {T, H, D, model}: rope with the table each model computes (MODEL_ROPE below), at the model's
+ * query heads: a decode far along (T = 1) and prompts. */
+enum { ROPE_SMOLLM2, ROPE_QWEN25, ROPE_TINYLLAMA, ROPE_LLAMA32, ROPE_LINEAR };
+static const conf_point sweep_llama_rope_tables[] = {
+    {D, {1, 9, 64, ROPE_SMOLLM2}},     {D, {64, 14, 64, ROPE_QWEN25}},   {D, {1, 32, 64, ROPE_LLAMA32}},
+    {D, {7, 32, 64, ROPE_LLAMA32}},    {D, {17, 32, 64, ROPE_LINEAR}},   {F, {2048, 9, 64, ROPE_SMOLLM2}},
+    {F, {2048, 14, 64, ROPE_QWEN25}},  {F, {2048, 32, 64, ROPE_TINYLLAMA}}, {F, {2048, 32, 64, ROPE_LLAMA32}},
+    {F, {2048, 32, 64, ROPE_LINEAR}},  {END, {0}}};
 
 /* ---- element-wise ---------------------------------------------------------------------------- */
 
@@ -360,6 +376,37 @@ static void rope_far(conf_build *b, const int64_t *d) {
     vkg_tensor x = vkg_permute(b->g, conf_input(b, 3, S(1, d[1], d[2]), CONF_FILL_NORMAL), (const int[]){1, 0, 2});
     vkg_tensor table = conf_constant(b, 2, S(32768, d[2]), CONF_FILL_NORMAL);
     conf_output(b, vkg_rope(b->g, x, table, 0, conf_index(b, 32767)));
+}
+
+/* The real models' rotary tables, as their config.json gives them (rope_theta, rope_scaling):
+ * SmolLM2-135M 1e5, Qwen2.5-0.5B 1e6, TinyLlama-1.1B 1e4, Llama-3.2-1B 5e5 with llama3 scaling
+ * (factor 32, low 1, high 4, 8192 original positions), and linear scaling by 4 over 1e4.  The
+ * prompt starts at a runtime offset; a decode (T = 1) sits at position 16383, past Llama 3's
+ * original 8192, where llama3 scaling changes the low frequencies. */
+static const vkg_rope_config MODEL_ROPE[] = {
+    [ROPE_SMOLLM2] = {VKG_ROPE_DEFAULT, 1e5, 64, 1, 0, 0, 0},
+    [ROPE_QWEN25] = {VKG_ROPE_DEFAULT, 1e6, 64, 1, 0, 0, 0},
+    [ROPE_TINYLLAMA] = {VKG_ROPE_DEFAULT, 1e4, 64, 1, 0, 0, 0},
+    [ROPE_LLAMA32] = {VKG_ROPE_LLAMA3, 5e5, 64, 32, 1, 4, 8192},
+    [ROPE_LINEAR] = {VKG_ROPE_LINEAR, 1e4, 64, 4, 0, 0, 0},
+};
+static void rope_model_table(conf_build *b, const int64_t *d) {
+    const vkg_rope_config *rc = &MODEL_ROPE[d[3]];
+    const int32_t offset = d[0] == 1 ? 16383 : 5;
+    const int64_t rows = offset + d[0], half = d[2] / 2;
+    vkg_tensor x = rope_heads(b, d), table = conf_constant(b, 2, S(rows, d[2]), CONF_FILL_NORMAL);
+    double inv_freq[256], factor = 1;
+    vkg_error err = {0};
+    if (table == VKG_NONE) return;
+    /* Not at these shapes; were it so, no output is marked and the case fails. */
+    if (half > 256 || vkg_rope_inv_freq(rc, inv_freq, &factor, &err) != VKG_OK) return;
+    /* The constant borrows its host data: filled in place before the case runs. */
+    vkg_rope_fill_table(inv_freq, half, factor, rows, b->data[b->n_data - 1].host);
+    conf_output(b, vkg_rope(b->g, x, table, 0, conf_index(b, offset)));
+    static const char *const names[] = {"SmolLM2 1e5", "Qwen2.5 1e6", "TinyLlama 1e4", "Llama-3.2 llama3 x32",
+                                        "linear x4"};
+    snprintf(b->shape, sizeof b->shape, "[%lld, %lld, %lld] at %d, %s", (long long)d[1], (long long)d[0],
+             (long long)d[2], offset, names[d[3]]);
 }
 
 static void embedding_ids(conf_build *b, const int64_t *d) {
@@ -668,6 +715,11 @@ static void gqa_window(conf_build *b, const int64_t *d) {
     vkg_tensor q = gqa_queries(b, d, d[2]), k = gqa_kv(b, d, d[2]), v = gqa_kv(b, d, d[2]);
     conf_output(b, gqa_attend(b, q, k, v, d[3], VKG_NONE, (uint32_t)(d[2] / 2 + 1)));
 }
+/* Mistral's window in a prompt: queries at 0 .. T - 1, each seeing its last T / 4 keys. */
+static void gqa_window_quarter(conf_build *b, const int64_t *d) {
+    vkg_tensor q = gqa_queries(b, d, d[2]), k = gqa_kv(b, d, d[2]), v = gqa_kv(b, d, d[2]);
+    conf_output(b, gqa_attend(b, q, k, v, d[3], VKG_NONE, (uint32_t)(d[2] / 4)));
+}
 static void gqa_decode_window(conf_build *b, const int64_t *d) {
     vkg_tensor q = gqa_queries(b, d, 1), k = gqa_kv(b, d, 2048), v = gqa_kv(b, d, 2048);
     conf_output(b, gqa_attend(b, q, k, v, d[3], conf_index(b, (int32_t)(2048 - d[2])), (uint32_t)d[2]));
@@ -763,6 +815,7 @@ static const conf_case_def cases[] = {
     {"rope", "heads of [T, H D], offset 3", EW, rope_prompt, sweep_llama_heads},
     {"rope", "runtime offset", EW, rope_runtime, sweep_llama_heads},
     {"rope", "decode at position 32767", EW, rope_far, sweep_llama_heads},
+    {"rope", "the models' own tables", EW, rope_model_table, sweep_llama_rope_tables},
     {"swiglu", "silu(gate) * up", EW, swiglu_plain, sweep_rc},
     {"swiglu", "inf/nan inputs", EW, swiglu_special, sweep_rc},
     {"embedding", "ids [N]", EW, embedding_ids, sweep_emb},
@@ -853,6 +906,9 @@ static const conf_case_def cases[] = {
     {"attention", "GQA prompt after a cache", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_prefill_cache, sweep_llama_gqa},
     {"attention", "GQA sliding window", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_window, sweep_llama_gqa},
     {"attention", "GQA decode, window", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_decode_window, sweep_llama_gqa},
+    {"attention", "GQA prompt, 1B models' heads", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_prompt, sweep_llama_gqa_1b},
+    {"attention", "GQA window, Mistral 7B heads", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_window_quarter,
+     sweep_mistral_window},
     {"block", "lesson block + attention probs", RED, block_lesson, sweep_block},
     {"block", "causal", RED, block_causal, sweep_block},
     {"block", "GPT-2 sized", RED, block_causal, sweep_block_gpt2},
