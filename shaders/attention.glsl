@@ -26,10 +26,10 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_basic : require
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint D4 = 16;    // vec4s of a q / k row: ceil(D / 4)
-layout(constant_id = 2) const uint DV4 = 16;   // vec4s of a v / out row: ceil(Dv / 4)
-layout(constant_id = 3) const bool SPLIT_KEYS = false;   // a subgroup per query row (above)
+layout(local_size_x_id = VKG_SPEC_WG_X) in;
+layout(constant_id = VKG_SPEC_D4) const uint D4 = 16;    // vec4s of a q / k row: ceil(D / 4)
+layout(constant_id = VKG_SPEC_DV4) const uint DV4 = 16;   // vec4s of a v / out row: ceil(Dv / 4)
+layout(constant_id = VKG_SPEC_SPLIT_KEYS) const bool SPLIT_KEYS = false;   // a subgroup per query row (above)
 
 void main() {
     int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index] : 0;

@@ -6,7 +6,7 @@
 #include "params/binary.h"
 #include "common.glsl"
 
-layout(local_size_x_id = 0) in;
+layout(local_size_x_id = VKG_SPEC_WG_X) in;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 // Read as bits: the mask op tests b != 0 on the raw word, so an i32 mask and an f32 mask both work

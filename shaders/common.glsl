@@ -4,6 +4,10 @@
 
 #include "params/activation.h"
 
+// The specialization constants' ids by name (params/spec_constants.def): VKG_SPEC_<NAME>.
+#define VKG_SPEC(NAME, id, type) const int VKG_SPEC_##NAME = id;
+#include "params/spec_constants.def"
+
 // The linear workgroup index of a dispatch laid out over x and y (the host splits a count larger
 // than maxComputeWorkGroupCount[0] over two dimensions).
 uint vkg_group_index() {

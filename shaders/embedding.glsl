@@ -5,7 +5,7 @@
 #ifndef VKG_EMBEDDING_GLSL
 #define VKG_EMBEDDING_GLSL
 
-layout(local_size_x_id = 0) in;
+layout(local_size_x_id = VKG_SPEC_WG_X) in;
 
 layout(std430, binding = 0) readonly buffer Ids { int ids[]; };
 #ifndef LOAD_B

@@ -13,7 +13,7 @@
 #include "common.glsl"
 #include "norm_scale.glsl"
 
-layout(local_size_x_id = 0) in;
+layout(local_size_x_id = VKG_SPEC_WG_X) in;
 #include "reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer I { float x_in[]; };

@@ -12,7 +12,7 @@
 #ifndef VKG_MATMUL_B16_GLSL
 #define VKG_MATMUL_B16_GLSL
 
-layout(constant_id = 5) const bool WIDEN_BF16 = false;
+layout(constant_id = VKG_SPEC_WIDEN_BF16) const bool WIDEN_BF16 = false;
 
 float vkg_widen16(uint h) { return WIDEN_BF16 ? uintBitsToFloat(h << 16) : unpackHalf2x16(h).x; }
 vec4 vkg_widen16x4(uvec4 h) {

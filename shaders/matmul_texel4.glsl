@@ -26,9 +26,9 @@
 
 #extension GL_EXT_control_flow_attributes : require
 
-layout(local_size_x_id = 0, local_size_y_id = 1) in;
-layout(constant_id = 2) const uint TM = 8;
-layout(constant_id = 3) const uint TN = 8;
+layout(local_size_x_id = VKG_SPEC_WG_X, local_size_y_id = VKG_SPEC_WG_Y) in;
+layout(constant_id = VKG_SPEC_TM) const uint TM = 8;
+layout(constant_id = VKG_SPEC_TN) const uint TN = 8;
 const uint CV = TN / 4;   // vec4s of columns per invocation
 
 layout(binding = 0) uniform samplerBuffer A;

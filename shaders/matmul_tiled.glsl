@@ -8,10 +8,10 @@
 #ifndef VKG_MATMUL_TILED_GLSL
 #define VKG_MATMUL_TILED_GLSL
 
-layout(local_size_x_id = 0, local_size_y_id = 1) in;
-layout(constant_id = 2) const uint TM = 4;
-layout(constant_id = 3) const uint TN = 4;
-layout(constant_id = 4) const uint BK = 16;
+layout(local_size_x_id = VKG_SPEC_WG_X, local_size_y_id = VKG_SPEC_WG_Y) in;
+layout(constant_id = VKG_SPEC_TM) const uint TM = 4;
+layout(constant_id = VKG_SPEC_TN) const uint TN = 4;
+layout(constant_id = VKG_SPEC_BK) const uint BK = 16;
 const uint WG_X = gl_WorkGroupSize.x;
 const uint WG_Y = gl_WorkGroupSize.y;
 const uint BM = WG_Y * TM;

@@ -5,8 +5,8 @@
 #ifndef VKG_MATVEC_GLSL
 #define VKG_MATVEC_GLSL
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint COLS = 64;
+layout(local_size_x_id = VKG_SPEC_WG_X) in;
+layout(constant_id = VKG_SPEC_COLS) const uint COLS = 64;
 
 shared float vkg_split[gl_WorkGroupSize.x];
 

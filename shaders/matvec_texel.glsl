@@ -4,7 +4,7 @@
 // the SIMD lanes: the cost is per fetch, not per byte).  Every fetch of B brings one 16-byte
 // texel, four floats (R32G32B32A32_SFLOAT) or eight 16-bit elements (B_TEXEL_16BIT_X8:
 // R32G32B32A32_UINT, widened here), and x[k] comes from one vec4 fetch of A per four rows.
-// An invocation owns TN texels of columns next to each other, and the invocations of a slice own
+// An invocation owns COL_TEXELS texels of columns next to each other, and the invocations of a slice own
 // the texels next to theirs, so a SIMD batch reads consecutive bytes of each row.
 //
 // A workgroup's SPLIT groups of WG / SPLIT invocations take consecutive slices of k and add their
@@ -19,15 +19,15 @@
 
 #extension GL_EXT_control_flow_attributes : require
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint SPLIT = 1;   // groups of invocations splitting k
-layout(constant_id = 2) const uint TN = 1;      // texels of columns per invocation
-layout(constant_id = 3) const bool SYNC = false; // a barrier after every block of four rows (below)
+layout(local_size_x_id = VKG_SPEC_WG_X) in;
+layout(constant_id = VKG_SPEC_SPLIT) const uint SPLIT = 1;   // groups of invocations splitting k
+layout(constant_id = VKG_SPEC_COL_TEXELS) const uint COL_TEXELS = 1;      // texels of columns per invocation
+layout(constant_id = VKG_SPEC_SYNC) const bool SYNC = false; // a barrier after every block of four rows (below)
 
 #include "matvec_bindings.glsl"
 
 const uint LANES = gl_WorkGroupSize.x / SPLIT;   // invocations per slice of k
-const uint OUT = TN * EPT;   // outputs per invocation
+const uint OUT = COL_TEXELS * EPT;   // outputs per invocation
 shared float vkg_part[gl_WorkGroupSize.x * OUT];
 
 void main() {
@@ -35,17 +35,17 @@ void main() {
     const uint b0 = gl_WorkGroupID.z / p.batch1, b1 = gl_WorkGroupID.z % p.batch1;
     const int a_base = int((p.a_offset + b0 * p.a_stride_b0 + b1 * p.a_stride_b1) / 4);
     const uint b_base = p.b_offset + b0 * p.b_stride_b0 + b1 * p.b_stride_b1;
-    const uint first = (gl_WorkGroupID.x * LANES + c) * TN;   // its first texel of columns
+    const uint first = (gl_WorkGroupID.x * LANES + c) * COL_TEXELS;   // its first texel of columns
     float sums[OUT];
     // k in blocks of four rows (one vec4 of A); this slice's blocks [kb0, kb1), the last one
     // partial where K % 4 != 0.
     const uint nt = (p.N + EPT - 1) / EPT, kbs = (p.K + 3) / 4, per = (kbs + SPLIT - 1) / SPLIT;
     const uint kb0 = min(s * per, kbs), kb1 = min(kb0 + per, kbs), kfull = clamp(p.K / 4, kb0, kb1);
     const int step = int(p.b_stride_k / EPT);
-    int col[TN];
-    [[unroll]] for (uint j = 0; j < TN; j++) col[j] = int(b_base / EPT + min(first + j, nt - 1));
-    vec4 acc[TN * V];
-    [[unroll]] for (uint e = 0; e < TN * V; e++) acc[e] = vec4(0.0);
+    int col[COL_TEXELS];
+    [[unroll]] for (uint j = 0; j < COL_TEXELS; j++) col[j] = int(b_base / EPT + min(first + j, nt - 1));
+    vec4 acc[COL_TEXELS * V];
+    [[unroll]] for (uint e = 0; e < COL_TEXELS * V; e++) acc[e] = vec4(0.0);
     int row = int(kb0 * 4) * step;
     // With SYNC, the workgroup's invocations meet at a barrier after every block of rows.  A
     // software rasteriser runs a workgroup's SIMD batches one after another up to a barrier, and
@@ -59,7 +59,7 @@ void main() {
         if (!SYNC || kb < kfull) {
             vec4 x = texelFetch(A, a_base + int(kb));
             [[unroll]] for (uint q = 0; q < 4; q++)
-                [[unroll]] for (uint j = 0; j < TN; j++) {
+                [[unroll]] for (uint j = 0; j < COL_TEXELS; j++) {
                     vec4 y[V];
                     vkg_fetch_b(row + int(q) * step + col[j], y);
                     [[unroll]] for (uint v = 0; v < V; v++) acc[j * V + v] += x[q] * y[v];
@@ -74,7 +74,7 @@ void main() {
         [[unroll]] for (uint q = 0; q < 4; q++) {
             bool live = kfull * 4 + q < p.K;
             int r = int(min(kfull * 4 + q, p.K - 1)) * step;
-            [[unroll]] for (uint j = 0; j < TN; j++) {
+            [[unroll]] for (uint j = 0; j < COL_TEXELS; j++) {
                 vec4 y[V];
                 vkg_fetch_b(r + col[j], y);
                 [[unroll]] for (uint v = 0; v < V; v++) acc[j * V + v] += x[q] * (live ? y[v] : vec4(0.0));

@@ -31,10 +31,10 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_basic : require
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint BLOCK_ROWS = 8;    // rows walked together
-layout(constant_id = 2) const uint SPAN_BLOCKS = 8;   // blocks per span: their rows this far apart
-layout(constant_id = 3) const uint WG_SPANS = 2;      // spans per workgroup
+layout(local_size_x_id = VKG_SPEC_WG_X) in;
+layout(constant_id = VKG_SPEC_BLOCK_ROWS) const uint BLOCK_ROWS = 8;    // rows walked together
+layout(constant_id = VKG_SPEC_SPAN_BLOCKS) const uint SPAN_BLOCKS = 8;   // blocks per span: their rows this far apart
+layout(constant_id = VKG_SPEC_WG_SPANS) const uint WG_SPANS = 2;      // spans per workgroup
 const uint SPAN = BLOCK_ROWS * SPAN_BLOCKS;           // rows
 
 #include "matvec_bindings.glsl"

@@ -1,5 +1,5 @@
 // Workgroup-wide sum and max for row kernels (one workgroup per row).  Include after the
-// layout(local_size_x_id = 0) declaration.  A workgroup of one subgroup needs no shared memory
+// layout(local_size_x_id = VKG_SPEC_WG_X) declaration.  A workgroup of one subgroup needs no shared memory
 // and no barrier (the test is uniform, so the barriers of the other path stay legal); on llvmpipe
 // barriers are costly, so its row workgroups are one subgroup wide.
 //

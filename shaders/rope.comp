@@ -5,7 +5,7 @@
 #include "params/rope.h"
 #include "common.glsl"
 
-layout(local_size_x_id = 0) in;
+layout(local_size_x_id = VKG_SPEC_WG_X) in;
 
 layout(std430, binding = 0) readonly buffer X { float x_in[]; };
 layout(std430, binding = 1) readonly buffer C { float table[]; };

@@ -7,7 +7,7 @@
 #include "params/softmax.h"
 #include "common.glsl"
 
-layout(local_size_x_id = 0) in;
+layout(local_size_x_id = VKG_SPEC_WG_X) in;
 #include "reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer I { float x_in[]; };

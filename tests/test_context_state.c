@@ -27,15 +27,8 @@ typedef struct fixture {
 static int setup(void **state, const char *device) {
     fixture *f = calloc(1, sizeof *f);
     if (!f) return -1;
-    vkg_device_options o = {.cpu_threads = 2, .quiet = 1, .validation = strcmp(device, "cpu") != 0};
-    vkg_error err = {0};
-    if (vkg_device_open(device, &o, &f->dev, &err) != VKG_OK) {
-        fprintf(stderr, "cannot open %s: %s\n", device, err.message);
+    if (test_open_model(device, "gpt2-tiny", &f->dev, &f->model) != 0) {
         free(f);
-        return -1;
-    }
-    if (vkg_model_open(test_data_path("gpt2-tiny"), f->dev, NULL, &f->model, &err) != VKG_OK) {
-        fprintf(stderr, "%s\n", err.message);
         return -1;
     }
     f->n_ids = test_read_ids("gpt2-tiny", f->ids, 64);
@@ -48,12 +41,9 @@ static int setup_vulkan(void **state) { return setup(state, "vulkan"); }
 
 static int teardown(void **state) {
     fixture *f = *state;
-    vkg_model_free(f->model);
-    const uint64_t messages = vkg_device_validation_errors(f->dev);
-    vkg_device_free(f->dev);
+    const int rc = test_close_model(f->dev, f->model);
     free(f);
-    if (messages) fprintf(stderr, "%llu validation messages\n", (unsigned long long)messages);
-    return messages ? -1 : 0;
+    return rc;
 }
 
 static void check(vkg_status st, const vkg_error *err) {

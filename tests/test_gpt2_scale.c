@@ -83,20 +83,7 @@ static int teardown(void **state) {
 /* rows x V logits against the reference rows [first, first + rows): NMSE over all of them and
  * the argmax of every row.  Returns how many rows were ties. */
 static int expect_rows(const float *got, size_t first, size_t rows, const char *what) {
-    const float *want = reference + first * V;
-    double e = test_nmse(got, want, rows * V);
-    if (!(e <= NMSE_MAX)) fail_msg("%s: NMSE %.3e against the NumPy reference exceeds %.0e", what, e, NMSE_MAX);
-    int ties = 0;
-    for (size_t r = 0; r < rows; r++) {
-        int32_t a = vkg_argmax(got + r * V, (int)V), b = vkg_argmax(want + r * V, (int)V);
-        if (a == b) continue;
-        if (fabsf(want[r * V + (size_t)a] - want[r * V + (size_t)b]) > ARGMAX_TIE)
-            fail_msg("%s: position %zu: argmax %d, the reference's %d (logits %g and %g)", what, first + r, (int)a,
-                     (int)b, (double)want[r * V + (size_t)a], (double)want[r * V + (size_t)b]);
-        ties++;
-    }
-    fprintf(stderr, "  %-44s NMSE %.2e%s\n", what, e, ties ? " (argmax ties within 1e-4)" : "");
-    return ties;
+    return test_expect_logits(got, reference + first * V, first, rows, V, NMSE_MAX, ARGMAX_TIE, what);
 }
 
 static float *forward(vkg_device *d, int T) {

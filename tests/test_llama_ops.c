@@ -13,6 +13,7 @@
 #include "cpu/kernels.h"
 #include "models/layers.h"
 #include "models/rope.h"
+#include "support/test_util.h"
 #include "support/vk_test.h"
 #include "vkgraph.h"
 
@@ -387,13 +388,8 @@ static void test_rope_index_refused(void **state) {
     vkg_tensor pos = vkg_index(g, "pos");
     vkg_tensor y = vkg_rope(g, x, vkg_constant(g, "cos_sin", VKG_F32, 2, (int64_t[]){P, D}, table), 1, pos);
     assert_int_equal(vkg_output(g, "y", y), VKG_OK);
-    vkg_compile_options co;
-    vkg_compile_options_default(&co);
-    vkg_device_compile_options(dev, &co);
     vkg_plan *p = NULL;
-    if (vkg_plan_compile(g, &co, &p, &err) != VKG_OK) fail_msg("%s", err.message);
-    vkg_session *s = NULL;
-    if (vkg_session_new(dev, p, &s, &err) != VKG_OK) fail_msg("%s", err.message);
+    vkg_session *s = test_session_for(dev, g, &p);
     float x_data[T * D], got[T * D];
     for (int i = 0; i < T * D; i++) x_data[i] = 1.0f;
     assert_int_equal(vkg_session_set_input(s, x, x_data, sizeof x_data, &err), VKG_OK);
@@ -469,13 +465,8 @@ static void layer_on(const char *spec) {
                              .pos = vkg_index(g, "pos")};
     vkg_tensor out = vkg_layer_attention(&L, &a, q, 0, k, 0, v, 0, NULL);
     assert_int_equal(vkg_output(g, "out", out), VKG_OK);
-    vkg_compile_options co;
-    vkg_compile_options_default(&co);
-    vkg_device_compile_options(dev, &co);
     vkg_plan *p = NULL;
-    if (vkg_plan_compile(g, &co, &p, &err) != VKG_OK) fail_msg("%s", err.message);
-    vkg_session *s = NULL;
-    if (vkg_session_new(dev, p, &s, &err) != VKG_OK) fail_msg("%s", err.message);
+    vkg_session *s = test_session_for(dev, g, &p);
     float qs[LRUNS * LT * LH * LD], ks[LRUNS * LT * LHKV * LD], vs[LRUNS * LT * LHKV * LD], got[LT * LH * LD];
     fill(qs, sizeof qs / sizeof *qs, 61), fill(ks, sizeof ks / sizeof *ks, 62), fill(vs, sizeof vs / sizeof *vs, 63);
     for (int r = 0; r < LRUNS; r++) {

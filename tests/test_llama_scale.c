@@ -62,19 +62,8 @@ static int teardown(void **state) {
 }
 
 static void expect_rows(const float *got, const float *want, size_t rows, size_t V, const char *what) {
-    double e = test_nmse(got, want, rows * V);
-    if (!(e <= NMSE_MAX)) fail_msg("%s: NMSE %.3e against the NumPy reference exceeds %.0e", what, e, NMSE_MAX);
-    int ties = 0;
-    for (size_t r = 0; r < rows; r++) {
-        int32_t a = vkg_argmax(got + r * V, (int)V), b = vkg_argmax(want + r * V, (int)V);
-        if (a == b) continue;
-        if (fabsf(want[r * V + (size_t)a] - want[r * V + (size_t)b]) > ARGMAX_TIE)
-            fail_msg("%s: row %zu: argmax %d, the reference's %d (logits %g and %g)", what, r, (int)a, (int)b,
-                     (double)want[r * V + (size_t)a], (double)want[r * V + (size_t)b]);
-        ties++;
-    }
-    fprintf(stderr, "  %-60s NMSE %.2e%s  (%.0f s in)\n", what, e, ties ? " (argmax ties within 1e-4)" : "",
-            seconds());
+    test_expect_logits(got, want, 0, rows, V, NMSE_MAX, ARGMAX_TIE, what);
+    fprintf(stderr, "  (%.0f s in)\n", seconds());
 }
 
 typedef struct scale_case {

@@ -228,3 +228,68 @@ int cli_unknown_option(const char *cmd, const char *arg, void (*usage)(FILE *f))
     free(help);
     return rc;
 }
+
+/* 1 when arg is one of the '|'-separated spellings in names. */
+static int spelled(const char *names, const char *arg) {
+    size_t len = strlen(arg);
+    for (const char *p = names; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (n == len && strncmp(p, arg, n) == 0) return 1;
+        p += n + (bar != NULL);
+    }
+    return 0;
+}
+
+int cli_option_read(const char *cmd, const cli_option *opts, size_t n, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    for (size_t k = 0; k < n; k++) {
+        const cli_option *o = &opts[k];
+        if (o->kind == CLI_FOLDER) {
+            if (a[0] == '-') continue;
+            const char **dir = o->to;
+            if (*dir) return -cli_fail(cmd, "one folder please: '%s' and '%s' given", *dir, a);
+            *dir = a;
+            return 1;
+        }
+        if (!spelled(o->names, a)) continue;
+        if (o->kind == CLI_SWITCH) {
+            *(int *)o->to = (int)o->lo;
+            return 1;
+        }
+        if (o->kind == CLI_REFUSED) return -cli_not_applicable(cmd, a, o->why);
+        if (o->kind == CLI_TEXT && *(const char **)o->to) return -cli_fail(cmd, "%s given twice", a);
+        const char *val = cli_value(cmd, argc, argv, i);
+        if (!val) return -1;
+        if (o->kind == CLI_TEXT) {
+            *(const char **)o->to = val;
+            return 1;
+        }
+        long v = 0;
+        if (cli_int(cmd, a, val, o->lo, o->hi, &v)) return -1;
+        *(int *)o->to = (int)v;
+        return 1;
+    }
+    return 0;
+}
+
+int cli_options_parse(const char *cmd, const cli_option *opts, size_t n, cli_value_fn more, void *ctx,
+                      void (*usage)(FILE *f), int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return CLI_HELP_SHOWN;
+        }
+        const int read = cli_option_read(cmd, opts, n, argc, argv, &i);
+        if (read < 0) return 1;
+        if (read) continue;
+        if (!more || a[0] != '-') return cli_unknown_option(cmd, a, usage);
+        const char *val = cli_value(cmd, argc, argv, &i);
+        if (!val) return 1;
+        const int taken = more(ctx, a, val);
+        if (taken < 0) return cli_unknown_option(cmd, a, usage);
+        if (taken) return 1;
+    }
+    return 0;
+}

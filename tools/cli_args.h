@@ -4,6 +4,7 @@
 #ifndef VKG_CLI_ARGS_H
 #define VKG_CLI_ARGS_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 /* Rewrites the argv of command cmd (argv[0] is the command's name) into a new array: every
@@ -26,5 +27,42 @@ const char *cli_closest(const char *word, const char *const *names, int n);
  * the closest option the command's help text (usage(f) writes it) names, and says when ARG
  * was a llama.cpp spelling or the value of "--switch=value".  Returns 1 (the exit status). */
 int cli_unknown_option(const char *cmd, const char *arg, void (*usage)(FILE *f));
+
+/* A command's plain options as a table (one row each, read by cli_option_read), so that the
+ * commands share one reading of values, ranges and repeats. */
+typedef enum {
+    CLI_SWITCH,  /* no value: *(int *)to = lo                                                   */
+    CLI_TEXT,    /* a value: *(const char **)to; given twice is refused                        */
+    CLI_INT,     /* a whole number in [lo, hi]: *(int *)to                                    */
+    CLI_REFUSED, /* an option that does not apply here: refused, saying why                    */
+    CLI_FOLDER,  /* names NULL: the one word not starting with '-' (*(const char **)to)        */
+} cli_option_kind;
+typedef struct cli_option {
+    const char *names;   /* the spellings, separated by '|': "-m|--model|--tokenizer"           */
+    cli_option_kind kind;
+    void *to;
+    long lo, hi;
+    const char *why;     /* CLI_REFUSED: the reason cli_not_applicable prints                   */
+} cli_option;
+/* The rows, by kind (designated, so each names only what its kind reads). */
+#define CLI_OPT_SWITCH(spellings, field, value) {.names = (spellings), .kind = CLI_SWITCH, .to = (field), .lo = (value)}
+#define CLI_OPT_TEXT(spellings, field) {.names = (spellings), .kind = CLI_TEXT, .to = (field)}
+#define CLI_OPT_INT(spellings, field, min, max) \
+    {.names = (spellings), .kind = CLI_INT, .to = (field), .lo = (min), .hi = (max)}
+#define CLI_OPT_REFUSED(spellings, reason) {.names = (spellings), .kind = CLI_REFUSED, .why = (reason)}
+#define CLI_OPT_FOLDER(field) {.names = NULL, .kind = CLI_FOLDER, .to = (field)}
+/* When argv[*i] is one of the n options: reads its value (advancing *i), checks and stores it
+ * and returns 1, or returns -1 after printing why it is refused.  0 when it is none of them. */
+int cli_option_read(const char *cmd, const cli_option *opts, size_t n, int argc, char **argv, int *i);
+
+/* For the options no row reads, each with its value: 0 when taken, 1 after printing why the
+ * value is refused, -1 when the command has no such option. */
+typedef int (*cli_value_fn)(void *ctx, const char *opt, const char *value);
+/* A command's whole argv read with its table: -h/--help prints usage(stdout) and returns
+ * CLI_HELP_SHOWN; an option no row reads goes with its value to more (NULL: none), and one that
+ * no one knows is answered by cli_unknown_option.  0 when all was read, 1 after a message. */
+#define CLI_HELP_SHOWN 2
+int cli_options_parse(const char *cmd, const cli_option *opts, size_t n, cli_value_fn more, void *ctx,
+                      void (*usage)(FILE *f), int argc, char **argv);
 
 #endif

@@ -102,6 +102,36 @@ static int write_marker(const char *dir, const vkg_random_gpt2_options *o) {
     return fclose(f) == 0 ? 0 : cli_fail(CMD, "cannot write %s", path);
 }
 
+/* The options whose values the table does not store as they are. */
+static int more_option(void *ctx, const char *opt, const char *val) {
+    vkg_random_gpt2_options *o = ctx;
+    long v = 0;
+    if (strcmp(opt, "--size") == 0) {
+        vkg_error err = {0};
+        return vkg_random_gpt2_size(val, o, &err) == VKG_OK ? 0 : cli_fail(CMD, "--size: %s", err.message);
+    }
+    if (strcmp(opt, "--seed") == 0) {
+        if (cli_int(CMD, opt, val, 0, LONG_MAX, &v)) return 1;
+        o->seed = (uint64_t)v;
+        return 0;
+    }
+    if (strcmp(opt, "--vocab") == 0) {
+        if (cli_int(CMD, opt, val, 2, 1 << 24, &v)) return 1;
+        o->vocab_size = (int)v;
+        o->bos_token = o->eos_token = (int32_t)v - 1;
+        return 0;
+    }
+    if (strcmp(opt, "--activation") == 0) {
+        if (strlen(val) >= sizeof o->activation || !vkg_gpt2_activation_supported(val))
+            return cli_fail(CMD, "--activation: '%s' is not supported; use one of %s", val, vkg_gpt2_activation_names());
+        memset(o->activation, 0, sizeof o->activation);
+        memcpy(o->activation, val, strlen(val));
+        return 0;
+    }
+    if (strcmp(opt, "--dtype") == 0) return gpt2_cli_dtype(CMD, val, &o->dtype);
+    return -1;
+}
+
 int cmd_gpt2_random(int argc, char **argv) {
     vkg_random_gpt2_options o;
     vkg_random_gpt2_options_default(&o);
@@ -111,76 +141,24 @@ int cmd_gpt2_random(int argc, char **argv) {
     o.n_positions = 64;
     const char *dir = NULL;
     int force = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        long v = 0;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        /* Options without a value: each sets one field. */
-        const struct { const char *name; int *field; int value; } switches[] = {
-            {"--prefix", &o.prefix_transformer, 1},
-            {"--untied", &o.untied_lm_head, 1},
-            {"--attn-buffers", &o.attn_bias_buffers, 1},
-            {"--unscaled-attn", &o.scale_attn_weights, 0},
-            {"--attn-scale-by-layer", &o.scale_attn_by_inverse_layer_idx, 1},
-            {"--force", &force, 1},
-        };
-        int is_switch = 0;
-        for (size_t k = 0; k < sizeof switches / sizeof switches[0]; k++)
-            if (strcmp(a, switches[k].name) == 0) {
-                *switches[k].field = switches[k].value;
-                is_switch = 1;
-            }
-        if (is_switch) continue;
-        if (strcmp(a, "--device") == 0 || strcmp(a, "--threads") == 0)
-            return cli_not_applicable(CMD, a, "gpt2-random only writes files; the commands that run the model "
-                                      "take it");
-        if (a[0] != '-') {
-            if (dir) return cli_fail(CMD, "one folder please: '%s' and '%s' given", dir, a);
-            dir = a;
-            continue;
-        }
-        const char *val = cli_value(CMD, argc, argv, &i);
-        if (!val) return 1;
-        if (strcmp(a, "--size") == 0) {
-            vkg_error size_err = {0};
-            if (vkg_random_gpt2_size(val, &o, &size_err) != VKG_OK) return cli_fail(CMD, "--size: %s", size_err.message);
-        } else if (strcmp(a, "--layers") == 0) {
-            if (cli_int(CMD, a, val, 1, 256, &v)) return 1;
-            o.n_layer = (int)v;
-        } else if (strcmp(a, "--heads") == 0) {
-            if (cli_int(CMD, a, val, 1, 256, &v)) return 1;
-            o.n_head = (int)v;
-        } else if (strcmp(a, "--embd") == 0) {
-            if (cli_int(CMD, a, val, 1, 8192, &v)) return 1;
-            o.n_embd = (int)v;
-        } else if (strcmp(a, "--ctx") == 0) {
-            if (cli_int(CMD, a, val, 1, 8192, &v)) return 1;
-            o.n_positions = (int)v;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (cli_int(CMD, a, val, 0, LONG_MAX, &v)) return 1;
-            o.seed = (uint64_t)v;
-        } else if (strcmp(a, "--vocab") == 0) {
-            if (cli_int(CMD, a, val, 2, 1 << 24, &v)) return 1;
-            o.vocab_size = (int)v;
-            o.bos_token = o.eos_token = (int32_t)v - 1;
-        } else if (strcmp(a, "--inner") == 0) {
-            if (cli_int(CMD, a, val, 1, 1 << 18, &v)) return 1;
-            o.n_inner = (int)v;
-        } else if (strcmp(a, "--activation") == 0) {
-            if (strlen(val) >= sizeof o.activation || !vkg_gpt2_activation_supported(val))
-                return cli_fail(CMD, "--activation: '%s' is not supported; use one of %s", val,
-                                vkg_gpt2_activation_names());
-            memset(o.activation, 0, sizeof o.activation);
-            memcpy(o.activation, val, strlen(val));
-        } else if (strcmp(a, "--dtype") == 0) {
-            if (gpt2_cli_dtype(CMD, val, &o.dtype)) return 1;
-        } else {
-            return cli_unknown_option(CMD, a, usage);
-        }
-    }
+    const cli_option opts[] = {
+        CLI_OPT_SWITCH("--prefix", &o.prefix_transformer, 1),
+        CLI_OPT_SWITCH("--untied", &o.untied_lm_head, 1),
+        CLI_OPT_SWITCH("--attn-buffers", &o.attn_bias_buffers, 1),
+        CLI_OPT_SWITCH("--unscaled-attn", &o.scale_attn_weights, 0),
+        CLI_OPT_SWITCH("--attn-scale-by-layer", &o.scale_attn_by_inverse_layer_idx, 1),
+        CLI_OPT_SWITCH("--force", &force, 1),
+        CLI_OPT_INT("--layers", &o.n_layer, 1, 256),
+        CLI_OPT_INT("--heads", &o.n_head, 1, 256),
+        CLI_OPT_INT("--embd", &o.n_embd, 1, 8192),
+        CLI_OPT_INT("--ctx", &o.n_positions, 1, 8192),
+        CLI_OPT_INT("--inner", &o.n_inner, 1, 1 << 18),
+        CLI_OPT_FOLDER(&dir),
+        CLI_OPT_REFUSED("--device|--threads",
+                        "gpt2-random only writes files; the commands that run the model take it"),
+    };
+    const int parsed = cli_options_parse(CMD, opts, sizeof opts / sizeof *opts, more_option, &o, usage, argc, argv);
+    if (parsed) return parsed == CLI_HELP_SHOWN ? 0 : 1;
     if (!dir) return cli_fail(CMD, "say where to write the model: vkgraph gpt2-random DIR");
     if (o.n_embd % o.n_head)
         return cli_fail(CMD, "--embd %d must be a multiple of --heads %d", o.n_embd, o.n_head);

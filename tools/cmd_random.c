@@ -76,6 +76,19 @@ static int write_marker(const char *dir, const char *shape, uint64_t seed) {
     return fclose(f) == 0 ? 0 : cli_fail(CMD, "cannot write %s", path);
 }
 
+/* The options whose values the table does not store as they are. */
+static int more_option(void *ctx, const char *opt, const char *val) {
+    vkg_random_model_options *o = ctx;
+    long v = 0;
+    if (strcmp(opt, "--seed") == 0) {
+        if (cli_int(CMD, opt, val, 0, LONG_MAX, &v)) return 1;
+        o->seed = (uint64_t)v;
+        return 0;
+    }
+    if (strcmp(opt, "--dtype") == 0) return gpt2_cli_dtype(CMD, val, &o->dtype);
+    return -1;
+}
+
 int cmd_random(int argc, char **argv) {
     vkg_random_model_options o;
     vkg_random_model_options_default(&o);
@@ -87,43 +100,19 @@ int cmd_random(int argc, char **argv) {
         if ((strcmp(argv[i], "--shape") == 0 && strncmp(argv[i + 1], "gpt2", 4) == 0) ||
             (strcmp(argv[i], "--arch") == 0 && strcmp(argv[i + 1], "gpt2") == 0))
             return run_gpt2(argc, argv);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        long v = 0;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--force") == 0) force = 1;
-        else if (strcmp(a, "--tied") == 0) o.tied = 1;
-        else if (strcmp(a, "--untied") == 0) o.tied = 0;
-        else if (a[0] != '-') {
-            if (dir) return cli_fail(CMD, "one folder please: '%s' and '%s' given", dir, a);
-            dir = a;
-        } else {
-            const char *val = cli_value(CMD, argc, argv, &i);
-            if (!val) return 1;
-            if (strcmp(a, "--shape") == 0) o.shape = val;
-            else if (strcmp(a, "--arch") == 0) o.arch = val;
-            else if (strcmp(a, "--layers") == 0) {
-                if (cli_int(CMD, a, val, 1, 4096, &v)) return 1;
-                o.n_layer = (int)v;
-            } else if (strcmp(a, "--ctx") == 0) {
-                if (cli_int(CMD, a, val, 1, 1 << 22, &v)) return 1;
-                o.n_positions = (int)v;
-            } else if (strcmp(a, "--shards") == 0) {
-                if (cli_int(CMD, a, val, 1, 4096, &v)) return 1;
-                o.shards = (int)v;
-            } else if (strcmp(a, "--seed") == 0) {
-                if (cli_int(CMD, a, val, 0, LONG_MAX, &v)) return 1;
-                o.seed = (uint64_t)v;
-            } else if (strcmp(a, "--dtype") == 0) {
-                if (gpt2_cli_dtype(CMD, val, &o.dtype)) return 1;
-            } else {
-                return cli_unknown_option(CMD, a, usage);
-            }
-        }
-    }
+    const cli_option opts[] = {
+        CLI_OPT_SWITCH("--force", &force, 1),
+        CLI_OPT_SWITCH("--tied", &o.tied, 1),
+        CLI_OPT_SWITCH("--untied", &o.tied, 0),
+        CLI_OPT_TEXT("--shape", &o.shape),
+        CLI_OPT_TEXT("--arch", &o.arch),
+        CLI_OPT_INT("--layers", &o.n_layer, 1, 4096),
+        CLI_OPT_INT("--ctx", &o.n_positions, 1, 1 << 22),
+        CLI_OPT_INT("--shards", &o.shards, 1, 4096),
+        CLI_OPT_FOLDER(&dir),
+    };
+    const int parsed = cli_options_parse(CMD, opts, sizeof opts / sizeof *opts, more_option, &o, usage, argc, argv);
+    if (parsed) return parsed == CLI_HELP_SHOWN ? 0 : 1;
     if (!dir) return cli_fail(CMD, "say where to write the model: vkgraph random DIR --shape NAME");
     if (!o.shape) return cli_fail(CMD, "--shape: say which model's shapes: %s", vkg_random_model_shapes());
     if (random_check_not_a_model(CMD, dir, force)) return 1;

@@ -34,26 +34,15 @@ static void usage(FILE *f) {
 int cmd_template(int argc, char **argv) {
     const char *dir = NULL, *messages = NULL, *now_text = NULL;
     int generation_prompt = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **slot = NULL;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--no-generation-prompt") == 0) {
-            generation_prompt = 0;
-            continue;
-        }
-        if (strcmp(a, "--device") == 0 || strcmp(a, "--threads") == 0 || strcmp(a, "--dtype") == 0)
-            return cli_not_applicable(CMD, a, "template reads only tokenizer_config.json and runs no model");
-        if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0 || strcmp(a, "--tokenizer") == 0) slot = &dir;
-        else if (strcmp(a, "--messages") == 0) slot = &messages;
-        else if (strcmp(a, "--now") == 0) slot = &now_text;
-        else return cli_unknown_option(CMD, a, usage);
-        if (*slot) return cli_fail(CMD, "%s given twice", a);
-        if (!(*slot = cli_value(CMD, argc, argv, &i))) return 1;
-    }
+    const cli_option opts[] = {
+        CLI_OPT_SWITCH("--no-generation-prompt", &generation_prompt, 0),
+        CLI_OPT_TEXT("-m|--model|--tokenizer", &dir),
+        CLI_OPT_TEXT("--messages", &messages),
+        CLI_OPT_TEXT("--now", &now_text),
+        CLI_OPT_REFUSED("--device|--threads|--dtype", "template reads only tokenizer_config.json and runs no model"),
+    };
+    const int parsed = cli_options_parse(CMD, opts, sizeof opts / sizeof *opts, NULL, NULL, usage, argc, argv);
+    if (parsed) return parsed == CLI_HELP_SHOWN ? 0 : 1;
     if (!dir) return cli_fail(CMD, "say where tokenizer_config.json is: -m DIR or --tokenizer DIR");
     if (!messages) return cli_fail(CMD, "give the conversation: --messages FILE.json");
     long now = 0;

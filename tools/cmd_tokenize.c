@@ -60,33 +60,21 @@ static int print_pieces(const vkg_tokenizer *tok, const int32_t *ids, size_t n) 
 
 int cmd_tokenize(int argc, char **argv) {
     const char *dir = NULL, *prompt = NULL, *file = NULL, *decode = NULL;
-    int pieces = 0;
-    unsigned flags = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **slot = NULL;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--pieces") == 0) {
-            pieces = 1;
-            continue;
-        }
-        if (strcmp(a, "--no-special") == 0 || strcmp(a, "--split-special") == 0) {
-            flags |= a[2] == 'n' ? VKG_TOKENIZE_NO_SPECIAL : VKG_TOKENIZE_SPLIT_SPECIAL;
-            continue;
-        }
-        if (strcmp(a, "--device") == 0 || strcmp(a, "--threads") == 0 || strcmp(a, "--dtype") == 0)
-            return cli_not_applicable(CMD, a, "tokenize reads only the tokenizer files and runs no model");
-        if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0 || strcmp(a, "--tokenizer") == 0) slot = &dir;
-        else if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) slot = &prompt;
-        else if (strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) slot = &file;
-        else if (strcmp(a, "--decode") == 0) slot = &decode;
-        else return cli_unknown_option(CMD, a, usage);
-        if (*slot) return cli_fail(CMD, "%s given twice", a);
-        if (!(*slot = cli_value(CMD, argc, argv, &i))) return 1;
-    }
+    int pieces = 0, no_special = 0, split_special = 0;
+    const cli_option opts[] = {
+        CLI_OPT_SWITCH("--pieces", &pieces, 1),
+        CLI_OPT_SWITCH("--no-special", &no_special, 1),
+        CLI_OPT_SWITCH("--split-special", &split_special, 1),
+        CLI_OPT_TEXT("-m|--model|--tokenizer", &dir),
+        CLI_OPT_TEXT("-p|--prompt", &prompt),
+        CLI_OPT_TEXT("-f|--file", &file),
+        CLI_OPT_TEXT("--decode", &decode),
+        CLI_OPT_REFUSED("--device|--threads|--dtype",
+                        "tokenize reads only the tokenizer files and runs no model"),
+    };
+    const int parsed = cli_options_parse(CMD, opts, sizeof opts / sizeof *opts, NULL, NULL, usage, argc, argv);
+    if (parsed) return parsed == CLI_HELP_SHOWN ? 0 : 1;
+    const unsigned flags = (no_special ? VKG_TOKENIZE_NO_SPECIAL : 0u) | (split_special ? VKG_TOKENIZE_SPLIT_SPECIAL : 0u);
     if (!dir) return cli_fail(CMD, "say where the tokenizer is: -m DIR or --tokenizer DIR");
     if ((prompt != NULL) + (file != NULL) + (decode != NULL) != 1)
         return cli_fail(CMD, "give exactly one of -p TEXT, -f FILE or --decode IDS");

@@ -17,56 +17,14 @@ activation_function by its ACT2FN name, layer_norm_epsilon, scale_attn_weights a
 scale_attn_by_inverse_layer_idx.  Needs only Python 3 and NumPy (Debian's python3-numpy).
 """
 
-import argparse
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 
-MAX_HEADER_BYTES = 100_000_000
-DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": (None, 2), "F64": ("<f8", 8)}
-
-
-class ModelError(Exception):
-    """A problem with the model files, reported as one line."""
-
-
-def read_safetensors(path):
-    """Returns {name: float64 array} for every floating-point tensor in the file."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    if len(blob) < 8:
-        raise ModelError(f"{path}: {len(blob)} bytes, too short for safetensors")
-    (header_len,) = struct.unpack("<Q", blob[:8])
-    if header_len > MAX_HEADER_BYTES or 8 + header_len > len(blob):
-        raise ModelError(f"{path}: header length {header_len} does not fit the file ({len(blob)} bytes)")
-    try:
-        header = json.loads(blob[8 : 8 + header_len].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ModelError(f"{path}: header is not valid JSON: {e}") from e
-    data = memoryview(blob)[8 + header_len :]
-    tensors = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
-        if dtype not in DTYPES:
-            continue  # integer buffers are not used by the forward pass
-        numel = math.prod(shape)
-        if not 0 <= begin <= end <= len(data) or end - begin != numel * DTYPES[dtype][1]:
-            raise ModelError(f"{path}: tensor {name}: data_offsets {begin, end} do not fit shape {shape} {dtype}")
-        raw = data[begin:end]
-        if dtype == "BF16":
-            # bfloat16 is the top half of a float32: widen the bits and reinterpret.
-            bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
-            array = bits.view(np.float32)
-        else:
-            array = np.frombuffer(raw, dtype=DTYPES[dtype][0])
-        tensors[name] = array.astype(np.float64).reshape(shape)
-    return tensors
+from reference_io import ModelError, check_shapes, main, read_safetensors
 
 
 def read_config(path):
@@ -119,8 +77,9 @@ def layer_norm(x, weight, bias, eps):
     return (x - mean) / np.sqrt(var + eps) * weight + bias
 
 
-def forward(cfg, w, ids):
-    """ids [T] -> (logits [T, V], attention [n_layer, n_head, T, T])."""
+def forward(cfg, w, ids, want_attention=True):
+    """ids [T] -> (logits [T, V], attention [n_layer, n_head, T, T]); the attention is kept whatever
+    want_attention says (GPT-2's small models afford it)."""
     T, C, H = len(ids), cfg["n_embd"], cfg["n_head"]
     d = C // H
     act = activation(cfg["activation"])
@@ -169,44 +128,10 @@ def load_model(model_dir):
                          p + "mlp.c_proj.bias": (C,)})
     if "lm_head.weight" in w:
         expected["lm_head.weight"] = (V, C)
-    for name, shape in expected.items():
-        if name not in w:
-            raise ModelError(f"{model_dir}: tensor {name} is missing")
-        if w[name].shape != shape:
-            raise ModelError(f"{model_dir}: tensor {name} has shape {list(w[name].shape)}, expected {list(shape)}")
+    check_shapes(model_dir, w, expected)
     return cfg, w
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(description="Reference GPT-2 forward pass (NumPy, float64).")
-    ap.add_argument("model_dir")
-    ap.add_argument("--ids", required=True, help="comma-separated token ids, e.g. 15496,11,995")
-    ap.add_argument("--logits", required=True, help="output .npy for logits [T, V] (float32)")
-    ap.add_argument("--attention", help="output .npy for attention [n_layer, n_head, T, T] (float32)")
-    args = ap.parse_args(argv)
-    try:
-        ids = [int(s) for s in args.ids.split(",") if s.strip()]
-    except ValueError:
-        ap.error(f"--ids must be comma-separated integers, got {args.ids!r}")
-    try:
-        cfg, w = load_model(args.model_dir)
-        if not ids:
-            raise ModelError("--ids is empty")
-        if len(ids) > cfg["n_positions"]:
-            raise ModelError(f"{len(ids)} ids but the model has only {cfg['n_positions']} positions")
-        bad = [i for i in ids if not 0 <= i < cfg["vocab_size"]]
-        if bad:
-            raise ModelError(f"ids {bad} are outside the vocabulary [0, {cfg['vocab_size']})")
-        logits, attention = forward(cfg, w, np.array(ids))
-    except (ModelError, OSError, json.JSONDecodeError) as e:
-        print(f"gpt2_reference: {e}", file=sys.stderr)
-        return 1
-    np.save(args.logits, logits.astype(np.float32))
-    if args.attention:
-        np.save(args.attention, attention.astype(np.float32))
-    print(f"T={len(ids)} V={cfg['vocab_size']}: next token after the last id is {int(logits[-1].argmax())}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:], "gpt2_reference", "Reference GPT-2 forward pass (NumPy, float64).", load_model,
+                  forward))

@@ -26,52 +26,14 @@ What it computes, per transformers:
 Needs only Python 3 and NumPy (Debian's python3-numpy).
 """
 
-import argparse
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 
-MAX_HEADER_BYTES = 100_000_000
-DTYPES = {"F32": ("<f4", 4), "F16": ("<f2", 2), "BF16": (None, 2), "F64": ("<f8", 8)}
-
-
-class ModelError(Exception):
-    """A problem with the model files, reported as one line."""
-
-
-def read_safetensors(path, wanted):
-    """Returns {name: float64 array} for the tensors of the file named in `wanted`."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    if len(blob) < 8:
-        raise ModelError(f"{path}: {len(blob)} bytes, too short for safetensors")
-    (header_len,) = struct.unpack("<Q", blob[:8])
-    if header_len > MAX_HEADER_BYTES or 8 + header_len > len(blob):
-        raise ModelError(f"{path}: header length {header_len} does not fit the file ({len(blob)} bytes)")
-    header = json.loads(blob[8 : 8 + header_len].decode("utf-8"))
-    data = memoryview(blob)[8 + header_len :]
-    tensors = {}
-    for name, entry in header.items():
-        if name == "__metadata__" or name not in wanted:
-            continue
-        dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
-        if dtype not in DTYPES:
-            raise ModelError(f"{path}: tensor {name} is {dtype}")
-        numel = math.prod(shape)
-        if not 0 <= begin <= end <= len(data) or end - begin != numel * DTYPES[dtype][1]:
-            raise ModelError(f"{path}: tensor {name}: data_offsets {begin, end} do not fit shape {shape} {dtype}")
-        raw = data[begin:end]
-        if dtype == "BF16":
-            array = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            array = np.frombuffer(raw, dtype=DTYPES[dtype][0])
-        tensors[name] = array.astype(np.float64).reshape(shape)
-    return tensors
-
+from reference_io import ModelError, check_shapes, main, read_safetensors
 
 DEFAULTS = {  # the configuration classes' defaults that matter here
     "llama": dict(num_key_value_heads=None, head_dim=None, rms_norm_eps=1e-6, rope_theta=10000.0,
@@ -252,38 +214,10 @@ def load_model(model_dir):
     w = {}
     for path in files:
         w.update(read_safetensors(path, expected))
-    for name, shape in expected.items():
-        if name not in w:
-            raise ModelError(f"{model_dir}: tensor {name} is missing")
-        if w[name].shape != shape:
-            raise ModelError(f"{model_dir}: tensor {name} has shape {list(w[name].shape)}, expected {list(shape)}")
+    check_shapes(model_dir, w, expected)
     return c, w
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(description="Reference Llama-family forward pass (NumPy, float64).")
-    ap.add_argument("model_dir")
-    ap.add_argument("--ids", required=True, help="comma-separated token ids")
-    ap.add_argument("--logits", required=True, help="output .npy for logits [T, V] (float32)")
-    ap.add_argument("--attention", help="output .npy for attention [n_layer, n_head, T, T] (float32)")
-    args = ap.parse_args(argv)
-    ids = [int(s) for s in args.ids.split(",") if s.strip()]
-    try:
-        c, w = load_model(args.model_dir)
-        if not ids:
-            raise ModelError("--ids is empty")
-        bad = [i for i in ids if not 0 <= i < c["vocab_size"]]
-        if bad:
-            raise ModelError(f"ids {bad[:5]} are outside the vocabulary [0, {c['vocab_size']})")
-        logits, attention = forward(c, w, np.array(ids), args.attention is not None)
-    except (ModelError, OSError, KeyError, ValueError) as e:
-        print(f"llama_reference: {e}", file=sys.stderr)
-        return 1
-    np.save(args.logits, logits)
-    if args.attention:
-        np.save(args.attention, attention.astype(np.float32))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:], "llama_reference", "Reference Llama-family forward pass (NumPy, float64).",
+                  load_model, forward))

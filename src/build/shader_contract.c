@@ -8,7 +8,10 @@
  *   - a slot of texel_mask is a uniform texel buffer, READ: of uints (usamplerBuffer) for the
  *     WEIGHT binding of a 16-bit variant (whose b16 names itself), else of floats; any other slot
  *     is a storage buffer, read-only where the table says READ and writable where it says WRITE,
- *     of 32-bit elements (F32 and I32 words; WEIGHT too, or 16-bit ones in a 16-bit variant).
+ *     of 32-bit elements (F32 and I32 words; WEIGHT too, or 16-bit ones in a 16-bit variant);
+ *   - every specialization constant is a row of shaders/params/spec_constants.def with the row's
+ *     constant_id and type (SPIR-V leaves the workgroup size's unnamed: those must be the ids of
+ *     WG_X and WG_Y); and every row of that table is declared by some shader.
  * Usage: shader_contract JSON_DIR.  Prints each disagreement naming both sides and exits 1;
  * exits 0 when every shader agrees. */
 #include "base/json.h"
@@ -53,6 +56,17 @@ static const shader shaders[] = {
 #define VKG_SHADER(SHADER, file, ENUM, texel_mask, texel_vec4, b16) {#SHADER, #file, #ENUM, #b16, texel_mask, texel_vec4},
 #include "graph/kernels.def"
 };
+
+typedef struct spec_row {
+    const char *name, *type;
+    int id, declared;
+} spec_row;
+
+static spec_row spec_rows[] = {
+#define VKG_SPEC(NAME, id, type) {#NAME, #type, id, 0},
+#include "params/spec_constants.def"
+};
+#define N_SPEC_ROWS (sizeof spec_rows / sizeof spec_rows[0])
 
 static int failures;
 
@@ -150,6 +164,35 @@ static void check(const shader *s, const family *f, const vkg_json *r) {
     }
 }
 
+/* The row of that name, or for an unnamed constant (the workgroup size) the row WG_X or WG_Y of
+ * its id. */
+static spec_row *spec_row_of(const char *name, int id) {
+    for (size_t i = 0; i < N_SPEC_ROWS; i++) {
+        spec_row *row = &spec_rows[i];
+        if (*name ? !strcmp(row->name, name) : (!strncmp(row->name, "WG_", 3) && row->id == id)) return row;
+    }
+    return NULL;
+}
+
+static void check_spec(const shader *s, const vkg_json *r) {
+    const vkg_json *list = vkg_json_get(r, "specialization_constants");
+    for (size_t i = 0; i < vkg_json_length(list); i++) {
+        const vkg_json *c = vkg_json_at(list, i);
+        const char *name = str(c, "name"), *type = str(c, "type");
+        const int id = (int)vkg_json_number(vkg_json_get(c, "id"));
+        spec_row *row = spec_row_of(name, id);
+        if (!row) {
+            fail(s, "specialization constant %s (constant_id %d, %s) has no row in shaders/params/spec_constants.def",
+                 *name ? name : "(unnamed, and not the workgroup size's)", id, type);
+            continue;
+        }
+        row->declared = 1;
+        if (row->id != id || strcmp(row->type, type))
+            fail(s, "specialization constant %s is constant_id %d of type %s, but shaders/params/spec_constants.def "
+                 "has VKG_SPEC(%s, %d, %s)", *name ? name : row->name, id, type, row->name, row->id, row->type);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: shader_contract JSON_DIR\n");
@@ -170,9 +213,16 @@ int main(int argc, char **argv) {
             fail(s, "no reflection: %s", err.message);
         } else {
             check(s, f, r);
+            check_spec(s, r);
             vkg_json_free(r);
         }
     }
+    for (size_t i = 0; i < N_SPEC_ROWS; i++)
+        if (!spec_rows[i].declared) {
+            fprintf(stderr, "shaders/params/spec_constants.def: VKG_SPEC(%s, %d, %s) is declared by no shader "
+                    "(src/graph/kernels.def's VKG_SHADER rows)\n", spec_rows[i].name, spec_rows[i].id, spec_rows[i].type);
+            failures++;
+        }
     if (failures) fprintf(stderr, "shader_contract: %d disagreement(s) between the shaders and src/graph/kernels.def\n", failures);
     return failures ? 1 : 0;
 }

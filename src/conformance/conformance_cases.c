@@ -145,27 +145,29 @@ static const conf_point sweep_gpt2_emb[] = {
 /* ---- Llama-family shapes -----------------------------------------------------------------------
  * The models the Llama ops serve: SmolLM2-135M (C 576, 9 heads over 3 KV heads of 64, MLP 1536),
  * Qwen2.5-0.5B (896, 14 over 2 of 64, 4864), TinyLlama-1.1B (2048, 32 over 4 of 64, 5632),
- * Llama-3.2-1B (2048, 32 over 8 of 64, 8192), Qwen3-0.6B (1024, 16 over 8 of 128, 3072), at
+ * Llama-3.2-1B (2048, 32 over 8 of 64, 8192), Qwen3-0.6B (1024, 16 over 8 of 128, 3072),
+ * Mistral-7B (4096, 32 over 8 of 128, 14336), at
  * T = 1 (decode), short prompts and (--full) T = 2048. */
 /* {T, C}: rows of the residual stream for rms_norm. */
 static const conf_point sweep_llama_rows[] = {
     {Q, {1, 1}},     {Q, {3, 7}},      {Q, {13, 31}},    {D, {1, 576}},     {D, {7, 896}},   {D, {64, 1024}},
-    {D, {17, 2048}}, {D, {5, 2053}},   {F, {2048, 576}}, {F, {2048, 896}}, {F, {512, 2048}}, {END, {0}}};
+    {D, {17, 2048}}, {D, {5, 2053}},   {D, {3, 4096}},   {F, {2048, 576}}, {F, {2048, 896}}, {F, {512, 2048}}, {END, {0}}};
 /* {T, H, D}: per-head rows for Qwen3's q_norm / k_norm, and heads for rope (token-major [T, H D]
  * projections viewed as [H, T, D]). */
 static const conf_point sweep_llama_heads[] = {
     {Q, {1, 1, 2}},    {Q, {3, 5, 8}},     {Q, {13, 3, 6}},    {D, {1, 9, 64}},    {D, {17, 9, 64}},
-    {D, {31, 14, 64}}, {D, {7, 32, 64}},   {D, {64, 16, 128}}, {D, {1, 8, 128}},   {F, {2048, 9, 64}},
+    {D, {31, 14, 64}}, {D, {7, 32, 64}},   {D, {64, 16, 128}}, {D, {1, 8, 128}},   {D, {5, 32, 128}},
+    {F, {2048, 9, 64}},
     {F, {2048, 16, 128}}, {F, {2048, 32, 64}}, {END, {0}}};
 /* {T, I, C}: the gated MLP's up projection x [T, C] @ W^T (W [I, C]) times silu(gate [T, I]). */
 static const conf_point sweep_llama_mlp[] = {
     {Q, {1, 1, 1}},       {Q, {3, 7, 13}},      {Q, {17, 33, 65}},     {D, {1, 1536, 576}},  {D, {7, 1536, 576}},
     {D, {1, 4864, 896}},  {D, {64, 4864, 896}}, {D, {1, 5632, 2048}},  {D, {1, 3072, 1024}}, {D, {31, 3072, 1024}},
-    {F, {1, 8192, 2048}}, {F, {2048, 1536, 576}}, {F, {512, 8192, 2048}}, {END, {0}}};
+    {F, {1, 8192, 2048}}, {F, {2048, 1536, 576}}, {F, {512, 8192, 2048}}, {F, {1, 14336, 4096}}, {END, {0}}};
 /* {Hkv, G, T, D}: grouped-query attention, G query heads over each of Hkv key/value heads. */
 static const conf_point sweep_llama_gqa[] = {
     {Q, {1, 1, 1, 4}},   {Q, {2, 3, 7, 8}},    {Q, {3, 3, 17, 64}},  {D, {2, 7, 33, 64}},  {D, {8, 4, 64, 64}},
-    {D, {4, 8, 31, 64}}, {D, {8, 2, 64, 128}}, {D, {3, 3, 127, 64}}, {F, {3, 3, 2048, 64}}, {F, {8, 2, 2048, 128}},
+    {D, {4, 8, 31, 64}}, {D, {8, 2, 64, 128}}, {D, {3, 3, 127, 64}}, {D, {8, 4, 17, 128}}, {F, {3, 3, 2048, 64}}, {F, {8, 2, 2048, 128}},
     {F, {2, 7, 2048, 64}}, {END, {0}}};
 /* {Hkv, G, T, D} at the 1B models' 32 query heads of 64 over a prompt of 2048: TinyLlama-1.1B (4
  * KV heads, groups of 8) and Llama-3.2-1B (8, groups of 4); the prompt only (the decode, the cached
@@ -174,14 +176,6 @@ static const conf_point sweep_llama_gqa_1b[] = {{D, {4, 8, 1, 64}}, {F, {4, 8, 2
                                                 {END, {0}}};
 /* {Hkv, G, T, D}: Mistral 7B's 32 query heads of 128 over 8 KV heads, windowed. */
 static const conf_point sweep_mistral_window[] = {{D, {8, 4, 64, 128}}, {F, {8, 4, 2048, 128}}, {END, {0}}};
-/* {T, H, D, model}: rope with the table each model computes (MODEL_ROPE below), at the model's
- * query heads: a decode far along (T = 1) and prompts. */
-enum { ROPE_SMOLLM2, ROPE_QWEN25, ROPE_TINYLLAMA, ROPE_LLAMA32, ROPE_LINEAR };
-static const conf_point sweep_llama_rope_tables[] = {
-    {D, {1, 9, 64, ROPE_SMOLLM2}},     {D, {64, 14, 64, ROPE_QWEN25}},   {D, {1, 32, 64, ROPE_LLAMA32}},
-    {D, {7, 32, 64, ROPE_LLAMA32}},    {D, {17, 32, 64, ROPE_LINEAR}},   {F, {2048, 9, 64, ROPE_SMOLLM2}},
-    {F, {2048, 14, 64, ROPE_QWEN25}},  {F, {2048, 32, 64, ROPE_TINYLLAMA}}, {F, {2048, 32, 64, ROPE_LLAMA32}},
-    {F, {2048, 32, 64, ROPE_LINEAR}},  {END, {0}}};
 
 /* ---- element-wise ---------------------------------------------------------------------------- */
 
@@ -215,13 +209,8 @@ static void scale_plain(conf_build *b, const int64_t *d) {
 static void scale_transposed(conf_build *b, const int64_t *d) {
     conf_output(b, vkg_scale(b->g, vkg_transpose(b->g, in2(b, d[1], d[0], CONF_FILL_NORMAL), 0, 1), -1.7f));
 }
-static void relu_plain(conf_build *b, const int64_t *d) {
-    conf_output(b, vkg_relu(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL)));
-}
-static void relu_special(conf_build *b, const int64_t *d) {
-    conf_output(b, vkg_relu(b->g, in2(b, d[0], d[1], CONF_FILL_SPECIAL)));
-}
-/* A gated activation over x [R, C] of N(0, 1), of N(0, 25) (the tails, where the gate saturates)
+/* Every activation of params/unary_ops.def (a loop over its VKG_ACTIVATION rows, so a new one
+ * cannot go untested) over x [R, C] of N(0, 1), of N(0, 25) (the tails, where a gate saturates)
  * and with infinities and NaNs (the limits). */
 #define ACTIVATION_CASES(act)                                                                           \
     static void act##_plain(conf_build *b, const int64_t *d) {                                          \
@@ -233,10 +222,8 @@ static void relu_special(conf_build *b, const int64_t *d) {
     static void act##_special(conf_build *b, const int64_t *d) {                                        \
         conf_output(b, vkg_##act(b->g, in2(b, d[0], d[1], CONF_FILL_SPECIAL)));                         \
     }
-ACTIVATION_CASES(gelu)
-ACTIVATION_CASES(gelu_erf)
-ACTIVATION_CASES(quick_gelu)
-ACTIVATION_CASES(silu)
+#define VKG_ACTIVATION(NAME, name, code, epilogue) ACTIVATION_CASES(name)
+#include "params/unary_ops.def"
 
 static void swiglu_plain(conf_build *b, const int64_t *d) {
     vkg_tensor gate = in2(b, d[0], d[1], CONF_FILL_WIDE);
@@ -335,6 +322,10 @@ static void layernorm_affine(conf_build *b, const int64_t *d) {
 static void layernorm_plain(conf_build *b, const int64_t *d) {
     conf_output(b, vkg_layernorm(b->g, in2(b, d[0], d[1], CONF_FILL_NORMAL), VKG_NONE, VKG_NONE, 1e-5f));
 }
+static void layernorm_beta(conf_build *b, const int64_t *d) {
+    vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_NORMAL);
+    conf_output(b, vkg_layernorm(b->g, x, VKG_NONE, conf_constant(b, 1, S(d[1]), CONF_FILL_NORMAL), 1e-5f));
+}
 static void layernorm_offset(conf_build *b, const int64_t *d) {
     vkg_tensor x = in2(b, d[0], d[1], CONF_FILL_OFFSET);
     conf_output(b, vkg_layernorm(b->g, x, conf_constant(b, 1, S(d[1]), CONF_FILL_NORMAL), VKG_NONE, 1e-5f));
@@ -378,36 +369,44 @@ static void rope_far(conf_build *b, const int64_t *d) {
     conf_output(b, vkg_rope(b->g, x, table, 0, conf_index(b, 32767)));
 }
 
-/* The real models' rotary tables, as their config.json gives them (rope_theta, rope_scaling):
- * SmolLM2-135M 1e5, Qwen2.5-0.5B 1e6, TinyLlama-1.1B 1e4, Llama-3.2-1B 5e5 with llama3 scaling
- * (factor 32, low 1, high 4, 8192 original positions), and linear scaling by 4 over 1e4.  The
- * prompt starts at a runtime offset; a decode (T = 1) sits at position 16383, past Llama 3's
- * original 8192, where llama3 scaling changes the low frequencies. */
-static const vkg_rope_config MODEL_ROPE[] = {
-    [ROPE_SMOLLM2] = {VKG_ROPE_DEFAULT, 1e5, 64, 1, 0, 0, 0},
-    [ROPE_QWEN25] = {VKG_ROPE_DEFAULT, 1e6, 64, 1, 0, 0, 0},
-    [ROPE_TINYLLAMA] = {VKG_ROPE_DEFAULT, 1e4, 64, 1, 0, 0, 0},
-    [ROPE_LLAMA32] = {VKG_ROPE_LLAMA3, 5e5, 64, 32, 1, 4, 8192},
-    [ROPE_LINEAR] = {VKG_ROPE_LINEAR, 1e4, 64, 4, 0, 0, 0},
-};
-static void rope_model_table(conf_build *b, const int64_t *d) {
-    const vkg_rope_config *rc = &MODEL_ROPE[d[3]];
-    const int32_t offset = d[0] == 1 ? 16383 : 5;
-    const int64_t rows = offset + d[0], half = d[2] / 2;
-    vkg_tensor x = rope_heads(b, d), table = conf_constant(b, 2, S(rows, d[2]), CONF_FILL_NORMAL);
-    double inv_freq[256], factor = 1;
-    vkg_error err = {0};
-    if (table == VKG_NONE) return;
-    /* Not at these shapes; were it so, no output is marked and the case fails. */
-    if (half > 256 || vkg_rope_inv_freq(rc, inv_freq, &factor, &err) != VKG_OK) return;
-    /* The constant borrows its host data: filled in place before the case runs. */
-    vkg_rope_fill_table(inv_freq, half, factor, rows, b->data[b->n_data - 1].host);
-    conf_output(b, vkg_rope(b->g, x, table, 0, conf_index(b, offset)));
-    static const char *const names[] = {"SmolLM2 1e5", "Qwen2.5 1e6", "TinyLlama 1e4", "Llama-3.2 llama3 x32",
-                                        "linear x4"};
-    snprintf(b->shape, sizeof b->shape, "[%lld, %lld, %lld] at %d, %s", (long long)d[1], (long long)d[0],
-             (long long)d[2], offset, names[d[3]]);
+/* The cos/sin table of each rope type of models/rope.h (a loop over VKG_ROPE_TYPES, so a new
+ * type cannot go untested), as the Llama family computes it (rope.c, in double), applied to heads
+ * at a position past the original context, where linear and llama3 scaling differ from none:
+ * default with Llama 2's theta, linear with factor 4, llama3 with Llama 3.2's factors. */
+static void rope_type(conf_build *b, const int64_t *d, vkg_rope_type type) {
+    vkg_rope_config c = {.type = type, .theta = 10000.0, .dim = d[2]};
+    switch (type) {
+    case VKG_ROPE_DEFAULT: break;
+    case VKG_ROPE_LINEAR: c.factor = 4.0; break;
+    case VKG_ROPE_LLAMA3:
+        c.theta = 500000.0, c.factor = 32.0, c.low_freq_factor = 1.0, c.high_freq_factor = 4.0;
+        c.original_max_position_embeddings = 8192.0;
+        break;
+    case VKG_ROPE_TYPE_COUNT: break;
+    }
+    const int64_t half = d[2] / 2, positions = 9000 + d[0];
+    double *inv_freq = malloc((size_t)half * sizeof *inv_freq);
+    float *table = malloc((size_t)(positions * d[2]) * sizeof *table);
+    double factor = 1.0;
+    vkg_error err;
+    if (!inv_freq || !table || vkg_rope_inv_freq(&c, inv_freq, &factor, &err) != VKG_OK) {
+        free(inv_freq), free(table);
+        b->out_of_memory = 1;
+        return;
+    }
+    vkg_rope_fill_table(inv_freq, half, factor, positions, table);
+    free(inv_freq);
+    conf_defer(b, free, table);
+    vkg_tensor x = rope_heads(b, d);
+    vkg_tensor t = vkg_constant(b->g, "cos_sin", VKG_F32, 2, S(positions, d[2]), table);
+    conf_output(b, vkg_rope(b->g, x, t, 0, conf_index(b, 9000)));
+    snprintf(b->shape, sizeof b->shape, "%s: T=%lld H=%lld D=%lld at position 9000", vkg_rope_type_name(type),
+             (long long)d[0], (long long)d[1], (long long)d[2]);
 }
+#define ROPE_TYPE_CASE(ENUM, name) \
+    static void rope_type_##name(conf_build *b, const int64_t *d) { rope_type(b, d, VKG_ROPE_##ENUM); }
+VKG_ROPE_TYPES(ROPE_TYPE_CASE)
+#undef ROPE_TYPE_CASE
 
 static void embedding_ids(conf_build *b, const int64_t *d) {
     vkg_tensor table = conf_constant(b, 2, S(d[0], d[1]), CONF_FILL_NORMAL);
@@ -539,10 +538,18 @@ static void mm_bias_activation(conf_build *b, const int64_t *d, vkg_tensor (*act
     static void mm_bias_##act##_extreme(conf_build *b, const int64_t *d) {                              \
         mm_bias_activation(b, d, vkg_##act, 1);                                                         \
     }
-FUSED_ACTIVATION_CASES(gelu)
-FUSED_ACTIVATION_CASES(gelu_erf)
-FUSED_ACTIVATION_CASES(quick_gelu)
-FUSED_ACTIVATION_CASES(silu)
+/* ... and, with a residual added after it, the whole epilogue (bias, activation, residual). */
+static void mm_bias_activation_residual(conf_build *b, const int64_t *d, vkg_tensor (*act)(vkg_graph *, vkg_tensor)) {
+    vkg_tensor r = in2(b, d[0], d[1], CONF_FILL_NORMAL);
+    vkg_tensor x = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    conf_output(b, vkg_add(b->g, act(b->g, linear(b, x, d, 0)), r));
+}
+#define VKG_ACTIVATION(NAME, name, code, epilogue)                                                      \
+    FUSED_ACTIVATION_CASES(name)                                                                        \
+    static void mm_bias_##name##_residual(conf_build *b, const int64_t *d) {                            \
+        mm_bias_activation_residual(b, d, vkg_##name);                                                  \
+    }
+#include "params/unary_ops.def"
 static void mm_bias_residual(conf_build *b, const int64_t *d) {
     vkg_tensor r = in2(b, d[0], d[1], CONF_FILL_NORMAL);
     vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
@@ -552,11 +559,6 @@ static void mm_bias_residual_kn(conf_build *b, const int64_t *d) {
     vkg_tensor r = in2(b, d[0], d[1], CONF_FILL_NORMAL);
     vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
     conf_output(b, vkg_add(b->g, r, linear(b, a, d, 0)));
-}
-static void mm_bias_gelu_residual(conf_build *b, const int64_t *d) {
-    vkg_tensor r = in2(b, d[0], d[1], CONF_FILL_NORMAL);
-    vkg_tensor a = in2(b, d[0], d[2], CONF_FILL_NORMAL);
-    conf_output(b, vkg_add(b->g, vkg_gelu(b->g, linear(b, a, d, 0)), r));
 }
 static void mv_weights_nk(conf_build *b, const int64_t *d) {
     vkg_tensor x = in2(b, 1, d[2], CONF_FILL_NORMAL);
@@ -574,6 +576,12 @@ static void mm_swiglu(conf_build *b, const int64_t *d, conf_fill gate_fill) {
     conf_output(b, vkg_swiglu(b->g, gate, vkg_matmul(b->g, x, weight(b, d[1], d[2]), VKG_NONE, VKG_TRANSPOSE_B)));
 }
 static void mm_swiglu_normal(conf_build *b, const int64_t *d) { mm_swiglu(b, d, CONF_FILL_WIDE); }
+/* The up projection with a bias (Llama's mlp_bias), then the gate: bias and gate in one epilogue. */
+static void mm_bias_swiglu(conf_build *b, const int64_t *d) {
+    vkg_tensor x = in2(b, d[0], d[2], CONF_FILL_NORMAL);
+    vkg_tensor gate = in2(b, d[0], d[1], CONF_FILL_WIDE);
+    conf_output(b, vkg_swiglu(b->g, gate, linear(b, x, d, 1)));
+}
 static void mm_swiglu_special(conf_build *b, const int64_t *d) { mm_swiglu(b, d, CONF_FILL_SPECIAL); }
 /* Both projections from x, as vkg_layer_mlp builds them: the gate's matmul, then the up one
  * with swiglu in its epilogue. */
@@ -766,22 +774,13 @@ static const conf_case_def cases[] = {
     {"mul", "inf/nan inputs", EW, mul_special, sweep_rc},
     {"scale", "0.3 x", EW, scale_plain, sweep_rc},
     {"scale", "transposed input", EW, scale_transposed, sweep_rc},
-    {"relu", "N(0, 1)", EW, relu_plain, sweep_rc},
-    {"relu", "inf/nan inputs", EW, relu_special, sweep_rc},
-    {"gelu", "N(0, 1)", EW, gelu_plain, sweep_rc},
-    {"gelu", "N(0, 25): the tails", EW, gelu_wide, sweep_rc},
+#define VKG_ACTIVATION(NAME, name, code, epilogue)                                                      \
+    {#name, "N(0, 1)", EW, name##_plain, sweep_rc},                                                     \
+    {#name, "N(0, 25): the tails", EW, name##_wide, sweep_rc},                                          \
+    {#name, "inf/nan inputs", EW, name##_special, sweep_rc},
+#include "params/unary_ops.def"
     {"gelu", "GPT-2 MLP rows [T, 4C], N(0, 25)", EW, gelu_wide, sweep_gpt2_mlp_rows},
-    {"gelu", "inf/nan inputs", EW, gelu_special, sweep_rc},
-    {"gelu_erf", "N(0, 1)", EW, gelu_erf_plain, sweep_rc},
-    {"gelu_erf", "N(0, 25): the tails", EW, gelu_erf_wide, sweep_rc},
-    {"gelu_erf", "inf/nan inputs", EW, gelu_erf_special, sweep_rc},
     {"gelu_erf", "GPT-2 MLP rows [T, 4C], N(0, 25)", EW, gelu_erf_wide, sweep_gpt2_mlp_rows},
-    {"quick_gelu", "N(0, 1)", EW, quick_gelu_plain, sweep_rc},
-    {"quick_gelu", "N(0, 25): the tails", EW, quick_gelu_wide, sweep_rc},
-    {"quick_gelu", "inf/nan inputs", EW, quick_gelu_special, sweep_rc},
-    {"silu", "N(0, 1)", EW, silu_plain, sweep_rc},
-    {"silu", "N(0, 25): the tails", EW, silu_wide, sweep_rc},
-    {"silu", "inf/nan inputs", EW, silu_special, sweep_rc},
     {"mask", "causal, cached prefix", EW, mask_causal, sweep_scores},
     {"mask", "causal, runtime offset", EW, mask_causal_index, sweep_scores},
     {"mask", "boolean, broadcast heads", EW, mask_bool, sweep_scores},
@@ -803,6 +802,7 @@ static const conf_case_def cases[] = {
     {"softmax", "GPT-2 cache half written", EW, softmax_causal_partial, sweep_gpt2_scores},
     {"layernorm", "gamma and beta", EW, layernorm_affine, sweep_rc},
     {"layernorm", "no affine", EW, layernorm_plain, sweep_rc},
+    {"layernorm", "beta only", EW, layernorm_beta, sweep_rc},
     {"layernorm", "mean 20, gamma only", EW, layernorm_offset, sweep_rc},
     {"layernorm", "GPT-2 ln [T, C]", EW, layernorm_affine, sweep_gpt2_rows},
     {"layernorm", "many rows", EW, layernorm_affine, sweep_many_rows},
@@ -815,7 +815,9 @@ static const conf_case_def cases[] = {
     {"rope", "heads of [T, H D], offset 3", EW, rope_prompt, sweep_llama_heads},
     {"rope", "runtime offset", EW, rope_runtime, sweep_llama_heads},
     {"rope", "decode at position 32767", EW, rope_far, sweep_llama_heads},
-    {"rope", "the models' own tables", EW, rope_model_table, sweep_llama_rope_tables},
+#define ROPE_TYPE_ROW(ENUM, name) {"rope", #name " table from rope.c, position 9000", EW, rope_type_##name, sweep_llama_heads},
+    VKG_ROPE_TYPES(ROPE_TYPE_ROW)
+#undef ROPE_TYPE_ROW
     {"swiglu", "silu(gate) * up", EW, swiglu_plain, sweep_rc},
     {"swiglu", "inf/nan inputs", EW, swiglu_special, sweep_rc},
     {"embedding", "ids [N]", EW, embedding_ids, sweep_emb},
@@ -846,16 +848,18 @@ static const conf_case_def cases[] = {
     {"matmul", "batched over a 2-d weight", RED, mm_batched_weight, sweep_mnk_small},
     {"matmul", "bias", RED, mm_bias, sweep_mnk_layer},
     {"matmul", "add fused as bias", RED, mm_add_bias, sweep_mnk_layer},
-    {"matmul", "fused bias+gelu", RED, mm_bias_gelu, sweep_mnk_layer},
-    {"matmul", "fused bias+gelu_erf", RED, mm_bias_gelu_erf, sweep_mnk_layer},
-    {"matmul", "fused bias+quick_gelu", RED, mm_bias_quick_gelu, sweep_mnk_layer},
-    {"matmul", "fused bias+silu", RED, mm_bias_silu, sweep_mnk_layer},
-    {"matmul", "bias+gelu: tails, inf/nan", RED, mm_bias_gelu_extreme, sweep_mnk_extreme},
-    {"matmul", "bias+gelu_erf: tails, inf/nan", RED, mm_bias_gelu_erf_extreme, sweep_mnk_extreme},
-    {"matmul", "bias+quick_gelu: tails, inf/nan", RED, mm_bias_quick_gelu_extreme, sweep_mnk_extreme},
-    {"matmul", "bias+silu: tails, inf/nan", RED, mm_bias_silu_extreme, sweep_mnk_extreme},
+/* each activation of params/unary_ops.def after a matmul: fused into its epilogue where the row
+ * says so (epilogue 1), else a step of its own */
+#define EPILOGUE_1 "fused bias+"
+#define EPILOGUE_0 "bias, then "
+#define VKG_ACTIVATION(NAME, name, code, epilogue)                                                      \
+    {"matmul", EPILOGUE_##epilogue #name, RED, mm_bias_##name, sweep_mnk_layer},                         \
+    {"matmul", "bias+" #name ": tails, inf/nan", RED, mm_bias_##name##_extreme, sweep_mnk_extreme},      \
+    {"matmul", EPILOGUE_##epilogue #name "+residual", RED, mm_bias_##name##_residual, sweep_mnk_small},
+#include "params/unary_ops.def"
+#undef EPILOGUE_1
+#undef EPILOGUE_0
     {"matmul", "fused bias+residual", RED, mm_bias_residual, sweep_mnk_layer},
-    {"matmul", "fused bias+gelu+residual", RED, mm_bias_gelu_residual, sweep_mnk_layer},
     {"matmul", "matrix-vector, weights [N, K]", RED, mv_weights_nk, sweep_mv},
     {"matmul", "matrix-vector, weights [K, N]", RED, mv_weights_kn, sweep_mv_kn},
     {"matmul", "GPT-2 c_attn (+bias)", RED, mm_bias, sweep_gpt2_qkv},
@@ -865,6 +869,7 @@ static const conf_case_def cases[] = {
     {"matmul", "GPT-2 logits (x @ wte^T)", RED, mm_transpose_b, sweep_gpt2_logits},
     {"matmul", "fused swiglu (up's epilogue)", RED, mm_swiglu_normal, sweep_llama_mlp},
     {"matmul", "fused swiglu, gate inf/nan", RED, mm_swiglu_special, sweep_mnk_extreme},
+    {"matmul", "fused bias+swiglu (mlp_bias)", RED, mm_bias_swiglu, sweep_mnk_small},
     {"matmul", "Llama gate and up projections", RED, mm_gated_mlp, sweep_llama_mlp},
     {"matmul", "B f16 [N, K], transposed", MM16, mm_f16_nk, sweep_mnk},
     {"matmul", "B bf16 [N, K], transposed", MM16, mm_bf16_nk, sweep_mnk},

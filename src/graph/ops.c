@@ -32,13 +32,26 @@ static int need_weight(vkg_graph *g, const char *op, const char *operand, vkg_te
     return vkg_dtype_is_16bit(g->nodes[t].dtype) || need_f32(g, op, operand, t);
 }
 
+/* A valid f32 operand (the graph failed, naming it, where not). */
+static int f32_operand(vkg_graph *g, const char *op, const char *operand, vkg_tensor t) {
+    return vkg_graph_check(g, op, operand, t) && need_f32(g, op, operand, t);
+}
+
 static vkg_tensor unary_node(vkg_graph *g, vkg_op op, vkg_tensor x) {
-    const char *name = vkg_op_name(op);
-    if (!vkg_graph_check(g, name, "x", x) || !need_f32(g, name, "x", x)) return VKG_NONE;
+    if (!f32_operand(g, vkg_op_name(op), "x", x)) return VKG_NONE;
     vkg_node n;
     vkg_node_init(&n, op, VKG_F32, g->nodes[x].ndim, g->nodes[x].shape);
     n.src[0] = x;
     return vkg_graph_add_node(g, &n);
+}
+
+/* A node shaped as x that also reads src1 and src2 (checked by the caller; either may be VKG_NONE). */
+static vkg_tensor unary_node_with(vkg_graph *g, vkg_op op, vkg_tensor x, vkg_tensor src1, vkg_tensor src2) {
+    vkg_tensor t = unary_node(g, op, x);
+    if (t == VKG_NONE) return t;
+    g->nodes[t].src[1] = src1;
+    g->nodes[t].src[2] = src2;
+    return t;
 }
 
 /* numpy broadcasting of a and b into out; 0 when they do not broadcast. */
@@ -56,9 +69,7 @@ static int broadcast(const vkg_node *a, const vkg_node *b, int *ndim, int64_t *o
 
 static vkg_tensor binary_node(vkg_graph *g, vkg_op op, vkg_tensor a, vkg_tensor b) {
     const char *name = vkg_op_name(op);
-    if (!vkg_graph_check(g, name, "a", a) || !vkg_graph_check(g, name, "b", b) ||
-        !need_f32(g, name, "a", a) || !need_f32(g, name, "b", b))
-        return VKG_NONE;
+    if (!f32_operand(g, name, "a", a) || !f32_operand(g, name, "b", b)) return VKG_NONE;
     int ndim;
     int64_t shape[VKG_MAX_DIMS];
     if (!broadcast(&g->nodes[a], &g->nodes[b], &ndim, shape)) {
@@ -189,11 +200,10 @@ vkg_tensor vkg_mask_causal_window(vkg_graph *g, vkg_tensor x, int32_t offset, vk
                        shape_of(g, x).s);
         return VKG_NONE;
     }
-    vkg_tensor t = unary_node(g, VKG_OP_MASK_CAUSAL, x);
+    vkg_tensor t = unary_node_with(g, VKG_OP_MASK_CAUSAL, x, dyn_offset, VKG_NONE);
     if (t == VKG_NONE) return t;
     g->nodes[t].attr.causal.offset = offset;
     g->nodes[t].attr.causal.window = window;
-    g->nodes[t].src[1] = dyn_offset;
     return t;
 }
 
@@ -227,8 +237,7 @@ static vkg_tensor norm_node(vkg_graph *g, vkg_op op, vkg_tensor x, vkg_tensor ga
     const char *names[2] = {op == VKG_OP_RMS_NORM ? "weight" : "gamma", "beta"};
     for (int i = 0; i < 2; i++) {
         if (params[i] == VKG_NONE) continue;
-        if (!vkg_graph_check(g, name, names[i], params[i]) || !need_f32(g, name, names[i], params[i]))
-            return VKG_NONE;
+        if (!f32_operand(g, name, names[i], params[i])) return VKG_NONE;
         const vkg_node *p = &g->nodes[params[i]];
         if (p->ndim != 1 || p->shape[0] != C) {
             vkg_graph_fail(g, VKG_ERR_SHAPE, "%s: %s %s ('%s') must be [%lld] for x %s", name, names[i],
@@ -241,11 +250,8 @@ static vkg_tensor norm_node(vkg_graph *g, vkg_op op, vkg_tensor x, vkg_tensor ga
         vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: eps must be >= 0", name);
         return VKG_NONE;
     }
-    vkg_tensor t = unary_node(g, op, x);
-    if (t == VKG_NONE) return t;
-    g->nodes[t].src[1] = gamma;
-    g->nodes[t].src[2] = beta;
-    g->nodes[t].attr.layernorm.eps = eps;
+    vkg_tensor t = unary_node_with(g, op, x, gamma, beta);
+    if (t != VKG_NONE) g->nodes[t].attr.layernorm.eps = eps;
     return t;
 }
 
@@ -258,8 +264,8 @@ vkg_tensor vkg_rms_norm(vkg_graph *g, vkg_tensor x, vkg_tensor weight, float eps
 }
 
 vkg_tensor vkg_rope(vkg_graph *g, vkg_tensor x, vkg_tensor cos_sin, int32_t offset, vkg_tensor dyn_offset) {
-    if (!vkg_graph_check(g, "rope", "x", x) || !vkg_graph_check(g, "rope", "cos_sin", cos_sin) ||
-        !need_f32(g, "rope", "cos_sin", cos_sin) || !index_ok(g, "rope", dyn_offset))
+    if (!vkg_graph_check(g, "rope", "x", x) || !f32_operand(g, "rope", "cos_sin", cos_sin) ||
+        !index_ok(g, "rope", dyn_offset))
         return VKG_NONE;
     const vkg_node *nx = &g->nodes[x], *nt = &g->nodes[cos_sin];
     const int64_t D = nx->shape[nx->ndim - 1];
@@ -273,11 +279,8 @@ vkg_tensor vkg_rope(vkg_graph *g, vkg_tensor x, vkg_tensor cos_sin, int32_t offs
                        "for x %s", shape_of(g, cos_sin).s, vkg_tensor_name(g, cos_sin), (long long)D, shape_of(g, x).s);
         return VKG_NONE;
     }
-    vkg_tensor t = unary_node(g, VKG_OP_ROPE, x);
-    if (t == VKG_NONE) return t;
-    g->nodes[t].src[1] = cos_sin;
-    g->nodes[t].src[2] = dyn_offset;
-    g->nodes[t].attr.rope.offset = offset;
+    vkg_tensor t = unary_node_with(g, VKG_OP_ROPE, x, cos_sin, dyn_offset);
+    if (t != VKG_NONE) g->nodes[t].attr.rope.offset = offset;
     return t;
 }
 

@@ -111,21 +111,11 @@ vkg_status vkg_gpt2_config_validate(const vkg_gpt2_config *c, vkg_error *err) {
     return VKG_OK;
 }
 
-/* Reads key as an int: *found says whether it was there (null counts as absent). */
-static vkg_status read_int(const vkg_json *root, const char *key, int *out, int *found, vkg_error *err) {
-    return vkg_config_int(root, key, out, found, err);
-}
-
 static vkg_status read_required(const vkg_json *root, const char *key, int *out, vkg_error *err) {
     int found;
-    vkg_status st = read_int(root, key, out, &found, err);
+    vkg_status st = vkg_config_int(root, key, out, &found, err);
     if (st == VKG_OK && !found) return vkg_error_set(err, VKG_ERR_FORMAT, "missing \"%s\"", key);
     return st;
-}
-
-/* Reads key as 0 or 1; absent or null leaves *out (the default) as it is. */
-static vkg_status read_bool(const vkg_json *root, const char *key, int *out, vkg_error *err) {
-    return vkg_config_bool(root, key, out, err);
 }
 
 /* Settings that change the network beyond what this library builds: refused. */
@@ -138,7 +128,7 @@ static vkg_status check_architecture(const vkg_json *root, vkg_error *err) {
                              vkg_json_string(v, NULL) ? vkg_json_string(v, NULL) : vkg_json_type_name(vkg_json_type_of(v)),
                              vkg_json_string(v, NULL) ? "\"" : "");
     int cross = 0;
-    vkg_status st = read_bool(root, "add_cross_attention", &cross, err);
+    vkg_status st = vkg_config_bool(root, "add_cross_attention", &cross, err);
     if (st != VKG_OK) return st;
     if (cross)
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "\"add_cross_attention\": true is not supported (a GPT-2 with "
@@ -165,7 +155,7 @@ static vkg_status read_tokens(const vkg_json *root, vkg_gpt2_config *c, vkg_erro
     for (int i = 0; i < 2; i++) {
         const vkg_json *v = vkg_json_get(root, keys[i]);
         int found;
-        vkg_status st = read_int(root, keys[i], ids[i], &found, err);
+        vkg_status st = vkg_config_int(root, keys[i], ids[i], &found, err);
         if (st != VKG_OK) return st;
         if (v && !found) *ids[i] = VKG_GPT2_NO_TOKEN; /* present as null: the model has none */
     }
@@ -175,18 +165,16 @@ static vkg_status read_tokens(const vkg_json *root, vkg_gpt2_config *c, vkg_erro
 }
 
 static vkg_status read_activation(const vkg_json *root, vkg_gpt2_config *c, vkg_error *err) {
-    const vkg_json *v = vkg_json_get(root, "activation_function");
-    if (!v || vkg_json_type_of(v) == VKG_JSON_NULL) return VKG_OK;
-    size_t len;
-    const char *s = vkg_json_string(v, &len);
-    if (!s)
-        return vkg_error_set(err, VKG_ERR_FORMAT, "\"activation_function\" must be a string (it is a JSON %s)",
-                             vkg_json_type_name(vkg_json_type_of(v)));
-    if (len >= sizeof c->activation || strlen(s) != len || !vkg_gpt2_activation_kind(s))
+    /* read wider than the field, so that a long unknown name is refused with the supported list */
+    char name[64] = "";
+    int found;
+    vkg_status st = vkg_config_string(root, "activation_function", name, sizeof name, &found, err);
+    if (st != VKG_OK || !found) return st;
+    if (strlen(name) >= sizeof c->activation || !vkg_gpt2_activation_kind(name))
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "activation_function \"%.40s\" is not supported (supported: %s)",
-                             s, vkg_gpt2_activation_names());
+                             name, vkg_gpt2_activation_names());
     memset(c->activation, 0, sizeof c->activation); /* no stale bytes: configs compare with memcmp */
-    memcpy(c->activation, s, len);
+    memcpy(c->activation, name, strlen(name));
     return VKG_OK;
 }
 
@@ -200,29 +188,25 @@ static vkg_status parse_config(const vkg_json *root, vkg_gpt2_config *c, vkg_err
         (st = read_required(root, "n_head", &c->n_head, err)) ||
         (st = read_required(root, "n_embd", &c->n_embd, err)) ||
         (st = read_required(root, "vocab_size", &c->vocab_size, err)) ||
-        (st = read_int(root, "n_positions", &c->n_positions, &found, err)) ||
-        (st = read_int(root, "n_ctx", &n_ctx, &found_ctx, err)))
+        (st = vkg_config_int(root, "n_positions", &c->n_positions, &found, err)) ||
+        (st = vkg_config_int(root, "n_ctx", &n_ctx, &found_ctx, err)))
         return st;
     if (!found) {
         if (!found_ctx) return vkg_error_set(err, VKG_ERR_FORMAT, "missing \"n_positions\" (or the older \"n_ctx\")");
         c->n_positions = n_ctx;
     }
-    if ((st = read_int(root, "n_inner", &c->n_inner, &found, err)) != VKG_OK) return st;
+    if ((st = vkg_config_int(root, "n_inner", &c->n_inner, &found, err)) != VKG_OK) return st;
     if (found && c->n_inner < 1)
         return vkg_error_set(err, VKG_ERR_FORMAT, "n_inner is %d; it must be positive, or null for 4 * n_embd",
                              c->n_inner);
 
-    const vkg_json *v = vkg_json_get(root, "layer_norm_epsilon");
-    if (v && vkg_json_type_of(v) != VKG_JSON_NULL) {
-        if (vkg_json_type_of(v) != VKG_JSON_NUMBER)
-            return vkg_error_set(err, VKG_ERR_FORMAT, "\"layer_norm_epsilon\" must be a number (it is a JSON %s)",
-                                 vkg_json_type_name(vkg_json_type_of(v)));
-        c->layer_norm_epsilon = (float)vkg_json_number(v);
-    }
+    double eps = c->layer_norm_epsilon;
+    if ((st = vkg_config_number(root, "layer_norm_epsilon", &eps, NULL, err)) != VKG_OK) return st;
+    c->layer_norm_epsilon = (float)eps;
     if ((st = read_activation(root, c, err)) ||
-        (st = read_bool(root, "scale_attn_weights", &c->scale_attn_weights, err)) ||
-        (st = read_bool(root, "scale_attn_by_inverse_layer_idx", &c->scale_attn_by_inverse_layer_idx, err)) ||
-        (st = read_bool(root, "reorder_and_upcast_attn", &c->reorder_and_upcast_attn, err)) ||
+        (st = vkg_config_bool(root, "scale_attn_weights", &c->scale_attn_weights, err)) ||
+        (st = vkg_config_bool(root, "scale_attn_by_inverse_layer_idx", &c->scale_attn_by_inverse_layer_idx, err)) ||
+        (st = vkg_config_bool(root, "reorder_and_upcast_attn", &c->reorder_and_upcast_attn, err)) ||
         (st = check_architecture(root, err)))
         return st;
     /* Sizes first: the ids are judged against vocab_size, and n_inner against its bounds. */

@@ -94,15 +94,7 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
     m = vkg_layer_mlp(L, m, &mlp);
     x = named(b, vkg_add(b->g, x, m), "residual_2");
 
-    int want = b->o->attention_layer == VKG_ALL_LAYERS || b->o->attention_layer == layer;
-    if (want) {
-        char name[32];
-        snprintf(name, sizeof name, "attention.%d", layer);
-        vkg_tensor out = probs;
-        if (b->S && b->o->attention_keys > 0)
-            out = named(b, vkg_slice(b->g, probs, 2, 0, b->o->attention_keys), "attn.softmax.slice");
-        if (vkg_output(b->g, name, out) == VKG_OK) gg->attention[layer] = out;
-    }
+    vkg_layer_attention_output(L, b->o, gg, layer, probs);
     return x;
 }
 
@@ -117,19 +109,7 @@ vkg_status vkg_gpt2_build_graph(const void *model, const vkg_forward_options *o,
                  .S = o->cache_len};
     vkg_graph *g = b.g = b.L.g = gg->graph;
 
-    const int64_t tokens[1] = {b.T};
-    gg->ids = vkg_input(g, "ids", VKG_I32, 1, tokens);
-    gg->positions = vkg_input(g, "positions", VKG_I32, 1, tokens);
-    gg->pos = VKG_NONE;
-    if (b.S) {
-        gg->pos = vkg_index(g, "pos");
-        const int64_t cache_shape[4] = {2, b.H, b.S, b.D};
-        for (int i = 0; i < c->n_layer; i++) {
-            char name[48];
-            snprintf(name, sizeof name, "h.%d.kv_cache", i);
-            gg->kv_cache[i] = vkg_state(g, name, 4, cache_shape);
-        }
-    }
+    vkg_layer_forward_inputs(g, o, gg, c->n_layer, b.H, b.D, "h.", "kv_cache");
 
     b.L.prefix[0] = '\0'; /* the embedding and the head have no layer prefix */
     vkg_tensor wte = weight(&b, VKG_GPT2_WTE, 0);

@@ -210,3 +210,30 @@ vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor
     vkg_tensor tokens = vkg_layers_name(b, vkg_permute(g, heads, axes), "attn.merge.permute");
     return vkg_layers_name(b, vkg_reshape(g, tokens, nd, merged), "attn.merge");
 }
+
+void vkg_layer_attention_output(vkg_layers *b, const vkg_forward_options *o, vkg_forward_graph *gg, int layer,
+                                vkg_tensor probs) {
+    if (o->attention_layer != VKG_ALL_LAYERS && o->attention_layer != layer) return;
+    char name[32];
+    snprintf(name, sizeof name, "attention.%d", layer);
+    vkg_tensor out = probs;
+    if (o->cache_len && o->attention_keys > 0)
+        out = vkg_layers_name(b, vkg_slice(b->g, probs, 2, 0, o->attention_keys), "attn.softmax.slice");
+    if (vkg_output(b->g, name, out) == VKG_OK) gg->attention[layer] = out;
+}
+
+void vkg_layer_forward_inputs(vkg_graph *g, const vkg_forward_options *o, vkg_forward_graph *gg, int n_layer,
+                              int64_t n_kv_head, int64_t head_dim, const char *cache_prefix, const char *cache_suffix) {
+    const int64_t tokens[1] = {o->tokens};
+    gg->ids = vkg_input(g, "ids", VKG_I32, 1, tokens);
+    gg->positions = vkg_input(g, "positions", VKG_I32, 1, tokens);
+    gg->pos = VKG_NONE;
+    if (!o->cache_len) return;
+    gg->pos = vkg_index(g, "pos");
+    const int64_t cache_shape[4] = {2, n_kv_head, o->cache_len, head_dim};
+    for (int i = 0; i < n_layer; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s%d.%s", cache_prefix, i, cache_suffix);
+        gg->kv_cache[i] = vkg_state(g, name, 4, cache_shape);
+    }
+}

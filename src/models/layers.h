@@ -16,6 +16,7 @@
 #define VKG_MODELS_LAYERS_H
 
 #include "base/error.h"
+#include "models/decoder.h"
 #include "vkgraph.h"
 
 typedef struct vkg_layers {
@@ -105,5 +106,17 @@ typedef struct vkg_attention {
  * before the output projection; *probs (may be NULL) the probabilities [.., H, T, T or S]. */
 vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
                                int64_t k_col, vkg_tensor v, int64_t v_col, vkg_tensor *probs);
+
+/* A forward graph's inputs: "ids" and "positions" [T]; with a cache (o->cache_len = S) the index
+ * "pos" and each layer's KV cache state [2, n_kv_head, S, head_dim], named
+ * "<cache_prefix><layer>.<cache_suffix>" ("h." and "kv_cache" make "h.3.kv_cache"). */
+void vkg_layer_forward_inputs(vkg_graph *g, const vkg_forward_options *o, vkg_forward_graph *gg, int n_layer,
+                              int64_t n_kv_head, int64_t head_dim, const char *cache_prefix, const char *cache_suffix);
+
+/* When o asks for layer `layer`'s attention (o->attention_layer is it or VKG_ALL_LAYERS), makes
+ * probs [H, T, T or S] the output "attention.<layer>" (with a cache and o->attention_keys = k > 0,
+ * its keys [0, k) alone: "attn.softmax.slice") and records it in gg->attention[layer]. */
+void vkg_layer_attention_output(vkg_layers *b, const vkg_forward_options *o, vkg_forward_graph *gg, int layer,
+                                vkg_tensor probs);
 
 #endif

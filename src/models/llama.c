@@ -107,9 +107,6 @@ static vkg_status load_into(vkg_llama *m, const char *dir, int dtype, const vkg_
 
 static void free_model(void *m) { vkg_llama_free(m); }
 
-static const char *rope_name(vkg_rope_type k) {
-    return k == VKG_ROPE_LINEAR ? "linear" : k == VKG_ROPE_LLAMA3 ? "llama3" : "default";
-}
 
 static void decoder_init(vkg_llama *m) {
     const vkg_llama_config *c = &m->config;
@@ -117,7 +114,7 @@ static void decoder_init(vkg_llama *m) {
         .model = m,
         .facts = {.architecture = vkg_llama_arch_name(c->arch), .ctx_key = "max_position_embeddings",
                   .n_layer = c->n_layer, .n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = c->head_dim,
-                  .rope_theta = c->rope.theta, .rope_scaling = rope_name(c->rope.type), .n_embd = c->hidden_size,
+                  .rope_theta = c->rope.theta, .rope_scaling = vkg_rope_type_name(c->rope.type), .n_embd = c->hidden_size,
                   .n_inner = c->intermediate_size, .n_ctx = m->n_ctx, .n_vocab = c->vocab_size,
                   .bos_token = c->bos_token_id, .eos_token = c->eos_token_id, .tied_head = m->tied_head,
                   .n_params = vkg_llama_weights_numel(c, m->tied_head), .weight_dtype = m->weight_dtype,

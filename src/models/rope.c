@@ -6,14 +6,26 @@
 
 #define TWO_PI 6.28318530717958647692 /* M_PI is not in strict C11 */
 
+#define ROPE_NAME(ENUM, name) #name,
+static const char *const rope_names[VKG_ROPE_TYPE_COUNT] = {VKG_ROPE_TYPES(ROPE_NAME)};
+#undef ROPE_NAME
+#define ROPE_LIST(ENUM, name) ", " #name
+static const char rope_list[] = VKG_ROPE_TYPES(ROPE_LIST); /* ", default, linear, llama3" */
+#undef ROPE_LIST
+
+const char *vkg_rope_type_name(vkg_rope_type type) {
+    return (unsigned)type < VKG_ROPE_TYPE_COUNT ? rope_names[type] : "?";
+}
+
 vkg_status vkg_rope_type_parse(const char *name, vkg_rope_type *type, vkg_error *err) {
-    if (!name || strcmp(name, "default") == 0) *type = VKG_ROPE_DEFAULT;
-    else if (strcmp(name, "linear") == 0) *type = VKG_ROPE_LINEAR;
-    else if (strcmp(name, "llama3") == 0) *type = VKG_ROPE_LLAMA3;
-    else
-        return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "rope_scaling type '%s' is not supported (supported: default, "
-                             "linear, llama3)", name);
-    return VKG_OK;
+    if (!name) name = rope_names[VKG_ROPE_DEFAULT];
+    for (int t = 0; t < VKG_ROPE_TYPE_COUNT; t++)
+        if (strcmp(name, rope_names[t]) == 0) {
+            *type = (vkg_rope_type)t;
+            return VKG_OK;
+        }
+    return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "rope_scaling type '%s' is not supported (supported: %s)", name,
+                         rope_list + 2);
 }
 
 vkg_status vkg_rope_inv_freq(const vkg_rope_config *c, double *inv_freq, double *attention_factor, vkg_error *err) {

@@ -17,7 +17,17 @@
 
 #include <stdint.h>
 
-typedef enum vkg_rope_type { VKG_ROPE_DEFAULT, VKG_ROPE_LINEAR, VKG_ROPE_LLAMA3 } vkg_rope_type;
+/* The rope types, the one list of them: X(ENUM, name) per type, VKG_ROPE_<ENUM> named "name" as
+ * rope_scaling's rope_type names it.  The enum, the names, the parser and the conformance cases
+ * (one per type) are generated from it. */
+#define VKG_ROPE_TYPES(X) X(DEFAULT, default) X(LINEAR, linear) X(LLAMA3, llama3)
+
+#define VKG_ROPE_TYPE_ENUM(ENUM, name) VKG_ROPE_##ENUM,
+typedef enum vkg_rope_type { VKG_ROPE_TYPES(VKG_ROPE_TYPE_ENUM) VKG_ROPE_TYPE_COUNT } vkg_rope_type;
+#undef VKG_ROPE_TYPE_ENUM
+
+/* "default", "linear", "llama3"; "?" for a value outside the enum. */
+const char *vkg_rope_type_name(vkg_rope_type type);
 
 typedef struct vkg_rope_config {
     vkg_rope_type type;

@@ -22,7 +22,16 @@ typedef enum vkg_vk_shader {
     VKG_SH_COUNT
 } vkg_vk_shader;
 
+/* The specialization constants' ids by name (shaders/params/spec_constants.def): spec[VKG_SPEC_COLS]
+ * is the value of matvec.glsl's COLS.  Names of different shaders share ids. */
+typedef enum vkg_vk_spec {
+#define VKG_SPEC(NAME, id, type) VKG_SPEC_##NAME = id,
+#include "params/spec_constants.def"
+} vkg_vk_spec;
+
 #define VKG_VK_MAX_SPEC 8
+#define VKG_SPEC(NAME, id, type) _Static_assert(id < VKG_VK_MAX_SPEC, "VKG_SPEC_" #NAME ": ids below VKG_VK_MAX_SPEC");
+#include "params/spec_constants.def"
 
 typedef struct vkg_vk_pipeline {
     vkg_vk_shader shader;

@@ -114,7 +114,8 @@ static int choose_matvec_texel(const vkg_vk_context *c, const vkg_step *st, vkg_
     uint32_t tn = t->mvx_tn;
     while (tn > 1 && div_up(texels, lanes * tn) < t->mvx_min_groups) tn /= 2;
     *sh = VKG_SH_MATVEC_TEXEL;
-    spec[0] = t->mvx_wg, spec[1] = t->mvx_split, spec[2] = tn, spec[3] = (uint32_t)t->mvx_sync, *n_spec = 4;
+    spec[VKG_SPEC_WG_X] = t->mvx_wg, spec[VKG_SPEC_SPLIT] = t->mvx_split, spec[VKG_SPEC_COL_TEXELS] = tn;
+    spec[VKG_SPEC_SYNC] = (uint32_t)t->mvx_sync, *n_spec = VKG_SPEC_SYNC + 1;
     g[0] = div_up(texels, lanes * tn), g[1] = 1, g[2] = m->batch0 * m->batch1;
     return 1;
 }
@@ -133,7 +134,8 @@ static int choose_matvec_texelt(const vkg_vk_context *c, const vkg_step *st, vkg
         !texel_fits(c, &st->bind[1], 16))
         return 0;
     *sh = VKG_SH_MATVEC_TEXELT;
-    spec[0] = t->mvt_wg, spec[1] = t->mvt_rows, spec[2] = t->mvt_blocks, spec[3] = t->mvt_spans, *n_spec = 4;
+    spec[VKG_SPEC_WG_X] = t->mvt_wg, spec[VKG_SPEC_BLOCK_ROWS] = t->mvt_rows, spec[VKG_SPEC_SPAN_BLOCKS] = t->mvt_blocks;
+    spec[VKG_SPEC_WG_SPANS] = t->mvt_spans, *n_spec = VKG_SPEC_WG_SPANS + 1;
     g[0] = div_up(m->N, (uint64_t)t->mvt_rows * t->mvt_blocks * t->mvt_spans), g[1] = 1, g[2] = m->batch0 * m->batch1;
     return 1;
 }
@@ -170,14 +172,15 @@ static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_sh
         if (m->M == 1) wx = t->mv_wg, wy = 1, tm = 1;
     } else if (m->M == 1) {
         *sh = VKG_SH_MATVEC;
-        spec[0] = t->mv_wg, spec[1] = t->mv_cols, *n_spec = 2;
+        spec[VKG_SPEC_WG_X] = t->mv_wg, spec[VKG_SPEC_COLS] = t->mv_cols, *n_spec = VKG_SPEC_COLS + 1;
         g[0] = div_up(m->N, t->mv_cols), g[1] = 1, g[2] = m->batch0 * m->batch1;
         return;
     } else {
         *sh = VKG_SH_MATMUL_TILED;
     }
-    spec[0] = wx, spec[1] = wy, spec[2] = tm, spec[3] = tn, spec[4] = t->mm_bk;
-    *n_spec = *sh == VKG_SH_MATMUL_TILED ? 5 : 4;
+    spec[VKG_SPEC_WG_X] = wx, spec[VKG_SPEC_WG_Y] = wy, spec[VKG_SPEC_TM] = tm, spec[VKG_SPEC_TN] = tn;
+    spec[VKG_SPEC_BK] = t->mm_bk;
+    *n_spec = *sh == VKG_SH_MATMUL_TILED ? VKG_SPEC_BK + 1 : VKG_SPEC_TN + 1;
     g[0] = div_up(m->N, (uint64_t)wx * tn), g[1] = div_up(m->M, (uint64_t)wy * tm), g[2] = m->batch0 * m->batch1;
 }
 
@@ -186,31 +189,33 @@ static void choose_matmul(const vkg_vk_context *c, const vkg_step *st, vkg_vk_sh
  * The loops over a register block inside the walk have constant bounds and are unrolled.  sg:
  * the device's subgroup size (the lanes that share a walk in matvec_texelt.glsl). */
 static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, const uint32_t spec[], uint64_t sg) {
-    uint64_t K = m->K, store = (uint64_t)spec[2] * (spec[3] + 1) + 1;
+    uint64_t K = m->K, store = (uint64_t)spec[VKG_SPEC_TM] * (spec[VKG_SPEC_TN] + 1) + 1;
     if (sh == VKG_SH_MATMUL_TEXEL4 || sh == VKG_SH_MATMUL_TEXEL4T || sh == VKG_SH_MATMUL_TEXEL8_B16 ||
         sh == VKG_SH_MATMUL_TEXEL8T_B16)
         return div_up(K, 4) + 1 + store;
     if (sh == VKG_SH_MATMUL_TEXEL) return K + 1 + store;
     if (sh == VKG_SH_MATVEC) {
-        uint64_t split = spec[0] / spec[1];
+        uint64_t split = spec[VKG_SPEC_WG_X] / spec[VKG_SPEC_COLS];
         return div_up(K, split) + split + 2;
     }
     if (sh == VKG_SH_MATVEC_TEXELT) {
         /* per block of rows its walk along k (a lane's share of the row's texels, four elements
          * or more each), then the store of the block's rows; a subgroup takes every
          * (wg / sg)-th span of the workgroup */
-        uint64_t walk = div_up(div_up(K, 4), sg) + 1, spans = div_up(spec[3], div_up(spec[0], sg));
-        return spans * (spec[2] * (walk + spec[1] + 1) + 1) + 1;
+        uint64_t walk = div_up(div_up(K, 4), sg) + 1;
+        uint64_t spans = div_up(spec[VKG_SPEC_WG_SPANS], div_up(spec[VKG_SPEC_WG_X], sg));
+        return spans * (spec[VKG_SPEC_SPAN_BLOCKS] * (walk + spec[VKG_SPEC_BLOCK_ROWS] + 1) + 1) + 1;
     }
     if (sh == VKG_SH_MATVEC_TEXEL) {
         /* the walk over one slice's blocks of four rows and the partial block at its end, then
-         * the store of 8 x spec[2] outputs at most, each summed over the slices */
-        uint64_t split = spec[1], outs = 8 * (uint64_t)spec[2];
+         * the store of 8 x COL_TEXELS outputs at most, each summed over the slices */
+        uint64_t split = spec[VKG_SPEC_SPLIT], outs = 8 * (uint64_t)spec[VKG_SPEC_COL_TEXELS];
         return div_up(div_up(K, 4), split) + 2 + outs * (split + 1) + 1;
     }
     /* VKG_SH_MATMUL_TILED, the one other shader choose_matmul picks */
-    uint64_t threads = (uint64_t)spec[0] * spec[1], bm = (uint64_t)spec[1] * spec[2], bn = (uint64_t)spec[0] * spec[3];
-    uint64_t bk = spec[4];
+    uint64_t threads = (uint64_t)spec[VKG_SPEC_WG_X] * spec[VKG_SPEC_WG_Y];
+    uint64_t bm = (uint64_t)spec[VKG_SPEC_WG_Y] * spec[VKG_SPEC_TM], bn = (uint64_t)spec[VKG_SPEC_WG_X] * spec[VKG_SPEC_TN];
+    uint64_t bk = spec[VKG_SPEC_BK];
     return div_up(K, bk) * (div_up(bm * bk, threads) + div_up(bk * bn, threads) + 3) + store;
 }
 
@@ -233,13 +238,13 @@ static int attention_vec4(const vkg_vk_context *c, const vkg_step *st) {
 static uint64_t attention_iterations(const vkg_attention_params *a) { return (uint64_t)a->S + 8; }
 
 /* Turns the f32 shader chosen for a step into its variant for a 16-bit operand (matmul's B, an
- * embedding table): specialization constant 5 says which 16-bit format (matmul_b16.glsl); the
+ * embedding table): WIDEN_BF16 says which 16-bit format (matmul_b16.glsl); the
  * constants in between are ones the shader may not use (entries for absent ids are ignored). */
 static void widen_16bit(vkg_vk_shader *sh, uint32_t spec[], uint32_t *n_spec, int bf16) {
     *sh = vkg_vk_shader_b16_variant(*sh);
-    for (uint32_t i = *n_spec; i < 5; i++) spec[i] = 0;
-    spec[5] = (uint32_t)bf16;
-    *n_spec = 6;
+    for (uint32_t i = *n_spec; i < VKG_SPEC_WIDEN_BF16; i++) spec[i] = 0;
+    spec[VKG_SPEC_WIDEN_BF16] = (uint32_t)bf16;
+    *n_spec = VKG_SPEC_WIDEN_BF16 + 1;
 }
 
 /* Binding b of step st as shader sh sees it: 1 and its texel format and size when it is a texel
@@ -259,7 +264,8 @@ static int texel_view(vkg_vk_shader sh, uint32_t b, VkFormat *format, uint64_t *
 }
 
 /* Per family (graph/kernels.def): <name>_shader picks the step's shader, sets its specialization
- * constants spec[0..*n_spec) (on entry spec[0] is the element-wise workgroup width, *n_spec 1) and
+ * constants spec[0..*n_spec) by name (VKG_SPEC_*; on entry spec[VKG_SPEC_WG_X] is the element-wise
+ * workgroup width, *n_spec 1) and
  * its workgroup count g, or says why the device cannot run the step. */
 
 static vkg_status matmul_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
@@ -309,8 +315,8 @@ static vkg_status unary_shader(const vkg_vk_context *c, const vkg_step *st, vkg_
 /* One row of `cols` per workgroup of the row width (widened for very wide rows). */
 static vkg_status row_groups(const vkg_vk_context *c, const vkg_step *st, uint32_t rows, uint32_t cols,
                              uint32_t spec[], uint32_t g[3], vkg_error *err) {
-    spec[0] = row_workgroup(c, cols);
-    return linear_groups(c, st, rows, (uint64_t)rows * cols, row_iterations(c, cols, spec[0]), g, err);
+    spec[VKG_SPEC_WG_X] = row_workgroup(c, cols);
+    return linear_groups(c, st, rows, (uint64_t)rows * cols, row_iterations(c, cols, spec[VKG_SPEC_WG_X]), g, err);
 }
 
 static vkg_status softmax_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
@@ -359,21 +365,21 @@ static vkg_status attention_shader(const vkg_vk_context *c, const vkg_step *st, 
     const int split = run < sg;
     /* split: a subgroup per row, one workgroup per run (a group's heads together) */
     const uint64_t split_rows = grouped && run * sg <= vkg_vk_max_workgroup_x(c) ? run : 1;
-    spec[0] = split ? (uint32_t)(split_rows * sg) : c->tuning.row_wg;
-    spec[1] = div_up(a->D, 4), spec[2] = div_up(a->Dv, 4);
-    spec[3] = (uint32_t)split, *n_spec = 4;
-    if (spec[1] == 0) spec[1] = 1;
-    if (spec[2] == 0) spec[2] = 1;
+    spec[VKG_SPEC_WG_X] = split ? (uint32_t)(split_rows * sg) : c->tuning.row_wg;
+    spec[VKG_SPEC_D4] = div_up(a->D, 4), spec[VKG_SPEC_DV4] = div_up(a->Dv, 4);
+    spec[VKG_SPEC_SPLIT_KEYS] = (uint32_t)split, *n_spec = VKG_SPEC_SPLIT_KEYS + 1;
+    if (spec[VKG_SPEC_D4] == 0) spec[VKG_SPEC_D4] = 1;
+    if (spec[VKG_SPEC_DV4] == 0) spec[VKG_SPEC_DV4] = 1;
     /* one unit: a workgroup's tile of consecutive query rows of one run (split_rows when split) */
     uint64_t rows = batch * run;
-    uint64_t units = batch * div_up(run, split ? split_rows : spec[0]);
+    uint64_t units = batch * div_up(run, split ? split_rows : spec[VKG_SPEC_WG_X]);
     return linear_groups(c, st, units, rows * a->S * (a->D + a->Dv), attention_iterations(a), g, err);
 }
 
 vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                               uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
-    spec[0] = c->tuning.elementwise_wg;
-    *n_spec = 1;
+    spec[VKG_SPEC_WG_X] = c->tuning.elementwise_wg;
+    *n_spec = VKG_SPEC_WG_X + 1;
     switch (st->kernel) {
 #define VKG_KERNEL(ENUM, name, n_bindings, units, cost, ...) \
     case VKG_KERNEL_##ENUM: return name##_shader(c, st, sh, spec, n_spec, g, err);

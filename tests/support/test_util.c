@@ -161,3 +161,58 @@ int test_read_ids(const char *dir_rel, int32_t *ids, int cap) {
     fclose(f);
     return n;
 }
+
+int test_expect_logits(const float *got, const float *want, size_t first, size_t rows, size_t V, double nmse_max,
+                       float tie, const char *what) {
+    double e = test_nmse(got, want, rows * V);
+    if (!(e <= nmse_max)) fail_msg("%s: NMSE %.3e against the NumPy reference exceeds %.0e", what, e, nmse_max);
+    int ties = 0;
+    for (size_t r = 0; r < rows; r++) {
+        int32_t a = vkg_argmax(got + r * V, (int)V), b = vkg_argmax(want + r * V, (int)V);
+        if (a == b) continue;
+        if (fabsf(want[r * V + (size_t)a] - want[r * V + (size_t)b]) > tie)
+            fail_msg("%s: row %zu: argmax %d, the reference's %d (logits %g and %g)", what, first + r, (int)a, (int)b,
+                     (double)want[r * V + (size_t)a], (double)want[r * V + (size_t)b]);
+        ties++;
+    }
+    fprintf(stderr, "  %-60s NMSE %.2e%s\n", what, e, ties ? " (argmax ties)" : "");
+    return ties;
+}
+
+vkg_session *test_session_for(vkg_device *dev, vkg_graph *g, vkg_plan **plan) {
+    vkg_compile_options co;
+    vkg_compile_options_default(&co);
+    vkg_device_compile_options(dev, &co);
+    vkg_error err = {0};
+    *plan = NULL;
+    if (vkg_plan_compile(g, &co, plan, &err) != VKG_OK) fail_msg("%s", err.message);
+    vkg_session *s = NULL;
+    if (vkg_session_new(dev, *plan, &s, &err) != VKG_OK) fail_msg("%s", err.message);
+    return s;
+}
+
+int test_open_model(const char *device, const char *model_rel, vkg_device **dev, vkg_model **model) {
+    vkg_device_options o = {.cpu_threads = 2, .quiet = 1, .validation = strcmp(device, "cpu") != 0};
+    vkg_error err = {0};
+    *dev = NULL;
+    *model = NULL;
+    if (vkg_device_open(device, &o, dev, &err) != VKG_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", device, err.message);
+        return -1;
+    }
+    if (vkg_model_open(test_data_path(model_rel), *dev, NULL, model, &err) != VKG_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        vkg_device_free(*dev);
+        *dev = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int test_close_model(vkg_device *dev, vkg_model *model) {
+    vkg_model_free(model);
+    const uint64_t messages = vkg_device_validation_errors(dev);
+    vkg_device_free(dev);
+    if (messages) fprintf(stderr, "%llu validation messages\n", (unsigned long long)messages);
+    return messages ? -1 : 0;
+}

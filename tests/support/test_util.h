@@ -6,6 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "vkgraph.h"
+#include "vkgraph_model.h"
+
 /* Normalised mean squared error: sum((a-b)^2) / max(sum(b^2), tiny). */
 double test_nmse(const float *a, const float *b, size_t n);
 double test_max_abs_diff(const float *a, const float *b, size_t n);
@@ -28,6 +31,23 @@ float *test_numpy_logits_of(const char *script_env, const char *model_dir, const
 /* The float32 matrix [rows, cols] of a .npy file (the caller frees it); fails the test when the
  * file cannot be read or has another shape. */
 float *test_read_npy_matrix(const char *path, int64_t rows, int64_t cols);
+/* Logits [rows, V] against a reference's rows in the same layout: fails the test when their NMSE
+ * exceeds nmse_max, or when a row's argmax is not the reference's and the reference's logits of
+ * the two lie more than tie apart (closer, either choice is right).  Prints the NMSE under `what`;
+ * first numbers the rows in messages.  Returns how many rows were such ties. */
+int test_expect_logits(const float *got, const float *want, size_t first, size_t rows, size_t V, double nmse_max,
+                       float tie, const char *what);
+/* g compiled for dev (its compile options) and a session of the plan; fails the test on any error.
+ * The caller frees both. */
+vkg_session *test_session_for(vkg_device *dev, vkg_graph *g, vkg_plan **plan);
+/* Opens `device` ("cpu": 2 threads; else with the validation layer) and the model in the test data
+ * folder under model_rel; 0, or -1 with the error printed and nothing left open (a cmocka setup's
+ * return). */
+int test_open_model(const char *device, const char *model_rel, vkg_device **dev, vkg_model **model);
+/* Frees what test_open_model opened: 0, or -1 after printing how many validation messages the
+ * device reported (a cmocka teardown's return). */
+int test_close_model(vkg_device *dev, vkg_model *model);
+
 /* A fresh directory under /tmp (caller frees the string; removes nothing). */
 char *test_tmpdir(const char *tag);
 /* Removes dir and everything under it (symbolic links are removed, never followed); 0 on
