@@ -199,6 +199,24 @@ def seeds_graph():
     put("graph", "llama", llama)
 
 
+def seeds_generation_config():
+    """generation_config.json as Llama 3.2 Instruct, Qwen2.5 Instruct and TinyLlama ship it (ids
+    scaled into the target's vocabulary of 300), each with a config.json after the separator, and
+    near misses."""
+    llama = {"bos_token_id": 1, "do_sample": True, "eos_token_id": [2, 8, 9], "temperature": 0.6, "top_p": 0.9,
+             "transformers_version": "4.45.0.dev0"}
+    qwen = {"bos_token_id": 5, "pad_token_id": 5, "do_sample": True, "eos_token_id": [6, 5], "repetition_penalty": 1.05,
+            "temperature": 0.7, "top_p": 0.8, "top_k": 20, "transformers_version": "4.37.0"}
+    tiny = {"eos_token_id": 2, "max_length": 2048, "pad_token_id": 0, "num_beams": 4, "no_repeat_ngram_size": 3}
+    config = {"model_type": "llama", "eos_token_id": [2, 299, 300]}
+    for name, g in (("llama3.json", llama), ("qwen2.5.json", qwen), ("tinyllama.json", tiny)):
+        put("generation_config", name, json.dumps(g, indent=2).encode() + SEP + json.dumps(config).encode())
+    put("generation_config", "no_eos.json", json.dumps({"do_sample": False}).encode() + SEP + json.dumps(config).encode())
+    put("generation_config", "bad_top_p.json", json.dumps({"top_p": 1.5}))
+    put("generation_config", "bad_eos.json", json.dumps({"eos_token_id": ["</s>"]}))
+    put("generation_config", "many_eos.json", json.dumps({"eos_token_id": list(range(40))}))
+
+
 def seeds_template():
     """Each chat template of tests/data/templates/ with one of its conversations, and a few small
     templates that reach the refusals and the bounds."""
@@ -232,6 +250,7 @@ def seeds_template():
 if __name__ == "__main__":
     seeds_safetensors()
     seeds_config()
+    seeds_generation_config()
     seeds_tokenizers()
     seeds_prompt()
     seeds_ids()

@@ -60,6 +60,9 @@ int vkg_tokenizer_present(const char *dir);
 
 int32_t vkg_tokenizer_vocab_size(const vkg_tokenizer *t); /* ids are 0..size-1 (50257 for GPT-2) */
 int32_t vkg_tokenizer_eot(const vkg_tokenizer *t);        /* <|endoftext|>, -1 if absent */
+/* The tokenizer's end token: tokenizer_config.json's eos_token when the folder has that file and
+ * the token, else <|endoftext|>; -1 if neither. */
+int32_t vkg_tokenizer_eos(const vkg_tokenizer *t);
 
 /* text need not be NUL-terminated.  Invalid UTF-8 (a stray continuation byte, a truncated or
  * overlong sequence, an encoded surrogate, a code point above U+10FFFF) gives
@@ -144,7 +147,10 @@ typedef struct vkg_model_info {
     int n_vocab;
     int n_inner;               /* the MLP's width                                                */
     int64_t n_params;          /* parameters, a tied head counted once                          */
-    int32_t bos_token, eos_token; /* or VKG_NO_TOKEN                                             */
+    int32_t bos_token, eos_token; /* or VKG_NO_TOKEN; bos: generation_config.json's bos_token_id
+                                  when it gives one, else config.json's.  eos: config.json's
+                                  (the first of a list); generation stops at every id of
+                                  vkg_model_stop_ids                                             */
     int tied_head;
     vkg_weight_dtype dtype;    /* what the weight matrices are kept in: F32, F16 or BF16        */
     int weights_transposed;    /* the layers' projections held [out, in] for the device
@@ -153,6 +159,11 @@ typedef struct vkg_model_info {
     int random_weights;        /* the folder says its weights are random (vkgraph gpt2-random)   */
     char note[640];            /* what a user should know (a special token outside the
                                   vocabulary, a tokenizer not read); "" when nothing             */
+    int max_new_tokens;        /* generation_config.json's max_new_tokens; 0 when it gives none  */
+    int max_length;            /* generation_config.json's max_length: tokens in all, prompt
+                                  included; 0 when it gives none                                 */
+    char generation_note[320]; /* generation_config.json's keys that change the choice of tokens
+                                  and are not applied, by name ("num_beams 4"); "" when none     */
 } vkg_model_info;
 
 vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_error *err);
@@ -236,6 +247,8 @@ typedef struct vkg_random_model_options {
     const char *arch;           /* NULL: the shape's; else must be the shape's model_type          */
     int n_layer;                /* 0: the shape's                                                  */
     int n_positions;            /* 0: the shape's max_position_embeddings                          */
+    int vocab_size;             /* 0: the shape's; else that many tokens (a bos / eos id outside
+                                   them becomes null)                                              */
     int tied;                   /* -1: the shape's; 0: a separate lm_head.weight; 1: tied          */
     int shards;                 /* 0 or 1: model.safetensors; else that many shards                */
     vkg_weight_dtype dtype;     /* AS_STORED means f32                                             */
@@ -287,6 +300,8 @@ void vkg_context_free(vkg_context *ctx); /* NULL is fine */
 vkg_status vkg_context_prefill(vkg_context *ctx, const int32_t *ids, int n, vkg_error *err);
 /* Feeds one token: vkg_context_prefill(ctx, &id, 1, err). */
 vkg_status vkg_context_decode(vkg_context *ctx, int32_t id, vkg_error *err);
+/* The model the context runs. */
+vkg_model *vkg_context_model(const vkg_context *ctx);
 /* Tokens in the cache. */
 int vkg_context_length(const vkg_context *ctx);
 /* The tokens of the context, oldest first: the n_cached in the cache, then a token that
@@ -322,6 +337,66 @@ vkg_status vkg_context_get_attention(vkg_context *ctx, int layer, float *out, si
  * A row outside the feed is VKG_ERR_INVALID_ARGUMENT naming it. */
 vkg_status vkg_context_get_logits_rows(vkg_context *ctx, const int *rows, int n_rows, float *out, size_t floats,
                                        vkg_error *err);
+
+/* ---- batches of sequences ----------------------------------------------------------------------
+ * A batch context holds n_seq sequences at once, each with its own KV cache of n_ctx positions
+ * (its slot; sequence ids are the slots 0 .. n_seq-1), sharing one copy of the weights.  Add
+ * tokens to any sequences, then one vkg_batch_step runs them all: the sequences given one token
+ * each go through one decode step together (their tokens are the rows of every matmul, so the
+ * weights are read once for all of them; each row attends to its own sequence's cache alone),
+ * and a sequence given several tokens (a prompt) goes through a prefill pass of its own first.
+ * A sequence's logits do not depend on the others in the step: bit for bit the same on the CPU
+ * executor as when it runs alone; on Vulkan within the conformance thresholds.
+ *
+ * Plans for 1, 2, 4, .. and n_seq rows are compiled on first use and kept (a step runs the
+ * smallest that covers the highest slot stepping: keep busy sequences in low slots, as
+ * vkg_batch_seq_claim does); a prompt's prefill plan is compiled for its length.
+ *
+ *   vkg_batch_context *b;  vkg_batch_context_new(model, &opts, &b, &err);
+ *   int s;  vkg_batch_seq_claim(b, &s, &err);          // a free slot
+ *   vkg_batch_add(b, s, prompt, n, &err);              // any number of sequences
+ *   vkg_batch_step(b, &err);
+ *   vkg_batch_get_logits(b, s, logits, n_vocab, &err); // then add the chosen token, step, ...
+ *   vkg_batch_seq_remove(b, s, &err);                  // the slot is free at once
+ */
+typedef struct vkg_batch_context vkg_batch_context;
+
+typedef struct vkg_batch_options {
+    int n_seq;                 /* sequences held at once, 1 to VKG_BATCH_MAX_SEQ; default 8      */
+    int n_ctx;                 /* positions of each sequence's cache, 1 to the model's n_ctx;
+                                  0: the model's                                                 */
+} vkg_batch_options;
+#define VKG_BATCH_MAX_SEQ 64
+
+void vkg_batch_options_default(vkg_batch_options *o);
+/* opts may be NULL for the defaults.  Compiles the n_seq-row decode plan and uploads the
+ * weights once; the caches take n_seq * n_ctx positions of device memory. */
+vkg_status vkg_batch_context_new(vkg_model *m, const vkg_batch_options *opts, vkg_batch_context **out,
+                                 vkg_error *err);
+void vkg_batch_context_free(vkg_batch_context *b); /* NULL is fine */
+int vkg_batch_n_seq(const vkg_batch_context *b);
+int vkg_batch_n_ctx(const vkg_batch_context *b);
+/* Tokens in sequence seq's cache (0 for an empty slot or a bad id). */
+int vkg_batch_seq_length(const vkg_batch_context *b, int seq);
+/* Marks the lowest free slot used and gives its id; every slot in use is VKG_ERR_UNSUPPORTED
+ * ("all 8 sequence slots are in use"). */
+vkg_status vkg_batch_seq_claim(vkg_batch_context *b, int *seq, vkg_error *err);
+/* Queues n >= 1 tokens for sequence seq (a slot claimed or not: adding marks it used) for the
+ * next step.  A bad id, ids outside the vocabulary, or tokens past the sequence's cache
+ * (queued ones counted) are VKG_ERR_INVALID_ARGUMENT naming which; nothing is queued then. */
+vkg_status vkg_batch_add(vkg_batch_context *b, int seq, const int32_t *ids, int n, vkg_error *err);
+/* Runs every queued token (nothing queued: nothing runs).  On an error the queued tokens of the
+ * sequences not yet run stay queued and the others' are consumed. */
+vkg_status vkg_batch_step(vkg_batch_context *b, vkg_error *err);
+/* The prediction after sequence seq's last token: n_vocab floats.  VKG_ERR_INVALID_ARGUMENT
+ * while none is known (nothing run since the sequence was emptied, claimed or copied into). */
+vkg_status vkg_batch_get_logits(vkg_batch_context *b, int seq, float *out, size_t floats, vkg_error *err);
+/* Empties sequence seq and frees its slot (queued tokens dropped). */
+vkg_status vkg_batch_seq_remove(vkg_batch_context *b, int seq, vkg_error *err);
+/* Prompt caching: sequence dst (any slot but src; its queue must be empty) gets the first n
+ * cached tokens of src (0 <= n <= src's length), as if it had been fed them: the next tokens
+ * added to dst go after them and give the logits a prefill of all of them would. */
+vkg_status vkg_batch_seq_copy(vkg_batch_context *b, int src, int dst, int n, vkg_error *err);
 
 /* ---- saving and loading a context's state -----------------------------------------------------
  * A state holds a context's tokens (with a token vkg_context_generate left pending), the KV
@@ -432,7 +507,8 @@ void vkg_sampler_chain_reset(vkg_sampler_chain *c);
 /* Why vkg_context_generate stopped. */
 typedef enum vkg_stop_reason {
     VKG_STOP_MAX_TOKENS = 0,   /* max_tokens were generated                                      */
-    VKG_STOP_EOS = 1,          /* the model chose its end-of-text token (not kept)               */
+    VKG_STOP_EOS = 1,          /* the model chose one of its stop ids (vkg_model_stop_ids; not
+                                  kept)                                                          */
     VKG_STOP_STRING = 2,       /* the text ended with a stop string (stop_index says which)      */
     VKG_STOP_CONTEXT_FULL = 3, /* the cache is full                                              */
     VKG_STOP_CALLBACK = 4      /* the callback returned nonzero                                  */
@@ -448,7 +524,7 @@ typedef int (*vkg_token_callback)(void *user, int32_t id, const char *text, size
 typedef struct vkg_generate_options {
     int max_tokens;                 /* at most this many tokens (default 50); 0 generates none  */
     vkg_sampling_options sampling;  /* default: greedy (temperature 0)                          */
-    int ignore_eos;                 /* never choose the end-of-text token                       */
+    int ignore_eos;                 /* never choose a stop id (vkg_model_stop_ids)              */
     const char *const *stops;       /* n_stops non-empty stop strings (need a tokenizer)        */
     int n_stops;
     const int32_t *prompt;          /* n_prompt tokens fed first, with any pending token, in one
@@ -457,6 +533,22 @@ typedef struct vkg_generate_options {
 } vkg_generate_options;
 
 void vkg_generate_options_default(vkg_generate_options *o);
+
+/* The ids that end a turn, which vkg_context_generate stops at (VKG_STOP_EOS): the eos_token_id
+ * of the folder's generation_config.json (an id or a list), else config.json's (an id or a
+ * list; absent, the model class's default, as transformers), else the tokenizer's
+ * (vkg_tokenizer_eos).  Ids outside the vocabulary are dropped (info.note says so).  Writes up
+ * to cap ids to out (out may be NULL with cap 0) and returns how many there are. */
+int vkg_model_stop_ids(const vkg_model *m, int32_t *out, int cap);
+
+/* o as the model's generation_config.json sets generation up, as transformers'
+ * GenerationConfig reads it: vkg_generate_options_default, then max_new_tokens as max_tokens;
+ * repetition_penalty over the whole context; and when do_sample is true (transformers' default is
+ * false: greedy), temperature, top_k (50 when not given), top_p and min_p.  max_length is
+ * vkg_model_info.max_length (for the caller: it counts the prompt); keys that change the choice
+ * and are not applied are named in vkg_model_info.generation_note (docs/API.md).  The seed is
+ * left 0. */
+void vkg_model_generate_defaults(const vkg_model *m, vkg_generate_options *o);
 
 typedef struct vkg_generate_result {
     int generated;                  /* tokens passed to the callback (the eos is not)          */

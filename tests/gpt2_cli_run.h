@@ -96,6 +96,18 @@ static inline result run(const char *const *argv, const char *env) {
     return r;
 }
 
+/* Runs argv with standard input read from the file `input`. */
+static inline result run_with_input(const char *const *argv, const char *input, const char *env) {
+    int saved = dup(0), in = open(input, O_RDONLY);
+    assert_true(saved >= 0 && in >= 0);
+    assert_true(dup2(in, 0) == 0); /* the child inherits it */
+    close(in);
+    result r = run(argv, env);
+    assert_true(dup2(saved, 0) == 0);
+    close(saved);
+    return r;
+}
+
 /* vkgraph ARGS... ; the command's exit status must be `status`; for errors, stderr must start with
  * "vkgraph CMD: " and hold `part`. */
 #define VKG(...) run((const char *const[]){bin, __VA_ARGS__, NULL}, NULL)

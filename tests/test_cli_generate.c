@@ -7,18 +7,6 @@
 
 #include <pty.h>
 
-/* Runs argv with standard input read from the file `input`. */
-static result run_with_input(const char *const *argv, const char *input, const char *env) {
-    int saved = dup(0), in = open(input, O_RDONLY);
-    assert_true(saved >= 0 && in >= 0);
-    assert_true(dup2(in, 0) == 0); /* the child inherits it */
-    close(in);
-    result r = run(argv, env);
-    assert_true(dup2(saved, 0) == 0);
-    close(saved);
-    return r;
-}
-
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
     assert_non_null(f);

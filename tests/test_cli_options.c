@@ -91,7 +91,8 @@ static void test_spellings(void **state) {
                 "unknown option '-s' (llama.cpp's spelling of --seed, which vkgraph dump does not take");
 }
 
-/* -c / --ctx-size: the context of the model random or gpt2-random writes; refused by name elsewhere. */
+/* -c / --ctx-size: the context of the model random or gpt2-random writes, and serve's KV cache per
+ * slot; refused by name elsewhere. */
 static void test_ctx_size(void **state) {
     (void)state;
     need_binary();
@@ -117,6 +118,11 @@ static void test_ctx_size(void **state) {
     config = test_read_file(path, NULL);
     assert_non_null(strstr(config, "\"max_position_embeddings\": 48"));
     free(config);
+    /* serve takes both spellings: a size beyond the model's context reaches serve's own check. */
+    expect_fail(VKG("serve", "-m", dir, "--port", "0", "--device", "cpu", "--ctx-size", "25"), "serve",
+                "--ctx-size 25 is more than the model's context of 24 positions");
+    expect_fail(VKG("serve", "-m", dir, "--port", "0", "--device", "cpu", "-c", "25"), "serve",
+                "--ctx-size 25 is more than the model's context of 24 positions");
 }
 
 static void write_text(const char *path, const char *text) {
@@ -258,7 +264,7 @@ static void test_shared_options(void **state) {
     }
     /* the help says which commands take which */
     char *help = out_of(VKG("--help"), "vkgraph --help");
-    assert_non_null(strstr(help, "options of the commands that open a device (devices, dump, generate, logits, "
+    assert_non_null(strstr(help, "options of the commands that open a device (devices, dump, generate, chat, logits, "
                                  "attention, serve, conformance, compare, bench, lesson):\n  --device D "));
     assert_non_null(strstr(help, "options of the commands that run graphs (generate, logits, attention, conformance, "
                                  "compare, bench, lesson):\n  --profile "));

@@ -114,13 +114,18 @@ static void test_config_defaults(void **state) {
     assert_int_equal(c.head_dim, 128);
     assert_int_equal(c.qk_norm, 1);
     assert_int_equal(c.bos_token_id, VKG_NO_TOKEN);
-    /* Llama 3's list of eos ids: the first, with a note */
+    /* Llama 3's list of eos ids: the first is the model's eos (generation stops at all of them) */
     assert_int_equal(load_config("{\"model_type\": \"llama\", \"eos_token_id\": [5, 6, 7], \"attention_bias\": true, "
                                  BASE "}", &c, &err), VKG_OK);
     assert_int_equal(c.eos_token_id, 5);
     assert_int_equal(c.qkv_bias, 1);
     assert_int_equal(c.o_bias, 1);
-    assert_non_null(strstr(c.note, "eos_token_id lists 3 ids"));
+    assert_string_equal(c.note, "");
+    /* an id outside the vocabulary is dropped with a note naming it */
+    assert_int_equal(load_config("{\"model_type\": \"llama\", \"eos_token_id\": [999999, 6], " BASE "}", &c, &err),
+                     VKG_OK);
+    assert_int_equal(c.eos_token_id, 6);
+    assert_non_null(strstr(c.note, "eos_token_id 999999 lies outside the vocabulary"));
     /* llama3 scaling read whole, under the older key "type" too */
     assert_int_equal(load_config("{\"model_type\": \"llama\", \"rope_scaling\": {\"type\": \"llama3\", \"factor\": 32, "
                                  "\"low_freq_factor\": 1, \"high_freq_factor\": 4, "

@@ -23,6 +23,8 @@ static const struct cli_alias {
     {"--ctx-size", "--ctx", "gpt2-random"},
     {"-c", "--ctx", "random"}, /* max_position_embeddings, or GPT-2's n_positions */
     {"--ctx-size", "--ctx", "random"},
+    {"-c", "--ctx-size", "serve"}, /* each slot's KV cache, as llama-server's -c */
+    {"--ctx-size", "--ctx-size", "serve"},
     {"-c", NULL, NULL},
     {"--ctx-size", NULL, NULL},
 };
@@ -32,7 +34,7 @@ static const struct cli_alias {
 static const char *const value_options[] = {"-m",     "--model", "-p",       "--prompt",    "-f",      "--file",
                                             "--ids",  "--token", "--stop",   "--device",    "--trace", "--tokenizer",
                                             "-o",     "--output", "-n",      "--seed",      "--threads",
-                                            "--temperature", "--top-k", "--top-p", "--dtype"};
+                                            "--temperature", "--top-k", "--top-p", "--dtype", "--system"};
 
 /* What the rewritten argv holds, so messages can name what the user typed. */
 enum { GIVEN_ALIAS = 1, GIVEN_SPLIT_VALUE };

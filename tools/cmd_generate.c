@@ -1,6 +1,7 @@
 /* `vkgraph generate`: GPT-2 text generation with a KV cache, streamed as it is produced: one prompt,
  * or a conversation read from standard input (-i). */
 #include "cli.h"
+#include "cli_sampling.h"
 #include "commands.h"
 #include "gpt2_cli.h"
 
@@ -17,7 +18,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: vkgraph generate -m DIR (-p TEXT | -f FILE | --ids IDS | -i) [-n N] [--temperature T]\n"
+            "usage: vkgraph generate -m DIR (-p TEXT | -f FILE | --ids IDS | -i) [--chat] [-n N] [--temperature T]\n"
             "                        [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty F]\n"
             "                        [--repeat-last-n N] [--stop TEXT]... [--ignore-eos] [--seed S] [--device D]\n"
             "\n"
@@ -45,93 +46,32 @@ static void usage(FILE *f) {
             "it prints the prompt (or its ids) and the load time.\n"
             "\n");
     gpt2_cli_usage_common(f);
+    cli_sampling_usage(f, "per turn with -i; default 50; 0: none, no pass run");
     fprintf(f,
-            "  -n, --tokens N      tokens to generate (per turn with -i; default 50; 0: none, no pass run)\n"
             "  -i, --interactive   read the conversation from standard input, one line per turn\n"
-            "  --temperature T     sample from softmax(logits / T); 0 = greedy (default 1 when --top-k,\n"
-            "                      --top-p or --min-p is given, else 0)\n"
-            "  --top-k K           sample among the K most likely tokens only (0 = all)\n"
-            "  --top-p P           sample among the most likely tokens whose probabilities add up to P\n"
-            "  --min-p P           sample among the tokens at least P times as likely as the best one (after\n"
-            "                      the temperature; 0 = all)\n"
-            "  --repeat-penalty F  divide the logit of each token already in the window by F when positive,\n"
-            "                      multiply it by F otherwise (1 = none; greedy choices too)\n"
-            "  --repeat-last-n N   the penalty's window: the last N tokens of the context, prompt included\n"
-            "                      (default 64; 0 = none; -1 = the whole context)\n"
-            "                      order: penalty, temperature, top-k, top-p, min-p\n"
-            "  --stop TEXT         end when the generated text ends with TEXT (repeatable); TEXT itself is\n"
-            "                      not printed, nor anything after it; a stop string in the prompt does not\n"
-            "                      count\n"
-            "  --ignore-eos        never choose the end-of-text token, and so never stop at it\n"
-            "  --seed S            the sampling seed: the same seed gives the same text (default, or -1 as\n"
-            "                      llama.cpp takes it: from the clock, printed so the run can be repeated)\n"
+            "  --chat              an instruct model: the prompt (-p or -f) is one user message, put through\n"
+            "                      the model's chat template (as apply_chat_template with\n"
+            "                      add_generation_prompt); only the reply is printed (vkgraph chat keeps a\n"
+            "                      conversation)\n"
             "  --ids-out           print the token ids instead of text: [464, 5044, 318], one list a line\n"
             "  --no-prompt         do not print the prompt before the continuation\n"
             "  -h, --help          show this help\n");
 }
 
 typedef struct gen_options {
-    long n;
-    vkg_sampling_options sampling;
-    int sampling_given, temperature_given, seed_given, ids_out, no_prompt, ignore_eos, interactive;
-    const char **stops;                  /* [argc]: the --stop values, borrowed from argv */
-    int n_stops;
+    cli_sampling cs;                     /* the generation options as given                  */
+    vkg_generate_options go;             /* what each reply runs with (prompt set per reply) */
+    int ids_out, no_prompt, interactive, chat;
     double t_start;                      /* when the command started, for the load and total times */
 } gen_options;
 
-/* Parses this command's own options; 1 taken, 0 not ours, -1 error (printed). */
-static int own_option(gen_options *g, int argc, char **argv, int *i) {
-    const char *a = argv[*i];
-    double d;
-    long v;
+/* Parses this command's own options; 1 taken, 0 not ours. */
+static int own_option(gen_options *g, const char *a) {
     if (strcmp(a, "--ids-out") == 0) return g->ids_out = 1;
     if (strcmp(a, "--no-prompt") == 0) return g->no_prompt = 1;
-    if (strcmp(a, "--ignore-eos") == 0) return g->ignore_eos = 1;
     if (strcmp(a, "-i") == 0 || strcmp(a, "--interactive") == 0) return g->interactive = 1;
-    int known = strcmp(a, "-n") == 0 || strcmp(a, "--tokens") == 0 || strcmp(a, "--temperature") == 0 ||
-                strcmp(a, "--top-k") == 0 || strcmp(a, "--top-p") == 0 || strcmp(a, "--seed") == 0 ||
-                strcmp(a, "--min-p") == 0 || strcmp(a, "--repeat-penalty") == 0 ||
-                strcmp(a, "--repeat-last-n") == 0 || strcmp(a, "--stop") == 0;
-    if (!known) return 0;
-    const char *val = cli_value(CMD, argc, argv, i);
-    if (!val) return -1;
-    if (strcmp(a, "-n") == 0 || strcmp(a, "--tokens") == 0) {
-        if (cli_int(CMD, a, val, 0, INT_MAX, &g->n)) return -1;
-    } else if (strcmp(a, "--temperature") == 0) {
-        if (cli_float(CMD, a, val, &d)) return -1;
-        if (!(d >= 0 && d < 1e6)) return cli_fail(CMD, "--temperature %s: use 0 (greedy) or a positive number", val), -1;
-        g->sampling.temperature = (float)d;
-        g->temperature_given = g->sampling_given = 1;
-    } else if (strcmp(a, "--top-k") == 0) {
-        if (cli_int(CMD, a, val, 0, INT_MAX, &v)) return -1;
-        g->sampling.top_k = (int)v;
-        g->sampling_given = 1;
-    } else if (strcmp(a, "--top-p") == 0) {
-        if (cli_float(CMD, a, val, &d)) return -1;
-        if (!(d > 0 && d <= 1)) return cli_fail(CMD, "--top-p %s: use a number in (0, 1]", val), -1;
-        g->sampling.top_p = (float)d;
-        g->sampling_given = 1;
-    } else if (strcmp(a, "--min-p") == 0) {
-        if (cli_float(CMD, a, val, &d)) return -1;
-        if (!(d >= 0 && d <= 1)) return cli_fail(CMD, "--min-p %s: use a number in [0, 1]", val), -1;
-        g->sampling.min_p = (float)d;
-        g->sampling_given = 1;
-    } else if (strcmp(a, "--repeat-penalty") == 0) {
-        if (cli_float(CMD, a, val, &d)) return -1;
-        if (!(d > 0 && d < 1e6)) return cli_fail(CMD, "--repeat-penalty %s: use a positive number (1 = none)", val), -1;
-        g->sampling.repeat_penalty = (float)d; /* not sampling: a greedy choice is penalised too */
-    } else if (strcmp(a, "--repeat-last-n") == 0) {
-        if (cli_int(CMD, a, val, -1, INT_MAX, &v)) return -1;
-        g->sampling.repeat_last_n = (int)v;
-    } else if (strcmp(a, "--stop") == 0) {
-        if (!val[0]) return cli_fail(CMD, "--stop: the stop string is empty"), -1;
-        g->stops[g->n_stops++] = val;
-    } else {
-        if (cli_int(CMD, a, val, -1, LONG_MAX, &v)) return -1;
-        g->sampling.seed = (uint64_t)v;
-        g->seed_given = v >= 0; /* -1: a random seed, as when none is given */
-    }
-    return 1;
+    if (strcmp(a, "--chat") == 0) return g->chat = 1;
+    return 0;
 }
 
 /* What one run of the command did beyond the context's own timings, for the summary. */
@@ -197,18 +137,12 @@ static int on_token(void *user, int32_t id, const char *text, size_t len) {
  * next turn needs it in the cache.  An end-of-text token ends the reply and is not kept. */
 static int reply(gen_state *st, const int32_t *ids, int n) {
     const gen_options *g = st->g;
-    if (g->n == 0) { /* nothing to generate: no pass over the prompt either */
+    if (g->go.max_tokens == 0) { /* nothing to generate: no pass over the prompt either */
         int rc = end_line(st);
         if (rc == 0) fprintf(stderr, "vkgraph %s: -n 0: nothing generated, no pass run\n", CMD);
         return rc;
     }
-    vkg_generate_options o;
-    vkg_generate_options_default(&o);
-    o.max_tokens = (int)g->n;
-    o.sampling = g->sampling;
-    o.ignore_eos = g->ignore_eos;
-    o.stops = g->stops;
-    o.n_stops = g->n_stops;
+    vkg_generate_options o = g->go;
     o.prompt = ids;
     o.n_prompt = n;
     vkg_generate_result res;
@@ -223,7 +157,7 @@ static int reply(gen_state *st, const int32_t *ids, int n) {
             [VKG_STOP_MAX_TOKENS] = "the requested number of tokens", [VKG_STOP_EOS] = "the end-of-text token",
             [VKG_STOP_CONTEXT_FULL] = "the end of the model's context", [VKG_STOP_CALLBACK] = "a failed write"};
         if (res.reason == VKG_STOP_STRING)
-            fprintf(stderr, "vkgraph %s: stopped at the stop string '%s'\n", CMD, g->stops[res.stop_index]);
+            fprintf(stderr, "vkgraph %s: stopped at the stop string '%s'\n", CMD, g->go.stops[res.stop_index]);
         else fprintf(stderr, "vkgraph %s: stopped at %s\n", CMD, why[res.reason]);
     }
     return rc;
@@ -320,27 +254,18 @@ static int run(gpt2_cli *c, gen_options *g) {
     const vkg_model_info *info = &c->info;
     vkg_error err = {0};
     gen_state st = {.c = c, .g = g};
-    if (vkg_sampling_options_check(&g->sampling, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
-    const vkg_sampling_options *so = &g->sampling;
-    if (!vkg_sampling_is_greedy(so))
-        fprintf(stderr, "vkgraph %s: sampling with temperature %g, top-k %d, top-p %g, min-p %g, seed %llu\n", CMD,
-                (double)so->temperature, so->top_k, (double)so->top_p, (double)so->min_p,
-                (unsigned long long)so->seed);
-    if (so->repeat_penalty != 1.0f) {
-        char window[48] = "the whole context";
-        if (so->repeat_last_n >= 0) snprintf(window, sizeof window, "the last %d tokens", so->repeat_last_n);
-        fprintf(stderr, "vkgraph %s: repetition penalty %g over %s\n", CMD, (double)so->repeat_penalty, window);
-    }
+    if (vkg_sampling_options_check(&g->go.sampling, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    cli_sampling_print(CMD, &g->go.sampling);
 
     /* The cache holds the prompt and what follows, up to the model's context; a conversation may
      * use all of it. */
-    long want = (long)c->n_ids + g->n;
+    long want = (long)c->n_ids + g->go.max_tokens;
     st.cache_len = g->interactive || want > info->n_ctx ? info->n_ctx : (int)want;
     vkg_context_options co;
     vkg_context_options_default(&co);
     co.n_ctx = st.cache_len;
     int rc = 0;
-    if (g->n > 0 && vkg_context_new(c->model, &co, &st.ctx, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
+    if (g->go.max_tokens > 0 && vkg_context_new(c->model, &co, &st.ctx, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
     st.t.load_s = vkg_clock_seconds() - g->t_start;
     if (rc == 0 && !g->no_prompt && !g->interactive)
         for (size_t i = 0; i < c->n_ids && rc == 0; i++)
@@ -353,45 +278,43 @@ static int run(gpt2_cli *c, gen_options *g) {
     return rc;
 }
 
-/* A seed for a run that names none: from the clock's nanoseconds, so that two runs in the same
- * second differ; within --seed's range, so that the printed seed repeats the run. */
-static uint64_t clock_seed(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) & (uint64_t)LONG_MAX;
-}
-
 int cmd_generate(int argc, char **argv) {
     gpt2_cli c = {.cmd = CMD};
-    gen_options g = {.n = 50, .t_start = vkg_clock_seconds()};
-    vkg_sampling_options_default(&g.sampling);
-    g.stops = calloc((size_t)argc, sizeof *g.stops);
-    if (!g.stops) return cli_fail(CMD, "out of memory");
+    gen_options g = {.t_start = vkg_clock_seconds()};
+    if (cli_sampling_init(CMD, &g.cs, argc)) return 1;
     int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
-            free(g.stops);
+            cli_sampling_free(&g.cs);
             return 0;
         }
         int taken = gpt2_cli_option(&c, argc, argv, &i);
-        if (taken == 0) taken = own_option(&g, argc, argv, &i);
+        if (taken == 0) taken = cli_sampling_option(&g.cs, CMD, argc, argv, &i);
+        if (taken == 0) taken = own_option(&g, argv[i]);
         if (taken < 0) rc = 1;
         else if (taken == 0) rc = cli_unknown_option(CMD, argv[i], usage);
     }
-    if (rc == 0 && g.n_stops && g.ids_out)
+    if (rc == 0 && g.cs.n_stops && g.ids_out)
         rc = cli_fail(CMD, "--stop matches text: it cannot be combined with --ids-out");
-    if (!g.sampling_given) g.sampling.temperature = 0.0f; /* greedy unless sampling was asked for */
-    if (g.sampling_given && !g.seed_given) g.sampling.seed = clock_seed();
-    if (rc == 0 && g.interactive && g.n == 0) rc = cli_fail(CMD, "-n 0 with --interactive would answer no line");
+    vkg_generate_options_default(&g.go); /* greedy, 50 tokens, unless the options say otherwise */
+    if (rc == 0) cli_sampling_apply(&g.cs, CMD, &g.go);
+    if (rc == 0 && g.interactive && g.go.max_tokens == 0) rc = cli_fail(CMD, "-n 0 with --interactive would answer no line");
+    if (rc == 0 && g.chat && (g.interactive || c.ids_text))
+        rc = cli_fail(CMD, "--chat takes the message as -p or -f%s", g.interactive ? "; for a conversation use vkgraph chat" : "");
+    vkg_chat_template *tpl = NULL;
+    if (rc == 0 && g.chat && c.model_dir && gpt2_cli_chat_template(CMD, c.model_dir, &tpl)) rc = 1;
+    c.chat = tpl;
+    if (g.chat) g.no_prompt = 1; /* the rendered template is not the user's text */
     /* A conversation without a prompt starts as an empty prompt does, from the start token. */
     if (g.interactive && !c.prompt && !c.file && !c.ids_text) c.prompt = "";
     if (rc == 0) rc = gpt2_cli_load(&c, 1);
-    if (rc == 0 && !c.tok && (g.interactive || g.n_stops))
+    if (rc == 0 && !c.tok && (g.interactive || g.cs.n_stops))
         rc = cli_fail(CMD, "%s needs a tokenizer, and %s has none", g.interactive ? "--interactive" : "--stop",
                       c.model_dir);
     if (rc == 0) rc = run(&c, &g);
     gpt2_cli_free(&c);
-    free(g.stops);
+    vkg_chat_template_free(tpl);
+    cli_sampling_free(&g.cs);
     return rc;
 }

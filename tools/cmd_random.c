@@ -16,8 +16,8 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: vkgraph random DIR --shape NAME [--arch A] [--layers N] [--ctx P] [--dtype f32|f16|bf16]\n"
-            "                          [--shards N] [--tied | --untied] [--seed S] [--force]\n"
+            "usage: vkgraph random DIR --shape NAME [--arch A] [--layers N] [--ctx P] [--vocab V]\n"
+            "                          [--dtype f32|f16|bf16] [--shards N] [--tied | --untied] [--seed S] [--force]\n"
             "\n"
             "Writes DIR/config.json and the weights (model.safetensors, or N shards\n"
             "model-0000k-of-0000N.safetensors with model.safetensors.index.json) exactly as transformers'\n"
@@ -29,6 +29,8 @@ static void usage(FILE *f) {
             "  --arch A      llama, mistral, qwen2, qwen3 or gpt2: checked against the shape's\n"
             "  --layers N    fewer (or more) layers than the real model\n"
             "  --ctx P       max_position_embeddings (default: the real model's)\n"
+            "  --vocab V     vocab_size (default: the real model's; a small tokenizer's for tests); a\n"
+            "                bos / eos id outside it becomes null\n"
             "  --dtype D     f32 (default), f16 or bf16\n"
             "  --shards N    write N shards and the index (default 1: one model.safetensors)\n"
             "  --tied, --untied  the head shares the embedding's weights, or lm_head.weight is separate\n"
@@ -108,6 +110,7 @@ int cmd_random(int argc, char **argv) {
         CLI_OPT_TEXT("--arch", &o.arch),
         CLI_OPT_INT("--layers", &o.n_layer, 1, 4096),
         CLI_OPT_INT("--ctx", &o.n_positions, 1, 1 << 22),
+        CLI_OPT_INT("--vocab", &o.vocab_size, 1, 1 << 24),
         CLI_OPT_INT("--shards", &o.shards, 1, 4096),
         CLI_OPT_FOLDER(&dir),
     };

@@ -26,6 +26,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_lesson(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_attention(int argc, char **argv);
 int cmd_gpt2_random(int argc, char **argv);

@@ -111,6 +111,51 @@ static int load_tokenizer(gpt2_cli *c) {
                                                "fit: give the prompt as --ids");
 }
 
+int gpt2_cli_chat_template(const char *cmd, const char *dir, vkg_chat_template **out) {
+    vkg_error err = {0};
+    vkg_status st = vkg_chat_template_load(dir, out, &err);
+    if (st == VKG_ERR_NOT_FOUND)
+        return cli_fail(cmd, "%s has no chat template (the key \"chat_template\" in tokenizer_config.json): %s; an "
+                        "instruct model's template is needed here", dir, err.message);
+    if (st == VKG_ERR_IO)
+        return cli_fail(cmd, "%s has no chat template: %s (the key \"chat_template\" of that file is read)", dir,
+                        err.message);
+    return st == VKG_OK ? 0 : cli_fail(cmd, "%s", err.message);
+}
+
+/* text as the one user message of a conversation, rendered with c->chat and tokenized with the
+ * special tokens it writes read as such and none added (so a template's BOS is not doubled). */
+static int encode_chat(gpt2_cli *c, const char *text, size_t len) {
+    char *json = NULL, *rendered = NULL, *copy = malloc(len + 1);
+    size_t json_len = 0, rendered_len = 0;
+    FILE *f = copy ? open_memstream(&json, &json_len) : NULL;
+    if (!f) {
+        free(copy);
+        return cli_fail(c->cmd, "out of memory");
+    }
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    if (strlen(copy) != len) {
+        fclose(f);
+        free(json);
+        free(copy);
+        return cli_fail(c->cmd, "--chat: the prompt holds a NUL byte; a message is text");
+    }
+    fputs("[{\"role\": \"user\", \"content\": ", f);
+    vkg_json_write_string(f, copy);
+    fputs("}]", f);
+    fclose(f);
+    free(copy);
+    vkg_error err = {0};
+    vkg_chat_render_options ro = {.add_generation_prompt = 1};
+    vkg_status st = vkg_chat_template_render(c->chat, json, json_len, &ro, &rendered, &rendered_len, &err);
+    if (st == VKG_OK)
+        st = vkg_tokenizer_encode_with(c->tok, rendered, rendered_len, VKG_TOKENIZE_NO_SPECIAL, &c->ids, &c->n_ids, &err);
+    free(json);
+    free(rendered);
+    return st == VKG_OK ? 0 : cli_fail(c->cmd, "%s", err.message);
+}
+
 int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
     if (!c->model_dir) return cli_fail(c->cmd, "say which model: -m DIR (see vkgraph %s --help)", c->cmd);
     if ((c->prompt != NULL) + (c->file != NULL) + (c->ids_text != NULL) != 1)
@@ -133,9 +178,15 @@ int gpt2_cli_load(gpt2_cli *c, int empty_is_eot) {
         size_t len = c->prompt ? strlen(c->prompt) : 0;
         char *bytes = NULL;
         if (c->file && !(bytes = cli_read_file(c->cmd, c->file, &len))) return 1;
-        vkg_status st = vkg_tokenizer_encode(c->tok, bytes ? bytes : c->prompt, len, &c->ids, &c->n_ids, &err);
-        free(bytes);
-        if (st != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
+        if (c->chat) {
+            const int rc = encode_chat(c, bytes ? bytes : c->prompt, len);
+            free(bytes);
+            if (rc) return rc;
+        } else {
+            vkg_status st = vkg_tokenizer_encode(c->tok, bytes ? bytes : c->prompt, len, &c->ids, &c->n_ids, &err);
+            free(bytes);
+            if (st != VKG_OK) return cli_fail(c->cmd, "%s", err.message);
+        }
     }
     if (c->n_ids == 0 && empty_is_eot) {
         /* As transformers' generate() without input ids: start from bos_token_id (GPT-2's

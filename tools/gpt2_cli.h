@@ -5,6 +5,7 @@
 #define VKG_GPT2_CLI_H
 
 #include "vkgraph_model.h"
+#include "vkgraph_template.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +19,9 @@ typedef struct gpt2_cli {
                                             reference), which --threads may be for: it checks
                                             --threads itself                                  */
     vkg_model_options model_opts;        /* how the model is opened (all zero: the defaults)  */
+    const vkg_chat_template *chat;       /* non-NULL: the prompt text is one user message, put
+                                            through this template (add_generation_prompt) and
+                                            tokenized as apply_chat_template(tokenize=True)   */
     vkg_device *dev;
     vkg_model *model;
     vkg_model_info info;                 /* the model's facts                                */
@@ -51,6 +55,11 @@ void gpt2_cli_free(gpt2_cli *c);
 
 /* The model for people: "GPT-2", or another architecture by its config.json model_type ("llama"). */
 const char *gpt2_cli_model_name(const gpt2_cli *c);
+
+/* The chat template of the model in dir (tokenizer_config.json's chat_template), for the
+ * commands that talk with instruct models: 0, or 1 after a message that names the missing key
+ * when the folder has none. */
+int gpt2_cli_chat_template(const char *cmd, const char *dir, vkg_chat_template **out);
 
 /* A token's raw bytes (not NUL-terminated) or, without a tokenizer, "[id]" in buf. */
 const char *gpt2_cli_token(const gpt2_cli *c, int32_t id, char *buf, size_t size, size_t *len);

@@ -12,6 +12,7 @@ static const vkg_command commands[] = {
     {"tokenize", cmd_tokenize, "text to a tokenizer's token ids and back", 0},
     {"template", cmd_template, "render a chat template over a conversation (apply_chat_template)", 0},
     {"generate", cmd_generate, "continue a prompt with a model (greedy or sampled), streaming tokens", CMD_DEVICE | CMD_PROFILE},
+    {"chat", cmd_chat, "talk with an instruct model through its chat template, the KV cache kept between turns", CMD_DEVICE},
     {"logits", cmd_logits, "a model's next-token logits for a prompt, as a .npy file", CMD_DEVICE | CMD_PROFILE},
     {"attention", cmd_attention, "which earlier token each head attends to, as a table and a heatmap", CMD_DEVICE | CMD_PROFILE},
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server for a model (completions, streamed or not)", CMD_DEVICE},

@@ -10,13 +10,16 @@
 # OpenMP build, the peer bench/compare-pytorch measures against and its test checks (177
 # packages, 142 MB to download and about 640 MB installed, which no user of vkgraph needs); and
 # clang with libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes), with which the test
-# fuzz_clang builds the library and the fuzz targets, so that code only gcc accepts cannot land.
+# fuzz_clang builds the library and the fuzz targets, so that code only gcc accepts cannot land;
+# and nginx, the load balancer docs/DEPLOY.md puts in front of `vkgraph serve` replicas, which the
+# test deploy_nginx runs as a plain process on loopback ports (Debian also starts its own nginx
+# service on port 80 at install where services run; the test does not use it).
 set -eu
 usage="usage: tools/setup-debian.sh [--test]"
 packages="cmake make gcc pkg-config libvulkan-dev libvulkan-volk-dev glslang-tools libcmocka-dev
 mesa-vulkan-drivers libcairo2-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev fonts-dejavu-core curl ca-certificates spirv-cross"
 test_packages="vulkan-validationlayers python3-numpy libopenblas0-pthread python3-torch libopenblas0-openmp
-clang libclang-rt-14-dev"
+clang libclang-rt-14-dev nginx"
 test=0
 for arg in "$@"; do
     case "$arg" in

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "io/jinja.h"
+#include "io/tokenizer_config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,20 +43,6 @@ vkg_status vkg_chat_template_parse(const char *text, size_t len, const char *bos
     return VKG_OK;
 }
 
-/* bos_token / eos_token: a string, an AddedToken object {"content": ...}, or absent / null. */
-static vkg_status special_token(const vkg_json *cfg, const char *key, const char *path, const char **out, vkg_error *err) {
-    const vkg_json *v = vkg_json_get(cfg, key);
-    *out = NULL;
-    if (!v || vkg_json_type_of(v) == VKG_JSON_NULL) return VKG_OK;
-    if (vkg_json_type_of(v) == VKG_JSON_OBJECT) v = vkg_json_get(v, "content");
-    size_t len;
-    const char *s = vkg_json_string(v, &len);
-    if (!s || strlen(s) != len)
-        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: %s is neither a string nor an object with a string \"content\"", path, key);
-    *out = s;
-    return VKG_OK;
-}
-
 vkg_status vkg_chat_template_load(const char *path, vkg_chat_template **out, vkg_error *err) {
     *out = NULL;
     char file[4096];
@@ -83,8 +70,8 @@ vkg_status vkg_chat_template_load(const char *path, vkg_chat_template **out, vkg
     const char *bos = NULL, *eos = NULL;
     if (!text) {
         st = vkg_error_set(err, VKG_ERR_NOT_FOUND, "%s holds no chat_template (a string, or a list with one named \"default\")", file);
-    } else if ((st = special_token(cfg, "bos_token", file, &bos, err)) == VKG_OK &&
-               (st = special_token(cfg, "eos_token", file, &eos, err)) == VKG_OK) {
+    } else if ((st = vkg_tokenizer_config_token(cfg, "bos_token", file, &bos, err)) == VKG_OK &&
+               (st = vkg_tokenizer_config_token(cfg, "eos_token", file, &eos, err)) == VKG_OK) {
         st = vkg_chat_template_parse(text, len, bos, eos, out, err);
         if (st != VKG_OK && err) {
             char msg[sizeof err->message];

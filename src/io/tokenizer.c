@@ -3,6 +3,7 @@
 #include "io/tokenizer.h"
 
 #include "io/tok_internal.h"
+#include "io/tokenizer_config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@ struct vkg_tokenizer {
     tok_post post;
     tok_decoder *dec;
     int32_t eot;
+    int32_t eos;                   /* tokenizer_config.json's eos_token, else eot */
     uint32_t *byte_off, *byte_len; /* id -> its bytes (token_bytes) in bytes */
     char *bytes;
 };
@@ -83,6 +85,7 @@ void vkg_tokenizer_free(vkg_tokenizer *t) {
 
 int32_t vkg_tokenizer_vocab_size(const vkg_tokenizer *t) { return t ? t->bpe.vocab.n : 0; }
 int32_t vkg_tokenizer_eot(const vkg_tokenizer *t) { return t ? t->eot : -1; }
+int32_t vkg_tokenizer_eos(const vkg_tokenizer *t) { return t ? t->eos : -1; }
 
 const char *vkg_tokenizer_token_bytes(const vkg_tokenizer *t, int32_t id, size_t *len) {
     if (!t || id < 0 || id >= t->bpe.vocab.n) return NULL;
@@ -128,10 +131,60 @@ static vkg_status token_bytes_table(vkg_tokenizer *t, vkg_error *err) {
     return st;
 }
 
-static void find_eot(vkg_tokenizer *t) {
-    t->eot = tok_vocab_find(&t->bpe.vocab, "<|endoftext|>", 13);
-    for (size_t i = 0; t->eot < 0 && i < t->added.n; i++)
-        if (t->added.tok[i].len == 13 && !memcmp(t->added.tok[i].content, "<|endoftext|>", 13)) t->eot = t->added.tok[i].id;
+/* A token's id by its text: the vocabulary's, else an added token's; -1 when neither has it. */
+static int32_t token_id(const vkg_tokenizer *t, const char *s, size_t len) {
+    int32_t id = tok_vocab_find(&t->bpe.vocab, s, len);
+    for (size_t i = 0; id < 0 && i < t->added.n; i++)
+        if (t->added.tok[i].len == len && !memcmp(t->added.tok[i].content, s, len)) id = t->added.tok[i].id;
+    return id;
+}
+
+static void find_eot(vkg_tokenizer *t) { t->eot = token_id(t, "<|endoftext|>", 13); }
+
+/* One special token of the rebuilt post-processor (see apply_config). */
+static vkg_status post_token(const vkg_tokenizer *t, const char *text, const char *key, const char *path,
+                             int32_t **ids, size_t *n, vkg_error *err) {
+    const int32_t id = token_id(t, text, strlen(text));
+    if (id < 0)
+        return vkg_error_set(err, VKG_ERR_FORMAT, "%s: %s \"%.60s\" is not a token of the tokenizer, and add_%s "
+                             "asks for it around every text", path, key, text, key);
+    if (!(*ids = malloc(sizeof **ids))) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    **ids = id;
+    *n = 1;
+    return VKG_OK;
+}
+
+/* tokenizer_config.json beside the tokenizer: its eos_token is the tokenizer's eos, and the
+ * classes that honour add_bos_token / add_eos_token (Llama's) get the post-processor
+ * transformers builds from them in place of tokenizer.json's: "<s> $A" by default. */
+static vkg_status apply_config(vkg_tokenizer *t, const char *dir, vkg_error *err) {
+    vkg_json *cfg = NULL;
+    char *path = NULL;
+    t->eos = t->eot;
+    vkg_status st = vkg_tokenizer_config_read(dir, &cfg, &path, err);
+    const char *bos = NULL, *eos = NULL;
+    if (st == VKG_OK && cfg) st = vkg_tokenizer_config_token(cfg, "eos_token", path, &eos, err);
+    if (st == VKG_OK && cfg) st = vkg_tokenizer_config_token(cfg, "bos_token", path, &bos, err);
+    if (st == VKG_OK && eos && token_id(t, eos, strlen(eos)) >= 0) t->eos = token_id(t, eos, strlen(eos));
+    if (st == VKG_OK && cfg && vkg_tokenizer_config_honours_add_tokens(cfg)) {
+        int add_bos = 1, add_eos = 0;
+        const vkg_json *b = vkg_json_get(cfg, "add_bos_token"), *e = vkg_json_get(cfg, "add_eos_token");
+        if (vkg_json_type_of(b) == VKG_JSON_BOOL) add_bos = vkg_json_bool(b);
+        if (vkg_json_type_of(e) == VKG_JSON_BOOL) add_eos = vkg_json_bool(e);
+        tok_post post = {0};
+        if (add_bos) st = post_token(t, bos ? bos : "<s>", "bos_token", path, &post.before, &post.n_before, err);
+        if (st == VKG_OK && add_eos)
+            st = post_token(t, eos ? eos : "</s>", "eos_token", path, &post.after, &post.n_after, err);
+        if (st == VKG_OK) {
+            tok_post_free(&t->post);
+            t->post = post;
+        } else {
+            tok_post_free(&post);
+        }
+    }
+    vkg_json_free(cfg);
+    free(path);
+    return st;
 }
 
 /* tokenizer.json: each component built by its unit from its "type". */
@@ -251,6 +304,7 @@ vkg_status vkg_tokenizer_load(const char *dir, vkg_tokenizer **out, vkg_error *e
     if (st == VKG_OK)
         st = set == 0 ? load_tokenizer_json(t, paths[0][0], err) : load_vocab_files(t, paths[set][0], paths[set][1], err);
     if (st == VKG_OK) st = finish(t, err);
+    if (st == VKG_OK) st = apply_config(t, dir, err);
     for (int p = 0; p < 3; p++)
         for (int f = 0; f < 2; f++) free(paths[p][f]);
     if (st != VKG_OK) {

@@ -29,6 +29,13 @@ static vkg_status check_options(const vkg_decoder_facts *f, const vkg_forward_op
     if (o->no_logits && o->attention_layer == VKG_NO_ATTENTION && !o->cache_len)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: neither logits nor attention asked for: the graph "
                              "would compute nothing", a);
+    if (o->seqs < 0 || o->first_slot < 0 || (o->seqs == 0 && o->first_slot != 0))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: %d sequence slots from slot %d", a, o->seqs,
+                             o->first_slot);
+    if (o->seqs > 1 && (!o->cache_len || o->tokens != o->seqs || o->attention_layer != VKG_NO_ATTENTION ||
+                        o->no_logits))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a step over %d sequences takes one token of each "
+                             "(%d tokens), a KV cache, logits and no attention outputs", a, o->seqs, o->tokens);
     if (o->attention_keys < 0 || (o->attention_keys > 0 && (!o->cache_len || o->attention_keys > o->cache_len)))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: attention_keys %d needs a cache of at least as many "
                              "positions", a, o->attention_keys);
@@ -41,18 +48,20 @@ static vkg_status build_into(const vkg_decoder *d, const vkg_forward_options *o,
     gg->n_layer = n_layer;
     gg->tokens = o->tokens;
     gg->cache_len = o->cache_len;
+    gg->seqs = o->seqs;
+    const int caches = n_layer * (o->seqs > 1 ? o->seqs : 1);
     gg->ids = gg->positions = gg->pos = gg->logits = VKG_NONE;
     gg->graph = vkg_graph_new();
     gg->attention = malloc((size_t)n_layer * sizeof *gg->attention);
     if (o->cache_len) {
-        gg->kv_cache = malloc((size_t)n_layer * sizeof *gg->kv_cache);
+        gg->kv_cache = malloc((size_t)caches * sizeof *gg->kv_cache);
     }
-    if (!gg->graph || !gg->attention || (o->cache_len && !gg->kv_cache))
+    if (o->seqs > 1) gg->row_pos = malloc((size_t)o->seqs * sizeof *gg->row_pos);
+    if (!gg->graph || !gg->attention || (o->cache_len && !gg->kv_cache) || (o->seqs > 1 && !gg->row_pos))
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory building the %s graph", d->facts.architecture);
-    for (int i = 0; i < n_layer; i++) {
-        gg->attention[i] = VKG_NONE;
-        if (o->cache_len) gg->kv_cache[i] = VKG_NONE;
-    }
+    for (int i = 0; i < n_layer; i++) gg->attention[i] = VKG_NONE;
+    for (int i = 0; o->cache_len && i < caches; i++) gg->kv_cache[i] = VKG_NONE;
+    for (int r = 0; r < o->seqs && gg->row_pos; r++) gg->row_pos[r] = VKG_NONE;
     vkg_status st = d->build(d->model, o, gg, err);
     if (st == VKG_OK && vkg_graph_status(gg->graph) != VKG_OK)
         st = vkg_error_set(err, vkg_graph_status(gg->graph), "%s: building the graph failed: %s", d->facts.architecture,
@@ -73,6 +82,7 @@ void vkg_forward_graph_free(vkg_forward_graph *gg) {
     vkg_graph_free(gg->graph);
     free(gg->attention);
     free(gg->kv_cache);
+    free(gg->row_pos);
     memset(gg, 0, sizeof *gg);
 }
 

@@ -27,6 +27,13 @@ typedef struct vkg_forward_options {
                               probabilities become outputs "attention.L", [H, T, T or S]     */
     int attention_keys;    /* with a cache: 0 gives [H, T, S]; k > 0 gives keys [0, k) only,
                               [H, T, k] (k = T: the square pattern of a prefill from pos 0)  */
+    /* Sequence slots (a batch context's, model_batch.c): each slot has its own KV cache,
+     * states named "<cache>.s<slot>" so that every plan of the context shares them by name.
+     * seqs 0: one unnamed sequence (the plain cache).  seqs 1: the T tokens all belong to slot
+     * first_slot.  seqs > 1 (needs a cache, T == seqs, no attention outputs): row r is the one
+     * new token of slot first_slot + r, at the position given by the runtime index "pos.<r>",
+     * attending to its own slot's cache alone; logits for every row [T, V]. */
+    int seqs, first_slot;
 } vkg_forward_options;
 
 void vkg_forward_options_default(vkg_forward_options *o, int tokens);
@@ -37,10 +44,13 @@ typedef struct vkg_forward_graph {
     int n_layer, tokens, cache_len;
     vkg_tensor ids, positions;           /* i32 inputs [T]                                   */
     vkg_tensor pos;                      /* the runtime index "pos" (tokens already cached);
-                                            VKG_NONE without a cache                        */
+                                            VKG_NONE without a cache or with seqs > 1        */
+    int seqs;                            /* the options' seqs                                */
+    vkg_tensor *row_pos;                 /* seqs > 1: row r's index "pos.<r>"; else NULL     */
     vkg_tensor logits;                   /* output [T, V] or [1, V]; VKG_NONE with no_logits */
     vkg_tensor *attention;               /* n_layer entries; VKG_NONE where not requested    */
-    vkg_tensor *kv_cache;                /* states [2, Hkv, S, D], n_layer; NULL without one   */
+    vkg_tensor *kv_cache;                /* states [2, Hkv, S, D]; NULL without one: n_layer,
+                                            or with seqs > 1 n_layer * seqs, layer-major     */
 } vkg_forward_graph;
 
 void vkg_forward_graph_free(vkg_forward_graph *gg);

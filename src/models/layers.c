@@ -153,10 +153,40 @@ static void through_cache(vkg_layers *b, const vkg_attention *a, vkg_tensor k, i
     *vh = vkg_layers_name(b, vkg_reshape(g, *vh, hnd, hs), "attn.v_cache");
 }
 
+/* Row r of x [T, ..] as [1, ..]. */
+static vkg_tensor row_of(vkg_layers *b, vkg_tensor x, int64_t r, const char *name) {
+    return vkg_layers_name(b, vkg_slice(b->g, x, 0, r, 1), name);
+}
+
+/* Each row a sequence of its own (a->rows > 1): one single-token attention per row over that
+ * row's cache, exactly the steps a one-token run of that sequence alone has, then the rows
+ * stacked again ("attn.rows"). */
+static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
+                                 int64_t k_col, vkg_tensor v, int64_t v_col) {
+    vkg_tensor out = VKG_NONE;
+    for (int r = 0; r < a->rows; r++) {
+        vkg_attention one = *a;
+        one.rows = 0;
+        one.kv_cache = a->row_caches[r];
+        one.pos = a->row_pos[r];
+        /* q, k and v sliced once each where they are one tensor (a fused projection) */
+        const vkg_tensor qr = row_of(b, q, r, "attn.row.q");
+        const vkg_tensor kr = k == q ? qr : row_of(b, k, r, "attn.row.k");
+        const vkg_tensor vr = v == q ? qr : v == k ? kr : row_of(b, v, r, "attn.row.v");
+        const vkg_tensor heads = vkg_layer_attention(b, &one, qr, q_col, kr, k_col, vr, v_col, NULL);
+        out = r == 0 ? heads : vkg_layers_name(b, vkg_concat(b->g, out, heads, 0), "attn.rows");
+    }
+    return out;
+}
+
 vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
                                int64_t k_col, vkg_tensor v, int64_t v_col, vkg_tensor *probs) {
     vkg_graph *g = b->g;
     if (vkg_graph_status(g) != VKG_OK) return VKG_NONE;
+    if (a->rows > 1) {
+        if (probs) *probs = VKG_NONE;
+        return attention_rows(b, a, q, q_col, k, k_col, v, v_col);
+    }
     int64_t shape[VKG_MAX_DIMS];
     const int nd = vkg_tensor_shape(g, q, shape);
     const int64_t H = a->n_head, Hkv = a->n_kv_head, D = a->head_dim, G = Hkv > 0 ? H / Hkv : 0;
@@ -229,11 +259,21 @@ void vkg_layer_forward_inputs(vkg_graph *g, const vkg_forward_options *o, vkg_fo
     gg->positions = vkg_input(g, "positions", VKG_I32, 1, tokens);
     gg->pos = VKG_NONE;
     if (!o->cache_len) return;
-    gg->pos = vkg_index(g, "pos");
-    const int64_t cache_shape[4] = {2, n_kv_head, o->cache_len, head_dim};
-    for (int i = 0; i < n_layer; i++) {
-        char name[96];
-        snprintf(name, sizeof name, "%s%d.%s", cache_prefix, i, cache_suffix);
-        gg->kv_cache[i] = vkg_state(g, name, 4, cache_shape);
+    const int rows = o->seqs > 1 ? o->seqs : 1;
+    char name[96];
+    if (o->seqs > 1) { /* row r's own position in its own slot */
+        for (int r = 0; r < rows; r++) {
+            snprintf(name, sizeof name, "pos.%d", r);
+            gg->row_pos[r] = vkg_index(g, name);
+        }
+    } else {
+        gg->pos = vkg_index(g, "pos");
     }
+    const int64_t cache_shape[4] = {2, n_kv_head, o->cache_len, head_dim};
+    for (int i = 0; i < n_layer; i++)
+        for (int r = 0; r < rows; r++) {
+            if (o->seqs) snprintf(name, sizeof name, "%s%d.%s.s%d", cache_prefix, i, cache_suffix, o->first_slot + r);
+            else snprintf(name, sizeof name, "%s%d.%s", cache_prefix, i, cache_suffix);
+            gg->kv_cache[i * rows + r] = vkg_state(g, name, 4, cache_shape);
+        }
 }

@@ -152,38 +152,15 @@ static vkg_status read_rope_scaling(const vkg_json *root, vkg_llama_config *c, v
     return VKG_OK;
 }
 
-/* bos/eos: an int, a list (the first is taken: generation stops at it), or null (none). */
+/* bos/eos: an int, a list or null (none).  The first of a list is the model's token: generation
+ * stops at every id of the list (generation_config.c reads the list whole). */
 static vkg_status read_token(const vkg_json *root, const char *key, int *id, vkg_llama_config *c, vkg_error *err) {
-    const vkg_json *v = vkg_json_get(root, key);
-    if (!v) return VKG_OK;
-    if (vkg_json_type_of(v) == VKG_JSON_NULL) {
-        *id = VKG_NO_TOKEN;
-        return VKG_OK;
-    }
-    const vkg_json *first = v;
-    if (vkg_json_type_of(v) == VKG_JSON_ARRAY) {
-        if (vkg_json_length(v) == 0) {
-            *id = VKG_NO_TOKEN;
-            return VKG_OK;
-        }
-        first = vkg_json_at(v, 0);
-        if (vkg_json_length(v) > 1) {
-            size_t used = strlen(c->note);
-            snprintf(c->note + used, sizeof c->note - used, "%s%s lists %zu ids; generation stops at the first",
-                     used ? "; " : "", key, vkg_json_length(v));
-        }
-    }
-    double d = vkg_json_number(first);
-    if (vkg_json_type_of(first) != VKG_JSON_NUMBER || d != floor(d) || d < 0 || d > 2147483647.0)
-        return vkg_error_set(err, VKG_ERR_FORMAT, "\"%s\" must be a token id, a list of them, or null", key);
-    *id = (int)d;
-    if (*id >= c->vocab_size) {
-        size_t used = strlen(c->note);
-        snprintf(c->note + used, sizeof c->note - used, "%s%s %d lies outside the vocabulary [0, %d)",
-                 used ? "; " : "", key, *id, c->vocab_size);
-        *id = VKG_NO_TOKEN;
-    }
-    return VKG_OK;
+    int32_t ids[VKG_CONFIG_MAX_TOKEN_IDS];
+    int n = 0, found = 0;
+    vkg_status st = vkg_config_token_list(root, key, c->vocab_size, ids, VKG_CONFIG_MAX_TOKEN_IDS, &n, &found, c->note,
+                                          sizeof c->note, err);
+    if (st == VKG_OK && found) *id = n ? ids[0] : VKG_NO_TOKEN;
+    return st;
 }
 
 /* Which layers attend within the sliding window, as each class decides. */

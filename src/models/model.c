@@ -137,6 +137,12 @@ vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_opti
         vkg_model_free(m);
         return st;
     }
+    st = vkg_generation_config_read(dir, m->dec->facts.n_vocab, &m->gen_config, err);
+    if (st != VKG_OK) {
+        vkg_model_free(m);
+        return st;
+    }
+    vkg_generation_config_finish_stops(&m->gen_config, m->dec->facts.eos_token, m->tok ? vkg_tokenizer_eos(m->tok) : -1);
     m->random_weights = vkg_gpt2_dir_is_random(dir); /* the marker `vkgraph gpt2-random` writes */
     *out = m;
     return VKG_OK;
@@ -165,7 +171,7 @@ vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_erro
     info->n_vocab = f->n_vocab;
     info->n_inner = f->n_inner;
     info->n_params = f->n_params;
-    info->bos_token = f->bos_token;
+    info->bos_token = m->gen_config.bos_token != VKG_NO_TOKEN ? m->gen_config.bos_token : f->bos_token;
     info->eos_token = f->eos_token;
     info->tied_head = f->tied_head;
     info->dtype = m->dtype;
@@ -174,7 +180,32 @@ vkg_status vkg_model_get_info(const vkg_model *m, vkg_model_info *info, vkg_erro
     /* the model's note (under 320 bytes) and the tokenizer's (under 320) both fit whole */
     snprintf(info->note, sizeof info->note, "%.319s%s%.318s", f->note, f->note[0] && m->tokenizer_note[0] ? "; " : "",
              m->tokenizer_note);
+    info->max_length = m->gen_config.max_length;
+    info->max_new_tokens = m->gen_config.max_new_tokens;
+    snprintf(info->generation_note, sizeof info->generation_note, "%s", m->gen_config.note);
     return VKG_OK;
+}
+
+int vkg_model_stop_ids(const vkg_model *m, int32_t *out, int cap) {
+    if (!m) return 0;
+    for (int i = 0; out && i < cap && i < m->gen_config.n_stop; i++) out[i] = m->gen_config.stop_ids[i];
+    return m->gen_config.n_stop;
+}
+
+void vkg_model_generate_defaults(const vkg_model *m, vkg_generate_options *o) {
+    if (!o) return;
+    if (!m) {
+        vkg_generate_options_default(o);
+        return;
+    }
+    vkg_generation_config_options(&m->gen_config, o);
+}
+
+/* 1 when id ends a turn. */
+static int is_stop_id(const vkg_model *m, int32_t id) {
+    for (int i = 0; i < m->gen_config.n_stop; i++)
+        if (m->gen_config.stop_ids[i] == id) return 1;
+    return 0;
 }
 
 vkg_status vkg_model_load_tokenizer(vkg_model *m, const char *dir, vkg_error *err) {
@@ -272,6 +303,7 @@ void vkg_context_free(vkg_context *ctx) {
     free(ctx);
 }
 
+vkg_model *vkg_context_model(const vkg_context *ctx) { return ctx ? ctx->model : NULL; }
 int vkg_context_length(const vkg_context *ctx) { return ctx ? ctx->gen.length : 0; }
 int vkg_context_size(const vkg_context *ctx) { return ctx ? ctx->gen.opts.cache_len : 0; }
 
@@ -461,7 +493,8 @@ static vkg_status deliver(generation *g, int32_t id, int *stop, vkg_error *err) 
 static vkg_status generate_loop(generation *g, vkg_error *err) {
     vkg_context *ctx = g->ctx;
     const vkg_generate_options *o = g->o;
-    const int eos = ctx->model->dec->facts.eos_token, S = ctx->gen.opts.cache_len;
+    const vkg_generation_config *gc = &ctx->model->gen_config;
+    const int S = ctx->gen.opts.cache_len;
     vkg_status st = mark_token(ctx, ctx->generated + 1, err);
     if (st == VKG_OK && o->n_prompt) {
         memcpy(ctx->tokens + ctx->n_tokens, o->prompt, (size_t)o->n_prompt * sizeof *o->prompt);
@@ -477,14 +510,15 @@ static vkg_status generate_loop(generation *g, vkg_error *err) {
         }
         float *logits = NULL;
         if ((st = vkg_generator_last_logits(&ctx->gen, &logits, err)) != VKG_OK) break;
-        if (o->ignore_eos && eos != VKG_NO_TOKEN) logits[eos] = -INFINITY; /* as llama.cpp */
+        if (o->ignore_eos) /* as llama.cpp */
+            for (int i = 0; i < gc->n_stop; i++) logits[gc->stop_ids[i]] = -INFINITY;
         double t0 = vkg_clock_seconds();
         int32_t next;
         st = vkg_sampler_next(&ctx->sampler, logits, ctx->tokens, ctx->gen.length, &next, err);
         ctx->t.sample_s += vkg_clock_seconds() - t0;
         if (st != VKG_OK) break;
         ctx->t.samples++;
-        if (eos != VKG_NO_TOKEN && next == eos) {
+        if (is_stop_id(ctx->model, next)) {
             g->res->reason = VKG_STOP_EOS;
             break;
         }

@@ -5,6 +5,7 @@
 
 #include "vkgraph_model.h"
 
+#include "models/generation_config.h"
 #include "models/model_run.h"
 #include "models/sampling.h"
 
@@ -15,6 +16,7 @@ struct vkg_model {
     vkg_weight_dtype dtype;
     int random_weights;
     char tokenizer_note[320];            /* why the folder's tokenizer is not read; "" */
+    vkg_generation_config gen_config;    /* generation_config.json and the stop ids */
 };
 
 /* Which loader reads dir: config.json's model_type as transformers' AutoConfig chooses (else

@@ -26,9 +26,14 @@ vkg_status vkg_random_model_write(const char *dir, const vkg_random_model_option
     if (o->arch && strcmp(o->arch, vkg_llama_arch_name(c->arch)) != 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "shape %s is a %s model, not %s", o->shape,
                              vkg_llama_arch_name(c->arch), o->arch);
-    if (o->n_layer < 0 || o->n_layer > VKG_LLAMA_MAX_LAYERS || o->n_positions < 0)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "layers %d / positions %d out of range", o->n_layer,
-                             o->n_positions);
+    if (o->n_layer < 0 || o->n_layer > VKG_LLAMA_MAX_LAYERS || o->n_positions < 0 || o->vocab_size < 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "layers %d / positions %d / vocabulary %d out of range",
+                             o->n_layer, o->n_positions, o->vocab_size);
+    if (o->vocab_size) {
+        c->vocab_size = o->vocab_size;
+        if (c->bos_token_id >= c->vocab_size) c->bos_token_id = VKG_NO_TOKEN;
+        if (c->eos_token_id >= c->vocab_size) c->eos_token_id = VKG_NO_TOKEN;
+    }
     if (o->n_layer) {
         for (int l = c->n_layer; l < o->n_layer; l++) c->windowed[l] = c->windowed[0];
         c->n_layer = o->n_layer;

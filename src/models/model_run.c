@@ -26,7 +26,8 @@ vkg_status vkg_runner_new_shared(const vkg_decoder *m, vkg_device *dev, const vk
     if (st == VKG_OK) st = vkg_session_new_shared(dev, out->plan, with, &out->session, err);
     if (st == VKG_OK) { /* the session's track in a profile's trace */
         char label[64];
-        if (o->cache_len && o->tokens == 1) snprintf(label, sizeof label, "decode");
+        if (o->seqs > 1) snprintf(label, sizeof label, "decode (%d sequences)", o->seqs);
+        else if (o->cache_len && o->tokens == 1) snprintf(label, sizeof label, "decode");
         else snprintf(label, sizeof label, "%s (T=%d)", o->cache_len ? "prefill" : "forward", o->tokens);
         vkg_session_set_label(out->session, label);
     }
@@ -63,6 +64,27 @@ vkg_status vkg_runner_run(vkg_runner *r, const int32_t *ids, int32_t start, vkg_
     if (st == VKG_OK && gg->pos != VKG_NONE) st = vkg_session_set_index(r->session, gg->pos, start, err);
     if (st == VKG_OK) st = vkg_session_run(r->session, err);
     if (st == VKG_OK) r->start = start;
+    return st;
+}
+
+vkg_status vkg_runner_run_rows(vkg_runner *r, const int32_t *ids, const int32_t *positions, vkg_error *err) {
+    const vkg_forward_graph *gg = &r->gg;
+    if (gg->seqs <= 1) return vkg_runner_run(r, ids, positions[0], err);
+    for (int i = 0; i < gg->tokens; i++) {
+        if (positions[i] < 0 || positions[i] >= gg->cache_len)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: row %d's position %d is outside the KV cache of "
+                                 "%d positions", r->model->facts.architecture, i, (int)positions[i], gg->cache_len);
+        if (ids[i] < 0 || ids[i] >= r->model->facts.n_vocab)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "token id %d of row %d is outside the vocabulary "
+                                 "[0, %d)", (int)ids[i], i, r->model->facts.n_vocab);
+    }
+    const size_t bytes = (size_t)gg->tokens * sizeof(int32_t);
+    vkg_status st = vkg_session_set_input(r->session, gg->ids, ids, bytes, err);
+    if (st == VKG_OK) st = vkg_session_set_input(r->session, gg->positions, positions, bytes, err);
+    for (int i = 0; st == VKG_OK && i < gg->tokens; i++)
+        st = vkg_session_set_index(r->session, gg->row_pos[i], positions[i], err);
+    if (st == VKG_OK) st = vkg_session_run(r->session, err);
+    if (st == VKG_OK) r->start = 0;
     return st;
 }
 

@@ -32,6 +32,10 @@ void vkg_runner_free(vkg_runner *r);
  * number of tokens already cached (start + T <= S); without one it must be 0.  Ids outside the
  * vocabulary and runs past the cache are VKG_ERR_INVALID_ARGUMENT naming the id / position. */
 vkg_status vkg_runner_run(vkg_runner *r, const int32_t *ids, int32_t start, vkg_error *err);
+/* A run of a graph built with seqs >= 1 and a cache: row r (of T) is token ids[r] at position
+ * positions[r] of its own slot (0 <= positions[r] < S); with seqs <= 1 the positions must follow
+ * each other.  Errors as vkg_runner_run's. */
+vkg_status vkg_runner_run_rows(vkg_runner *r, const int32_t *ids, const int32_t *positions, vkg_error *err);
 /* After a run: logits (T*V or V floats, as built) and a layer's attention probabilities. */
 vkg_status vkg_runner_logits(vkg_runner *r, float *out, size_t floats, vkg_error *err);
 vkg_status vkg_runner_attention(vkg_runner *r, int layer, float *out, size_t floats, vkg_error *err);

@@ -2,8 +2,8 @@
  * generation options) is submitted with a sink; the scheduler calls the sink's on_token for each
  * token (from its own threads) and on_done exactly once, after which it never touches the sink
  * again.  cancel() asks a queued or running sequence to end (on_done still comes, with
- * cancelled set).  The implementation today (scheduler_slots.c) runs N slots, each a context
- * of its own, and a bounded queue; a batched engine can take its place behind the same calls. */
+ * cancelled set).  scheduler_batch.c runs N sequence slots of one batch context (vkg_batch_*),
+ * all advanced by one batched step per token, and a bounded queue. */
 #ifndef VKG_SERVER_SCHEDULER_H
 #define VKG_SERVER_SCHEDULER_H
 
@@ -24,7 +24,7 @@ typedef struct sched_stats {
     int active, queued;
 } sched_stats;
 
-/* n_slots contexts of n_ctx positions on m; at most max_queue requests wait for a slot. */
+/* n_slots sequences of n_ctx positions each on m; at most max_queue requests wait for a slot. */
 vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int max_queue, sched **out, vkg_error *err);
 /* Cancels everything, waits for the slots to stop and frees them.  NULL is fine. */
 void sched_free(sched *s);

@@ -216,3 +216,11 @@ int test_close_model(vkg_device *dev, vkg_model *model) {
     if (messages) fprintf(stderr, "%llu validation messages\n", (unsigned long long)messages);
     return messages ? -1 : 0;
 }
+
+int test_collect_token(void *user, int32_t id, const char *text, size_t len) {
+    (void)text;
+    (void)len;
+    test_tokens *t = user;
+    if (id >= 0 && t->n < (int)(sizeof t->ids / sizeof *t->ids)) t->ids[t->n++] = id;
+    return 0;
+}

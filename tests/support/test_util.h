@@ -66,4 +66,12 @@ const char *test_capture_end(test_capture *c);
 /* The line of text that starts with prefix (and the rest of the text); fails the test if none. */
 const char *test_line_with(const char *text, const char *prefix);
 
+/* The ids a generation streams (vkg_token_callback's user data for test_collect_token; the
+ * flush of held-back text, id VKG_NO_TOKEN, is not an id).  Ids past the 256th are dropped. */
+typedef struct test_tokens {
+    int32_t ids[256];
+    int n;
+} test_tokens;
+int test_collect_token(void *user, int32_t id, const char *text, size_t len);
+
 #endif

@@ -1,0 +1,310 @@
+/* Batches of sequences (vkgraph_model.h's vkg_batch_*): n_seq slots, each a KV cache of its own
+ * (states "<cache>.s<slot>", decoder.h), shared by name between every plan of the context.
+ *
+ * The decode plans: plans[k] runs rows = 2^k (the last one n_seq) tokens, row r the one new
+ * token of slot r.  The first plan made, of n_seq rows, owns the weights and every slot's cache;
+ * the others and the prefill plans share them.  A step runs the smallest plan covering the
+ * highest slot stepping; the rows of slots not stepping are padding, whose k/v writes must not
+ * touch a sequence's cached tokens: an empty slot's go to position 0, a slot with room to its
+ * next free position (overwritten by its next token before any query reads it), and a full
+ * slot (which can take no more tokens) replays its last token at its last position, writing what
+ * is already there: the same values, up to rounding where a prefill pass wrote that position. */
+#include "models/model_handles.h"
+#include "models/model_run.h"
+
+#include "base/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PLANS 8 /* rows 1, 2, 4, .., 64 */
+
+typedef struct seq_slot {
+    int used;
+    int32_t length;                      /* tokens in the cache                              */
+    int32_t last;                        /* the last token in the cache                      */
+    int32_t *queue;                      /* [n_ctx]: tokens added, not yet run               */
+    int queued;
+    int has_logits;
+    float *logits;                       /* [V]: the prediction after the last token        */
+} seq_slot;
+
+struct vkg_batch_context {
+    vkg_model *model;
+    const vkg_decoder *dec;
+    int n_seq, n_ctx, n_plans;
+    vkg_runner plans[MAX_PLANS];         /* plans[k]: rows_of(k) rows; made on first use     */
+    int made[MAX_PLANS];
+    int owner;                           /* the index of the n_seq-row plan                  */
+    seq_slot *slots;                     /* [n_seq]                                          */
+    int32_t *ids, *positions;            /* [n_seq]: a step's rows                           */
+    float *rows_logits;                  /* [n_seq, V]                                       */
+};
+
+void vkg_batch_options_default(vkg_batch_options *o) {
+    memset(o, 0, sizeof *o);
+    o->n_seq = 8;
+}
+
+static int rows_of(const vkg_batch_context *b, int k) { return k == b->owner ? b->n_seq : 1 << k; }
+
+/* Slot s of a valid id, or an error naming the range. */
+static vkg_status check_seq(const vkg_batch_context *b, int seq, const char *fn, vkg_error *err) {
+    if (!b) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: NULL context", fn);
+    if (seq < 0 || seq >= b->n_seq)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: sequence id %d is outside 0..%d (the context holds "
+                             "%d sequences)", fn, seq, b->n_seq - 1, b->n_seq);
+    return VKG_OK;
+}
+
+static vkg_status make_plan(vkg_batch_context *b, int k, vkg_error *err) {
+    if (b->made[k]) return VKG_OK;
+    vkg_forward_options o;
+    const int rows = rows_of(b, k);
+    vkg_forward_options_default(&o, rows);
+    o.cache_len = b->n_ctx;
+    o.seqs = rows;
+    vkg_session *with = k == b->owner ? NULL : b->plans[b->owner].session;
+    vkg_status st = vkg_runner_new_shared(b->dec, b->model->dev, &o, with, &b->plans[k], err);
+    if (st == VKG_OK) b->made[k] = 1;
+    return st;
+}
+
+vkg_status vkg_batch_context_new(vkg_model *m, const vkg_batch_options *opts, vkg_batch_context **out,
+                                 vkg_error *err) {
+    if (out) *out = NULL;
+    if (!m || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: NULL argument");
+    if (!m->dev)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: the model was opened without a "
+                             "device");
+    vkg_batch_options o;
+    vkg_batch_options_default(&o);
+    if (opts) o = *opts;
+    const vkg_decoder_facts *f = &m->dec->facts;
+    if (o.n_seq < 1 || o.n_seq > VKG_BATCH_MAX_SEQ)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: %d sequences; a batch context "
+                             "holds 1 to %d", o.n_seq, VKG_BATCH_MAX_SEQ);
+    if (o.n_ctx < 0 || o.n_ctx > f->n_ctx)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a cache of %d positions; the model's context holds "
+                             "1 to %d (%s)", f->architecture, o.n_ctx, f->n_ctx, f->ctx_key);
+    vkg_batch_context *b = calloc(1, sizeof *b);
+    if (!b) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    b->model = m;
+    b->dec = m->dec;
+    b->n_seq = o.n_seq;
+    b->n_ctx = o.n_ctx ? o.n_ctx : f->n_ctx;
+    while (b->n_plans < MAX_PLANS && (1 << b->n_plans) < b->n_seq) b->n_plans++;
+    b->owner = b->n_plans++; /* rows 1, 2, .. below n_seq, then n_seq itself */
+    const size_t V = (size_t)f->n_vocab, n = (size_t)b->n_seq;
+    b->slots = calloc(n, sizeof *b->slots);
+    b->ids = malloc(n * sizeof *b->ids);
+    b->positions = malloc(n * sizeof *b->positions);
+    b->rows_logits = malloc(n * V * sizeof *b->rows_logits);
+    vkg_status st = b->slots && b->ids && b->positions && b->rows_logits
+                        ? VKG_OK : vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int s = 0; st == VKG_OK && s < b->n_seq; s++) {
+        b->slots[s].queue = malloc((size_t)b->n_ctx * sizeof *b->slots[s].queue);
+        b->slots[s].logits = malloc(V * sizeof *b->slots[s].logits);
+        if (!b->slots[s].queue || !b->slots[s].logits)
+            st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %d sequences' logits", b->n_seq);
+    }
+    if (st == VKG_OK) st = make_plan(b, b->owner, err);
+    if (st != VKG_OK) {
+        vkg_batch_context_free(b);
+        return st;
+    }
+    *out = b;
+    return VKG_OK;
+}
+
+void vkg_batch_context_free(vkg_batch_context *b) {
+    if (!b) return;
+    for (int k = 0; k < b->n_plans; k++) /* the owner's session last: the others share it */
+        if (k != b->owner && b->made[k]) vkg_runner_free(&b->plans[k]);
+    if (b->made[b->owner]) vkg_runner_free(&b->plans[b->owner]);
+    for (int s = 0; b->slots && s < b->n_seq; s++) {
+        free(b->slots[s].queue);
+        free(b->slots[s].logits);
+    }
+    free(b->slots);
+    free(b->ids);
+    free(b->positions);
+    free(b->rows_logits);
+    free(b);
+}
+
+int vkg_batch_n_seq(const vkg_batch_context *b) { return b ? b->n_seq : 0; }
+int vkg_batch_n_ctx(const vkg_batch_context *b) { return b ? b->n_ctx : 0; }
+
+int vkg_batch_seq_length(const vkg_batch_context *b, int seq) {
+    return b && seq >= 0 && seq < b->n_seq ? b->slots[seq].length : 0;
+}
+
+vkg_status vkg_batch_seq_claim(vkg_batch_context *b, int *seq, vkg_error *err) {
+    if (!b || !seq) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_seq_claim: NULL argument");
+    for (int s = 0; s < b->n_seq; s++)
+        if (!b->slots[s].used) {
+            b->slots[s].used = 1;
+            *seq = s;
+            return VKG_OK;
+        }
+    return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "vkg_batch_seq_claim: all %d sequence slots are in use", b->n_seq);
+}
+
+vkg_status vkg_batch_add(vkg_batch_context *b, int seq, const int32_t *ids, int n, vkg_error *err) {
+    vkg_status st = check_seq(b, seq, "vkg_batch_add", err);
+    if (st != VKG_OK) return st;
+    seq_slot *q = &b->slots[seq];
+    if (n < 1 || !ids) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_add: no tokens given");
+    if ((int64_t)q->length + q->queued + n > b->n_ctx)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: sequence %d holds %d tokens and %d queued; %d more "
+                             "would pass the end of its cache of %d positions", b->dec->facts.architecture, seq,
+                             (int)q->length, q->queued, n, b->n_ctx);
+    st = vkg_decoder_check_ids(b->dec, ids, (size_t)n, err);
+    if (st != VKG_OK) return st;
+    memcpy(q->queue + q->queued, ids, (size_t)n * sizeof *ids);
+    q->queued += n;
+    q->used = 1;
+    return VKG_OK;
+}
+
+/* A sequence's queued prompt through a plan of its own, writing its slot's cache. */
+static vkg_status prefill(vkg_batch_context *b, int seq, vkg_error *err) {
+    seq_slot *q = &b->slots[seq];
+    vkg_forward_options o;
+    vkg_forward_options_default(&o, q->queued);
+    o.cache_len = b->n_ctx;
+    o.seqs = 1;
+    o.first_slot = seq;
+    vkg_runner r;
+    vkg_status st = vkg_runner_new_shared(b->dec, b->model->dev, &o, b->plans[b->owner].session, &r, err);
+    if (st != VKG_OK) return st;
+    st = vkg_runner_run(&r, q->queue, q->length, err);
+    if (st == VKG_OK) st = vkg_runner_logits(&r, q->logits, (size_t)b->dec->facts.n_vocab, err);
+    vkg_runner_free(&r);
+    if (st != VKG_OK) return st;
+    q->length += q->queued;
+    q->last = q->queue[q->queued - 1];
+    q->queued = 0;
+    q->has_logits = 1;
+    return VKG_OK;
+}
+
+/* Every sequence with one token queued, in one run of the smallest plan covering them. */
+static vkg_status decode(vkg_batch_context *b, vkg_error *err) {
+    int top = -1;
+    for (int s = 0; s < b->n_seq; s++)
+        if (b->slots[s].queued == 1) top = s;
+    if (top < 0) return VKG_OK;
+    int k = 0;
+    while (rows_of(b, k) <= top) k++;
+    vkg_status st = make_plan(b, k, err);
+    if (st != VKG_OK) return st;
+    const int rows = rows_of(b, k);
+    for (int s = 0; s < rows; s++) {
+        const seq_slot *q = &b->slots[s];
+        if (q->queued == 1) { /* a row that counts */
+            b->ids[s] = q->queue[0];
+            b->positions[s] = q->length;
+        } else if (q->length == 0) { /* padding: see the top of the file */
+            b->ids[s] = 0;
+            b->positions[s] = 0;
+        } else {
+            const int full = q->length == b->n_ctx;
+            b->ids[s] = q->last;
+            b->positions[s] = full ? q->length - 1 : q->length;
+        }
+    }
+    const size_t V = (size_t)b->dec->facts.n_vocab;
+    st = vkg_runner_run_rows(&b->plans[k], b->ids, b->positions, err);
+    if (st == VKG_OK) st = vkg_runner_logits(&b->plans[k], b->rows_logits, (size_t)rows * V, err);
+    if (st != VKG_OK) return st;
+    for (int s = 0; s < rows; s++) {
+        seq_slot *q = &b->slots[s];
+        if (q->queued != 1) continue;
+        memcpy(q->logits, b->rows_logits + (size_t)s * V, V * sizeof *q->logits);
+        q->last = q->queue[0];
+        q->length++;
+        q->queued = 0;
+        q->has_logits = 1;
+    }
+    return VKG_OK;
+}
+
+vkg_status vkg_batch_step(vkg_batch_context *b, vkg_error *err) {
+    if (!b) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_step: NULL context");
+    for (int s = 0; s < b->n_seq; s++)
+        if (b->slots[s].queued > 1) {
+            vkg_status st = prefill(b, s, err);
+            if (st != VKG_OK) return st;
+        }
+    return decode(b, err);
+}
+
+vkg_status vkg_batch_get_logits(vkg_batch_context *b, int seq, float *out, size_t floats, vkg_error *err) {
+    vkg_status st = check_seq(b, seq, "vkg_batch_get_logits", err);
+    if (st != VKG_OK) return st;
+    const size_t V = (size_t)b->dec->facts.n_vocab;
+    if (floats != V || !out)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_get_logits: %zu floats for logits of %zu",
+                             floats, V);
+    if (!b->slots[seq].has_logits)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_get_logits: sequence %d has run nothing since "
+                             "it was emptied, claimed or copied into", seq);
+    memcpy(out, b->slots[seq].logits, V * sizeof *out);
+    return VKG_OK;
+}
+
+vkg_status vkg_batch_seq_remove(vkg_batch_context *b, int seq, vkg_error *err) {
+    vkg_status st = check_seq(b, seq, "vkg_batch_seq_remove", err);
+    if (st != VKG_OK) return st;
+    seq_slot *q = &b->slots[seq];
+    q->used = 0;
+    q->length = q->queued = q->has_logits = 0;
+    q->last = 0;
+    return VKG_OK;
+}
+
+/* Copies the first n positions of every layer's cache from slot src to slot dst, through the
+ * host (one layer's two states at a time). */
+static vkg_status copy_cache(vkg_batch_context *b, int src, int dst, int n, vkg_error *err) {
+    const vkg_runner *r = &b->plans[b->owner];
+    const vkg_forward_graph *gg = &r->gg;
+    int64_t shape[VKG_MAX_DIMS];
+    vkg_tensor_shape(gg->graph, gg->kv_cache[0], shape); /* [2, Hkv, S, D] */
+    const size_t planes = (size_t)(shape[0] * shape[1]), S = (size_t)shape[2], D = (size_t)shape[3];
+    const size_t floats = planes * S * D, bytes = floats * sizeof(float);
+    float *from = malloc(bytes), *to = malloc(bytes);
+    vkg_status st = from && to ? VKG_OK : vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for a layer's cache");
+    for (int l = 0; st == VKG_OK && l < gg->n_layer; l++) {
+        const vkg_tensor a = gg->kv_cache[l * b->n_seq + src], c = gg->kv_cache[l * b->n_seq + dst];
+        st = vkg_session_get_state(r->session, a, from, bytes, err);
+        if (st == VKG_OK) st = vkg_session_get_state(r->session, c, to, bytes, err);
+        for (size_t p = 0; st == VKG_OK && p < planes; p++)
+            memcpy(to + p * S * D, from + p * S * D, (size_t)n * D * sizeof(float));
+        if (st == VKG_OK) st = vkg_session_set_state(r->session, c, to, bytes, err);
+    }
+    free(from);
+    free(to);
+    return st;
+}
+
+vkg_status vkg_batch_seq_copy(vkg_batch_context *b, int src, int dst, int n, vkg_error *err) {
+    vkg_status st = check_seq(b, src, "vkg_batch_seq_copy", err);
+    if (st == VKG_OK) st = check_seq(b, dst, "vkg_batch_seq_copy", err);
+    if (st != VKG_OK) return st;
+    seq_slot *from = &b->slots[src], *to = &b->slots[dst];
+    if (src == dst || n < 0 || n > from->length || to->queued)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_seq_copy: cannot copy %d tokens of sequence %d "
+                             "(%d cached) into sequence %d (%d queued): another sequence, an empty queue and 0 to the "
+                             "source's length", n, src, (int)from->length, dst, to->queued);
+    st = copy_cache(b, src, dst, n, err);
+    if (st != VKG_OK) return st;
+    to->used = 1;
+    to->length = n;
+    to->has_logits = 0;
+    /* the token at n - 1 (a full copy's padding row replays it) is not kept by the cache: a
+     * copy of the whole source takes the source's last token, a shorter one cannot be full */
+    to->last = n == from->length ? from->last : 0;
+    return VKG_OK;
+}

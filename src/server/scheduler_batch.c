@@ -1,0 +1,359 @@
+/* The scheduler (scheduler.h) over one batch context (vkg_batch_*): one engine thread runs every
+ * sequence of the running requests in one batched decode step per token, so N users cost one
+ * read of the weights a step, not N.  Requests wait in one bounded FIFO queue; a free sequence
+ * slot takes the next one at the top of a step, its prompt goes through its own prefill pass
+ * in that step, and it joins the batched steps from the next.  A cancelled request (a client
+ * gone) ends and frees its slot before the next step.
+ *
+ * Each running sequence chooses its tokens as vkg_context_generate does (the same sampler, stop
+ * strings and end-of-text handling), so a request's tokens are those of `vkgraph generate`. */
+#include "server/scheduler.h"
+
+#include "base/error.h"
+#include "models/sampling.h"
+#include "models/stop_strings.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sched_job {
+    int refs;                       /* under sched.lock */
+    int cancelled;                  /* under sched.lock */
+    sched *owner;
+    sched_job *next;                /* in the queue */
+    vkg_generate_options opts;
+    int32_t *prompt;
+    char **stops;
+    sched_sink sink;
+};
+
+/* A request in a sequence slot of the batch context. */
+typedef struct running {
+    sched_job *job;                 /* NULL: the slot is free (under sched.lock) */
+    vkg_sampler sampler;
+    vkg_stop stop;
+    int32_t *history;               /* [n_ctx + 1]: the prompt and the tokens chosen (the
+                                       penalties' window), the last one not yet in the cache */
+    int n_history;
+    vkg_generate_result res;
+} running;
+
+struct sched {
+    pthread_mutex_t lock;
+    pthread_cond_t work;            /* a job was queued, or stopping */
+    sched_job *head, *tail;
+    int queued, max_queue, active, stopping;
+    vkg_model *model;
+    const vkg_tokenizer *tok;
+    vkg_batch_context *batch;
+    running *slots;                 /* [n_slots]: slot i is sequence i of batch */
+    int n_slots, n_ctx, n_vocab;
+    int32_t eos;
+    float *logits;                  /* [n_vocab] */
+    pthread_t thread;
+    int started;
+};
+
+static void job_unref(sched_job *j) {
+    sched *s = j->owner;
+    pthread_mutex_lock(&s->lock);
+    int last = --j->refs == 0;
+    pthread_mutex_unlock(&s->lock);
+    if (!last) return;
+    free(j->prompt);
+    for (int i = 0; i < j->opts.n_stops; i++) free(j->stops[i]);
+    free(j->stops);
+    free(j);
+}
+
+/* Ends the request of slot i: its sink's on_done, its sequence removed (the slot free at once). */
+static void finish(sched *s, int i, int cancelled, const char *failure) {
+    running *r = &s->slots[i];
+    sched_job *j = r->job;
+    vkg_batch_seq_remove(s->batch, i, NULL);
+    if (!cancelled && !failure && r->res.reason != VKG_STOP_STRING && r->res.reason != VKG_STOP_CALLBACK) {
+        /* A stop string that began but never completed is text after all. */
+        size_t len = 0;
+        const char *rest = vkg_stop_flush(&r->stop, &len);
+        if (len) j->sink.on_token(j->sink.user, VKG_NO_TOKEN, rest, len);
+    }
+    vkg_sampler_free(&r->sampler); /* both zeroed: a request ended before start() has neither */
+    vkg_stop_free(&r->stop);
+    pthread_mutex_lock(&s->lock);
+    r->job = NULL;
+    s->active--;
+    pthread_mutex_unlock(&s->lock);
+    j->sink.on_done(j->sink.user, &r->res, cancelled, failure);
+    job_unref(j);
+}
+
+/* Starts job j in free slot i: checks what vkg_context_generate checks, then queues its prompt
+ * in the batch.  Returns 0 when the request ended here (answered). */
+static int start(sched *s, int i, sched_job *j) {
+    running *r = &s->slots[i];
+    const vkg_generate_options *o = &j->opts;
+    memset(&r->res, 0, sizeof r->res);
+    r->res.stop_index = -1;
+    r->n_history = 0;
+    vkg_error err = {0};
+    vkg_status st = VKG_OK;
+    if (o->max_tokens < 0)
+        st = vkg_error_set(&err, VKG_ERR_INVALID_ARGUMENT, "generate: max_tokens %d; use 0 or more", o->max_tokens);
+    else if (o->n_stops && !s->tok)
+        st = vkg_error_set(&err, VKG_ERR_INVALID_ARGUMENT, "generate: stop strings match text, and the model has no "
+                           "tokenizer");
+    else if (o->n_prompt < 1 || o->n_prompt > s->n_ctx)
+        st = vkg_error_set(&err, VKG_ERR_INVALID_ARGUMENT, "generate: a prompt of %d tokens; the context holds 1 to %d",
+                           o->n_prompt, s->n_ctx);
+    vkg_status sampler = VKG_ERR_INVALID_ARGUMENT, stop = VKG_ERR_INVALID_ARGUMENT;
+    if (st == VKG_OK) st = sampler = vkg_sampler_init(&r->sampler, &o->sampling, s->n_vocab, &err);
+    if (st == VKG_OK) st = stop = vkg_stop_init(&r->stop, o->stops, o->n_stops, &err);
+    if (st == VKG_OK) st = vkg_batch_add(s->batch, i, o->prompt, o->n_prompt, &err);
+    if (st == VKG_OK) {
+        memcpy(r->history, o->prompt, (size_t)o->n_prompt * sizeof *r->history);
+        r->n_history = o->n_prompt;
+        return 1;
+    }
+    if (sampler != VKG_OK) memset(&r->sampler, 0, sizeof r->sampler);
+    if (stop != VKG_OK) memset(&r->stop, 0, sizeof r->stop);
+    finish(s, i, 0, err.message);
+    return 0;
+}
+
+/* After a step: slot i's next token chosen from its logits and passed on, as generate_loop
+ * does, and queued for the next step; *end set when the request ends here instead. */
+static vkg_status next_token(sched *s, int i, int *end, vkg_error *err) {
+    running *r = &s->slots[i];
+    sched_job *j = r->job;
+    const vkg_generate_options *o = &j->opts;
+    *end = 1;
+    if (o->max_tokens == 0) return VKG_OK;
+    vkg_status st = vkg_batch_get_logits(s->batch, i, s->logits, (size_t)s->n_vocab, err);
+    if (st != VKG_OK) return st;
+    if (o->ignore_eos && s->eos != VKG_NO_TOKEN) s->logits[s->eos] = -INFINITY; /* as llama.cpp */
+    int32_t next;
+    st = vkg_sampler_next(&r->sampler, s->logits, r->history, r->n_history, &next, err);
+    if (st != VKG_OK) return st;
+    if (s->eos != VKG_NO_TOKEN && next == s->eos) {
+        r->res.reason = VKG_STOP_EOS;
+        return VKG_OK;
+    }
+    r->history[r->n_history++] = next;
+    r->res.generated++;
+    size_t len = 0, ready_len = 0;
+    const char *bytes = s->tok ? vkg_tokenizer_token_bytes(s->tok, next, &len) : NULL, *ready = "";
+    st = vkg_stop_push(&r->stop, bytes ? bytes : "", len, &ready, &ready_len, err);
+    if (st != VKG_OK) return st;
+    j->sink.on_token(j->sink.user, next, ready, ready_len);
+    if (r->stop.matched >= 0) {
+        r->res.reason = VKG_STOP_STRING;
+        r->res.stop_index = r->stop.matched;
+        return VKG_OK;
+    }
+    if (r->res.generated == o->max_tokens) return VKG_OK;
+    if (r->n_history - 1 >= s->n_ctx) { /* the cache is full: the token just chosen cannot go in */
+        r->res.reason = VKG_STOP_CONTEXT_FULL;
+        return VKG_OK;
+    }
+    *end = 0;
+    return vkg_batch_add(s->batch, i, &next, 1, err);
+}
+
+static void advance(sched *s, int i) {
+    vkg_error err = {0};
+    int end = 0;
+    if (next_token(s, i, &end, &err) != VKG_OK) finish(s, i, 0, err.message);
+    else if (end) finish(s, i, 0, NULL);
+}
+
+/* The engine: between steps, cancelled requests end and queued ones take the free slots; then
+ * one step runs every sequence, and each chooses its next token. */
+static void *engine_main(void *arg) {
+    sched *s = arg;
+    for (;;) {
+        sched_job *fresh[VKG_BATCH_MAX_SEQ] = {0};
+        int cancelled[VKG_BATCH_MAX_SEQ] = {0}, busy = 0;
+        pthread_mutex_lock(&s->lock);
+        while (!s->head && !s->active && !s->stopping) pthread_cond_wait(&s->work, &s->lock);
+        if (s->stopping && !s->active) {
+            pthread_mutex_unlock(&s->lock);
+            return NULL;
+        }
+        for (int i = 0; i < s->n_slots; i++) {
+            if (s->slots[i].job) {
+                cancelled[i] = s->slots[i].job->cancelled || s->stopping;
+            } else if (s->head && !s->stopping) { /* the next queued request takes this slot */
+                sched_job *j = s->head;
+                s->head = j->next;
+                if (!s->head) s->tail = NULL;
+                s->queued--;
+                s->active++;
+                s->slots[i].job = fresh[i] = j;
+                cancelled[i] = j->cancelled;
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+        for (int i = 0; i < s->n_slots; i++) {
+            if (cancelled[i]) finish(s, i, 1, NULL);
+            else if (fresh[i]) busy += start(s, i, fresh[i]);
+            else busy += s->slots[i].job != NULL;
+        }
+        if (!busy) continue;
+        vkg_error err = {0};
+        if (vkg_batch_step(s->batch, &err) != VKG_OK) {
+            /* a step that fails fails every request in it; the slots are emptied for the next */
+            for (int i = 0; i < s->n_slots; i++)
+                if (s->slots[i].job) finish(s, i, 0, err.message);
+            continue;
+        }
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i].job) advance(s, i);
+    }
+}
+
+vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int max_queue, sched **out, vkg_error *err) {
+    *out = NULL;
+    vkg_model_info info;
+    vkg_status st = vkg_model_get_info(m, &info, err);
+    if (st != VKG_OK) return st;
+    sched *s = calloc(1, sizeof *s);
+    if (!s) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->work, NULL);
+    s->model = m;
+    s->tok = vkg_model_tokenizer(m);
+    s->n_slots = n_slots;
+    s->max_queue = max_queue;
+    s->n_vocab = info.n_vocab;
+    s->eos = info.eos_token;
+    vkg_batch_options bo;
+    vkg_batch_options_default(&bo);
+    bo.n_seq = n_slots;
+    bo.n_ctx = n_ctx;
+    st = vkg_batch_context_new(m, &bo, &s->batch, err);
+    if (st == VKG_OK) {
+        s->n_ctx = vkg_batch_n_ctx(s->batch);
+        s->slots = calloc((size_t)n_slots, sizeof *s->slots);
+        s->logits = malloc((size_t)s->n_vocab * sizeof *s->logits);
+        if (!s->slots || !s->logits) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; st == VKG_OK && i < n_slots; i++)
+        if (!(s->slots[i].history = malloc(((size_t)s->n_ctx + 1) * sizeof *s->slots[i].history)))
+            st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == VKG_OK && pthread_create(&s->thread, NULL, engine_main, s) != 0)
+        st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "could not start the scheduler's thread");
+    if (st != VKG_OK) {
+        sched_free(s);
+        return st;
+    }
+    s->started = 1;
+    *out = s;
+    return VKG_OK;
+}
+
+void sched_stop(sched *s) {
+    pthread_mutex_lock(&s->lock);
+    s->stopping = 1;
+    for (int i = 0; s->slots && i < s->n_slots; i++)
+        if (s->slots[i].job) s->slots[i].job->cancelled = 1;
+    sched_job *q = s->head;
+    s->head = s->tail = NULL;
+    s->queued = 0;
+    pthread_cond_broadcast(&s->work);
+    pthread_mutex_unlock(&s->lock);
+    /* Queued jobs end here, cancelled, so that their clients are answered. */
+    while (q) {
+        sched_job *next = q->next;
+        vkg_generate_result res = {0};
+        q->sink.on_done(q->sink.user, &res, 1, NULL);
+        job_unref(q);
+        q = next;
+    }
+}
+
+void sched_free(sched *s) {
+    if (!s) return;
+    sched_stop(s);
+    if (s->started) pthread_join(s->thread, NULL);
+    for (int i = 0; s->slots && i < s->n_slots; i++) free(s->slots[i].history);
+    free(s->slots);
+    free(s->logits);
+    vkg_batch_context_free(s->batch);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->work);
+    free(s);
+}
+
+vkg_status sched_submit(sched *s, const vkg_generate_options *opts, const sched_sink *sink, sched_job **out) {
+    *out = NULL;
+    sched_job *j = calloc(1, sizeof *j);
+    if (!j) return VKG_ERR_OUT_OF_MEMORY;
+    j->owner = s;
+    j->opts = *opts;
+    j->sink = *sink;
+    j->prompt = opts->n_prompt ? malloc((size_t)opts->n_prompt * sizeof *j->prompt) : NULL;
+    j->stops = opts->n_stops ? calloc((size_t)opts->n_stops, sizeof *j->stops) : NULL;
+    int ok = (!opts->n_prompt || j->prompt) && (!opts->n_stops || j->stops);
+    if (j->prompt) memcpy(j->prompt, opts->prompt, (size_t)opts->n_prompt * sizeof *j->prompt);
+    for (int i = 0; ok && i < opts->n_stops; i++) ok = (j->stops[i] = strdup(opts->stops[i])) != NULL;
+    j->opts.prompt = j->prompt;
+    j->opts.stops = (const char *const *)j->stops;
+    j->refs = 2; /* the caller's and the scheduler's */
+    if (!ok) {
+        j->refs = 1;
+        job_unref(j);
+        return VKG_ERR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_lock(&s->lock);
+    /* A job may wait when a slot is free (it is about to be taken) or the queue has room. */
+    int room = s->queued < (s->n_slots - s->active) + s->max_queue;
+    if (s->stopping || !room) {
+        pthread_mutex_unlock(&s->lock);
+        j->refs = 1;
+        job_unref(j);
+        return VKG_ERR_UNSUPPORTED;
+    }
+    if (s->tail) s->tail->next = j;
+    else s->head = j;
+    s->tail = j;
+    s->queued++;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->lock);
+    *out = j;
+    return VKG_OK;
+}
+
+void sched_cancel(sched_job *j) {
+    sched *s = j->owner;
+    pthread_mutex_lock(&s->lock);
+    j->cancelled = 1;
+    /* A queued job leaves the queue now; its on_done comes from here. */
+    sched_job **p = &s->head, *prev = NULL;
+    while (*p && *p != j) prev = *p, p = &(*p)->next;
+    int was_queued = *p == j;
+    if (was_queued) {
+        *p = j->next;
+        if (s->tail == j) s->tail = prev;
+        s->queued--;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (was_queued) {
+        vkg_generate_result res = {0};
+        j->sink.on_done(j->sink.user, &res, 1, NULL);
+        job_unref(j);
+    }
+}
+
+void sched_job_release(sched_job *j) {
+    if (j) job_unref(j);
+}
+
+void sched_get_stats(sched *s, sched_stats *out) {
+    pthread_mutex_lock(&s->lock);
+    out->active = s->active;
+    out->queued = s->queued;
+    pthread_mutex_unlock(&s->lock);
+}

@@ -1,0 +1,335 @@
+/* Batches of sequences (vkg_batch_*), on the CPU and on Vulkan, for GPT-2 and the Llama family
+ * (grouped-query attention; Mistral with a sliding window shorter than the prompts): sequences
+ * at different positions joining and leaving mid-way, batches of 1, 2, 3 and 8, each
+ * sequence's logits against the same sequence run alone through a plain context (bit for bit
+ * on the CPU; on Vulkan within attention's conformance threshold, same argmax away from ties);
+ * a copied cache prefix against a prefill of the whole prompt; the batched steps on the CPU
+ * against Vulkan; and the errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "support/batch_check.h"
+#include "support/test_util.h"
+#include "vkgraph_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { CTX = 32 };
+
+typedef struct fixture {
+    batch_check c;            /* the model, its vocabulary, CPU or not */
+    vkg_device *dev;
+    char *dir;                /* a random model written for the test; NULL for gpt2-tiny */
+} fixture;
+
+static void check(vkg_status st, const vkg_error *err) {
+    if (st != VKG_OK) fail_msg("%s", err->message);
+}
+
+/* Writes a random Llama-family model of `shape` into a fresh folder; window > 0 sets Mistral's
+ * sliding_window to it (the tiny shape has none). */
+static char *random_model(const char *shape, int window) {
+    char *dir = test_tmpdir("batch");
+    vkg_random_model_options o;
+    vkg_random_model_options_default(&o);
+    o.shape = shape;
+    vkg_error err = {0};
+    check(vkg_random_model_write(dir, &o, &err), &err);
+    if (window) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        size_t len = 0;
+        char *text = test_read_file(path, &len);
+        const char *key = "\"sliding_window\": null";
+        char *at = strstr(text, key);
+        if (!at) fail_msg("no %s in %s", key, path);
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        fprintf(f, "%.*s\"sliding_window\": %d%s", (int)(at - text), text, window, at + strlen(key));
+        fclose(f);
+        free(text);
+    }
+    return dir;
+}
+
+static int setup(void **state, const char *device, const char *shape, int window) {
+    fixture *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    f->c.cpu = strcmp(device, "cpu") == 0;
+    vkg_device_options o = {.cpu_threads = 2, .quiet = 1, .validation = !f->c.cpu};
+    vkg_error err = {0};
+    if (vkg_device_open(device, &o, &f->dev, &err) != VKG_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", device, err.message);
+        free(f);
+        return -1;
+    }
+    if (shape) f->dir = random_model(shape, window);
+    if (vkg_model_open(f->dir ? f->dir : test_data_path("gpt2-tiny"), f->dev, NULL, &f->c.model, &err) != VKG_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        return -1;
+    }
+    vkg_model_info info;
+    if (vkg_model_get_info(f->c.model, &info, &err) != VKG_OK) return -1;
+    f->c.V = info.n_vocab;
+    f->c.n_ctx = CTX;
+    *state = f;
+    return 0;
+}
+static int setup_gpt2_cpu(void **state) { return setup(state, "cpu", NULL, 0); }
+static int setup_gpt2_vulkan(void **state) { return setup(state, "vulkan", NULL, 0); }
+static int setup_llama_cpu(void **state) { return setup(state, "cpu", "llama-tiny", 0); }
+static int setup_llama_vulkan(void **state) { return setup(state, "vulkan", "llama-tiny", 0); }
+static int setup_mistral_cpu(void **state) { return setup(state, "cpu", "mistral-tiny", 5); }
+static int setup_mistral_vulkan(void **state) { return setup(state, "vulkan", "mistral-tiny", 5); }
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    vkg_model_free(f->c.model);
+    const uint64_t messages = vkg_device_validation_errors(f->dev);
+    vkg_device_free(f->dev);
+    if (f->dir) {
+        test_remove_tree(f->dir);
+        free(f->dir);
+    }
+    free(f);
+    if (messages) fprintf(stderr, "%llu validation messages\n", (unsigned long long)messages);
+    return messages ? -1 : 0;
+}
+
+/* n sequences all joining at step 0 with prompts of different lengths (so at different
+ * positions), decoding the same number of steps: batches of exactly n. */
+static void together(fixture *f, int n, int n_seq) {
+    batch_seq plans[BATCH_MAX_SEQ];
+    memset(plans, 0, sizeof plans);
+    for (int i = 0; i < n; i++) {
+        batch_make_prompt(&plans[i], i, 1 + (i * 3) % 7, f->c.V);
+        plans[i].steps = 6;
+    }
+    batch_run_schedule(&f->c, plans, n, n_seq);
+}
+
+static void test_batch_of_1(void **state) { together(*state, 1, 1); }
+static void test_batch_of_2(void **state) { together(*state, 2, 2); }
+static void test_batch_of_3(void **state) { together(*state, 3, 4); }
+static void test_batch_of_8(void **state) { together(*state, 8, 8); }
+
+/* Sequences joining and leaving while others run, reusing the slots of those that left, in a
+ * context of 4 slots: the step's batch grows and shrinks (1 to 4 rows, padded rows between). */
+static void test_join_and_leave(void **state) {
+    fixture *f = *state;
+    batch_seq plans[7];
+    memset(plans, 0, sizeof plans);
+    const int join[7] = {0, 1, 1, 3, 4, 8, 8}, steps[7] = {9, 2, 6, 3, 5, 1, 3}, len[7] = {3, 1, 6, 2, 5, 4, 1};
+    for (int i = 0; i < 7; i++) {
+        batch_make_prompt(&plans[i], i + 5, len[i], f->c.V);
+        plans[i].join = join[i];
+        plans[i].steps = steps[i];
+    }
+    batch_run_schedule(&f->c, plans, 7, 4);
+}
+
+/* A prompt's first 5 tokens cached in sequence 0, copied to sequence 2, the rest added there:
+ * the logits of a prefill of the whole prompt alone, and so are the next token's. */
+static void test_prefix_copy(void **state) {
+    fixture *f = *state;
+    batch_seq p;
+    memset(&p, 0, sizeof p);
+    batch_make_prompt(&p, 3, 8, f->c.V);
+    p.steps = 2;
+    batch_run_alone(&f->c, &p);
+    vkg_batch_options o;
+    vkg_batch_options_default(&o);
+    o.n_seq = 3;
+    o.n_ctx = CTX;
+    vkg_batch_context *b = NULL;
+    vkg_error err = {0};
+    check(vkg_batch_context_new(f->c.model, &o, &b, &err), &err);
+    float *got = malloc((size_t)f->c.V * sizeof *got);
+    assert_non_null(got);
+    check(vkg_batch_add(b, 0, p.prompt, 5, &err), &err);
+    check(vkg_batch_step(b, &err), &err);
+    check(vkg_batch_seq_copy(b, 0, 2, 5, &err), &err);
+    assert_int_equal(vkg_batch_seq_length(b, 2), 5);
+    assert_int_equal(vkg_batch_get_logits(b, 2, got, (size_t)f->c.V, &err), VKG_ERR_INVALID_ARGUMENT);
+    check(vkg_batch_add(b, 2, p.prompt + 5, 3, &err), &err);
+    check(vkg_batch_step(b, &err), &err);
+    check(vkg_batch_get_logits(b, 2, got, (size_t)f->c.V, &err), &err);
+    /* a prefill of 8 against one of 5 then 3: the same arithmetic per row, within rounding */
+    if (test_nmse(got, p.alone, (size_t)f->c.V) > 1e-10 && (f->c.cpu || test_nmse(got, p.alone, (size_t)f->c.V) > 5e-4))
+        fail_msg("copied prefix: NMSE %g against a prefill of the whole prompt",
+                 test_nmse(got, p.alone, (size_t)f->c.V));
+    assert_int_equal(batch_argmax(got, f->c.V), p.tokens[0]);
+    /* the source runs on beside its copy, untouched */
+    check(vkg_batch_add(b, 2, &p.tokens[0], 1, &err), &err);
+    check(vkg_batch_add(b, 0, p.prompt + 5, 1, &err), &err);
+    check(vkg_batch_step(b, &err), &err);
+    check(vkg_batch_get_logits(b, 2, got, (size_t)f->c.V, &err), &err);
+    assert_true(test_nmse(got, p.alone + f->c.V, (size_t)f->c.V) < (f->c.cpu ? 1e-10 : 5e-4));
+    assert_int_equal(vkg_batch_seq_length(b, 0), 6);
+    free(got);
+    free(p.alone);
+    vkg_batch_context_free(b);
+}
+
+/* Bad ids, every slot taken, a full cache, logits before any run, bad copies: clear errors, and
+ * the context still works after them. */
+static void test_errors(void **state) {
+    fixture *f = *state;
+    vkg_batch_options o;
+    vkg_batch_options_default(&o);
+    o.n_seq = 2;
+    o.n_ctx = 6;
+    vkg_batch_context *b = NULL;
+    vkg_error err = {0};
+    o.n_seq = 0;
+    assert_int_equal(vkg_batch_context_new(f->c.model, &o, &b, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "1 to 64"));
+    o.n_seq = 2;
+    o.n_ctx = 100000;
+    assert_int_equal(vkg_batch_context_new(f->c.model, &o, &b, &err), VKG_ERR_INVALID_ARGUMENT);
+    o.n_ctx = 6;
+    check(vkg_batch_context_new(f->c.model, &o, &b, &err), &err);
+    const int32_t ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    float *logits = malloc((size_t)f->c.V * sizeof *logits);
+    assert_non_null(logits);
+    assert_int_equal(vkg_batch_add(b, 2, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "sequence id 2 is outside 0..1"));
+    assert_int_equal(vkg_batch_add(b, -1, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_batch_add(NULL, 0, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_batch_add(b, 0, ids, 0, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_batch_step(b, &err), VKG_OK); /* nothing queued: nothing runs */
+    assert_int_equal(vkg_batch_get_logits(b, 0, logits, (size_t)f->c.V, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "has run nothing"));
+    const int32_t bad = f->c.V;
+    assert_int_equal(vkg_batch_add(b, 0, &bad, 1, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "outside the vocabulary"));
+    int s0 = -1, s1 = -1, s2 = -1;
+    check(vkg_batch_seq_claim(b, &s0, &err), &err);
+    check(vkg_batch_seq_claim(b, &s1, &err), &err);
+    assert_int_equal(s0, 0);
+    assert_int_equal(s1, 1);
+    assert_int_equal(vkg_batch_seq_claim(b, &s2, &err), VKG_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "all 2 sequence slots are in use"));
+    check(vkg_batch_add(b, 0, ids, 4, &err), &err);
+    assert_int_equal(vkg_batch_add(b, 0, ids, 3, &err), VKG_ERR_INVALID_ARGUMENT); /* 4 queued + 3 > 6 */
+    assert_non_null(strstr(err.message, "pass the end of its cache of 6 positions"));
+    check(vkg_batch_add(b, 0, ids, 2, &err), &err);
+    check(vkg_batch_add(b, 1, ids, 1, &err), &err);
+    check(vkg_batch_step(b, &err), &err);
+    assert_int_equal(vkg_batch_seq_length(b, 0), 6);
+    assert_int_equal(vkg_batch_add(b, 0, ids, 1, &err), VKG_ERR_INVALID_ARGUMENT); /* full */
+    /* the full sequence sits below a stepping one: its padding row leaves its logits alone */
+    float *before = malloc((size_t)f->c.V * sizeof *before);
+    assert_non_null(before);
+    check(vkg_batch_get_logits(b, 0, before, (size_t)f->c.V, &err), &err);
+    check(vkg_batch_add(b, 1, ids, 1, &err), &err);
+    check(vkg_batch_step(b, &err), &err);
+    check(vkg_batch_get_logits(b, 0, logits, (size_t)f->c.V, &err), &err);
+    assert_memory_equal(before, logits, (size_t)f->c.V * sizeof *logits);
+    assert_int_equal(vkg_batch_get_logits(b, 0, logits, 3, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_batch_seq_copy(b, 0, 0, 1, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_batch_seq_copy(b, 1, 0, 3, &err), VKG_ERR_INVALID_ARGUMENT); /* 1 holds 2 */
+    /* removing frees the slot at once */
+    check(vkg_batch_seq_remove(b, 1, &err), &err);
+    assert_int_equal(vkg_batch_seq_length(b, 1), 0);
+    check(vkg_batch_seq_claim(b, &s2, &err), &err);
+    assert_int_equal(s2, 1);
+    check(vkg_batch_add(b, 1, ids, 3, &err), &err);
+    check(vkg_batch_step(b, &err), &err);
+    assert_int_equal(vkg_batch_seq_length(b, 1), 3);
+    free(before);
+    free(logits);
+    vkg_batch_context_free(b);
+}
+
+/* The same steps of 5 sequences (prompts of 1 to 9 tokens, then 4 tokens each, all given) on the
+ * CPU and on Vulkan: every logit of every step within attention's conformance threshold, so the
+ * batched plans agree across executors as the one-sequence plans do.  steps_out: [4 + 1, 5, V]. */
+static void batch_steps(const char *device, const char *dir, float *steps_out, int V) {
+    vkg_device_options o = {.cpu_threads = 2, .quiet = 1, .validation = strcmp(device, "cpu") != 0};
+    vkg_device *dev = NULL;
+    vkg_model *m = NULL;
+    vkg_batch_context *b = NULL;
+    vkg_error err = {0};
+    check(vkg_device_open(device, &o, &dev, &err), &err);
+    check(vkg_model_open(dir, dev, NULL, &m, &err), &err);
+    vkg_batch_options bo;
+    vkg_batch_options_default(&bo);
+    bo.n_seq = 5;
+    bo.n_ctx = CTX;
+    check(vkg_batch_context_new(m, &bo, &b, &err), &err);
+    for (int t = 0; t <= 4; t++) {
+        for (int i = 0; i < 5; i++) {
+            batch_seq p;
+            batch_make_prompt(&p, i, t == 0 ? 1 + 2 * i : 1, V);
+            if (t > 0) p.prompt[0] = (int32_t)((t * 53 + i * 7) % V);
+            check(vkg_batch_add(b, i, p.prompt, p.n_prompt, &err), &err);
+        }
+        check(vkg_batch_step(b, &err), &err);
+        for (int i = 0; i < 5; i++)
+            check(vkg_batch_get_logits(b, i, steps_out + ((size_t)t * 5 + (size_t)i) * (size_t)V, (size_t)V, &err),
+                  &err);
+    }
+    vkg_batch_context_free(b);
+    vkg_model_free(m);
+    const uint64_t messages = vkg_device_validation_errors(dev);
+    vkg_device_free(dev);
+    assert_int_equal(messages, 0);
+}
+
+static void cpu_against_vulkan(const char *dir, int V) {
+    const size_t n = (size_t)5 * 5 * (size_t)V;
+    float *cpu = malloc(n * sizeof *cpu), *vk = malloc(n * sizeof *vk);
+    assert_non_null(cpu);
+    assert_non_null(vk);
+    batch_steps("cpu", dir, cpu, V);
+    batch_steps("vulkan", dir, vk, V);
+    for (size_t row = 0; row < 25; row++) {
+        const double e = test_nmse(vk + row * (size_t)V, cpu + row * (size_t)V, (size_t)V);
+        if (e > 5e-4) fail_msg("step %zu sequence %zu: NMSE %g between Vulkan and the CPU", row / 5, row % 5, e);
+    }
+    free(cpu);
+    free(vk);
+}
+
+static void test_gpt2_cpu_against_vulkan(void **state) {
+    (void)state;
+    cpu_against_vulkan(test_data_path("gpt2-tiny"), 512);
+}
+
+static void test_llama_cpu_against_vulkan(void **state) {
+    (void)state;
+    char *dir = random_model("llama-tiny", 0);
+    cpu_against_vulkan(dir, 128);
+    test_remove_tree(dir);
+    free(dir);
+}
+
+#define BATCH_TESTS(setup)                                                                                             \
+    cmocka_unit_test_setup_teardown(test_batch_of_1, setup, teardown),                                                 \
+        cmocka_unit_test_setup_teardown(test_batch_of_2, setup, teardown),                                             \
+        cmocka_unit_test_setup_teardown(test_batch_of_3, setup, teardown),                                             \
+        cmocka_unit_test_setup_teardown(test_batch_of_8, setup, teardown),                                             \
+        cmocka_unit_test_setup_teardown(test_join_and_leave, setup, teardown),                                         \
+        cmocka_unit_test_setup_teardown(test_prefix_copy, setup, teardown)
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        BATCH_TESTS(setup_gpt2_cpu),
+        BATCH_TESTS(setup_gpt2_vulkan),
+        BATCH_TESTS(setup_llama_cpu),
+        BATCH_TESTS(setup_llama_vulkan),
+        cmocka_unit_test_setup_teardown(test_join_and_leave, setup_mistral_cpu, teardown),
+        cmocka_unit_test_setup_teardown(test_join_and_leave, setup_mistral_vulkan, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup_gpt2_cpu, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup_gpt2_vulkan, teardown),
+        cmocka_unit_test(test_gpt2_cpu_against_vulkan),
+        cmocka_unit_test(test_llama_cpu_against_vulkan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
