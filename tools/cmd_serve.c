@@ -45,7 +45,7 @@ static int load_model(const char *dir, vkg_device *dev, vkg_model **m, int *n_ct
     if (vkg_model_open(dir, dev, NULL, m, &err) != VKG_OK || vkg_model_get_info(*m, &info, &err) != VKG_OK)
         return cli_fail(CMD, "%s", err.message);
     if (info.random_weights)
-        fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph random): its outputs "
+        fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph random or gpt2-random): its outputs "
                 "mean nothing\n", CMD, dir);
     char fallback[PATH_MAX];
     if (!vkg_model_tokenizer(*m) && info.n_vocab == 50257 && gpt2_cli_project_tokenizer(fallback, sizeof fallback)) {
