@@ -2,7 +2,7 @@
 # tools/fetch-model.sh against a local stand-in for the Hugging Face hub (tests/data/fetch-fake-llama,
 # a sharded Llama-like tree, file:// URLs): the files vkgraph reads and only those, each checked;
 # nothing fetched again; a partial shard resumed; a shard whose hash the listing contradicts
-# refused; a tree without weights refused; the hub out of reach and VKG_OFFLINE answered with 2.
+# refused; a tree without weights and an index naming a shard outside the folder refused; the hub out of reach and VKG_OFFLINE answered with 2.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 script=$root/tools/fetch-model.sh
@@ -60,6 +60,12 @@ dir=$tmp/no-weights
 expect 1 "has neither model.safetensors nor model.safetensors.index.json" \
     "VKG_HF_API_URL=file://$fake/tree-no-weights.json"
 [ -e "$dir/config.json" ] && fail "fetched from a tree without weights"
+
+# An index that names a shard outside the folder is refused, and nothing is written there.
+dir=$tmp/bad-index/model
+expect 1 "names a shard '../escape.safetensors' that is not a plain file name" \
+    "VKG_HF_API_URL=file://$fake/bad-index/tree.json" "VKG_HF_BASE_URL=file://$fake/bad-index"
+[ -e "$tmp/bad-index/escape.safetensors" ] && fail "wrote a shard outside the folder"
 
 # The hub out of reach: 2, at once; VKG_OFFLINE=1: 2 without contacting anything.
 dir=$tmp/offline
