@@ -117,13 +117,18 @@ static void test_vulkan_agrees_with_cpu(void **state) {
     vk_test_close(vk);
 }
 
+/* The CPU executor with one thread and with two. */
+static void open_cpu_pair(vkg_device **one, vkg_device **two) {
+    vkg_error err = {0};
+    vkg_device_options o1 = {.cpu_threads = 1}, o2 = {.cpu_threads = 2};
+    assert_int_equal(vkg_device_open("cpu", &o1, one, &err), VKG_OK);
+    assert_int_equal(vkg_device_open("cpu", &o2, two, &err), VKG_OK);
+}
+
 static void test_cpu_threads_bit_identical(void **state) {
     (void)state;
     vkg_device *one = NULL, *two = NULL;
-    vkg_error err = {0};
-    vkg_device_options o1 = {.cpu_threads = 1}, o2 = {.cpu_threads = 2};
-    assert_int_equal(vkg_device_open("cpu", &o1, &one, &err), VKG_OK);
-    assert_int_equal(vkg_device_open("cpu", &o2, &two, &err), VKG_OK);
+    open_cpu_pair(&one, &two);
     agree(two, one, 1);
     vkg_device_free(one);
     vkg_device_free(two);
@@ -209,9 +214,7 @@ static void test_input_difference_is_drift(void **state) {
     (void)state;
     vkg_device *one = NULL, *two = NULL;
     vkg_error err = {0};
-    vkg_device_options o1 = {.cpu_threads = 1}, o2 = {.cpu_threads = 2};
-    assert_int_equal(vkg_device_open("cpu", &o1, &one, &err), VKG_OK);
-    assert_int_equal(vkg_device_open("cpu", &o2, &two, &err), VKG_OK);
+    open_cpu_pair(&one, &two);
     block_case b;
     block_case_init(&b, two, one);
     vkg_session *st = block_session(&b, two), *sr = block_session(&b, one);

@@ -232,7 +232,7 @@ static const bad_config bad_configs[] = {
      VKG_ERR_FORMAT, "\"eos_token_id\" must be an integer (it is a JSON array)"},
     {"{" BASE ", \"layer_norm_epsilon\": -1e-5}", VKG_ERR_FORMAT, "layer_norm_epsilon is -1e-05"},
     {"{" BASE ", \"layer_norm_epsilon\": 0}", VKG_ERR_FORMAT, "positive finite"},
-    {"{" BASE ", \"layer_norm_epsilon\": \"1e-5\"}", VKG_ERR_FORMAT, "\"layer_norm_epsilon\" must be a number"},
+    {"{" BASE ", \"layer_norm_epsilon\": \"1e-5\"}", VKG_ERR_FORMAT, "\"layer_norm_epsilon\" must be a finite number"},
     {"{" BASE ", \"activation_function\": \"mish\"}", VKG_ERR_UNSUPPORTED, "activation_function \"mish\" is not"},
     {"{" BASE ", \"activation_function\": 3}", VKG_ERR_FORMAT, "\"activation_function\" must be a string"},
     {"{" BASE ", \"activation_function\": \"gelu\\u0000_new\"}", VKG_ERR_UNSUPPORTED, "is not supported"},

@@ -2,6 +2,8 @@
 
 #include "cli.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -266,6 +268,11 @@ int cli_option_read(const char *cmd, const cli_option *opts, size_t n, int argc,
             return 1;
         }
         long v = 0;
+        if (o->kind == CLI_SEED) {
+            if (cli_int(cmd, a, val, 0, LONG_MAX, &v)) return -1;
+            *(uint64_t *)o->to = (uint64_t)v;
+            return 1;
+        }
         if (cli_int(cmd, a, val, o->lo, o->hi, &v)) return -1;
         *(int *)o->to = (int)v;
         return 1;

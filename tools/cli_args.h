@@ -36,6 +36,7 @@ typedef enum {
     CLI_INT,     /* a whole number in [lo, hi]: *(int *)to                                    */
     CLI_REFUSED, /* an option that does not apply here: refused, saying why                    */
     CLI_FOLDER,  /* names NULL: the one word not starting with '-' (*(const char **)to)        */
+    CLI_SEED,    /* a whole number from 0 to LONG_MAX: *(uint64_t *)to                         */
 } cli_option_kind;
 typedef struct cli_option {
     const char *names;   /* the spellings, separated by '|': "-m|--model|--tokenizer"           */
@@ -51,6 +52,7 @@ typedef struct cli_option {
     {.names = (spellings), .kind = CLI_INT, .to = (field), .lo = (min), .hi = (max)}
 #define CLI_OPT_REFUSED(spellings, reason) {.names = (spellings), .kind = CLI_REFUSED, .why = (reason)}
 #define CLI_OPT_FOLDER(field) {.names = NULL, .kind = CLI_FOLDER, .to = (field)}
+#define CLI_OPT_SEED(spellings, field) {.names = (spellings), .kind = CLI_SEED, .to = (field)}
 /* When argv[*i] is one of the n options: reads its value (advancing *i), checks and stores it
  * and returns 1, or returns -1 after printing why it is refused.  0 when it is none of them. */
 int cli_option_read(const char *cmd, const cli_option *opts, size_t n, int argc, char **argv, int *i);

@@ -110,11 +110,6 @@ static int more_option(void *ctx, const char *opt, const char *val) {
         vkg_error err = {0};
         return vkg_random_gpt2_size(val, o, &err) == VKG_OK ? 0 : cli_fail(CMD, "--size: %s", err.message);
     }
-    if (strcmp(opt, "--seed") == 0) {
-        if (cli_int(CMD, opt, val, 0, LONG_MAX, &v)) return 1;
-        o->seed = (uint64_t)v;
-        return 0;
-    }
     if (strcmp(opt, "--vocab") == 0) {
         if (cli_int(CMD, opt, val, 2, 1 << 24, &v)) return 1;
         o->vocab_size = (int)v;
@@ -153,6 +148,7 @@ int cmd_gpt2_random(int argc, char **argv) {
         CLI_OPT_INT("--embd", &o.n_embd, 1, 8192),
         CLI_OPT_INT("--ctx", &o.n_positions, 1, 8192),
         CLI_OPT_INT("--inner", &o.n_inner, 1, 1 << 18),
+        CLI_OPT_SEED("--seed", &o.seed),
         CLI_OPT_FOLDER(&dir),
         CLI_OPT_REFUSED("--device|--threads",
                         "gpt2-random only writes files; the commands that run the model take it"),

@@ -82,12 +82,6 @@ static int write_marker(const char *dir, const char *shape, uint64_t seed) {
 /* The options whose values the table does not store as they are. */
 static int more_option(void *ctx, const char *opt, const char *val) {
     vkg_random_model_options *o = ctx;
-    long v = 0;
-    if (strcmp(opt, "--seed") == 0) {
-        if (cli_int(CMD, opt, val, 0, LONG_MAX, &v)) return 1;
-        o->seed = (uint64_t)v;
-        return 0;
-    }
     if (strcmp(opt, "--dtype") == 0) return gpt2_cli_dtype(CMD, val, &o->dtype);
     return -1;
 }
@@ -114,6 +108,7 @@ int cmd_random(int argc, char **argv) {
         CLI_OPT_INT("--vocab", &o.vocab_size, 1, 1 << 24),
         CLI_OPT_INT("--shards", &o.shards, 1, 4096),
         CLI_OPT_INT("--eos", &o.eos_token, 0, (1 << 24) - 1),
+        CLI_OPT_SEED("--seed", &o.seed),
         CLI_OPT_FOLDER(&dir),
     };
     const int parsed = cli_options_parse(CMD, opts, sizeof opts / sizeof *opts, more_option, &o, usage, argc, argv);

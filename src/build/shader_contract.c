@@ -217,6 +217,20 @@ int main(int argc, char **argv) {
             vkg_json_free(r);
         }
     }
+    /* a VKG_SOURCE row (whose GLSL CMakeLists.txt writes) of a file no VKG_SHADER row compiles */
+    static const char *const sources[] = {
+#define VKG_SOURCE(file, params, defines, bodies) #file,
+#include "graph/kernels.def"
+    };
+    for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
+        size_t k = 0;
+        while (k < sizeof shaders / sizeof shaders[0] && strcmp(shaders[k].file, sources[i])) k++;
+        if (k == sizeof shaders / sizeof shaders[0]) {
+            fprintf(stderr, "src/graph/kernels.def: VKG_SOURCE(%s, ...) names a file no VKG_SHADER row has\n",
+                    sources[i]);
+            failures++;
+        }
+    }
     for (size_t i = 0; i < N_SPEC_ROWS; i++)
         if (!spec_rows[i].declared) {
             fprintf(stderr, "shaders/params/spec_constants.def: VKG_SPEC(%s, %d, %s) is declared by no shader "

@@ -74,6 +74,14 @@ static const conf_point sweep_mv_texel[] = {
     {Q, {1, 8, 1}},      {Q, {1, 8, 7}},      {Q, {1, 40, 13}},     {D, {1, 776, 7}},     {D, {1, 64, 769}},
     {D, {1, 768, 769}},  {D, {1, 2304, 768}}, {D, {1, 3072, 768}},  {D, {1, 768, 3072}},  {F, {1, 2304, 3073}},
     {END, {0}}};
+/* {M, N, K}: a few rows, one per sequence of a batched decoding step (matvec_texel.glsl serves up
+ * to 8 per fetch of B where K and N are whole texels; 16 takes the general shaders): GPT-2's
+ * [768, 2304] and [3072, 768], SmolLM2's 576 and 1536, sizes dividing no tile or workgroup, K
+ * shorter than the slices of k, and a K that is no whole vec4 (the general shaders). */
+static const conf_point sweep_mv_rows[] = {
+    {Q, {2, 8, 4}},       {Q, {3, 40, 12}},     {Q, {5, 8, 13}},       {Q, {8, 776, 20}},     {D, {2, 2304, 768}},
+    {D, {3, 776, 772}},   {D, {5, 1536, 576}},  {D, {8, 576, 1536}},   {D, {8, 768, 3072}},   {D, {16, 2304, 768}},
+    {D, {3, 1544, 7}},    {F, {8, 3072, 768}},  {F, {16, 1536, 576}},  {END, {0}}};
 /* {V, C, N}: table [V, C], N ids. */
 static const conf_point sweep_emb[] = {
     {Q, {1, 1, 1}},       {Q, {7, 13, 5}},   {Q, {31, 33, 17}}, {D, {257, 65, 31}},
@@ -163,7 +171,7 @@ static const conf_point sweep_llama_heads[] = {
 static const conf_point sweep_llama_mlp[] = {
     {Q, {1, 1, 1}},       {Q, {3, 7, 13}},      {Q, {17, 33, 65}},     {D, {1, 1536, 576}},  {D, {7, 1536, 576}},
     {D, {1, 4864, 896}},  {D, {64, 4864, 896}}, {D, {1, 5632, 2048}},  {D, {1, 3072, 1024}}, {D, {31, 3072, 1024}},
-    {F, {1, 8192, 2048}}, {F, {2048, 1536, 576}}, {F, {512, 8192, 2048}}, {F, {1, 14336, 4096}}, {END, {0}}};
+    {F, {1, 8192, 2048}}, {F, {2048, 1536, 576}}, {F, {512, 8192, 2048}}, {END, {0}}};
 /* {Hkv, G, T, D}: grouped-query attention, G query heads over each of Hkv key/value heads. */
 static const conf_point sweep_llama_gqa[] = {
     {Q, {1, 1, 1, 4}},   {Q, {2, 3, 7, 8}},    {Q, {3, 3, 17, 64}},  {D, {2, 7, 33, 64}},  {D, {8, 4, 64, 64}},
@@ -803,7 +811,7 @@ static const conf_case_def cases[] = {
     {"rope", "heads of [T, H D], offset 3", EW, rope_prompt, sweep_llama_heads},
     {"rope", "runtime offset", EW, rope_runtime, sweep_llama_heads},
     {"rope", "decode at position 32767", EW, rope_far, sweep_llama_heads},
-#define ROPE_TYPE_ROW(ENUM, name) {"rope", #name " table from rope.c, position 9000", EW, rope_type_##name, sweep_llama_heads},
+#define ROPE_TYPE_ROW(ENUM, name) {"rope", #name " table (rope.c)", EW, rope_type_##name, sweep_llama_heads},
     VKG_ROPE_TYPES(ROPE_TYPE_ROW)
 #undef ROPE_TYPE_ROW
     {"swiglu", "silu(gate) * up", EW, swiglu_plain, sweep_rc},
@@ -876,6 +884,12 @@ static const conf_case_def cases[] = {
     {"matmul", "matrix-vector texels, B bf16", MM16, mm_bf16_kn_bias, sweep_mv_texel},
     {"matmul", "mv texels, B f16 +gelu", MM16, mm_f16_kn_bias_gelu, sweep_mv_texel},
     {"matmul", "mv texels, B bf16 +residual", MM16, mm_bf16_kn_bias_residual, sweep_mv_texel},
+    {"matmul", "few rows, weights [K, N]", RED, mm_bias, sweep_mv_rows},
+    {"matmul", "few rows, [K, N] +residual", RED, mm_bias_residual_kn, sweep_mv_rows},
+    {"matmul", "few rows, weights [N, K]", RED, mm_transpose_b, sweep_mv_rows},
+    {"matmul", "few rows, B f16 [K, N]", MM16, mm_f16_kn_bias, sweep_mv_rows},
+    {"matmul", "few rows, B bf16 [K, N]", MM16, mm_bf16_kn_bias, sweep_mv_rows},
+    {"matmul", "few rows, B f16 [N, K]", MM16, mm_f16_nk, sweep_mv_rows},
     {"matmul", "GPT-2 c_attn, B f16", MM16, mm_f16_kn_bias, sweep_gpt2_qkv},
     {"matmul", "GPT-2 attn.c_proj+res, B f16", MM16, mm_f16_kn_bias_residual, sweep_gpt2_proj},
     {"matmul", "GPT-2 c_fc+gelu, B f16", MM16, mm_f16_kn_bias_gelu, sweep_gpt2_fc},

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu/kernels.h"
+
 typedef struct vkg_norm_scale {
     float a;     /* 2^-e: the row's scale */
     float inv_a; /* 2^e */
@@ -23,18 +25,11 @@ typedef struct vkg_norm_scale {
 } vkg_norm_scale;
 
 /* 2^e for e in [-126, 127], built from its bits (exact, as the shader builds it). */
-static inline float vkg_norm_pow2(int e) {
-    const uint32_t bits = (uint32_t)(e + 127) << 23;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
+static inline float vkg_norm_pow2(int e) { return vkg_cpu_bits_float((uint32_t)(e + 127) << 23); }
 
 /* The exponent of x (x = f 2^e with f in [0.5, 1)) from its bits; -126 for 0 and subnormals. */
 static inline int vkg_norm_exponent_of(float x) {
-    uint32_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    const int e = (int)((bits >> 23) & 0xffu) - 126;
+    const int e = (int)((vkg_cpu_float_bits(x) >> 23) & 0xffu) - 126;
     return e < -126 ? -126 : e;
 }
 

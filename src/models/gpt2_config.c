@@ -168,9 +168,14 @@ static vkg_status read_activation(const vkg_json *root, vkg_gpt2_config *c, vkg_
     /* read wider than the field, so that a long unknown name is refused with the supported list */
     char name[64] = "";
     int found;
-    vkg_status st = vkg_config_string(root, "activation_function", name, sizeof name, &found, err);
-    if (st != VKG_OK || !found) return st;
-    if (strlen(name) >= sizeof c->activation || !vkg_gpt2_activation_kind(name))
+    vkg_error local;
+    vkg_status st = vkg_config_string(root, "activation_function", name, sizeof name, &found, &local);
+    if (st == VKG_ERR_UNSUPPORTED) /* longer than the buffer, or a NUL inside: no name of the list */
+        snprintf(name, sizeof name, "%s", vkg_json_string(vkg_json_get(root, "activation_function"), NULL));
+    else if (st != VKG_OK)
+        return vkg_error_set(err, st, "%s", local.message);
+    if (!found && st == VKG_OK) return VKG_OK;
+    if (st != VKG_OK || strlen(name) >= sizeof c->activation || !vkg_gpt2_activation_kind(name))
         return vkg_error_set(err, VKG_ERR_UNSUPPORTED, "activation_function \"%.40s\" is not supported (supported: %s)",
                              name, vkg_gpt2_activation_names());
     memset(c->activation, 0, sizeof c->activation); /* no stale bytes: configs compare with memcmp */

@@ -97,25 +97,35 @@ static int b_texels_along(const vkg_matmul_params *m, uint32_t ept, int along_k)
            (m->batch0 == 1 || m->b_stride_b0 % ept == 0) && (m->batch1 == 1 || m->b_stride_b1 % ept == 0);
 }
 
-/* The M == 1 texel shader with B along n (matvec_texel.glsl) where the tuning has it and the
- * layout allows: 16-byte texels of B (four floats or eight 16-bit elements), A in vec4s.  Each
- * workgroup covers mvx_wg / mvx_split invocations x mvx_tn texels of columns; mvx_tn is halved
- * while that leaves fewer than mvx_min_groups workgroups (a product with few columns still
- * spreads over the device's threads).  Returns 0 to leave the step to the general choice. */
+/* The most rows the matrix-vector texel shader takes (a decoding step of that many sequences):
+ * each fetch of B serves them all, and each invocation keeps ROWS x COL_TEXELS texels of sums. */
+#define MATVEC_TEXEL_MAX_ROWS 8
+
+/* The matrix-vector texel shader with B along n (matvec_texel.glsl) for M up to
+ * MATVEC_TEXEL_MAX_ROWS, where the tuning has it and the layout allows: 16-byte texels of B (four
+ * floats or eight 16-bit elements), A in vec4s.  Each workgroup covers mvx_wg / mvx_split
+ * invocations x mvx_tn texels of columns; mvx_tn is halved while that leaves fewer than
+ * mvx_min_groups workgroups (a product with few columns still spreads over the device's threads),
+ * and while the rows' sums would pass mvx_tn texels per invocation (registers) or the sums of the
+ * workgroup the shared memory.  Returns 0 to leave the step to the general choice. */
 static int choose_matvec_texel(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                                uint32_t *n_spec, uint32_t g[3]) {
     const vkg_vk_tuning *t = &c->tuning;
     const vkg_matmul_params *m = &st->params.matmul;
     const uint32_t ept = b_16bit(m) ? 8 : 4;
-    if (!t->matmul_texel || !t->matvec_texel || m->M != 1 || !a_along_k4(m) || !b_texels_along(m, ept, 0) ||
-        !texel_fits(c, &st->bind[0], 16) || !texel_fits(c, &st->bind[1], 16))
+    if (!t->matmul_texel || !t->matvec_texel || m->M < 1 || m->M > MATVEC_TEXEL_MAX_ROWS || !a_along_k4(m) ||
+        !b_texels_along(m, ept, 0) || !texel_fits(c, &st->bind[0], 16) || !texel_fits(c, &st->bind[1], 16))
         return 0;
     const uint64_t texels = div_up(m->N, ept), lanes = t->mvx_wg / t->mvx_split;
+    const uint64_t shared_max = c->props.limits.maxComputeSharedMemorySize;
     uint32_t tn = t->mvx_tn;
-    while (tn > 1 && div_up(texels, lanes * tn) < t->mvx_min_groups) tn /= 2;
+    while (tn > 1 && (div_up(texels, lanes * tn) < t->mvx_min_groups || (uint64_t)m->M * tn > t->mvx_tn ||
+                      (uint64_t)t->mvx_wg * m->M * tn * ept * 4 > shared_max))
+        tn /= 2;
+    if ((uint64_t)t->mvx_wg * m->M * tn * ept * 4 > shared_max) return 0;
     *sh = VKG_SH_MATVEC_TEXEL;
     spec[VKG_SPEC_WG_X] = t->mvx_wg, spec[VKG_SPEC_SPLIT] = t->mvx_split, spec[VKG_SPEC_COL_TEXELS] = tn;
-    spec[VKG_SPEC_SYNC] = (uint32_t)t->mvx_sync, *n_spec = VKG_SPEC_SYNC + 1;
+    spec[VKG_SPEC_SYNC] = (uint32_t)t->mvx_sync, spec[VKG_SPEC_ROWS] = m->M, *n_spec = VKG_SPEC_ROWS + 1;
     g[0] = div_up(texels, lanes * tn), g[1] = 1, g[2] = m->batch0 * m->batch1;
     return 1;
 }
@@ -208,8 +218,9 @@ static uint64_t matmul_iterations(vkg_vk_shader sh, const vkg_matmul_params *m, 
     }
     if (sh == VKG_SH_MATVEC_TEXEL) {
         /* the walk over one slice's blocks of four rows and the partial block at its end, then
-         * the store of 8 x COL_TEXELS outputs at most, each summed over the slices */
-        uint64_t split = spec[VKG_SPEC_SPLIT], outs = 8 * (uint64_t)spec[VKG_SPEC_COL_TEXELS];
+         * the store of ROWS x 8 x COL_TEXELS outputs at most, each summed over the slices */
+        uint64_t split = spec[VKG_SPEC_SPLIT];
+        uint64_t outs = (uint64_t)spec[VKG_SPEC_ROWS] * 8 * spec[VKG_SPEC_COL_TEXELS];
         return div_up(div_up(K, 4), split) + 2 + outs * (split + 1) + 1;
     }
     /* VKG_SH_MATMUL_TILED, the one other shader choose_matmul picks */
