@@ -210,7 +210,7 @@ void vkg_lesson_print_block(FILE *f, const vkg_lesson_block *r);
 #define VKG_LESSON_HEATMAP_PATTERN "lesson-gpt2-layer%d-head%d.png"
 #define VKG_LESSON_HEATMAP_DEFAULT ""
 /* Step 7's first line for a model folder marked as random (vkgraph gpt2-random). */
-#define VKG_LESSON_RANDOM_NOTE "RANDOM WEIGHTS (written by vkgraph gpt2-random): what the heads attend to means nothing"
+#define VKG_LESSON_RANDOM_NOTE "RANDOM WEIGHTS (written by vkgraph random or gpt2-random): what the heads attend to means nothing"
 enum { VKG_LESSON_GPT2_LAYER = 4, VKG_LESSON_GPT2_HEAD = 3 };
 typedef struct vkg_lesson_sentence {
     const char *text;

@@ -202,7 +202,7 @@ static void test_table(void **state) {
     need_binary();
     result r = VKG("bench", "--random", "gpt2-tiny", "--device", "cpu", "-T", "3", "--decode", "2", "--repeat", "1");
     expect_ok(&r, "bench");
-    static const char *const parts[] = {"gpt2-tiny: 2 layers, 4 heads, 64 wide, 128 positions, 50257 tokens",
+    static const char *const parts[] = {"gpt2-tiny (gpt2): 2 layers, 4 heads, 64 wide, 128 positions, 50257 tokens",
                                         "RANDOM weights", "FMA peak", "read bandwidth", "a prompt of 3, then 2 tokens",
                                         "peak host", "lower MiB"};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)

@@ -263,7 +263,7 @@ static void png_size(const char *path, int *width, int *height) {
     free(png);
 }
 
-#define RANDOM_NOTE "RANDOM WEIGHTS (written by vkgraph gpt2-random): what the heads attend to means nothing\n"
+#define RANDOM_NOTE "RANDOM WEIGHTS (written by vkgraph random or gpt2-random): what the heads attend to means nothing\n"
 
 static void test_attention(void **state) {
     (void)state;

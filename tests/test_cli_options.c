@@ -91,8 +91,8 @@ static void test_spellings(void **state) {
                 "unknown option '-s' (llama.cpp's spelling of --seed, which vkgraph dump does not take");
 }
 
-/* -c / --ctx-size: the context of the model gpt2-random writes, and serve's KV cache per slot;
- * refused by name elsewhere. */
+/* -c / --ctx-size: the context of the model random or gpt2-random writes, and serve's KV cache per
+ * slot; refused by name elsewhere. */
 static void test_ctx_size(void **state) {
     (void)state;
     need_binary();
@@ -108,6 +108,15 @@ static void test_ctx_size(void **state) {
     snprintf(path, sizeof path, "%s/config.json", dir);
     char *config = test_read_file(path, NULL);
     assert_non_null(strstr(config, "\"n_positions\": 24"));
+    free(config);
+    /* vkgraph random takes it for a Llama-family shape too (max_position_embeddings). */
+    const char *llama = in_tmp("ctx-llama");
+    r = VKG("random", llama, "--shape", "llama-tiny", "-c", "48");
+    expect_ok(&r, "random -c");
+    result_free(&r);
+    snprintf(path, sizeof path, "%s/config.json", llama);
+    config = test_read_file(path, NULL);
+    assert_non_null(strstr(config, "\"max_position_embeddings\": 48"));
     free(config);
     /* serve takes both spellings: a size beyond the model's context reaches serve's own check. */
     expect_fail(VKG("serve", "-m", dir, "--port", "0", "--device", "cpu", "--ctx-size", "25"), "serve",

@@ -1,9 +1,14 @@
-/* vkg_session_compare at the scale users run it: a model of GPT-2 124M's shapes (12 layers, 12
- * heads, 768 wide, 1024 positions, 50257 tokens; random weights), Vulkan (with the validation
- * layer) against the CPU executor, every step judged on the reference's inputs:
- *   - the forward pass over 1024 tokens, logits at every position;
- *   - one decode step at position 1023 over a KV cache that each device's own prefill of 1023
- *     tokens filled.
+/* vkg_session_compare at the scale users run it, Vulkan (with the validation layer) against the
+ * CPU executor, every step judged on the reference's inputs:
+ *   - a model of GPT-2 124M's shapes (12 layers, 12 heads, 768 wide, 1024 positions, 50257
+ *     tokens; random weights): the forward pass over 1024 tokens, logits at every position, and
+ *     one decode step at position 1023 over a KV cache that each device's own prefill of 1023
+ *     tokens filled;
+ *   - a model of SmolLM2-135M's shapes (576 wide, 9 query heads over 3 key/value heads, MLP 1536,
+ *     49152 tokens, tied; 2 of its 30 layers): the forward pass over 2048 tokens, its rms_norm,
+ *     rope, grouped-query attention and gated-MLP steps among them; and the same model with one
+ *     weight (layer 1's k_proj) damaged on the Vulkan device only, found at the one step that
+ *     reads it and at no other.
  * Every step must stay within its op's threshold, and the free-running drift of the last step
  * (the logits) within the threshold a whole model is held to.  Each run prints its closest step
  * and its drift.
@@ -19,6 +24,7 @@
 #include "vkgraph.h"
 #include "vkgraph_conformance.h"
 #include "vkgraph_model.h"
+#include "runtime/session.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
 
@@ -27,10 +33,11 @@
 #include <string.h>
 
 #define T_MAX 1024
+#define T_LLAMA 2048
 
-static char *dir;
+static char *dir, *llama_dir;
 static vkg_model *model;
-static int32_t ids[T_MAX], positions[T_MAX];
+static int32_t ids[T_LLAMA], positions[T_LLAMA];
 static vkg_device *cpu, *gpu;
 
 static int setup(void **state) {
@@ -46,9 +53,20 @@ static int setup(void **state) {
         fprintf(stderr, "%s\n", err.message);
         return -1;
     }
+    llama_dir = test_tmpdir("comparescale-llama");
+    vkg_random_model_options lo;
+    vkg_random_model_options_default(&lo);
+    lo.shape = "smollm2-135m";
+    lo.n_layer = 2;
+    lo.seed = 135;
+    if (!llama_dir || vkg_random_model_write(llama_dir, &lo, &err) != VKG_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        return -1;
+    }
     vkg_rng rng;
     vkg_rng_seed(&rng, 2024);
-    for (int i = 0; i < T_MAX; i++) {
+    /* ids below GPT-2's vocabulary, which is the smaller */
+    for (int i = 0; i < T_LLAMA; i++) {
         ids[i] = (int32_t)(vkg_rng_next(&rng) % (uint64_t)o.vocab_size);
         positions[i] = i;
     }
@@ -59,20 +77,23 @@ static int teardown(void **state) {
     (void)state;
     vkg_device_free(cpu);
     if (dir) assert_int_equal(test_remove_tree(dir), 0);
+    if (llama_dir) assert_int_equal(test_remove_tree(llama_dir), 0);
     free(dir);
+    free(llama_dir);
     return 0;
 }
 
 /* The model opened for the Vulkan device (as `vkgraph compare` opens it: the weights laid out as
  * the device under test reads them best; the CPU runs the same plan). */
-static void open_model(void) {
+static void open_model_from(const char *from, int no_host_import) {
     /* A whole prefill of 1023 tokens is one submission: on lavapipe, on a machine shared with
      * other work, it can take minutes. */
-    gpu = vk_test_open_with((vkg_device_options){.timeout_ms = 900000});
+    gpu = vk_test_open_with((vkg_device_options){.timeout_ms = 900000, .no_host_import = no_host_import});
     vkg_model_options mo = {.no_tokenizer = 1};
     vkg_error err = {0};
-    if (vkg_model_open(dir, gpu, &mo, &model, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (vkg_model_open(from, gpu, &mo, &model, &err) != VKG_OK) fail_msg("%s", err.message);
 }
+static void open_model(void) { open_model_from(dir, 0); }
 
 static void close_model(void) {
     vkg_model_free(model);
@@ -198,10 +219,111 @@ static void test_decode_at_1023(void **state) {
     close_model();
 }
 
+/* How many steps have a label that starts with prefix. */
+static int count_steps(const vkg_plan *p, const char *prefix) {
+    int n = 0;
+    for (int i = 0; i < p->n_steps; i++) n += !strncmp(p->steps[i].label, prefix, strlen(prefix));
+    return n;
+}
+
+/* SmolLM2-135M's shapes, 2 layers: the forward pass over 2048 tokens, logits at every position. */
+static void test_smollm2_forward_2048(void **state) {
+    (void)state;
+    open_model_from(llama_dir, 0);
+    vkg_graph *g = build(T_LLAMA, 0, VKG_LOGITS_ALL);
+    vkg_plan *p = compile_for_both(g);
+    /* the Llama layer's own steps are there to be judged: 2 norms a layer and the final one, q
+     * and k rotated in each layer, one fused attention a layer */
+    assert_int_equal(count_steps(p, "rms_norm"), 5);
+    assert_int_equal(count_steps(p, "rope"), 4);
+    assert_int_equal(count_steps(p, "attention"), 2);
+    vkg_session *st = NULL, *sr = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_session_new(gpu, p, &st, &err), VKG_OK);
+    assert_int_equal(vkg_session_new(cpu, p, &sr, &err), VKG_OK);
+    set_tokens(st, g, ids, positions, T_LLAMA, 0);
+    set_tokens(sr, g, ids, positions, T_LLAMA, 0);
+    expect_agreement(st, sr, vkg_plan_step_count(p), "SmolLM2-135M shapes, forward, T = 2048", "rope");
+    vkg_session_free(st);
+    vkg_session_free(sr);
+    vkg_plan_free(p);
+    vkg_graph_free(g);
+    close_model();
+}
+
+/* The constant region of the weight named name. */
+static int weight_region(const vkg_plan *p, const vkg_graph *g, const char *name) {
+    for (int r = 0; r < p->n_regions; r++)
+        if (p->regions[r].kind == VKG_REGION_CONSTANT && p->regions[r].tensor != VKG_NONE &&
+            !strcmp(vkg_tensor_name(g, p->regions[r].tensor), name))
+            return r;
+    fail_msg("no constant region holds %s", name);
+    return -1;
+}
+
+static int step_binds(const vkg_plan *p, int i, int r) {
+    for (int k = 0; k < VKG_MAX_BINDINGS; k++)
+        if (p->steps[i].bind[k].region == r) return 1;
+    return 0;
+}
+
+/* Layer 1's k_proj weight scaled by 1.5 on the Vulkan device only (its constants copied there, not
+ * read in place from host memory): the one step that reads it fails and is named first; every
+ * step before it, and every later step (on the reference's inputs), agrees; the drift carries the
+ * damage to the logits.  T = 256: the search is the same at every length. */
+static void test_smollm2_corrupted_weight(void **state) {
+    (void)state;
+    enum { T = 256 };
+    open_model_from(llama_dir, 1);
+    vkg_graph *g = build(T, 0, VKG_LOGITS_ALL);
+    vkg_plan *p = compile_for_both(g);
+    const int region = weight_region(p, g, "model.layers.1.self_attn.k_proj.weight");
+    int reader = -1, readers = 0;
+    for (int i = 0; i < p->n_steps; i++)
+        if (step_binds(p, i, region)) readers++, reader = reader < 0 ? i : reader;
+    assert_int_equal(readers, 1);
+    vkg_session *st = NULL, *sr = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_session_new(gpu, p, &st, &err), VKG_OK);
+    assert_int_equal(vkg_session_new(cpu, p, &sr, &err), VKG_OK);
+    set_tokens(st, g, ids, positions, T, 0);
+    set_tokens(sr, g, ids, positions, T, 0);
+    const vkg_region *r = &p->regions[region];
+    assert_int_equal(r->host_dtype, VKG_F32);
+    float *bad = malloc(r->bytes);
+    assert_non_null(bad);
+    memcpy(bad, r->host, r->bytes);
+    for (size_t i = 0; i < r->bytes / sizeof *bad; i++) bad[i] *= 1.5f;
+    assert_int_equal(st->device->ops->write(st->impl, region, 0, bad, r->bytes, &err), VKG_OK);
+    free(bad);
+    vkg_step_comparison *cmp = NULL;
+    int first = -1;
+    assert_int_equal(vkg_session_compare(st, sr, &cmp, &first, &err), VKG_OK);
+    assert_int_equal(first, reader);
+    for (int i = 0; i < p->n_steps; i++) {
+        if (i == reader) continue;
+        if (cmp[i].fails) fail_msg("step %d, %s, fails too (nmse %.3e)", i, cmp[i].label, cmp[i].nmse);
+    }
+    assert_true(cmp[reader].nmse > 1e-3);
+    assert_true(cmp[p->n_steps - 1].drift_nmse > VKG_CONFORMANCE_NMSE_MODEL);
+    fprintf(stderr, "  damaged k_proj of layer 1: first failing step %d, %s (node '%s'), nmse %.3e; logits drift %.3e\n",
+            reader, cmp[reader].label, cmp[reader].node, cmp[reader].nmse, cmp[p->n_steps - 1].drift_nmse);
+    free(cmp);
+    vkg_session_free(st);
+    vkg_session_free(sr);
+    vkg_plan_free(p);
+    vkg_graph_free(g);
+    close_model();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_1024),
         cmocka_unit_test(test_decode_at_1023),
+        cmocka_unit_test(test_smollm2_forward_2048),
+        cmocka_unit_test(test_smollm2_corrupted_weight),
     };
+    /* one case alone: VKG_SCALE_CASE=test_smollm2* (cmocka's pattern) */
+    if (getenv("VKG_SCALE_CASE")) cmocka_set_test_filter(getenv("VKG_SCALE_CASE"));
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,4 +1,4 @@
-/* `vkgraph bench -m DIR | --random NAME`: a GPT-2 model's forward passes and decoding, timed as a
+/* `vkgraph bench -m DIR | --random NAME`: a model's forward passes and decoding, timed as a
  * user of the library runs them (vkg_context_prefill, then reading the logits), with the machine
  * measured in the same run.  The order keeps each figure clean: the random model is written and
  * the peak-memory count restarted before the model is loaded, and the machine's buffers come
@@ -42,18 +42,24 @@ static int load_model(const char *dir, vkg_weight_dtype dtype, vkg_device *d, vk
 }
 
 /* --random NAME: the model is written to a temporary folder (dir, PATH_MAX bytes), loaded from it
- * (memory mapped) and the folder removed at once (remove_random): the mapping keeps the weights,
- * and nothing is left behind. */
+ * and the folder removed at once (remove_random): the loader has read the weights, and nothing
+ * is left behind.  NAME is a GPT-2 size or a Llama-family shape (vkgraph random's). */
 static int write_random(const char *size, char *dir) {
-    vkg_random_gpt2_options ro;
-    vkg_random_gpt2_options_default(&ro);
-    vkg_error err = {0};
-    if (vkg_random_gpt2_size(size, &ro, &err) != VKG_OK) return cli_fail(CMD, "--random: %s", err.message);
+    vkg_random_gpt2_options go;
+    vkg_random_gpt2_options_default(&go);
+    const int gpt2 = vkg_random_gpt2_size(size, &go, NULL) == VKG_OK;
+    vkg_random_model_options lo;
+    vkg_random_model_options_default(&lo);
+    lo.shape = size;
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, PATH_MAX, "%s/vkgraph-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) return cli_fail(CMD, "cannot make a temporary folder %s for the random model", dir);
-    if (vkg_random_gpt2_write(dir, &ro, &err) == VKG_OK) return 0;
+    vkg_error err = {0};
+    if ((gpt2 ? vkg_random_gpt2_write(dir, &go, &err) : vkg_random_model_write(dir, &lo, &err)) == VKG_OK) return 0;
     remove_random(dir);
+    if (!gpt2 && err.status == VKG_ERR_NOT_FOUND)
+        return cli_fail(CMD, "--random %s: not a shape vkgraph knows (GPT-2: %s; Llama family: %s)", size,
+                        vkg_random_gpt2_size_names(), vkg_random_model_shapes());
     return cli_fail(CMD, "--random %s: %s", size, err.message);
 }
 

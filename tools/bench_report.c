@@ -62,10 +62,11 @@ void bench_report_json(const bench_options *o, const bench_model_result *r) {
     vkg_json_write_string(f, text);
     fputs(",\n \"model\": {\"name\": ", f);
     vkg_json_write_string(f, r->name);
-    fprintf(f, ", \"random_weights\": %s, \"layers\": %d, \"heads\": %d, \"embd\": %d, \"positions\": %d, "
-               "\"vocab\": %d, \"parameters\": %lld, \"dtype\": \"%s\"},\n \"device\": ",
-            r->random_weights ? "true" : "false", c->n_layer, c->n_head, c->n_embd, c->n_ctx, c->n_vocab,
-            (long long)c->n_params, r->dtype);
+    fprintf(f, ", \"architecture\": \"%s\", \"random_weights\": %s, \"layers\": %d, \"heads\": %d, \"kv_heads\": %d, "
+               "\"head_dim\": %d, \"embd\": %d, \"positions\": %d, \"vocab\": %d, \"parameters\": %lld, \"dtype\": \"%s\"},\n "
+               "\"device\": ",
+            c->architecture, r->random_weights ? "true" : "false", c->n_layer, c->n_head, c->n_kv_head, c->head_dim,
+            c->n_embd, c->n_ctx, c->n_vocab, (long long)c->n_params, r->dtype);
     vkg_json_write_string(f, r->device);
     fprintf(f, ", \"cpu_executor\": %s, \"threads\": %d, ", r->cpu ? "true" : "false", m->threads);
     num(f, "load_ms", r->load_ms);
@@ -141,8 +142,10 @@ void bench_report_text(const bench_options *o, const bench_model_result *r) {
     fputs("# vkgraph", f);
     for (int i = 0; i < o->argc; i++) fprintf(f, " %s", o->argv[i]);
     fprintf(f, "\n# sizes in MiB, rates in GB/s (10^9 bytes) and GFLOP/s\n");
-    fprintf(f, "model    %s: %d layers, %d heads, %d wide, %d positions, %d tokens; %.1fM parameters, %s%s\n", r->name,
-            c->n_layer, c->n_head, c->n_embd, c->n_ctx, c->n_vocab,
+    char kv[32] = "";
+    if (c->n_kv_head != c->n_head) snprintf(kv, sizeof kv, " over %d KV heads", c->n_kv_head);
+    fprintf(f, "model    %s (%s): %d layers, %d heads%s, %d wide, %d positions, %d tokens; %.1fM parameters, %s%s\n",
+            r->name, c->architecture, c->n_layer, c->n_head, kv, c->n_embd, c->n_ctx, c->n_vocab,
             (double)c->n_params / 1e6, r->dtype, r->random_weights ? " (RANDOM weights)" : "");
     fprintf(f, "device   %s\n", r->device);
     fprintf(f, "load     %.1f ms\n", r->load_ms);

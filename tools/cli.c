@@ -210,7 +210,7 @@ char *cli_read_file(const char *cmd, const char *path, size_t *len) {
         free(buf);
         if (too_long)
             cli_fail(cmd, "%s: more than %zu MiB; a prompt file is read up to %zu MiB (64 MiB of text is far "
-                     "more tokens than any GPT-2 context holds)", path, CLI_PROMPT_MAX_BYTES >> 20,
+                     "more tokens than any model's context holds)", path, CLI_PROMPT_MAX_BYTES >> 20,
                      CLI_PROMPT_MAX_BYTES >> 20);
         else cli_fail(cmd, "cannot read %s: %s", path, strerror(why));
         return NULL;

@@ -23,6 +23,8 @@ static const struct cli_alias {
     {"-i", "--interactive", NULL},
     {"-c", "--ctx", "gpt2-random"}, /* the model's context, n_positions */
     {"--ctx-size", "--ctx", "gpt2-random"},
+    {"-c", "--ctx", "random"}, /* max_position_embeddings, or GPT-2's n_positions */
+    {"--ctx-size", "--ctx", "random"},
     {"-c", "--ctx-size", "serve"}, /* each slot's KV cache, as llama-server's -c */
     {"--ctx-size", "--ctx-size", "serve"},
     {"-c", NULL, NULL},
@@ -104,9 +106,9 @@ int cli_args_normalize(const char *cmd, int *argc, char ***argv) {
         name[name_len] = '\0';
         const struct cli_alias *alias = a[0] == '-' ? find_alias(cmd, name) : NULL;
         if (alias && !alias->meant)
-            return cli_fail(cmd, "%s is llama.cpp's context size, which vkgraph %s has no use for: a GPT-2 "
-                            "model's context is n_positions in its config.json (vkgraph gpt2-random sets it with "
-                            "--ctx)", name, cmd);
+            return cli_fail(cmd, "%s is llama.cpp's context size, which vkgraph %s has no use for: a model's "
+                            "context is in its config.json, max_position_embeddings (n_positions for GPT-2), "
+                            "which vkgraph random sets with --ctx", name, cmd);
         const char *meant = alias ? alias->meant : name;
         if (!alias && !value) {
             state.argv[out++] = in[i];

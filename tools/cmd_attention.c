@@ -21,7 +21,7 @@ static void usage(FILE *f) {
             "usage: vkgraph attention -m DIR (-p TEXT | -f FILE | --ids IDS) --layer L|all [--head H|all]\n"
             "                         [--token TEXT | --position I] [--png OUT.png] [--npy OUT.npy] [--device D]\n"
             "\n"
-            "Runs GPT-2 over the prompt and prints, for one token and every head of layer L (or of every\n"
+            "Runs the model over the prompt and prints, for one token and every head of layer L (or of every\n"
             "layer), the earlier token it attends to most (the first token left out, as it soaks up\n"
             "attention) and the weight:\n"
             "\n"
@@ -32,7 +32,7 @@ static void usage(FILE *f) {
             "Layers and heads are numbered from 0 everywhere: --layer 4 is printed \"layer 4\" (the fifth\n"
             "layer), names the file FILE-layer04.png and the picture \"layer 4\", as vkgraph lesson, profile\n"
             "and dump do.  Every layer comes from one forward pass.\n"
-            "A model folder written by vkgraph gpt2-random is labelled RANDOM WEIGHTS everywhere.\n"
+            "A model folder written by vkgraph random or gpt2-random is labelled RANDOM WEIGHTS everywhere.\n"
             "\n");
     gpt2_cli_usage_common(f);
     fprintf(f,
@@ -183,7 +183,7 @@ static int write_layer_png(const gpt2_cli *c, const attn_choice *ch, const char 
     png_path(png, layer, ch->layer == ALL, c->info.n_layer, path, sizeof path);
     if (ch->head == ALL) snprintf(what, sizeof what, "every head");
     else snprintf(what, sizeof what, "head %ld", ch->head);
-    snprintf(title, sizeof title, "GPT-2 layer %ld, %s%s", layer, what, random);
+    snprintf(title, sizeof title, "%s layer %ld, %s%s", gpt2_cli_model_name(c), layer, what, random);
     vkg_error err = {0};
     vkg_status st;
     if (ch->head == ALL) {

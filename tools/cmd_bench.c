@@ -15,8 +15,9 @@ static void usage(FILE *f) {
             "                     [--threads N] [--dtype f32|f16|bf16] [--repeat N] [--logits DIR] [--json]\n"
             "       vkgraph bench [matmul|block|all|gpt2-matmul] [-T ...] [--device D] [--repeat N] [--threads N]\n"
             "\n"
-            "Times a GPT-2 model: -m DIR (a Hugging Face folder) or --random NAME (GPT-2's shapes with\n"
-            "random weights, written to a temporary folder: %s).\n"
+            "Times a model: -m DIR (a Hugging Face folder of any architecture vkgraph runs) or --random NAME\n"
+            "(a real model's shapes with random weights, written to a temporary folder: %s;\n"
+            "%s).\n"
             "  forward  for each T of -T, one pass over T tokens with the logits of every position, [T, V]:\n"
             "           one warm-up run, then the median of --repeat runs (default 5; after 3 runs, no more\n"
             "           once they have taken 20 s), in ms and tokens/s; the graph, plan and session (weights\n"
@@ -49,7 +50,7 @@ static void usage(FILE *f) {
             "          GPT-2-sized block (768, 12 heads, 3072; T=128): forward time\n"
             "  gpt2-matmul  (not in all) GPT-2 124M's matmuls at each T of -T: qkv, attention out, MLP up\n"
             "          and down, the LM head (B = the 50257 x 768 embedding, transposed) (GFLOP/s)\n",
-            vkg_random_gpt2_size_names());
+            vkg_random_gpt2_size_names(), vkg_random_model_shapes());
 }
 
 double bench_now_ms(void) { return vkg_clock_seconds() * 1e3; }

@@ -137,7 +137,7 @@ static int compare_graph(vkg_graph *g, vkg_device *test, vkg_device *ref, set_in
     return rc;
 }
 
-/* ---- GPT-2 ----------------------------------------------------------------------------------- */
+/* ---- a model --------------------------------------------------------------------------------- */
 
 typedef struct gpt2_inputs {
     vkg_tensor ids_input, positions_input, pos_index;   /* pos_index: VKG_NONE without a cache */
@@ -193,7 +193,8 @@ static int compare_forward(gpt2_cli *c, vkg_device *ref, int32_t *positions, int
     gpt2_inputs in = {.ids_input = vkg_find(g, "ids"), .positions_input = vkg_find(g, "positions"),
                       .pos_index = VKG_NONE, .ids = c->ids, .positions = positions, .n = c->n_ids};
     char what[128];
-    snprintf(what, sizeof what, "GPT-2 forward pass over %zu tokens (logits at every position)", c->n_ids);
+    snprintf(what, sizeof what, "%s forward pass over %zu tokens (logits at every position)", gpt2_cli_model_name(c),
+             c->n_ids);
     int rc = compare_graph(g, c->dev, ref, set_gpt2, &in, what, quiet);
     vkg_graph_free(g);
     return rc;
@@ -224,8 +225,8 @@ static int compare_decode(gpt2_cli *c, vkg_device *ref, int32_t *positions, int 
                               .pos = n - 1, .prefill_graph = pg, .prefill_plan = pp, .prefill_positions = positions,
                               .prefill_n = (size_t)n - 1};
             char what[160];
-            snprintf(what, sizeof what, "GPT-2 decode step at position %d over a KV cache of %d positions (%d prefilled)",
-                     n - 1, n, n - 1);
+            snprintf(what, sizeof what, "%s decode step at position %d over a KV cache of %d positions (%d prefilled)",
+                     gpt2_cli_model_name(c), n - 1, n, n - 1);
             rc = compare_graph(g, c->dev, ref, set_gpt2, &in, what, quiet);
         } else {
             cli_fail(CMD, "%s", err.message);

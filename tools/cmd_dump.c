@@ -13,7 +13,7 @@ static void usage(FILE *f) {
                "                    [--plan] [--format text|dot|json] [--no-fuse] [--no-inplace] [--device D]\n"
                "  --example block  the lesson's transformer block (d_model 64, 4 heads, d_ff 256) over an\n"
                "                   input [B, T, 64] (default [2, 10, 64])\n"
-               "  -m DIR           a GPT-2 folder: its forward pass over --seq tokens (default 10); with\n"
+               "  -m DIR           a model folder: its forward pass over --seq tokens (default 10); with\n"
                "                   --decode, the one-token decode step over a KV cache of the context\n"
                "  --layers A:B     only layers A to B-1 (indices from 0, as --layer takes them; A:, :B and\n"
                "                   A alone work too), with the embedding when A is 0 and the head when B\n"
@@ -90,7 +90,7 @@ int cmd_dump(int argc, char **argv) {
         return cli_fail("dump", "--decode needs -m DIR: the lesson block has no KV cache (--seq T sets its input length)");
     if (example && layers) return cli_fail("dump", "--layers needs -m DIR: the lesson block is one block");
     if (model_dir && (batch_given || causal))
-        return cli_fail("dump", "%s is for --example block: GPT-2 runs one sequence, always causal",
+        return cli_fail("dump", "%s is for --example block: a model runs one sequence, always causal",
                         batch_given ? "--batch" : "--causal");
     if (decode && seq_given) return cli_fail("dump", "--seq and --decode together: the decode step takes one token");
 

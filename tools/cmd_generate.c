@@ -22,7 +22,7 @@ static void usage(FILE *f) {
             "                        [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty F]\n"
             "                        [--repeat-last-n N] [--stop TEXT]... [--ignore-eos] [--seed S] [--device D]\n"
             "\n"
-            "Continues the prompt with GPT-2, printing each token as it is produced, until N tokens, the\n"
+            "Continues the prompt with the model, printing each token as it is produced, until N tokens, the\n"
             "end-of-text token (eos_token_id) or a stop string.  Without sampling options the choice is greedy\n"
             "(always the most likely token).  An empty prompt starts from the start token (bos_token_id; for\n"
             "GPT-2 the end-of-text token), as GPT-2's unconditional samples do.\n"

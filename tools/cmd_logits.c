@@ -14,7 +14,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: vkgraph logits -m DIR (-p TEXT | -f FILE | --ids IDS) -o OUT.npy [--all] [--device D]\n"
             "\n"
-            "Runs GPT-2 over the prompt and writes the logits that predict the token after it, [V] float32\n"
+            "Runs the model over the prompt and writes the logits that predict the token after it, [V] float32\n"
             "(--all: the prediction after every position, [T, V]), as a NumPy .npy file; prints the most\n"
             "likely next token.\n"
             "\n");

@@ -22,9 +22,10 @@ static void usage(FILE *f) {
             "Serves the model over HTTP with OpenAI's API: POST /v1/completions and\n"
             "/v1/chat/completions (streamed or not; chat with the chat template of the model's\n"
             "tokenizer_config.json), GET /v1/models, GET /health, GET /metrics (Prometheus), POST /tokenize, POST /detokenize.\n"
-            "N slots generate at once, each with its own KV cache; up to --queue more requests wait for a\n"
-            "slot, and beyond them a request is answered 503.  SIGINT or SIGTERM stops it: requests running\n"
-            "are cancelled and answered, and it exits 0.  docs/SERVER.md describes every field and error.\n"
+            "N slots generate at once, each with its own KV cache, all advanced in one batched step per\n"
+            "token; up to --queue more requests wait for a slot, and beyond them a request is answered\n"
+            "503.  SIGINT or SIGTERM stops it: requests running are cancelled and answered, and it exits 0.\n"
+            "docs/SERVER.md describes every field and error.\n"
             "\n"
             "  -m, --model DIR   the model folder (config.json, model.safetensors, tokenizer files)\n"
             "  --host ADDR       the IPv4 address to listen on (default 127.0.0.1; 0.0.0.0: every one)\n"
@@ -45,7 +46,7 @@ static int load_model(const char *dir, vkg_device *dev, vkg_model **m, int *n_ct
     if (vkg_model_open(dir, dev, NULL, m, &err) != VKG_OK || vkg_model_get_info(*m, &info, &err) != VKG_OK)
         return cli_fail(CMD, "%s", err.message);
     if (info.random_weights)
-        fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph random): its outputs "
+        fprintf(stderr, "vkgraph %s: note: %s holds RANDOM weights (written by vkgraph random or gpt2-random): its outputs "
                 "mean nothing\n", CMD, dir);
     char fallback[PATH_MAX];
     if (!vkg_model_tokenizer(*m) && info.n_vocab == 50257 && gpt2_cli_project_tokenizer(fallback, sizeof fallback)) {

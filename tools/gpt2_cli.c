@@ -21,9 +21,9 @@ int gpt2_cli_dtype(const char *cmd, const char *text, vkg_weight_dtype *out) {
 
 void gpt2_cli_usage_common(FILE *f) {
     fprintf(f,
-            "  -m, --model DIR     a Hugging Face GPT-2 folder: config.json + model.safetensors (and the\n"
-            "                      tokenizer: tokenizer.json, vocab.json + merges.txt, or encoder.json +\n"
-            "                      vocab.bpe)\n"
+            "  -m, --model DIR     a Hugging Face model folder (GPT-2, Llama, Mistral, Qwen2, Qwen3):\n"
+            "                      config.json + model.safetensors or its shards (and the tokenizer:\n"
+            "                      tokenizer.json, vocab.json + merges.txt, or encoder.json + vocab.bpe)\n"
             "  -p, --prompt TEXT   the prompt\n"
             "  -f, --file FILE     the prompt's exact bytes from FILE (\"-\": standard input)\n"
             "  --ids IDS           the prompt as token ids, separated by commas or spaces: 464,5044,\n"
@@ -276,4 +276,8 @@ int gpt2_cli_repr(const char *bytes, size_t len, char *out, size_t size) {
 #undef EMIT
     if (size) out[o < size ? o : size - 1] = '\0';
     return chars;
+}
+
+const char *gpt2_cli_model_name(const gpt2_cli *c) {
+    return strcmp(c->info.architecture, "gpt2") ? c->info.architecture : "GPT-2";
 }

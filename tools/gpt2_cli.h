@@ -53,6 +53,9 @@ int gpt2_cli_option(gpt2_cli *c, int argc, char **argv, int *i);
 int gpt2_cli_load(gpt2_cli *c, int empty_is_eot);
 void gpt2_cli_free(gpt2_cli *c);
 
+/* The model for people: "GPT-2", or another architecture by its config.json model_type ("llama"). */
+const char *gpt2_cli_model_name(const gpt2_cli *c);
+
 /* The chat template of the model in dir (tokenizer_config.json's chat_template), for the
  * commands that talk with instruct models: 0, or 1 after a message that names the missing key
  * when the folder has none. */

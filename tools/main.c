@@ -9,18 +9,18 @@
 static const vkg_command commands[] = {
     {"devices", cmd_devices, "list every Vulkan device with its limits and features", CMD_DEVICE},
     {"dump", cmd_dump, "print a graph or its compiled plan (text, DOT or JSON)", CMD_DEVICE},
-    {"tokenize", cmd_tokenize, "text to GPT-2 token ids and back", 0},
+    {"tokenize", cmd_tokenize, "text to a tokenizer's token ids and back", 0},
     {"template", cmd_template, "render a chat template over a conversation (apply_chat_template)", 0},
-    {"generate", cmd_generate, "continue a prompt with GPT-2 (greedy or sampled), streaming tokens", CMD_DEVICE | CMD_PROFILE},
+    {"generate", cmd_generate, "continue a prompt with a model (greedy or sampled), streaming tokens", CMD_DEVICE | CMD_PROFILE},
     {"chat", cmd_chat, "talk with an instruct model through its chat template, the KV cache kept between turns", CMD_DEVICE},
-    {"logits", cmd_logits, "GPT-2's next-token logits for a prompt, as a .npy file", CMD_DEVICE | CMD_PROFILE},
+    {"logits", cmd_logits, "a model's next-token logits for a prompt, as a .npy file", CMD_DEVICE | CMD_PROFILE},
     {"attention", cmd_attention, "which earlier token each head attends to, as a table and a heatmap", CMD_DEVICE | CMD_PROFILE},
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server for a model (completions, streamed or not)", CMD_DEVICE},
     {"random", cmd_random, "write a model with random weights and a real model's shapes (llama, qwen2, ...)", 0},
     {"gpt2-random", cmd_gpt2_random, "write a GPT-2-shaped model with random weights (for offline use)", 0},
     {"conformance", cmd_conformance, "check a device against the CPU reference, op by op (pass/fail table)", CMD_DEVICE | CMD_PROFILE},
     {"compare", cmd_compare, "run a model step by step on two devices and name the first step where they part", CMD_DEVICE | CMD_PROFILE},
-    {"bench", cmd_bench, "matmul GFLOP/s and block forward time, CPU and Vulkan side by side", CMD_DEVICE | CMD_PROFILE},
+    {"bench", cmd_bench, "a model's prefill and decode speed; matmul GFLOP/s and block time, CPU and Vulkan", CMD_DEVICE | CMD_PROFILE},
     {"lesson", cmd_lesson, "the attention-and-transformers lesson, step by step (1-7)", CMD_DEVICE | CMD_PROFILE},
 };
 static const int n_commands = (int)(sizeof commands / sizeof commands[0]);

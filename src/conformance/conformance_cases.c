@@ -187,6 +187,13 @@ static const conf_point sweep_llama_gqa[] = {
     {Q, {1, 1, 1, 4}},   {Q, {2, 3, 7, 8}},    {Q, {3, 3, 17, 64}},  {D, {2, 7, 33, 64}},  {D, {8, 4, 64, 64}},
     {D, {4, 8, 31, 64}}, {D, {8, 2, 64, 128}}, {D, {3, 3, 127, 64}}, {D, {8, 4, 17, 128}}, {F, {3, 3, 2048, 64}}, {F, {8, 2, 2048, 128}},
     {F, {2, 7, 2048, 64}}, {END, {0}}};
+/* {Hkv, G, T, D} at the 1B models' 32 query heads of 64 over a prompt of 2048: TinyLlama-1.1B (4
+ * KV heads, groups of 8) and Llama-3.2-1B (8, groups of 4); the prompt only (the decode, the cached
+ * prompt and the window at these group sizes are in sweep_llama_gqa at shorter T). */
+static const conf_point sweep_llama_gqa_1b[] = {{D, {4, 8, 1, 64}}, {F, {4, 8, 2048, 64}}, {F, {8, 4, 2048, 64}},
+                                                {END, {0}}};
+/* {Hkv, G, T, D}: Mistral 7B's 32 query heads of 128 over 8 KV heads, windowed. */
+static const conf_point sweep_mistral_window[] = {{D, {8, 4, 64, 128}}, {F, {8, 4, 2048, 128}}, {END, {0}}};
 
 /* ---- element-wise ---------------------------------------------------------------------------- */
 
@@ -734,6 +741,11 @@ static void gqa_window(conf_build *b, const int64_t *d) {
     vkg_tensor q = gqa_queries(b, d, d[2]), k = gqa_kv(b, d, d[2]), v = gqa_kv(b, d, d[2]);
     conf_output(b, gqa_attend(b, q, k, v, d[3], VKG_NONE, (uint32_t)(d[2] / 2 + 1)));
 }
+/* Mistral's window in a prompt: queries at 0 .. T - 1, each seeing its last T / 4 keys. */
+static void gqa_window_quarter(conf_build *b, const int64_t *d) {
+    vkg_tensor q = gqa_queries(b, d, d[2]), k = gqa_kv(b, d, d[2]), v = gqa_kv(b, d, d[2]);
+    conf_output(b, gqa_attend(b, q, k, v, d[3], VKG_NONE, (uint32_t)(d[2] / 4)));
+}
 static void gqa_decode_window(conf_build *b, const int64_t *d) {
     vkg_tensor q = gqa_queries(b, d, 1), k = gqa_kv(b, d, 2048), v = gqa_kv(b, d, 2048);
     conf_output(b, gqa_attend(b, q, k, v, d[3], conf_index(b, (int32_t)(2048 - d[2])), (uint32_t)d[2]));
@@ -926,6 +938,9 @@ static const conf_case_def cases[] = {
     {"attention", "GQA prompt after a cache", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_prefill_cache, sweep_llama_gqa},
     {"attention", "GQA sliding window", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_window, sweep_llama_gqa},
     {"attention", "GQA decode, window", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_decode_window, sweep_llama_gqa},
+    {"attention", "GQA prompt, 1B models' heads", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_prompt, sweep_llama_gqa_1b},
+    {"attention", "GQA window, Mistral 7B heads", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_window_quarter,
+     sweep_mistral_window},
     {"block", "lesson block + attention probs", RED, block_lesson, sweep_block},
     {"block", "causal", RED, block_causal, sweep_block},
     {"block", "GPT-2 sized", RED, block_causal, sweep_block_gpt2},

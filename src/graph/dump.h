@@ -1,5 +1,5 @@
 /* Dumps of a range of layers, and what the text, JSON and DOT writers share.  A node's layer comes
- * from its name ("h.N.", see vkg_tensor_layer). */
+ * from its name ("h.N." or "model.layers.N.", see vkg_name_layer). */
 #ifndef VKG_DUMP_H
 #define VKG_DUMP_H
 

@@ -305,15 +305,21 @@ const char *vkg_tensor_name(const vkg_graph *g, vkg_tensor t) {
     return vkg_op_name(n->op);
 }
 
-int vkg_tensor_layer(const vkg_graph *g, vkg_tensor t) {
-    const char *name = vkg_tensor_name(g, t);
-    if (strncmp(name, "h.", 2) != 0 || name[2] < '0' || name[2] > '9') return -1;
-    long layer = 0;
-    const char *p = name + 2;
-    for (; *p >= '0' && *p <= '9'; p++)
-        if ((layer = layer * 10 + (*p - '0')) > 1000000) return -1;
-    return *p == '.' ? (int)layer : -1;
+int vkg_name_layer(const char *name) {
+    static const char *const prefixes[] = {"h.", "model.layers."};
+    for (size_t k = 0; k < sizeof prefixes / sizeof prefixes[0]; k++) {
+        const size_t n = strlen(prefixes[k]);
+        if (strncmp(name, prefixes[k], n) != 0 || name[n] < '0' || name[n] > '9') continue;
+        long layer = 0;
+        const char *p = name + n;
+        for (; *p >= '0' && *p <= '9'; p++)
+            if ((layer = layer * 10 + (*p - '0')) > 1000000) return -1;
+        return *p == '.' ? (int)layer : -1;
+    }
+    return -1;
 }
+
+int vkg_tensor_layer(const vkg_graph *g, vkg_tensor t) { return vkg_name_layer(vkg_tensor_name(g, t)); }
 
 const char *vkg_tensor_bound_name(const vkg_graph *g, vkg_tensor t) {
     if (t < 0 || t >= g->n_nodes) return "?";

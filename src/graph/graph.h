@@ -60,7 +60,9 @@ static inline int vkg_dtype_is_16bit(vkg_dtype d) { return d == VKG_F16 || d == 
 /* The element count, or -1 when a dimension is negative or the count exceeds VKG_MAX_NUMEL (never
  * overflows; the builders refuse such shapes, so for a node of a graph it is never -1). */
 int64_t vkg_shape_numel(int ndim, const int64_t *shape);
-/* The layer a node belongs to: N when its name starts "h.N." (GPT-2's naming), else -1. */
+/* The layer a node's name puts it in: N when it starts "h.N." (GPT-2's naming) or
+ * "model.layers.N." (the Llama family's, as transformers names the modules), else -1. */
+int vkg_name_layer(const char *name);
 int vkg_tensor_layer(const vkg_graph *g, vkg_tensor t);
 /* The name a leaf or output is bound to (what sessions and vkg_find key on), else vkg_tensor_name. */
 const char *vkg_tensor_bound_name(const vkg_graph *g, vkg_tensor t);

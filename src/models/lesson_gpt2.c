@@ -10,6 +10,7 @@
 #include "models/gpt2.h"
 #include "models/model_run.h"
 #include "models/gpt2_random.h"
+#include "models/model_handles.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +103,14 @@ vkg_status vkg_lesson_gpt2_run(vkg_device *dev, const char *model_dir, const cha
     vkg_gpt2_load_options lo;
     vkg_gpt2_load_options_default(&lo);
     lo.transposed = vkg_device_prefers_transposed_weights(dev);
-    vkg_status st = vkg_gpt2_load_with(model_dir, &lo, &m, err);
+    /* The lesson's step reads GPT-2's own modules (c_attn, the learned positions): another
+     * architecture is refused by name rather than by a missing GPT-2 key. */
+    int llama = 0;
+    vkg_status st = vkg_model_choose_loader(model_dir, &llama, err);
+    if (st == VKG_OK && llama)
+        st = vkg_error_set(err, VKG_ERR_UNSUPPORTED, "%s is a Llama-family model; this step looks inside GPT-2 (give "
+                           "a GPT-2 folder; vkgraph attention -m DIR shows any model's attention)", model_dir);
+    if (st == VKG_OK) st = vkg_gpt2_load_with(model_dir, &lo, &m, err);
     if (st == VKG_OK && vkg_tokenizer_load(tokenizer_dir ? tokenizer_dir : model_dir, &tok, err) != VKG_OK) {
         char why[sizeof err->message];
         snprintf(why, sizeof why, "%s", err ? err->message : "");

@@ -48,11 +48,7 @@ static int load_dtype(vkg_weight_dtype d) {
 
 _Static_assert(VKG_NO_TOKEN == VKG_GPT2_NO_TOKEN, "the public missing-token id is GPT-2's");
 
-/* Which loader reads dir: config.json's model_type as transformers' AutoConfig chooses (else
- * architectures[0]); GPT-2 when it names none (old GPT-2 configs) or when there is no readable
- * config.json (GPT-2's loader then says what is wrong).  1: the Llama family; 0: GPT-2; an error
- * for an architecture not supported, listing those that are. */
-static vkg_status choose_loader(const char *dir, int *llama, vkg_error *err) {
+vkg_status vkg_model_choose_loader(const char *dir, int *llama, vkg_error *err) {
     *llama = 0;
     char *path = vkg_path_join(dir, "config.json");
     if (!path) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -84,7 +80,7 @@ static vkg_status open_decoder(const char *dir, int dtype, const vkg_model_optio
                                const vkg_decoder **out, vkg_error *err) {
     *out = NULL;
     int llama = 0;
-    vkg_status st = choose_loader(dir, &llama, err);
+    vkg_status st = vkg_model_choose_loader(dir, &llama, err);
     if (st != VKG_OK) return st;
     if (llama) {
         vkg_llama *m = NULL;

@@ -19,6 +19,12 @@ struct vkg_model {
     vkg_generation_config gen_config;    /* generation_config.json and the stop ids */
 };
 
+/* Which loader reads dir: config.json's model_type as transformers' AutoConfig chooses (else
+ * architectures[0]); GPT-2 when it names none (old GPT-2 configs) or when there is no readable
+ * config.json (GPT-2's loader then says what is wrong).  *llama 1: the Llama family; 0: GPT-2; an
+ * error for an architecture not supported, listing those that are. */
+vkg_status vkg_model_choose_loader(const char *dir, int *llama, vkg_error *err);
+
 struct vkg_context {
     vkg_model *model;
     vkg_generator gen;

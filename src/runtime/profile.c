@@ -12,13 +12,6 @@
 /* A long generation profiles every token: keep at most this many events (24 MB). */
 #define MAX_EVENTS (1u << 20)
 
-int vkg_profile_layer_of(const char *node) {
-    if (strncmp(node, "h.", 2) != 0 || node[2] < '0' || node[2] > '9') return -1;
-    char *end = NULL;
-    long i = strtol(node + 2, &end, 10);
-    return *end == '.' && i <= 1000000 ? (int)i : -1;
-}
-
 vkg_status vkg_profile_add_session(vkg_profile *prof, const vkg_plan *p, const char *label, int *id,
                                    vkg_error *err) {
     vkg_profile_session *grown = realloc(prof->sessions, ((size_t)prof->n_sessions + 1) * sizeof *grown);

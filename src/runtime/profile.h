@@ -61,7 +61,4 @@ void vkg_profile_set_label(vkg_profile *prof, int id, const char *label);
 void vkg_profile_add_run(vkg_profile *prof, int id, uint64_t begin_ns, uint64_t end_ns, const vkg_step_times *t);
 void vkg_profile_free(vkg_profile *prof);
 
-/* The name of the layer a node belongs to ("h.<i>." prefix): its index, or -1. */
-int vkg_profile_layer_of(const char *node);
-
 #endif

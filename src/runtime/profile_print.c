@@ -2,6 +2,7 @@
  * share; then, when asked, the same time summed by layer ("h.<i>." names) or by op kind. */
 #include "runtime/backend.h"
 #include "base/error.h"
+#include "graph/graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +26,11 @@ static void op_kind(const char *label, char *out, size_t size) {
 static void layer_group(const vkg_profile_session *s, int i, char *out, size_t size) {
     int first = -1, last = -1;
     for (int k = 0; k < s->n_steps; k++)
-        if (vkg_profile_layer_of(s->steps[k].node) >= 0) {
+        if (vkg_name_layer(s->steps[k].node) >= 0) {
             if (first < 0) first = k;
             last = k;
         }
-    int layer = vkg_profile_layer_of(s->steps[i].node);
+    int layer = vkg_name_layer(s->steps[i].node);
     if (layer >= 0) snprintf(out, size, "layer %d", layer);
     else snprintf(out, size, "%s", first < 0 ? "other" : i < first ? "embed" : i > last ? "head" : "other");
 }
@@ -93,9 +94,13 @@ static vkg_status print_session(const vkg_device *d, int id, unsigned group_by, 
     if (runs > 0) {
         fprintf(f, "profile of %s on %s: %d steps, %d run%s, %.1f us per run\n", title, d->name, s->n_steps, runs,
                 runs == 1 ? "" : "s", total / runs);
-        fprintf(f, "%5s  %-26s %-24s %-18s %12s %7s\n", "step", "op", "node", "shape", "us (mean)", "share");
+        /* the node column as wide as its longest name (the Llama family's run to 40 characters) */
+        int node_width = 24;
         for (int i = 0; i < s->n_steps; i++)
-            fprintf(f, "%5d  %-26s %-24s %-18s %12.1f %6.1f%%\n", i, s->steps[i].label, s->steps[i].node,
+            if ((int)strlen(s->steps[i].node) > node_width) node_width = (int)strlen(s->steps[i].node);
+        fprintf(f, "%5s  %-26s %-*s %-18s %12s %7s\n", "step", "op", node_width, "node", "shape", "us (mean)", "share");
+        for (int i = 0; i < s->n_steps; i++)
+            fprintf(f, "%5d  %-26s %-*s %-18s %12.1f %6.1f%%\n", i, s->steps[i].label, node_width, s->steps[i].node,
                     s->steps[i].shape, sum[i] / runs, total > 0 ? 100.0 * sum[i] / total : 0.0);
         if (st == VKG_OK && (group_by & VKG_PROFILE_BY_LAYER)) st = print_groups(f, s, sum, runs, 1, title);
         if (st == VKG_OK && (group_by & VKG_PROFILE_BY_OP)) st = print_groups(f, s, sum, runs, 0, title);

@@ -1,0 +1,134 @@
+/* The commands that take -m DIR, run on Llama-family folders as they run on GPT-2's: what each
+ * prints that depends on the architecture (layers found by their "model.layers.N." names, the
+ * model named by its model_type, the random-weights note), and the one command that looks inside
+ * GPT-2 alone (lesson step 7) refusing another architecture by name.  Tiny random models, so that
+ * it runs in every leg; the scale of these models is tests/test_llama_scale.c and
+ * tests/test_compare_scale.c. */
+#include "gpt2_cli_run.h"
+
+static char llama[1200], mistral[1200];
+
+static void write_models(void) {
+    static int written;
+    if (written++) return;
+    snprintf(llama, sizeof llama, "%s", in_tmp("llama"));
+    snprintf(mistral, sizeof mistral, "%s", in_tmp("mistral"));
+    result r = VKG("random", llama, "--shape", "llama-tiny", "--force");
+    expect_ok(&r, "random llama-tiny");
+    result_free(&r);
+    r = VKG("random", mistral, "--shape", "mistral-tiny", "--force");
+    expect_ok(&r, "random mistral-tiny");
+    result_free(&r);
+}
+
+/* The line of text that starts with prefix, or fail. */
+static const char *line_of(const char *text, const char *prefix) {
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, prefix, strlen(prefix))) return p;
+    fail_msg("no line starts with \"%s\" in:\n%s", prefix, text);
+    return NULL;
+}
+
+/* dump --layers keeps the layers asked for (layer 1 of 2, with the head), DOT clusters a layer. */
+static void test_dump_layers(void **state) {
+    (void)state;
+    need_binary();
+    write_models();
+    result r = VKG("dump", "-m", llama, "--seq", "4", "--layers", "1:2");
+    expect_ok(&r, "dump --layers 1:2");
+    assert_non_null(strstr(r.out, "layer 1 of 2 with the head"));
+    assert_non_null(strstr(r.out, "model.layers.1.self_attn.q_proj"));
+    assert_null(strstr(r.out, "model.layers.0.self_attn.q_proj"));
+    result_free(&r);
+    r = VKG("dump", "-m", llama, "--seq", "4", "--format", "dot");
+    expect_ok(&r, "dump --format dot");
+    assert_non_null(strstr(r.out, "cluster_layer1"));
+    result_free(&r);
+}
+
+/* --group-by layer sums each layer's steps under "layer N"; the step table's node column holds
+ * the long module names whole, the shape column aligned after it. */
+static void test_profile_layers(void **state) {
+    (void)state;
+    need_binary();
+    write_models();
+    result r = VKG("logits", "-m", llama, "--ids", "1,2,3", "-o", in_tmp("l.npy"), "--device", "cpu", "--group-by",
+                   "layer", "--trace", in_tmp("t.json"));
+    expect_ok(&r, "logits --group-by layer");
+    assert_non_null(line_of(r.err, "  embed "));
+    assert_non_null(line_of(r.err, "  layer 0 "));
+    assert_non_null(line_of(r.err, "  layer 1 "));
+    assert_non_null(line_of(r.err, "  head "));
+    assert_null(strstr(r.err, "  other "));
+    const char *header = line_of(r.err, " step  op"), *row = line_of(r.err, "    1  rms_norm");
+    const char *name = strstr(row, "model.layers.0.input_layernorm");
+    assert_non_null(name);
+    /* the row's shape starts under the header's "shape" */
+    const char *shape = strchr(row, '[');
+    assert_int_equal(shape - row, strstr(header, "shape") - header);
+    assert_true(shape > name + strlen("model.layers.0.input_layernorm"));
+    result_free(&r);
+}
+
+/* compare names the model by its architecture, and exits 0 when every step agrees, for the
+ * forward pass and for a decode step over Mistral's windowed cache. */
+static void test_compare(void **state) {
+    (void)state;
+    need_binary();
+    write_models();
+    result r = VKG("compare", "-m", llama, "--ids", "1,2,3,4,5", "-q");
+    expect_ok(&r, "compare llama-tiny");
+    assert_non_null(strstr(r.out, "llama forward pass over 5 tokens"));
+    assert_non_null(strstr(r.out, "all 29 steps within their thresholds"));
+    result_free(&r);
+    r = VKG("compare", "-m", mistral, "--ids", "1,2,3,4,5,6", "--decode", "-q");
+    expect_ok(&r, "compare --decode mistral-tiny");
+    assert_non_null(strstr(r.out, "mistral decode step at position 5"));
+    assert_non_null(strstr(r.out, "steps within their thresholds"));
+    result_free(&r);
+}
+
+/* attention's random-weights line names the command that wrote the folder. */
+static void test_attention_note(void **state) {
+    (void)state;
+    need_binary();
+    write_models();
+    result r = VKG("attention", "-m", llama, "--ids", "1,2,3,4", "--layer", "1", "--device", "cpu");
+    expect_ok(&r, "attention");
+    assert_non_null(strstr(r.out, "RANDOM WEIGHTS (written by vkgraph random or gpt2-random)"));
+    assert_non_null(strstr(r.out, "2 layers; 4 heads per layer"));
+    result_free(&r);
+}
+
+/* bench --random takes a Llama-family shape and reports its architecture and key/value heads;
+ * an unknown name lists both families' names. */
+static void test_bench_random(void **state) {
+    (void)state;
+    need_binary();
+    result r = VKG("bench", "--random", "llama-tiny", "-T", "4", "--decode", "2", "--repeat", "1", "--device", "cpu",
+                   "--threads", "1");
+    expect_ok(&r, "bench --random llama-tiny");
+    assert_non_null(strstr(r.out, "model    llama-tiny (llama): 2 layers, 4 heads over 2 KV heads, 64 wide"));
+    assert_non_null(strstr(r.out, "decode   a prompt of 4, then 2 tokens"));
+    result_free(&r);
+    expect_fail(VKG("bench", "--random", "llama-9000", "--device", "cpu"), "bench",
+                "not a shape vkgraph knows (GPT-2: gpt2-tiny");
+}
+
+/* lesson step 7 looks inside GPT-2's own modules: a Llama folder is refused by name. */
+static void test_lesson_refuses(void **state) {
+    (void)state;
+    need_binary();
+    write_models();
+    expect_fail(VKG("lesson", "-m", llama, "7", "--device", "cpu"), "lesson",
+                "is a Llama-family model; this step looks inside GPT-2");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dump_layers),     cmocka_unit_test(test_profile_layers),
+        cmocka_unit_test(test_compare),         cmocka_unit_test(test_attention_note),
+        cmocka_unit_test(test_bench_random),    cmocka_unit_test(test_lesson_refuses),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
