@@ -49,7 +49,7 @@ static inline float exp_core(float x) {
     const float r2 = r * r;
     float q = 1.9875691500e-4f;
     q = q * r + 1.3981999507e-3f;
-    q = q * r + 8.3333519073e-3f;
+    q = q * r + 8.3334519073e-3f;
     q = q * r + 4.1665795894e-2f;
     q = q * r + 1.6666665459e-1f;
     q = q * r + 5.0000001201e-1f;
