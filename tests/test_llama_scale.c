@@ -50,9 +50,7 @@ static int32_t ids[T_MAX];
 
 static int setup(void **state) {
     (void)state;
-    vkg_error err = {0};
-    vkg_device_options co = {.quiet = 1};
-    return vkg_device_open("cpu", &co, &cpu, &err) == VKG_OK ? 0 : -1;
+    return (cpu = test_open_cpu()) ? 0 : -1;
 }
 
 static int teardown(void **state) {

@@ -224,3 +224,10 @@ int test_collect_token(void *user, int32_t id, const char *text, size_t len) {
     if (id >= 0 && t->n < (int)(sizeof t->ids / sizeof *t->ids)) t->ids[t->n++] = id;
     return 0;
 }
+
+vkg_device *test_open_cpu(void) {
+    vkg_device *dev = NULL;
+    vkg_error err = {0};
+    vkg_device_options co = {.quiet = 1};
+    return vkg_device_open("cpu", &co, &dev, &err) == VKG_OK ? dev : NULL;
+}

@@ -48,6 +48,9 @@ int test_open_model(const char *device, const char *model_rel, vkg_device **dev,
  * device reported (a cmocka teardown's return). */
 int test_close_model(vkg_device *dev, vkg_model *model);
 
+/* The CPU executor, quiet (no device banner): a test's shared device; NULL when it cannot open. */
+vkg_device *test_open_cpu(void);
+
 /* A fresh directory under /tmp (caller frees the string; removes nothing). */
 char *test_tmpdir(const char *tag);
 /* Removes dir and everything under it (symbolic links are removed, never followed); 0 on
