@@ -348,13 +348,18 @@ vkg_status vkg_context_get_logits_rows(vkg_context *ctx, const int *rows, int n_
  * tokens to any sequences, then one vkg_batch_step runs them all: the sequences given one token
  * each go through one decode step together (their tokens are the rows of every matmul, so the
  * weights are read once for all of them; each row attends to its own sequence's cache alone),
- * and a sequence given several tokens (a prompt) goes through a prefill pass of its own first.
- * A sequence's logits do not depend on the others in the step: bit for bit the same on the CPU
- * executor as when it runs alone; on Vulkan within the conformance thresholds.
+ * and a sequence given several tokens (a prompt) goes through prefill passes of its own first,
+ * in chunks of prefill_chunk tokens (chunked prefill; a step runs at most prefill_chunk prompt
+ * tokens in all), so that a long prompt holds the decoding sequences for one chunk a step; its
+ * logits come with the step that runs its last token (vkg_batch_seq_queued says how many are
+ * still to run).  A sequence's logits do not depend on the others in the step: bit for bit on the
+ * CPU executor those of a plain context fed the same tokens in the same chunks; on Vulkan within
+ * the conformance thresholds.
  *
  * Plans for 1, 2, 4, .. and n_seq rows are compiled on first use and kept (a step runs the
  * smallest that covers the highest slot stepping: keep busy sequences in low slots, as
- * vkg_batch_seq_claim does); a prompt's prefill plan is compiled for its length.
+ * vkg_batch_seq_claim does); prefill plans are compiled for a slot and a chunk's length, and the
+ * last few used are kept.
  *
  *   vkg_batch_context *b;  vkg_batch_context_new(model, &opts, &b, &err);
  *   int s;  vkg_batch_seq_claim(b, &s, &err);          // a free slot
@@ -369,6 +374,9 @@ typedef struct vkg_batch_options {
     int n_seq;                 /* sequences held at once, 1 to VKG_BATCH_MAX_SEQ; default 8      */
     int n_ctx;                 /* positions of each sequence's cache, 1 to the model's n_ctx;
                                   0: the model's                                                 */
+    int prefill_chunk;         /* a prompt's tokens run in one pass, and a step's in all
+                                  (default 256); 0: each prompt whole, in the step after it is
+                                  added                                                          */
 } vkg_batch_options;
 #define VKG_BATCH_MAX_SEQ 64
 
@@ -382,6 +390,9 @@ int vkg_batch_n_seq(const vkg_batch_context *b);
 int vkg_batch_n_ctx(const vkg_batch_context *b);
 /* Tokens in sequence seq's cache (0 for an empty slot or a bad id). */
 int vkg_batch_seq_length(const vkg_batch_context *b, int seq);
+/* Tokens added to sequence seq and not yet run (0 for a bad id): a prompt longer than a step's
+ * chunk keeps some queued after a step, and has no logits until they have run. */
+int vkg_batch_seq_queued(const vkg_batch_context *b, int seq);
 /* Marks the lowest free slot used and gives its id; every slot in use is VKG_ERR_UNSUPPORTED
  * ("all 8 sequence slots are in use"). */
 vkg_status vkg_batch_seq_claim(vkg_batch_context *b, int *seq, vkg_error *err);
@@ -389,11 +400,13 @@ vkg_status vkg_batch_seq_claim(vkg_batch_context *b, int *seq, vkg_error *err);
  * next step.  A bad id, ids outside the vocabulary, or tokens past the sequence's cache
  * (queued ones counted) are VKG_ERR_INVALID_ARGUMENT naming which; nothing is queued then. */
 vkg_status vkg_batch_add(vkg_batch_context *b, int seq, const int32_t *ids, int n, vkg_error *err);
-/* Runs every queued token (nothing queued: nothing runs).  On an error the queued tokens of the
- * sequences not yet run stay queued and the others' are consumed. */
+/* Runs this step's chunk of the queued prompts, then every sequence with one token queued
+ * (nothing queued: nothing runs).  On an error the queued tokens of the sequences not yet run
+ * stay queued and the others' are consumed. */
 vkg_status vkg_batch_step(vkg_batch_context *b, vkg_error *err);
 /* The prediction after sequence seq's last token: n_vocab floats.  VKG_ERR_INVALID_ARGUMENT
- * while none is known (nothing run since the sequence was emptied, claimed or copied into). */
+ * while none is known (nothing run since the sequence was emptied, claimed or copied into, or a
+ * prompt part-way through its chunks). */
 vkg_status vkg_batch_get_logits(vkg_batch_context *b, int seq, float *out, size_t floats, vkg_error *err);
 /* Empties sequence seq and frees its slot (queued tokens dropped). */
 vkg_status vkg_batch_seq_remove(vkg_batch_context *b, int seq, vkg_error *err);

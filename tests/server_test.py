@@ -274,6 +274,29 @@ def check_chat(tmp):
     s.stop()
 
 
+def check_chunked_prefill(tiny):
+    """Prompts of 41 and 29 tokens prefilled in chunks of 5 while short ones decode: every answer
+    is `vkgraph generate`'s."""
+    s = Server(tiny, "--parallel", "4", "--prefill-chunk", "5", key=None)
+    prompts = [[(37 * i + 11 * t) % 50257 for t in range(n)] for i, n in enumerate((41, 2, 29, 3))]
+    got = [None] * 4
+
+    def client(i):
+        got[i] = s.json("POST", "/v1/completions", {"prompt": prompts[i], "max_tokens": 6,
+                                                    "temperature": 0})[1]["choices"][0]["text"]
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    cli = [s.json("POST", "/detokenize", {"tokens": generate_cli(tiny, p, 6)})[1]["content"] for p in prompts]
+    check(got == cli, "answers with prompts in chunks of 5 equal vkgraph generate's")
+    rc, _ = s.stop(signal.SIGTERM)
+    check(rc == 0, "SIGTERM: exit 0")
+    bad = subprocess.run([VKG, "serve", "-m", tiny, "--prefill-chunk", "-1"], capture_output=True, text=True)
+    check(bad.returncode == 1 and "--prefill-chunk" in bad.stderr, "--prefill-chunk -1 refused: %r" % bad.stderr)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="vkg-server-")
     tiny = os.path.join(tmp, "tiny")  # 64 positions, GPT-2's vocabulary
@@ -368,6 +391,7 @@ def main():
     check(s.json("GET", "/health", key=None)[0] == 200, "/health needs no key")
 
     check_penalties(s, tiny, tmp)
+    check_chunked_prefill(tiny)
 
     # ---- concurrent greedy clients: each gets what it gets alone, and what vkgraph generate gives
     prompts = [[15496 + 7 * i, 995, 11 + i] for i in range(8)]

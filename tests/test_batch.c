@@ -3,7 +3,8 @@
  * at different positions joining and leaving mid-way, batches of 1, 2, 3 and 8, each
  * sequence's logits against the same sequence run alone through a plain context (bit for bit
  * on the CPU; on Vulkan within attention's conformance threshold, same argmax away from ties);
- * a copied cache prefix against a prefill of the whole prompt; the batched steps on the CPU
+ * prompts prefilled in chunks while others decode; a copied cache prefix against a prefill of
+ * the whole prompt; the batched steps on the CPU
  * against Vulkan; and the errors. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -133,6 +134,25 @@ static void test_join_and_leave(void **state) {
     batch_run_schedule(&f->c, plans, 7, 4);
 }
 
+/* Chunked prefill: prompts of up to 17 tokens in chunks of 4 (a step runs 4 prompt tokens at
+ * most), joining while others decode, so a prompt runs over several steps beside decoding
+ * sequences, and short prompts share a step's chunk; each sequence's logits as those of the
+ * sequence alone fed its prompt in the same chunks. */
+static void test_chunked_prefill(void **state) {
+    fixture *f = *state;
+    batch_seq plans[6];
+    memset(plans, 0, sizeof plans);
+    const int join[6] = {0, 0, 1, 3, 4, 9}, steps[6] = {8, 3, 6, 4, 5, 2}, len[6] = {13, 2, 9, 4, 2, 17};
+    for (int i = 0; i < 6; i++) {
+        batch_make_prompt(&plans[i], i + 2, len[i], f->c.V);
+        plans[i].join = join[i];
+        plans[i].steps = steps[i];
+    }
+    f->c.prefill_chunk = 4;
+    /* 13 and 17 tokens take 3 and 4 steps; 9 takes 2, or 3 behind another prompt's chunk */
+    assert_true(batch_run_schedule(&f->c, plans, 6, 6) >= 2 + 3 + 1);
+}
+
 /* A prompt's first 5 tokens cached in sequence 0, copied to sequence 2, the rest added there:
  * the logits of a prefill of the whole prompt alone, and so are the next token's. */
 static void test_prefix_copy(void **state) {
@@ -190,6 +210,10 @@ static void test_errors(void **state) {
     assert_int_equal(vkg_batch_context_new(f->c.model, &o, &b, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "1 to 64"));
     o.n_seq = 2;
+    o.prefill_chunk = -1;
+    assert_int_equal(vkg_batch_context_new(f->c.model, &o, &b, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "prefill chunk of -1 tokens"));
+    o.prefill_chunk = 0;
     o.n_ctx = 100000;
     assert_int_equal(vkg_batch_context_new(f->c.model, &o, &b, &err), VKG_ERR_INVALID_ARGUMENT);
     o.n_ctx = 6;
@@ -316,6 +340,7 @@ static void test_llama_cpu_against_vulkan(void **state) {
         cmocka_unit_test_setup_teardown(test_batch_of_3, setup, teardown),                                             \
         cmocka_unit_test_setup_teardown(test_batch_of_8, setup, teardown),                                             \
         cmocka_unit_test_setup_teardown(test_join_and_leave, setup, teardown),                                         \
+        cmocka_unit_test_setup_teardown(test_chunked_prefill, setup, teardown),                                        \
         cmocka_unit_test_setup_teardown(test_prefix_copy, setup, teardown)
 
 int main(void) {
@@ -326,6 +351,8 @@ int main(void) {
         BATCH_TESTS(setup_llama_vulkan),
         cmocka_unit_test_setup_teardown(test_join_and_leave, setup_mistral_cpu, teardown),
         cmocka_unit_test_setup_teardown(test_join_and_leave, setup_mistral_vulkan, teardown),
+        cmocka_unit_test_setup_teardown(test_chunked_prefill, setup_mistral_cpu, teardown),
+        cmocka_unit_test_setup_teardown(test_chunked_prefill, setup_mistral_vulkan, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup_gpt2_cpu, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup_gpt2_vulkan, teardown),
         cmocka_unit_test(test_gpt2_cpu_against_vulkan),

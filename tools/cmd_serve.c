@@ -15,9 +15,11 @@
 #define CMD "serve"
 
 static void usage(FILE *f) {
+    vkg_batch_options batch;
+    vkg_batch_options_default(&batch);
     fprintf(f,
             "usage: vkgraph serve -m DIR [--host ADDR] [--port N] [--parallel N] [--queue N] [--ctx-size N]\n"
-            "                     [--timeout S] [--api-key KEY] [--device D] [--threads N]\n"
+            "                     [--prefill-chunk N] [--timeout S] [--api-key KEY] [--device D] [--threads N]\n"
             "\n"
             "Serves the model over HTTP with OpenAI's API: POST /v1/completions and\n"
             "/v1/chat/completions (streamed or not; chat with the chat template of the model's\n"
@@ -33,11 +35,14 @@ static void usage(FILE *f) {
             "  --parallel N      slots: sequences generated at once (default 1)\n"
             "  --queue N         requests that may wait for a slot (default 64)\n"
             "  --ctx-size N      positions of each slot's KV cache (default: the model's context)\n"
+            "  --prefill-chunk N prompt tokens run a step, over every new prompt (default %d; 0: each\n"
+            "                    prompt whole): the streams decoding meanwhile wait for one chunk a step\n"
             "  --timeout S       close a connection idle for S seconds (default 30): a slow or stalled\n"
             "                    client does not hold its thread\n"
             "  --api-key KEY     require 'Authorization: Bearer KEY' (also $VKG_API_KEY)\n"
             "  --threads N       CPU executor threads (default: every core)\n"
-            "  --device D        cpu, vulkan or vulkan:N (default: the best Vulkan device, else the CPU)\n");
+            "  --device D        cpu, vulkan or vulkan:N (default: the best Vulkan device, else the CPU)\n",
+            batch.prefill_chunk);
 }
 
 static int load_model(const char *dir, vkg_device *dev, vkg_model **m, int *n_ctx_model) {
@@ -72,7 +77,7 @@ int cmd_serve(int argc, char **argv) {
     srv_options o;
     srv_options_default(&o);
     const char *model_dir = NULL, *device = NULL;
-    long port = 8080, parallel = 1, queue = 64, ctx_size = 0, threads = 0, timeout = 30;
+    long port = 8080, parallel = 1, queue = 64, ctx_size = 0, threads = 0, timeout = 30, chunk = o.prefill_chunk;
     o.api_key = getenv("VKG_API_KEY");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -101,6 +106,9 @@ int cmd_serve(int argc, char **argv) {
         } else if (strcmp(a, "--ctx-size") == 0 || strcmp(a, "-c") == 0) {
             VALUE();
             if (cli_int(CMD, a, v, 1, 1L << 30, &ctx_size)) return 1;
+        } else if (strcmp(a, "--prefill-chunk") == 0) {
+            VALUE();
+            if (cli_int(CMD, a, v, 0, 1L << 30, &chunk)) return 1;
         } else if (strcmp(a, "--timeout") == 0) {
             VALUE();
             if (cli_int(CMD, a, v, 1, 86400, &timeout)) return 1;
@@ -123,6 +131,7 @@ int cmd_serve(int argc, char **argv) {
     o.parallel = (int)parallel;
     o.max_queue = (int)queue;
     o.ctx_size = (int)ctx_size;
+    o.prefill_chunk = (int)chunk;
     o.timeout_s = (unsigned)timeout;
     o.model_name = base_name(model_dir);
     o.model_dir = model_dir;

@@ -8,16 +8,25 @@
  * touch a sequence's cached tokens: an empty slot's go to position 0, a slot with room to its
  * next free position (overwritten by its next token before any query reads it), and a full
  * slot (which can take no more tokens) replays its last token at its last position, writing what
- * is already there: the same values, up to rounding where a prefill pass wrote that position. */
+ * is already there: the same values, up to rounding where a prefill pass wrote that position.
+ *
+ * Prompts (a sequence given several tokens) run before the decode rows, in chunks of at most
+ * prefill_chunk tokens, a step taking chunks of at most prefill_chunk tokens in all (chunked
+ * prefill): a long prompt goes over several steps, so the sequences decoding beside it wait for
+ * one chunk a step, not for the whole prompt (prefill_chunk below).  A prefill plan
+ * is bound to its slot (the cache states it names) and its length; the last PREFILL_PLANS used
+ * are kept, so a long prompt's chunks, and prompts of a length seen before, compile nothing. */
 #include "models/model_handles.h"
 #include "models/model_run.h"
 
 #include "base/error.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_PLANS 8 /* rows 1, 2, 4, .., 64 */
+#define MAX_PLANS 8      /* rows 1, 2, 4, .., 64 */
+#define PREFILL_PLANS 8  /* (slot, tokens) prefill plans kept, the least recently run replaced */
 
 typedef struct seq_slot {
     int used;
@@ -29,13 +38,22 @@ typedef struct seq_slot {
     float *logits;                       /* [V]: the prediction after the last token        */
 } seq_slot;
 
+typedef struct prefill_plan {
+    int slot, tokens;                    /* tokens 0: no plan here                           */
+    uint64_t last_run;                   /* the step it last ran in                          */
+    vkg_runner runner;
+} prefill_plan;
+
 struct vkg_batch_context {
     vkg_model *model;
     const vkg_decoder *dec;
-    int n_seq, n_ctx, n_plans;
+    int n_seq, n_ctx, n_plans, prefill_chunk;
     vkg_runner plans[MAX_PLANS];         /* plans[k]: rows_of(k) rows; made on first use     */
     int made[MAX_PLANS];
     int owner;                           /* the index of the n_seq-row plan                  */
+    prefill_plan prefills[PREFILL_PLANS];
+    uint64_t steps;                      /* steps run: the prefill plans' clock              */
+    int next_prefill;                    /* the slot offered the next step's chunk first     */
     seq_slot *slots;                     /* [n_seq]                                          */
     int32_t *ids, *positions;            /* [n_seq]: a step's rows                           */
     float *rows_logits;                  /* [n_seq, V]                                       */
@@ -44,6 +62,7 @@ struct vkg_batch_context {
 void vkg_batch_options_default(vkg_batch_options *o) {
     memset(o, 0, sizeof *o);
     o->n_seq = 8;
+    o->prefill_chunk = 256;
 }
 
 static int rows_of(const vkg_batch_context *b, int k) { return k == b->owner ? b->n_seq : 1 << k; }
@@ -87,12 +106,16 @@ vkg_status vkg_batch_context_new(vkg_model *m, const vkg_batch_options *opts, vk
     if (o.n_ctx < 0 || o.n_ctx > f->n_ctx)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a cache of %d positions; the model's context holds "
                              "1 to %d (%s)", f->architecture, o.n_ctx, f->n_ctx, f->ctx_key);
+    if (o.prefill_chunk < 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: a prefill chunk of %d tokens; "
+                             "1 or more (0: each prompt in one step)", o.prefill_chunk);
     vkg_batch_context *b = calloc(1, sizeof *b);
     if (!b) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     b->model = m;
     b->dec = m->dec;
     b->n_seq = o.n_seq;
     b->n_ctx = o.n_ctx ? o.n_ctx : f->n_ctx;
+    b->prefill_chunk = o.prefill_chunk ? o.prefill_chunk : INT_MAX / 2; /* sums of chunks stay ints */
     while (b->n_plans < MAX_PLANS && (1 << b->n_plans) < b->n_seq) b->n_plans++;
     b->owner = b->n_plans++; /* rows 1, 2, .. below n_seq, then n_seq itself */
     const size_t V = (size_t)f->n_vocab, n = (size_t)b->n_seq;
@@ -119,6 +142,8 @@ vkg_status vkg_batch_context_new(vkg_model *m, const vkg_batch_options *opts, vk
 
 void vkg_batch_context_free(vkg_batch_context *b) {
     if (!b) return;
+    for (int i = 0; i < PREFILL_PLANS; i++)
+        if (b->prefills[i].tokens) vkg_runner_free(&b->prefills[i].runner);
     for (int k = 0; k < b->n_plans; k++) /* the owner's session last: the others share it */
         if (k != b->owner && b->made[k]) vkg_runner_free(&b->plans[k]);
     if (b->made[b->owner]) vkg_runner_free(&b->plans[b->owner]);
@@ -138,6 +163,10 @@ int vkg_batch_n_ctx(const vkg_batch_context *b) { return b ? b->n_ctx : 0; }
 
 int vkg_batch_seq_length(const vkg_batch_context *b, int seq) {
     return b && seq >= 0 && seq < b->n_seq ? b->slots[seq].length : 0;
+}
+
+int vkg_batch_seq_queued(const vkg_batch_context *b, int seq) {
+    return b && seq >= 0 && seq < b->n_seq ? b->slots[seq].queued : 0;
 }
 
 vkg_status vkg_batch_seq_claim(vkg_batch_context *b, int *seq, vkg_error *err) {
@@ -168,25 +197,69 @@ vkg_status vkg_batch_add(vkg_batch_context *b, int seq, const int32_t *ids, int 
     return VKG_OK;
 }
 
-/* A sequence's queued prompt through a plan of its own, writing its slot's cache. */
-static vkg_status prefill(vkg_batch_context *b, int seq, vkg_error *err) {
-    seq_slot *q = &b->slots[seq];
+/* The prefill plan of `tokens` tokens into slot seq: a kept one, else one compiled in place of
+ * an empty or the least recently run. */
+static vkg_status prefill_plan_for(vkg_batch_context *b, int seq, int tokens, vkg_runner **out, vkg_error *err) {
+    prefill_plan *oldest = &b->prefills[0];
+    for (int i = 0; i < PREFILL_PLANS; i++) {
+        prefill_plan *p = &b->prefills[i];
+        if (p->tokens == tokens && p->slot == seq) {
+            p->last_run = b->steps;
+            *out = &p->runner;
+            return VKG_OK;
+        }
+        if (!p->tokens || (oldest->tokens && p->last_run < oldest->last_run)) oldest = p;
+    }
+    if (oldest->tokens) vkg_runner_free(&oldest->runner);
+    oldest->tokens = 0;
     vkg_forward_options o;
-    vkg_forward_options_default(&o, q->queued);
+    vkg_forward_options_default(&o, tokens);
     o.cache_len = b->n_ctx;
     o.seqs = 1;
     o.first_slot = seq;
-    vkg_runner r;
-    vkg_status st = vkg_runner_new_shared(b->dec, b->model->dev, &o, b->plans[b->owner].session, &r, err);
+    vkg_status st = vkg_runner_new_shared(b->dec, b->model->dev, &o, b->plans[b->owner].session, &oldest->runner, err);
     if (st != VKG_OK) return st;
-    st = vkg_runner_run(&r, q->queue, q->length, err);
-    if (st == VKG_OK) st = vkg_runner_logits(&r, q->logits, (size_t)b->dec->facts.n_vocab, err);
-    vkg_runner_free(&r);
+    oldest->slot = seq;
+    oldest->tokens = tokens;
+    oldest->last_run = b->steps;
+    *out = &oldest->runner;
+    return VKG_OK;
+}
+
+/* The first n of a sequence's queued tokens through a prefill pass; its logits are read when
+ * they were the last queued. */
+static vkg_status prefill(vkg_batch_context *b, int seq, int n, vkg_error *err) {
+    seq_slot *q = &b->slots[seq];
+    vkg_runner *r;
+    vkg_status st = prefill_plan_for(b, seq, n, &r, err);
+    if (st == VKG_OK) st = vkg_runner_run(r, q->queue, q->length, err);
+    if (st == VKG_OK && n == q->queued) st = vkg_runner_logits(r, q->logits, (size_t)b->dec->facts.n_vocab, err);
     if (st != VKG_OK) return st;
-    q->length += q->queued;
-    q->last = q->queue[q->queued - 1];
-    q->queued = 0;
-    q->has_logits = 1;
+    q->length += n;
+    q->last = q->queue[n - 1];
+    q->queued -= n;
+    memmove(q->queue, q->queue + n, (size_t)q->queued * sizeof *q->queue);
+    q->has_logits = q->queued == 0;
+    return VKG_OK;
+}
+
+/* This step's prompt chunks.  A prompt runs in chunks of prefill_chunk tokens counted from its
+ * first queued token (the last one shorter), so a sequence's passes are its own whatever runs
+ * beside it; the slots take turns, from the one after the slot served first last time, and the
+ * step takes chunks while they add up to at most prefill_chunk tokens (at least one chunk). */
+static vkg_status prefill_chunk(vkg_batch_context *b, vkg_error *err) {
+    const int chunk = b->prefill_chunk;
+    int total = 0, first = -1;
+    for (int i = 0; i < b->n_seq && total < chunk; i++) {
+        const int s = (b->next_prefill + i) % b->n_seq;
+        const int queued = b->slots[s].queued, n = queued < chunk ? queued : chunk;
+        if (queued < 2 || total + n > chunk) continue;
+        vkg_status st = prefill(b, s, n, err);
+        if (st != VKG_OK) return st;
+        total += n;
+        if (first < 0) first = s;
+    }
+    if (first >= 0) b->next_prefill = (first + 1) % b->n_seq;
     return VKG_OK;
 }
 
@@ -233,12 +306,9 @@ static vkg_status decode(vkg_batch_context *b, vkg_error *err) {
 
 vkg_status vkg_batch_step(vkg_batch_context *b, vkg_error *err) {
     if (!b) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_step: NULL context");
-    for (int s = 0; s < b->n_seq; s++)
-        if (b->slots[s].queued > 1) {
-            vkg_status st = prefill(b, s, err);
-            if (st != VKG_OK) return st;
-        }
-    return decode(b, err);
+    b->steps++;
+    vkg_status st = prefill_chunk(b, err);
+    return st == VKG_OK ? decode(b, err) : st;
 }
 
 vkg_status vkg_batch_get_logits(vkg_batch_context *b, int seq, float *out, size_t floats, vkg_error *err) {
@@ -249,8 +319,11 @@ vkg_status vkg_batch_get_logits(vkg_batch_context *b, int seq, float *out, size_
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_get_logits: %zu floats for logits of %zu",
                              floats, V);
     if (!b->slots[seq].has_logits)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_get_logits: sequence %d has run nothing since "
-                             "it was emptied, claimed or copied into", seq);
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, b->slots[seq].queued
+                             ? "vkg_batch_get_logits: sequence %d has a prompt part-way through its prefill (%d "
+                               "tokens still queued)"
+                             : "vkg_batch_get_logits: sequence %d has run nothing since it was emptied, claimed or "
+                               "copied into%.0d", seq, b->slots[seq].queued);
     memcpy(out, b->slots[seq].logits, V * sizeof *out);
     return VKG_OK;
 }

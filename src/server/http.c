@@ -17,6 +17,9 @@ void srv_options_default(srv_options *o) {
     o->port = 8080;
     o->parallel = 1;
     o->max_queue = 64;
+    vkg_batch_options batch;
+    vkg_batch_options_default(&batch);
+    o->prefill_chunk = batch.prefill_chunk;
     o->model_name = "vkgraph";
     o->max_body = 1u << 20;
     o->timeout_s = 30;
@@ -286,7 +289,7 @@ vkg_status srv_set_model(srv *s, vkg_model *m, vkg_error *err) {
     vkg_status st = vkg_model_get_info(m, &info, err);
     if (st != VKG_OK) return st;
     int n_ctx = s->opts.ctx_size > 0 && s->opts.ctx_size < info.n_ctx ? s->opts.ctx_size : info.n_ctx;
-    st = sched_new(m, s->opts.parallel, n_ctx, s->opts.max_queue, &s->sched, err);
+    st = sched_new(m, s->opts.parallel, n_ctx, s->opts.prefill_chunk, s->opts.max_queue, &s->sched, err);
     if (st != VKG_OK) return st;
     s->facts.tok = vkg_model_tokenizer(m);
     s->facts.n_ctx = n_ctx;

@@ -24,8 +24,10 @@ typedef struct sched_stats {
     int active, queued;
 } sched_stats;
 
-/* n_slots sequences of n_ctx positions each on m; at most max_queue requests wait for a slot. */
-vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int max_queue, sched **out, vkg_error *err);
+/* n_slots sequences of n_ctx positions each on m, prompts run prefill_chunk tokens a step
+ * (vkg_batch_options); at most max_queue requests wait for a slot. */
+vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int prefill_chunk, int max_queue, sched **out,
+                     vkg_error *err);
 /* Cancels everything, waits for the slots to stop and frees them.  NULL is fine. */
 void sched_free(sched *s);
 /* opts->prompt and opts->stops are copied.  Returns VKG_OK and a job (released with

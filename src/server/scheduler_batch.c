@@ -1,9 +1,11 @@
 /* The scheduler (scheduler.h) over one batch context (vkg_batch_*): one engine thread runs every
  * sequence of the running requests in one batched decode step per token, so N users cost one
  * read of the weights a step, not N.  Requests wait in one bounded FIFO queue; a free sequence
- * slot takes the next one at the top of a step, its prompt goes through its own prefill pass
- * in that step, and it joins the batched steps from the next.  A cancelled request (a client
- * gone) ends and frees its slot before the next step.
+ * slot takes the next one at the top of a step, its prompt goes through prefill passes of its
+ * own, a chunk a step (vkg_batch_options' prefill_chunk, shared by every prompt in the step), so
+ * that the sequences decoding meanwhile are held for a chunk, not a whole prompt; it joins the
+ * batched steps after its last chunk.  A cancelled request (a client gone) ends and frees its
+ * slot before the next step.
  *
  * Each running sequence chooses its tokens as vkg_context_generate does (the same sampler, stop
  * strings and end-of-text handling), so a request's tokens are those of `vkgraph generate`. */
@@ -212,12 +214,13 @@ static void *engine_main(void *arg) {
                 if (s->slots[i].job) finish(s, i, 0, err.message);
             continue;
         }
-        for (int i = 0; i < s->n_slots; i++)
-            if (s->slots[i].job) advance(s, i);
+        for (int i = 0; i < s->n_slots; i++) /* a prompt with chunks to go chooses nothing yet */
+            if (s->slots[i].job && !vkg_batch_seq_queued(s->batch, i)) advance(s, i);
     }
 }
 
-vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int max_queue, sched **out, vkg_error *err) {
+vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int prefill_chunk, int max_queue, sched **out,
+                     vkg_error *err) {
     *out = NULL;
     vkg_model_info info;
     vkg_status st = vkg_model_get_info(m, &info, err);
@@ -237,6 +240,7 @@ vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int max_queue, sched 
     vkg_batch_options_default(&bo);
     bo.n_seq = n_slots;
     bo.n_ctx = n_ctx;
+    bo.prefill_chunk = prefill_chunk;
     st = vkg_batch_context_new(m, &bo, &s->batch, err);
     if (st == VKG_OK) {
         s->n_ctx = vkg_batch_n_ctx(s->batch);

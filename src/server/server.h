@@ -18,6 +18,7 @@ typedef struct srv_options {
     int parallel;               /* slots: sequences generated at once                  */
     int ctx_size;               /* positions of each slot's KV cache; 0: the model's   */
     int max_queue;              /* requests that may wait for a slot beyond the slots  */
+    int prefill_chunk;          /* prompt tokens run a step (vkg_batch_options)         */
     const char *api_key;        /* NULL: no authentication                             */
     const char *model_name;     /* the id /v1/models lists                             */
     const char *model_dir;      /* its tokenizer_config.json holds the chat template   */

@@ -36,6 +36,14 @@ void batch_make_prompt(batch_seq *p, int i, int n, int V) {
     for (int t = 0; t < n; t++) p->prompt[t] = (int32_t)((i * 37 + t * 11 + 3) % V);
 }
 
+/* The tokens of a prompt's prefill passes in the batch context. */
+static int batch_chunk(const batch_check *f) {
+    vkg_batch_options o;
+    vkg_batch_options_default(&o);
+    const int chunk = f->prefill_chunk ? f->prefill_chunk : o.prefill_chunk;
+    return chunk ? chunk : f->n_ctx;
+}
+
 void batch_run_alone(const batch_check *f, batch_seq *p) {
     vkg_context_options o;
     vkg_context_options_default(&o);
@@ -45,7 +53,9 @@ void batch_run_alone(const batch_check *f, batch_seq *p) {
     check(vkg_context_new(f->model, &o, &ctx, &err), &err);
     p->alone = malloc((size_t)(p->steps + 1) * (size_t)f->V * sizeof *p->alone);
     assert_non_null(p->alone);
-    check(vkg_context_prefill(ctx, p->prompt, p->n_prompt, &err), &err);
+    const int chunk = batch_chunk(f);
+    for (int t = 0; t < p->n_prompt; t += chunk)
+        check(vkg_context_prefill(ctx, p->prompt + t, p->n_prompt - t < chunk ? p->n_prompt - t : chunk, &err), &err);
     for (int s = 0;; s++) {
         float *row = p->alone + (size_t)s * (size_t)f->V;
         check(vkg_context_get_logits(ctx, row, (size_t)f->V, &err), &err);
@@ -71,17 +81,20 @@ void batch_compare(const batch_check *f, const float *got, const float *want, in
 }
 
 /* Runs the schedule through one batch context of n_seq slots; every sequence's logits at every
- * step are compared with the sequence alone.  At most `width` sequences run at once. */
-void batch_run_schedule(const batch_check *f, batch_seq *plans, int n, int n_seq) {
+ * step are compared with the sequence alone.  A prompt longer than a chunk has no logits until
+ * its last chunk has run: the sequence waits, and its steps count from there. */
+int batch_run_schedule(const batch_check *f, batch_seq *plans, int n, int n_seq) {
     for (int i = 0; i < n; i++) batch_run_alone(f, &plans[i]);
     vkg_batch_options o;
     vkg_batch_options_default(&o);
     o.n_seq = n_seq;
     o.n_ctx = f->n_ctx;
+    if (f->prefill_chunk) o.prefill_chunk = f->prefill_chunk;
     vkg_batch_context *b = NULL;
     vkg_error err = {0};
     check(vkg_batch_context_new(f->model, &o, &b, &err), &err);
-    int slot[BATCH_MAX_SEQ], done[BATCH_MAX_SEQ] = {0}, left = n;
+    /* seen[i]: the logits of sequence i compared so far (0: its prompt's still to come) */
+    int slot[BATCH_MAX_SEQ], seen[BATCH_MAX_SEQ] = {0}, done[BATCH_MAX_SEQ] = {0}, left = n, part_way = 0;
     float *got = malloc((size_t)f->V * sizeof *got);
     assert_non_null(got);
     for (int i = 0; i < n; i++) slot[i] = -1;
@@ -91,15 +104,23 @@ void batch_run_schedule(const batch_check *f, batch_seq *plans, int n, int n_seq
             if (p->join == t) { /* joins: its prompt */
                 check(vkg_batch_seq_claim(b, &slot[i], &err), &err);
                 check(vkg_batch_add(b, slot[i], p->prompt, p->n_prompt, &err), &err);
-            } else if (slot[i] >= 0 && t > p->join) { /* running: the token the sequence alone chose */
-                check(vkg_batch_add(b, slot[i], &p->tokens[t - p->join - 1], 1, &err), &err);
+            } else if (slot[i] >= 0 && seen[i] > 0) { /* running: the token the sequence alone chose */
+                check(vkg_batch_add(b, slot[i], &p->tokens[seen[i] - 1], 1, &err), &err);
             }
         }
         check(vkg_batch_step(b, &err), &err);
         for (int i = 0; i < n; i++) {
             batch_seq *p = &plans[i];
             if (slot[i] < 0 || t < p->join) continue;
-            const int step = t - p->join;
+            const int queued = vkg_batch_seq_queued(b, slot[i]);
+            if (queued) { /* a prompt part-way through its chunks: no logits yet */
+                assert_int_equal(seen[i], 0);
+                assert_int_equal(vkg_batch_seq_length(b, slot[i]) + queued, p->n_prompt);
+                assert_int_not_equal(vkg_batch_get_logits(b, slot[i], got, (size_t)f->V, &err), VKG_OK);
+                part_way++;
+                continue;
+            }
+            const int step = seen[i]++;
             check(vkg_batch_get_logits(b, slot[i], got, (size_t)f->V, &err), &err);
             batch_compare(f, got, p->alone + (size_t)step * (size_t)f->V, i, step);
             assert_int_equal(vkg_batch_seq_length(b, slot[i]), p->n_prompt + step);
@@ -117,5 +138,5 @@ void batch_run_schedule(const batch_check *f, batch_seq *plans, int n, int n_seq
     }
     free(got);
     vkg_batch_context_free(b);
+    return part_way;
 }
-

@@ -14,6 +14,8 @@ typedef struct batch_check {
     vkg_model *model;
     int cpu;                  /* bit-identical logits required */
     int V, n_ctx;             /* n_ctx of every context and of the batch context */
+    int prefill_chunk;        /* the batch context's (0: its default); the sequences alone
+                                 are fed their prompts in the same chunks */
 } batch_check;
 
 /* A sequence of a schedule: its prompt, the step it joins at, and how many tokens it then decodes
@@ -28,12 +30,14 @@ typedef struct batch_seq {
 int batch_argmax(const float *x, int n);
 /* A prompt of n ids spread over the vocabulary, different for each i. */
 void batch_make_prompt(batch_seq *p, int i, int n, int V);
-/* The sequence alone: a plain context, the prompt in one prefill, then greedy tokens. */
+/* The sequence alone: a plain context, the prompt in the batch context's chunks, then greedy
+ * tokens. */
 void batch_run_alone(const batch_check *c, batch_seq *p);
 /* got against want (the sequence alone), as the top of this file says. */
 void batch_compare(const batch_check *c, const float *got, const float *want, int seq, int step);
 /* Runs every sequence alone, then the schedule through a batch context of n_seq slots, claiming
- * a slot as each joins and removing it as it leaves; frees each p->alone. */
-void batch_run_schedule(const batch_check *c, batch_seq *plans, int n, int n_seq);
+ * a slot as each joins and removing it as it leaves; frees each p->alone.  Returns how many
+ * times a sequence was seen after a step with its prompt part-way through its chunks. */
+int batch_run_schedule(const batch_check *c, batch_seq *plans, int n, int n_seq);
 
 #endif
