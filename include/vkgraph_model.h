@@ -406,7 +406,9 @@ vkg_status vkg_batch_add(vkg_batch_context *b, int seq, const int32_t *ids, int 
 vkg_status vkg_batch_step(vkg_batch_context *b, vkg_error *err);
 /* The prediction after sequence seq's last token: n_vocab floats.  VKG_ERR_INVALID_ARGUMENT
  * while none is known (nothing run since the sequence was emptied, claimed or copied into, or a
- * prompt part-way through its chunks). */
+ * prompt part-way through its chunks).  VKG_ERR_NOT_FINITE for a failed sequence: one whose
+ * logits overflowed (finite weights too large for its tokens), saying where; it alone fails (the
+ * others in the step run on), and takes no tokens and no copies until removed. */
 vkg_status vkg_batch_get_logits(vkg_batch_context *b, int seq, float *out, size_t floats, vkg_error *err);
 /* Empties sequence seq and frees its slot (queued tokens dropped). */
 vkg_status vkg_batch_seq_remove(vkg_batch_context *b, int seq, vkg_error *err);

@@ -4,8 +4,8 @@
  * sequence's logits against the same sequence run alone through a plain context (bit for bit
  * on the CPU; on Vulkan within attention's conformance threshold, same argmax away from ties);
  * prompts prefilled in chunks while others decode; a copied cache prefix against a prefill of
- * the whole prompt; the batched steps on the CPU
- * against Vulkan; and the errors. */
+ * the whole prompt; the batched steps on the CPU against Vulkan; logits that overflow failing
+ * their sequence alone; and the errors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "support/batch_check.h"
+#include "support/poked_model.h"
 #include "support/test_util.h"
 #include "vkgraph_model.h"
 
@@ -334,6 +335,77 @@ static void test_llama_cpu_against_vulkan(void **state) {
     free(dir);
 }
 
+/* Token 7's embedding and those of positions 1 and 2 all 3e38 (finite; the head untied): token 7
+ * at position 1 or 2 sums to Inf, anything else stays finite.  The sequence that meets it fails
+ * alone, in a prefill or a decode step, saying where; the sequences beside it go on as if it were
+ * not there, and its slot serves again once removed. */
+static void overflow_fails_one(const char *device) {
+    char *dir = test_tmpdir("overflow");
+    const test_poke pokes[2] = {{"wte.weight", 7 * 32, 32, 3e38f}, {"wpe.weight", 32, 64, 3e38f}};
+    test_write_poked_gpt2(dir, VKG_ST_F32, 1, pokes, 2);
+    const int cpu = strcmp(device, "cpu") == 0;
+    vkg_device_options dopts = {.cpu_threads = 2, .quiet = 1, .validation = !cpu};
+    vkg_device *dev = NULL;
+    vkg_model *m = NULL;
+    vkg_error err = {0};
+    check(vkg_device_open(device, &dopts, &dev, &err), &err);
+    check(vkg_model_open(dir, dev, NULL, &m, &err), &err);
+    batch_check c = {.model = m, .cpu = cpu, .V = 64, .n_ctx = 16};
+    vkg_batch_options o;
+    vkg_batch_options_default(&o);
+    o.n_seq = 3;
+    o.n_ctx = c.n_ctx;
+    vkg_batch_context *b = NULL;
+    check(vkg_batch_context_new(m, &o, &b, &err), &err);
+    batch_seq a;
+    memset(&a, 0, sizeof a);
+    a.n_prompt = 3;
+    a.prompt[0] = 1, a.prompt[1] = 2, a.prompt[2] = 3;
+    a.steps = 2;
+    batch_run_alone(&c, &a);
+    const int32_t bad_prompt[3] = {4, 7, 5}, c_prompt[2] = {6, 2}, seven = 7;
+    check(vkg_batch_add(b, 0, a.prompt, 3, &err), &err);
+    check(vkg_batch_add(b, 1, bad_prompt, 3, &err), &err);
+    check(vkg_batch_add(b, 2, c_prompt, 2, &err), &err);
+    check(vkg_batch_step(b, &err), &err);
+    float got[64];
+    check(vkg_batch_get_logits(b, 0, got, 64, &err), &err);
+    batch_compare(&c, got, a.alone, 0, 0);
+    assert_int_equal(vkg_batch_get_logits(b, 1, got, 64, &err), VKG_ERR_NOT_FINITE);
+    if (!strstr(err.message, "sequence 1: gpt2: the model's outputs overflowed: logits at position 2 are not finite"))
+        fail_msg("message: %s", err.message);
+    check(vkg_batch_get_logits(b, 2, got, 64, &err), &err);
+    /* a decode step: sequence 2 meets token 7, sequence 0 goes on beside it */
+    check(vkg_batch_add(b, 0, &a.tokens[0], 1, &err), &err);
+    check(vkg_batch_add(b, 2, &seven, 1, &err), &err);
+    assert_int_equal(vkg_batch_add(b, 1, &seven, 1, &err), VKG_ERR_NOT_FINITE);
+    assert_non_null(strstr(err.message, "remove the sequence"));
+    check(vkg_batch_step(b, &err), &err);
+    check(vkg_batch_get_logits(b, 0, got, 64, &err), &err);
+    batch_compare(&c, got, a.alone + 64, 0, 1);
+    assert_int_equal(vkg_batch_get_logits(b, 2, got, 64, &err), VKG_ERR_NOT_FINITE);
+    assert_non_null(strstr(err.message, "sequence 2: gpt2: the model's outputs overflowed: logits at position 2"));
+    /* removed, the slot serves a new sequence */
+    check(vkg_batch_seq_remove(b, 1, &err), &err);
+    int slot = -1;
+    check(vkg_batch_seq_claim(b, &slot, &err), &err);
+    assert_int_equal(slot, 1);
+    check(vkg_batch_add(b, 1, a.prompt, 3, &err), &err);
+    check(vkg_batch_step(b, &err), &err);
+    check(vkg_batch_get_logits(b, 1, got, 64, &err), &err);
+    batch_compare(&c, got, a.alone, 1, 0);
+    free(a.alone);
+    vkg_batch_context_free(b);
+    vkg_model_free(m);
+    const uint64_t messages = vkg_device_validation_errors(dev);
+    vkg_device_free(dev);
+    test_remove_tree(dir);
+    free(dir);
+    assert_int_equal(messages, 0);
+}
+static void test_overflow_cpu(void **state) { (void)state; overflow_fails_one("cpu"); }
+static void test_overflow_vulkan(void **state) { (void)state; overflow_fails_one("vulkan"); }
+
 #define BATCH_TESTS(setup)                                                                                             \
     cmocka_unit_test_setup_teardown(test_batch_of_1, setup, teardown),                                                 \
         cmocka_unit_test_setup_teardown(test_batch_of_2, setup, teardown),                                             \
@@ -355,6 +427,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_chunked_prefill, setup_mistral_vulkan, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup_gpt2_cpu, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup_gpt2_vulkan, teardown),
+        cmocka_unit_test(test_overflow_cpu),
+        cmocka_unit_test(test_overflow_vulkan),
         cmocka_unit_test(test_gpt2_cpu_against_vulkan),
         cmocka_unit_test(test_llama_cpu_against_vulkan),
     };

@@ -7,53 +7,17 @@
 #include "models/gpt2.h"
 #include "models/model_run.h"
 #include "models/gpt2_random.h"
+#include "support/poked_model.h"
 
 #include <math.h>
 
-/* Writes the default tiny random model (2 layers, 4 heads, n_embd 32, 16 positions, 64 tokens)
- * to tmp/dir in dtype, with elements [first, first + count) of tensor `name` set to value. */
+/* support/poked_model.h's model written to tmp/dir. */
 static const char *write_poked(const char *dir, vkg_st_dtype dtype, int untied, const char *name, size_t first,
                                size_t count, float value) {
     static char d[1200];
     snprintf(d, sizeof d, "%s", in_tmp(dir));
-    vkg_gpt2_random_options o;
-    vkg_gpt2_random_options_default(&o);
-    o.dtype = dtype;
-    o.untied_lm_head = untied;
-    vkg_error err = {0};
-    if (vkg_gpt2_write_random(d, &o, &err) != VKG_OK) fail_msg("%s", err.message);
-    char p[1300], q[1300];
-    snprintf(p, sizeof p, "%s/model.safetensors", d);
-    snprintf(q, sizeof q, "%s/poked.safetensors", d);
-    vkg_safetensors *st = NULL;
-    assert_int_equal(vkg_safetensors_open(p, &st, &err), VKG_OK);
-    int n = vkg_safetensors_count(st), found = 0;
-    vkg_st_write *w = calloc((size_t)n, sizeof *w);
-    void **data = calloc((size_t)n, sizeof *data);
-    for (int i = 0; i < n; i++) {
-        const vkg_st_tensor *t = vkg_safetensors_tensor(st, i);
-        data[i] = malloc(t->bytes + 1);
-        assert_int_equal(vkg_safetensors_read(st, t, t->dtype, data[i], &err), VKG_OK);
-        w[i] = (vkg_st_write){.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .data = data[i]};
-        memcpy(w[i].shape, t->shape, sizeof w[i].shape);
-        if (strcmp(t->name, name) != 0) continue;
-        found = 1;
-        void *copy = data[i];
-        const size_t numel = (size_t)vkg_st_tensor_numel(t);
-        assert_true(first + count <= numel);
-        for (size_t k = first; k < first + count; k++) {
-            if (t->dtype == VKG_ST_F32) ((float *)copy)[k] = value;
-            else if (t->dtype == VKG_ST_F16) ((uint16_t *)copy)[k] = vkg_f32_to_f16(value);
-            else ((uint16_t *)copy)[k] = vkg_f32_to_bf16(value);
-        }
-    }
-    assert_true(found);
-    if (vkg_safetensors_write(q, w, n, &err) != VKG_OK) fail_msg("%s", err.message);
-    vkg_safetensors_close(st);
-    for (int i = 0; i < n; i++) free(data[i]);
-    free(data);
-    free(w);
-    assert_int_equal(rename(q, p), 0);
+    const test_poke poke = {name, first, count, value};
+    test_write_poked_gpt2(d, dtype, untied, &poke, 1);
     return d;
 }
 

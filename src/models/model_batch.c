@@ -15,13 +15,18 @@
  * prefill): a long prompt goes over several steps, so the sequences decoding beside it wait for
  * one chunk a step, not for the whole prompt (prefill_chunk below).  A prefill plan
  * is bound to its slot (the cache states it names) and its length; the last PREFILL_PLANS used
- * are kept, so a long prompt's chunks, and prompts of a length seen before, compile nothing. */
+ * are kept, so a long prompt's chunks, and prompts of a length seen before, compile nothing.
+ *
+ * Logits that are not finite (finite weights too large for some input) fail their sequence
+ * alone: it keeps the message, its logits and adds answer with it, and the others run on. */
 #include "models/model_handles.h"
 #include "models/model_run.h"
 
 #include "base/error.h"
 
 #include <limits.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +41,7 @@ typedef struct seq_slot {
     int queued;
     int has_logits;
     float *logits;                       /* [V]: the prediction after the last token        */
+    char failure[200];                   /* why the sequence failed ("": it has not)        */
 } seq_slot;
 
 typedef struct prefill_plan {
@@ -66,6 +72,28 @@ void vkg_batch_options_default(vkg_batch_options *o) {
 }
 
 static int rows_of(const vkg_batch_context *b, int k) { return k == b->owner ? b->n_seq : 1 << k; }
+
+/* Marks sequence seq failed: its tokens are consumed, its logits unknown from now on. */
+static void fail_seq(vkg_batch_context *b, int seq, const char *why) {
+    seq_slot *q = &b->slots[seq];
+    snprintf(q->failure, sizeof q->failure, "sequence %d: %s", seq, why);
+    q->queued = 0;
+    q->has_logits = 0;
+}
+
+/* A row of logits with a value that is not finite fails its sequence, naming where. */
+static int check_row(vkg_batch_context *b, int seq, const float *row, size_t V, int32_t position) {
+    for (size_t i = 0; i < V; i++) {
+        if (isfinite(row[i])) continue;
+        char why[160];
+        snprintf(why, sizeof why, "%s: the model's outputs overflowed: logits at position %d are not finite (%s at "
+                 "index %zu); the weights are finite but too large", b->dec->facts.architecture, (int)position,
+                 isnan(row[i]) ? "NaN" : row[i] > 0 ? "Inf" : "-Inf", i);
+        fail_seq(b, seq, why);
+        return 0;
+    }
+    return 1;
+}
 
 /* Slot s of a valid id, or an error naming the range. */
 static vkg_status check_seq(const vkg_batch_context *b, int seq, const char *fn, vkg_error *err) {
@@ -185,6 +213,9 @@ vkg_status vkg_batch_add(vkg_batch_context *b, int seq, const int32_t *ids, int 
     if (st != VKG_OK) return st;
     seq_slot *q = &b->slots[seq];
     if (n < 1 || !ids) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_add: no tokens given");
+    if (q->failure[0])
+        return vkg_error_set(err, VKG_ERR_NOT_FINITE, "vkg_batch_add: %s (remove the sequence to use its slot again)",
+                             q->failure);
     if ((int64_t)q->length + q->queued + n > b->n_ctx)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: sequence %d holds %d tokens and %d queued; %d more "
                              "would pass the end of its cache of %d positions", b->dec->facts.architecture, seq,
@@ -230,16 +261,18 @@ static vkg_status prefill_plan_for(vkg_batch_context *b, int seq, int tokens, vk
  * they were the last queued. */
 static vkg_status prefill(vkg_batch_context *b, int seq, int n, vkg_error *err) {
     seq_slot *q = &b->slots[seq];
+    const size_t V = (size_t)b->dec->facts.n_vocab;
     vkg_runner *r;
     vkg_status st = prefill_plan_for(b, seq, n, &r, err);
     if (st == VKG_OK) st = vkg_runner_run(r, q->queue, q->length, err);
-    if (st == VKG_OK && n == q->queued) st = vkg_runner_logits(r, q->logits, (size_t)b->dec->facts.n_vocab, err);
+    const int last = n == q->queued;
+    if (st == VKG_OK && last) st = vkg_session_get_output(r->session, r->gg.logits, q->logits, V * sizeof(float), err);
     if (st != VKG_OK) return st;
     q->length += n;
     q->last = q->queue[n - 1];
     q->queued -= n;
     memmove(q->queue, q->queue + n, (size_t)q->queued * sizeof *q->queue);
-    q->has_logits = q->queued == 0;
+    q->has_logits = last && check_row(b, seq, q->logits, V, q->length - 1);
     return VKG_OK;
 }
 
@@ -289,17 +322,21 @@ static vkg_status decode(vkg_batch_context *b, vkg_error *err) {
         }
     }
     const size_t V = (size_t)b->dec->facts.n_vocab;
+    const vkg_runner *plan = &b->plans[k];
     st = vkg_runner_run_rows(&b->plans[k], b->ids, b->positions, err);
-    if (st == VKG_OK) st = vkg_runner_logits(&b->plans[k], b->rows_logits, (size_t)rows * V, err);
+    if (st == VKG_OK)
+        st = vkg_session_get_output(plan->session, plan->gg.logits, b->rows_logits, (size_t)rows * V * sizeof(float),
+                                    err);
     if (st != VKG_OK) return st;
     for (int s = 0; s < rows; s++) {
         seq_slot *q = &b->slots[s];
         if (q->queued != 1) continue;
-        memcpy(q->logits, b->rows_logits + (size_t)s * V, V * sizeof *q->logits);
+        const float *row = b->rows_logits + (size_t)s * V;
         q->last = q->queue[0];
         q->length++;
         q->queued = 0;
-        q->has_logits = 1;
+        q->has_logits = check_row(b, s, row, V, q->length - 1);
+        if (q->has_logits) memcpy(q->logits, row, V * sizeof *q->logits);
     }
     return VKG_OK;
 }
@@ -318,6 +355,8 @@ vkg_status vkg_batch_get_logits(vkg_batch_context *b, int seq, float *out, size_
     if (floats != V || !out)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_get_logits: %zu floats for logits of %zu",
                              floats, V);
+    if (b->slots[seq].failure[0])
+        return vkg_error_set(err, VKG_ERR_NOT_FINITE, "%s", b->slots[seq].failure);
     if (!b->slots[seq].has_logits)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, b->slots[seq].queued
                              ? "vkg_batch_get_logits: sequence %d has a prompt part-way through its prefill (%d "
@@ -335,6 +374,7 @@ vkg_status vkg_batch_seq_remove(vkg_batch_context *b, int seq, vkg_error *err) {
     q->used = 0;
     q->length = q->queued = q->has_logits = 0;
     q->last = 0;
+    q->failure[0] = '\0';
     return VKG_OK;
 }
 
@@ -367,6 +407,9 @@ vkg_status vkg_batch_seq_copy(vkg_batch_context *b, int src, int dst, int n, vkg
     if (st == VKG_OK) st = check_seq(b, dst, "vkg_batch_seq_copy", err);
     if (st != VKG_OK) return st;
     seq_slot *from = &b->slots[src], *to = &b->slots[dst];
+    if (from->failure[0] || to->failure[0])
+        return vkg_error_set(err, VKG_ERR_NOT_FINITE, "vkg_batch_seq_copy: %s", from->failure[0] ? from->failure
+                                                                                                  : to->failure);
     if (src == dst || n < 0 || n > from->length || to->queued)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_seq_copy: cannot copy %d tokens of sequence %d "
                              "(%d cached) into sequence %d (%d queued): another sequence, an empty queue and 0 to the "
