@@ -193,12 +193,21 @@ typedef enum vkg_logits_mode {
  * Outputs "logits" ([1, n_vocab], or [tokens, n_vocab] with VKG_LOGITS_ALL) and "attention.L"
  * for the layers asked for ([n_head, tokens, tokens or n_ctx]).  Nodes are named by module path
  * as Hugging Face names them ("h.3.attn.softmax").  The graph borrows the model's weights: free
- * it (and its plans and sessions) before the model. */
+ * it (and its plans and sessions) before the model.
+ * Sequence slots, as a batch context's plans use them (vkg_batch_*): with seqs 1, the tokens
+ * belong to slot first_slot, whose caches are the states named as above with ".s<slot>" added
+ * ("h.L.kv_cache.s2"; the Llama family's "model.layers.L.self_attn.kv_cache.s2"); with seqs > 1
+ * (a cache, tokens == seqs, no attention outputs), row r is the one new token of slot
+ * first_slot + r at the position given by the runtime index "pos.<r>" (there is no "pos"),
+ * attending to its own slot's cache alone, with logits for every row [seqs, n_vocab].  Plans of
+ * one model share a slot's cache by name (vkg_session_new_shared). */
 typedef struct vkg_model_graph_options {
     int tokens;                /* tokens per run, 1 to n_ctx                                     */
     int n_ctx;                 /* 0: no cache (positions from 0); else the cache's positions     */
     vkg_logits_mode logits;
     int attention_layer;       /* VKG_NO_ATTENTION, a layer, or VKG_ALL_LAYERS                   */
+    int seqs;                  /* 0: one unnamed sequence (the plain cache); else see above      */
+    int first_slot;            /* the slot of row 0 (0 unless seqs >= 1)                         */
 } vkg_model_graph_options;
 
 void vkg_model_graph_options_default(vkg_model_graph_options *o, int tokens);

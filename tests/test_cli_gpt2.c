@@ -491,6 +491,24 @@ static void test_compare(void **state) {
     assert_non_null(test_line_with(r.out, "all 21 steps within their thresholds on their own inputs"));
     assert_null(strstr(r.out, "FAIL"));
     result_free(&r);
+    /* a batched decode step: 4 sequences of 11, 8, 5 and 2 tokens, each prefilled into its own
+     * slot, their next tokens the rows of one step; 2 layers of 4 rows: 8 cache writes */
+    r = VKG("compare", "-m", tiny, "--ids", ids_csv, "--decode", "--batch", "4");
+    expect_ok(&r, "compare --decode --batch 4");
+    assert_non_null(strstr(r.out, "GPT-2 batched decode step of 4 sequences over KV caches of 12 positions: rows at "
+                                  "positions 11 down to 2, 3 apart"));
+    assert_non_null(test_line_with(r.out, "all 45 steps within their thresholds on their own inputs"));
+    assert_null(strstr(r.out, "FAIL"));
+    int writes = 0;
+    for (const char *p = r.out; (p = strstr(p, "h.1.attn.kv_cache.write")); p++) writes++;
+    assert_int_equal(writes, 4);
+    result_free(&r);
+    /* as many sequences as the prompt allows: 11, at positions 11 down to 1 */
+    r = VKG("compare", "-m", tiny, "--ids", ids_csv, "--decode", "--batch", "11", "-q");
+    expect_ok(&r, "compare --decode --batch 11");
+    assert_non_null(strstr(r.out, "rows at positions 11 down to 1, 1 apart"));
+    assert_non_null(test_line_with(r.out, "all "));
+    result_free(&r);
     r = VKG("compare", "--example", "block", "--quiet");
     expect_ok(&r, "compare --example block");
     assert_non_null(test_line_with(r.out, "all 9 steps within their thresholds"));
@@ -505,6 +523,15 @@ static void test_compare(void **state) {
     expect_fail(VKG("compare", "-m", tiny), "compare", NULL);
     expect_fail(VKG("compare", "-m", tiny, "--ids", "5", "--decode"), "compare", "--decode needs at least 2 tokens");
     expect_fail(VKG("compare", "--example", "block", "--decode"), "compare", "--decode is for -m DIR");
+    expect_fail(VKG("compare", "-m", tiny, "--ids", ids_csv, "--decode", "--batch", "1"), "compare",
+                "--batch: '1' is not a whole number from 2 to 64");
+    expect_fail(VKG("compare", "-m", tiny, "--ids", ids_csv, "--decode", "--batch", "65"), "compare",
+                "--batch: '65' is not a whole number from 2 to 64");
+    expect_fail(VKG("compare", "-m", tiny, "--ids", ids_csv, "--decode", "--batch", "12"), "compare",
+                "--batch 12 needs a prompt of at least 13 tokens (each of the 12 sequences prefills at least one "
+                "before the token it decodes); this one has 12");
+    expect_fail(VKG("compare", "-m", tiny, "--ids", ids_csv, "--batch", "2"), "compare", "--batch 2 needs --decode");
+    expect_fail(VKG("compare", "-m", tiny, "--ids", ids_csv, "--decode", "--batch"), "compare", NULL);
     expect_fail(VKG("compare", "--example", "block", "--against", "vulkan:99"), "compare", NULL);
 }
 

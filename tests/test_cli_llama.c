@@ -71,7 +71,7 @@ static void test_profile_layers(void **state) {
 }
 
 /* compare names the model by its architecture, and exits 0 when every step agrees, for the
- * forward pass and for a decode step over Mistral's windowed cache. */
+ * forward pass, for a decode step over Mistral's windowed cache, and for a batched decode step. */
 static void test_compare(void **state) {
     (void)state;
     need_binary();
@@ -85,6 +85,15 @@ static void test_compare(void **state) {
     expect_ok(&r, "compare --decode mistral-tiny");
     assert_non_null(strstr(r.out, "mistral decode step at position 5"));
     assert_non_null(strstr(r.out, "steps within their thresholds"));
+    result_free(&r);
+    /* a batched decode step: 3 sequences of 7, 4 and 1 tokens, grouped-query attention and
+     * rotary positions per row */
+    r = VKG("compare", "-m", llama, "--ids", "1,2,3,4,5,6,7,8", "--decode", "--batch", "3", "-q");
+    expect_ok(&r, "compare --decode --batch 3 llama-tiny");
+    assert_non_null(strstr(r.out, "llama batched decode step of 3 sequences over KV caches of 8 positions: rows at "
+                                  "positions 7 down to 1, 3 apart"));
+    assert_non_null(strstr(r.out, "steps within their thresholds"));
+    assert_null(strstr(r.out, "FAIL"));
     result_free(&r);
 }
 

@@ -2,7 +2,9 @@
  * inputs, the free-running drift beside it.  Equal devices agree on every step; a weight
  * corrupted on one device is found at the first step that reads it and at no step that does not
  * read it, while the drift carries it on; a difference in what the device under test was given
- * is shown as drift and blamed on no step. */
+ * is shown as drift and blamed on no step.  A batched decode step of several sequences (a batch
+ * context's plan, as `vkgraph compare --decode --batch` sets it up) agrees between Vulkan and the
+ * CPU on tiny GPT-2 and Llama models, its rows reading the caches their own prefills filled. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,8 +12,11 @@
 
 #include "runtime/session.h"
 #include "vkgraph_lesson.h"
+#include "support/decode_compare.h"
+#include "support/test_util.h"
 #include "support/vk_test.h"
 #include "vkgraph.h"
+#include "vkgraph_model.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -264,6 +269,118 @@ static void test_needs_one_plan(void **state) {
     vkg_device_free(cpu);
 }
 
+/* ---- a batched decode step ------------------------------------------------------------------- */
+
+enum { ROWS = 3, N_IDS = 12 };
+
+/* A tiny random model written to a fresh folder: GPT-2 (2 layers, 4 heads, 32 wide, 64 tokens)
+ * or llama-tiny (2 layers, 4 query heads over 2 key/value heads, rotary positions). */
+static char *write_tiny(int llama) {
+    char *dir = test_tmpdir(llama ? "compare-llama" : "compare-gpt2");
+    assert_non_null(dir);
+    vkg_error err = {0};
+    vkg_status st;
+    if (llama) {
+        vkg_random_model_options o;
+        vkg_random_model_options_default(&o);
+        o.seed = 11;
+        st = vkg_random_model_write(dir, &o, &err);
+    } else {
+        vkg_random_gpt2_options o;
+        vkg_random_gpt2_options_default(&o);
+        o.seed = 11;
+        st = vkg_random_gpt2_write(dir, &o, &err);
+    }
+    if (st != VKG_OK) fail_msg("%s", err.message);
+    return dir;
+}
+
+/* The last position's logits of the forward pass over the first n ids, on d. */
+static void forward_logits(vkg_model *m, vkg_device *d, const int32_t *ids, int n, float *out, size_t V) {
+    vkg_model_graph_options o;
+    vkg_model_graph_options_default(&o, n);
+    vkg_graph *g = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_model_build_graph(m, &o, &g, &err), VKG_OK);
+    vkg_plan *p = NULL;
+    vkg_session *s = test_session_for(d, g, &p);
+    int32_t positions[N_IDS];
+    for (int i = 0; i < n; i++) positions[i] = i;
+    assert_int_equal(vkg_session_set_input(s, vkg_find(g, "ids"), ids, (size_t)n * sizeof *ids, &err), VKG_OK);
+    assert_int_equal(vkg_session_set_input(s, vkg_find(g, "positions"), positions, (size_t)n * sizeof *positions, &err),
+                     VKG_OK);
+    assert_int_equal(vkg_session_run(s, &err), VKG_OK);
+    assert_int_equal(vkg_session_get_output(s, vkg_find(g, "logits"), out, V * sizeof *out, &err), VKG_OK);
+    vkg_session_free(s);
+    vkg_plan_free(p);
+    vkg_graph_free(g);
+}
+
+/* Sequences of 11, 6 and 1 ids (rows at positions 11, 6 and 1, each over its own slot's cache):
+ * every step within its threshold, each row's cache written once a layer; and the reference's
+ * logits of row r are those of the forward pass over the first 12 - 5r ids, so each row read the
+ * cache its own prefill filled (an empty or another slot's cache would give others). */
+static void batched_decode(int llama) {
+    char *dir = write_tiny(llama);
+    vkg_device *vk = vk_test_open(), *cpu = test_open_cpu();
+    assert_non_null(cpu);
+    vkg_model_options mo = {.no_tokenizer = 1};
+    vkg_model *m = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_model_open(dir, vk, &mo, &m, &err), VKG_OK);
+    vkg_model_info info;
+    assert_int_equal(vkg_model_get_info(m, &info, &err), VKG_OK);
+    const size_t V = (size_t)info.n_vocab;
+    int32_t ids[N_IDS];
+    for (int i = 0; i < N_IDS; i++) ids[i] = (int32_t)((i * 37 + 5) % (int)V);
+    const int lengths[ROWS] = {11, 6, 1};
+    decode_compare d;
+    decode_compare_setup(&d, m, vk, cpu, ids, lengths, ROWS, N_IDS);
+    vkg_step_comparison *cmp = NULL;
+    int first = 7;
+    assert_int_equal(vkg_session_compare(d.test, d.ref, &cmp, &first, &err), VKG_OK);
+    assert_int_equal(first, -1);
+    const int n = vkg_plan_step_count(d.plan);
+    int writes = 0, attention = 0;
+    for (int i = 0; i < n; i++) {
+        if (cmp[i].fails) fail_msg("step %d, %s: nmse %.3e > %.0e", i, cmp[i].label, cmp[i].nmse, cmp[i].threshold);
+        assert_true(cmp[i].drift_nmse < 1e-9);
+        writes += !strcmp(cmp[i].label, "write_at");
+        attention += !strncmp(cmp[i].label, "attention", strlen("attention"));
+    }
+    assert_int_equal(writes, info.n_layer * ROWS);
+    assert_int_equal(attention, info.n_layer * ROWS);
+    assert_int_equal(cmp[n - 1].shape[0], ROWS);   /* the logits of every row */
+    float *rows = malloc(ROWS * V * sizeof *rows), *want = malloc(V * sizeof *want);
+    assert_true(rows && want);
+    assert_int_equal(vkg_session_get_output(d.ref, vkg_find(d.graph, "logits"), rows, ROWS * V * sizeof *rows, &err),
+                     VKG_OK);
+    for (int r = 0; r < ROWS; r++) {
+        forward_logits(m, cpu, ids, lengths[r] + 1, want, V);
+        const double diff = test_max_abs_diff(rows + (size_t)r * V, want, V);
+        if (!(diff < 1e-4)) fail_msg("row %d: logits differ from the forward pass's by %.3g", r, diff);
+    }
+    free(rows);
+    free(want);
+    free(cmp);
+    decode_compare_free(&d);
+    vkg_model_free(m);
+    vkg_device_free(cpu);
+    vk_test_close(vk);
+    assert_int_equal(test_remove_tree(dir), 0);
+    free(dir);
+}
+
+static void test_batched_decode_gpt2(void **state) {
+    (void)state;
+    batched_decode(0);
+}
+
+static void test_batched_decode_llama(void **state) {
+    (void)state;
+    batched_decode(1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vulkan_agrees_with_cpu),
@@ -271,6 +388,8 @@ int main(void) {
         cmocka_unit_test(test_corrupted_weight_found_on_vulkan),
         cmocka_unit_test(test_input_difference_is_drift),
         cmocka_unit_test(test_needs_one_plan),
+        cmocka_unit_test(test_batched_decode_gpt2),
+        cmocka_unit_test(test_batched_decode_llama),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

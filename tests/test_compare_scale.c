@@ -4,6 +4,9 @@
  *     tokens; random weights): the forward pass over 1024 tokens, logits at every position, and
  *     one decode step at position 1023 over a KV cache that each device's own prefill of 1023
  *     tokens filled;
+ *   - the same shapes with 2 layers: a batched decode step of 8 sequences (a batch context's
+ *     plan, as `vkgraph compare --decode --batch 8` runs it), rows at positions 1000 down to 6
+ *     over caches of 1024 positions, each sequence prefilled alone into its own slot;
  *   - a model of SmolLM2-135M's shapes (576 wide, 9 query heads over 3 key/value heads, MLP 1536,
  *     49152 tokens, tied; 2 of its 30 layers): the forward pass over 2048 tokens, its rms_norm,
  *     rope, grouped-query attention and gated-MLP steps among them; and the same model with one
@@ -25,6 +28,7 @@
 #include "vkgraph_conformance.h"
 #include "vkgraph_model.h"
 #include "runtime/session.h"
+#include "support/decode_compare.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
 
@@ -219,6 +223,37 @@ static void test_decode_at_1023(void **state) {
     close_model();
 }
 
+/* One batched decode step of 8 sequences on a 2-layer model of GPT-2 124M's shapes: sequence r
+ * holds the first 1000 - 142 r ids (the spread `compare --batch 8` takes for a prompt of 1001),
+ * so the rows sit at positions 1000 down to 6 of caches of 1024 positions, each attending to its
+ * own slot alone. */
+static void test_batched_decode_8(void **state) {
+    (void)state;
+    enum { ROWS = 8, N = 1001 };
+    char *two = test_tmpdir("comparescale-batch");
+    assert_non_null(two);
+    vkg_random_gpt2_options o;
+    vkg_random_gpt2_options_default(&o);
+    vkg_error err = {0};
+    assert_int_equal(vkg_random_gpt2_size("gpt2", &o, &err), VKG_OK);
+    o.n_layer = 2;
+    o.seed = 8;
+    if (vkg_random_gpt2_write(two, &o, &err) != VKG_OK) fail_msg("%s", err.message);
+    open_model_from(two, 0);
+    int lengths[ROWS];
+    for (int r = 0; r < ROWS; r++) lengths[r] = N - 1 - r * ((N - 2) / (ROWS - 1));
+    assert_int_equal(lengths[ROWS - 1], 6);
+    decode_compare d;
+    decode_compare_setup(&d, model, gpu, cpu, ids, lengths, ROWS, T_MAX);
+    const int n = vkg_plan_step_count(d.plan);
+    int writes = expect_agreement(d.test, d.ref, n, "batched decode, 8 rows at 1000 down to 6", "write_at");
+    assert_int_equal(writes, 2 * ROWS);   /* each row's cache row written and compared, in each layer */
+    decode_compare_free(&d);
+    close_model();
+    assert_int_equal(test_remove_tree(two), 0);
+    free(two);
+}
+
 /* How many steps have a label that starts with prefix. */
 static int count_steps(const vkg_plan *p, const char *prefix) {
     int n = 0;
@@ -320,6 +355,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_1024),
         cmocka_unit_test(test_decode_at_1023),
+        cmocka_unit_test(test_batched_decode_8),
         cmocka_unit_test(test_smollm2_forward_2048),
         cmocka_unit_test(test_smollm2_corrupted_weight),
     };

@@ -516,6 +516,27 @@ static void test_model_graph(void **state) {
     check(vkg_model_build_graph(f->model, &o, &g, &err), &err);
     assert_true(vkg_find(g, "pos") != VKG_NONE && vkg_find(g, "h.1.kv_cache") != VKG_NONE);
     vkg_graph_free(g);
+    /* A batch context's plans: a prefill into slot 2, and a step of 3 rows with an index each. */
+    o.tokens = 4;
+    o.seqs = 1;
+    o.first_slot = 2;
+    check(vkg_model_build_graph(f->model, &o, &g, &err), &err);
+    assert_true(vkg_find(g, "pos") != VKG_NONE && vkg_find(g, "h.1.kv_cache.s2") != VKG_NONE);
+    assert_int_equal(vkg_find(g, "h.1.kv_cache"), VKG_NONE);
+    vkg_graph_free(g);
+    o.tokens = o.seqs = 3;
+    o.first_slot = 0;
+    check(vkg_model_build_graph(f->model, &o, &g, &err), &err);
+    assert_int_equal(vkg_find(g, "pos"), VKG_NONE);
+    assert_true(vkg_find(g, "pos.2") != VKG_NONE && vkg_find(g, "h.0.kv_cache.s2") != VKG_NONE);
+    int64_t shape[VKG_MAX_DIMS];
+    assert_int_equal(vkg_tensor_shape(g, vkg_find(g, "logits"), shape), 2);
+    assert_int_equal(shape[0], 3);   /* every row's */
+    vkg_graph_free(g);
+    o.tokens = 2;   /* a step over 3 sequences takes one token of each */
+    assert_int_equal(vkg_model_build_graph(f->model, &o, &g, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "a step over 3 sequences takes one token of each"));
+    assert_null(g);
 }
 
 /* vkg_random_gpt2_options_default sets what vkgraph_model.h says it sets. */

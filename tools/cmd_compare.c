@@ -15,7 +15,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: vkgraph compare (-m DIR (-p TEXT | -f FILE | --ids IDS) [--decode] | --example block)\n"
+            "usage: vkgraph compare (-m DIR (-p TEXT | -f FILE | --ids IDS) [--decode [--batch N]] | --example block)\n"
             "                       [--device D] [--against D] [--quiet]\n"
             "\n"
             "Runs one compiled plan step by step on device D (default: the best Vulkan device) and on the\n"
@@ -32,6 +32,11 @@ static void usage(FILE *f) {
             "  --decode            compare one decode step instead of the forward pass: the prompt's\n"
             "                      tokens but the last fill the KV cache (a prefill run on each device\n"
             "                      by itself), then the plan of one token at the last position runs\n"
+            "  --batch N           with --decode: one batched decode step of N sequences (2 to 64, at most\n"
+            "                      the prompt's tokens - 1), as a batch context runs it: sequence r is the\n"
+            "                      prompt's first n-1-r*k tokens (k as wide as leaves each one token),\n"
+            "                      prefilled alone into slot r on each device, and row r of the step is\n"
+            "                      its next token, at its own position\n"
             "  --example block     the lesson's transformer block (d_model 64, 4 heads, d_ff 256, [2, 10, 64])\n"
             "  --against D         the reference device (default: cpu)\n"
             "  -q, --quiet         print only the steps that cross their threshold, the drift line and the verdict\n"
@@ -139,47 +144,54 @@ static int compare_graph(vkg_graph *g, vkg_device *test, vkg_device *ref, set_in
 
 /* ---- a model --------------------------------------------------------------------------------- */
 
-typedef struct gpt2_inputs {
-    vkg_tensor ids_input, positions_input, pos_index;   /* pos_index: VKG_NONE without a cache */
+/* One run's tokens: graph's inputs "ids" and "positions" and its runtime indices, "pos" (the
+ * tokens already cached: the first position) or a batched decode plan's "pos.<r>" (row r's own
+ * position).  A prefill's plan runs on each device by itself, before the plan compared. */
+typedef struct token_run {
+    const vkg_graph *graph;
+    const vkg_plan *plan;          /* a prefill's; the plan compared is compare_graph's */
     const int32_t *ids, *positions;
     size_t n;
-    int32_t pos;
-    /* A decode step's cache is filled first by this plan, run on the device by itself. */
-    vkg_graph *prefill_graph;
-    vkg_plan *prefill_plan;
-    const int32_t *prefill_positions;
-    size_t prefill_n;
-} gpt2_inputs;
+} token_run;
 
-static vkg_status set_tokens(vkg_session *s, vkg_tensor ids_input, vkg_tensor positions_input, vkg_tensor pos_index,
-                             const int32_t *ids, const int32_t *positions, size_t n, int32_t pos, vkg_error *err) {
-    vkg_status st = vkg_session_set_input(s, ids_input, ids, n * sizeof *ids, err);
-    if (st == VKG_OK) st = vkg_session_set_input(s, positions_input, positions, n * sizeof *positions, err);
-    if (st == VKG_OK && pos_index != VKG_NONE) st = vkg_session_set_index(s, pos_index, pos, err);
+typedef struct model_inputs {
+    token_run run;                 /* the plan compared */
+    const token_run *prefills;     /* run first, filling the caches that run reads */
+    int n_prefills;
+} model_inputs;
+
+static vkg_status set_tokens(vkg_session *s, const token_run *r, vkg_error *err) {
+    const vkg_graph *g = r->graph;
+    vkg_status st = vkg_session_set_input(s, vkg_find(g, "ids"), r->ids, r->n * sizeof *r->ids, err);
+    if (st == VKG_OK)
+        st = vkg_session_set_input(s, vkg_find(g, "positions"), r->positions, r->n * sizeof *r->positions, err);
+    const vkg_tensor pos = vkg_find(g, "pos");
+    if (st == VKG_OK && pos != VKG_NONE) st = vkg_session_set_index(s, pos, r->positions[0], err);
+    if (pos != VKG_NONE || vkg_find(g, "pos.0") == VKG_NONE) return st;
+    for (size_t i = 0; st == VKG_OK && i < r->n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "pos.%zu", i);
+        st = vkg_session_set_index(s, vkg_find(g, name), r->positions[i], err);
+    }
     return st;
 }
 
-/* The prefill's session shares the weights and the KV cache with s; it runs once and goes, and
+/* The prefill's session shares the weights and the KV caches with s; it runs once and goes, and
  * the cache it filled stays s's. */
-static vkg_status prefill(vkg_session *s, vkg_device *d, const gpt2_inputs *in, vkg_error *err) {
+static vkg_status prefill(vkg_session *s, vkg_device *d, const token_run *r, vkg_error *err) {
     vkg_session *ps = NULL;
-    const vkg_graph *g = in->prefill_graph;
-    vkg_status st = vkg_session_new_shared(d, in->prefill_plan, s, &ps, err);
-    if (st == VKG_OK)
-        st = set_tokens(ps, vkg_find(g, "ids"), vkg_find(g, "positions"), vkg_find(g, "pos"), in->ids,
-                        in->prefill_positions, in->prefill_n, 0, err);
+    vkg_status st = vkg_session_new_shared(d, r->plan, s, &ps, err);
+    if (st == VKG_OK) st = set_tokens(ps, r, err);
     if (st == VKG_OK) st = vkg_session_run(ps, err);
     vkg_session_free(ps);
     return st;
 }
 
-static vkg_status set_gpt2(vkg_session *s, vkg_device *d, void *arg, vkg_error *err) {
-    const gpt2_inputs *in = arg;
-    vkg_status st = in->prefill_plan ? prefill(s, d, in, err) : VKG_OK;
-    if (st == VKG_OK)
-        st = set_tokens(s, in->ids_input, in->positions_input, in->pos_index, in->ids + in->prefill_n, in->positions,
-                        in->n, in->pos, err);
-    return st;
+static vkg_status set_model(vkg_session *s, vkg_device *d, void *arg, vkg_error *err) {
+    const model_inputs *in = arg;
+    vkg_status st = VKG_OK;
+    for (int i = 0; st == VKG_OK && i < in->n_prefills; i++) st = prefill(s, d, &in->prefills[i], err);
+    return st == VKG_OK ? set_tokens(s, &in->run, err) : st;
 }
 
 /* The forward pass over every id, logits at every position. */
@@ -190,61 +202,116 @@ static int compare_forward(gpt2_cli *c, vkg_device *ref, int32_t *positions, int
     vkg_graph *g = NULL;
     vkg_error err = {0};
     if (vkg_model_build_graph(c->model, &o, &g, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
-    gpt2_inputs in = {.ids_input = vkg_find(g, "ids"), .positions_input = vkg_find(g, "positions"),
-                      .pos_index = VKG_NONE, .ids = c->ids, .positions = positions, .n = c->n_ids};
+    model_inputs in = {.run = {.graph = g, .ids = c->ids, .positions = positions, .n = c->n_ids}};
     char what[128];
     snprintf(what, sizeof what, "%s forward pass over %zu tokens (logits at every position)", gpt2_cli_model_name(c),
              c->n_ids);
-    int rc = compare_graph(g, c->dev, ref, set_gpt2, &in, what, quiet);
+    int rc = compare_graph(g, c->dev, ref, set_model, &in, what, quiet);
     vkg_graph_free(g);
     return rc;
 }
 
-/* One decode step: the last id at position n - 1 over a cache of n positions, the first n - 1
- * prefilled on each device. */
-static int compare_decode(gpt2_cli *c, vkg_device *ref, int32_t *positions, int quiet) {
-    const int n = (int)c->n_ids;
-    if (n < 2) return cli_fail(CMD, "--decode needs at least 2 tokens (the prefill, then the one decoded)");
-    vkg_model_graph_options o;
-    vkg_model_graph_options_default(&o, 1);
-    o.n_ctx = n;
-    vkg_graph *g = NULL, *pg = NULL;
-    vkg_error err = {0};
+/* A decode step of `rows` sequences over caches of the prompt's n positions.  Sequence r holds
+ * the prompt's first prefix_length(n, rows, r) tokens, and its row is the token after them: one
+ * row decodes the last token over the n - 1 before it; several sit spread across the cache, the
+ * spread as wide as leaves the last sequence one token, so that every row attends over a cache
+ * of its own length at a position of its own. */
+static int prefix_length(int n, int rows, int r) {
+    const int spread = rows > 1 ? (n - 2) / (rows - 1) : 0;
+    return n - 1 - r * spread;
+}
+
+/* The plans of a decode comparison: the step's and one prefill per sequence, each sequence
+ * prefilled alone into its own slot (a batch context prefills the same way). */
+typedef struct decode_plans {
+    int rows;
+    vkg_graph *g;
+    vkg_graph **prefill_graphs;
+    vkg_plan **prefill_plans;
+    token_run *prefills;
+    int32_t *ids, *positions;          /* [rows]: the step's tokens */
+} decode_plans;
+
+static void decode_plans_free(decode_plans *d) {
+    for (int r = 0; r < d->rows && d->prefill_plans; r++) vkg_plan_free(d->prefill_plans[r]);
+    for (int r = 0; r < d->rows && d->prefill_graphs; r++) vkg_graph_free(d->prefill_graphs[r]);
+    vkg_graph_free(d->g);
+    free(d->prefill_graphs);
+    free(d->prefill_plans);
+    free(d->prefills);
+    free(d->ids);
+    free(d->positions);
+}
+
+/* With one row, the model's plain cache; with several, slot r is row r's (seqs = rows).  0, or 1
+ * after the message. */
+static int decode_plans_build(gpt2_cli *c, vkg_device *ref, const int32_t *positions, decode_plans *d) {
+    const int n = (int)c->n_ids, rows = d->rows, batched = rows > 1;
     vkg_compile_options co;
     vkg_compile_options_default(&co);
     vkg_device_compile_options(c->dev, &co);
     vkg_device_compile_options(ref, &co);
-    vkg_plan *pp = NULL;
-    int rc = 1;
-    if (vkg_model_build_graph(c->model, &o, &g, &err) == VKG_OK) {
-        vkg_model_graph_options_default(&o, n - 1);
+    d->prefill_graphs = calloc((size_t)rows, sizeof *d->prefill_graphs);
+    d->prefill_plans = calloc((size_t)rows, sizeof *d->prefill_plans);
+    d->prefills = calloc((size_t)rows, sizeof *d->prefills);
+    d->ids = malloc((size_t)rows * sizeof *d->ids);
+    d->positions = malloc((size_t)rows * sizeof *d->positions);
+    if (!d->prefill_graphs || !d->prefill_plans || !d->prefills || !d->ids || !d->positions)
+        return cli_fail(CMD, "out of memory");
+    vkg_error err = {0};
+    vkg_model_graph_options o;
+    vkg_model_graph_options_default(&o, rows);
+    o.n_ctx = n;
+    o.seqs = batched ? rows : 0;
+    vkg_status st = vkg_model_build_graph(c->model, &o, &d->g, &err);
+    for (int r = 0; st == VKG_OK && r < rows; r++) {
+        const int length = prefix_length(n, rows, r);
+        d->ids[r] = c->ids[length];
+        d->positions[r] = positions[length];
+        vkg_model_graph_options_default(&o, length);
         o.n_ctx = n;
-        if (vkg_model_build_graph(c->model, &o, &pg, &err) == VKG_OK && vkg_plan_compile(pg, &co, &pp, &err) == VKG_OK) {
-            gpt2_inputs in = {.ids_input = vkg_find(g, "ids"), .positions_input = vkg_find(g, "positions"),
-                              .pos_index = vkg_find(g, "pos"), .ids = c->ids, .positions = positions + n - 1, .n = 1,
-                              .pos = n - 1, .prefill_graph = pg, .prefill_plan = pp, .prefill_positions = positions,
-                              .prefill_n = (size_t)n - 1};
-            char what[160];
+        o.seqs = batched;
+        o.first_slot = batched ? r : 0;
+        st = vkg_model_build_graph(c->model, &o, &d->prefill_graphs[r], &err);
+        if (st == VKG_OK) st = vkg_plan_compile(d->prefill_graphs[r], &co, &d->prefill_plans[r], &err);
+        d->prefills[r] = (token_run){.graph = d->prefill_graphs[r], .plan = d->prefill_plans[r], .ids = c->ids,
+                                     .positions = positions, .n = (size_t)length};
+    }
+    return st == VKG_OK ? 0 : cli_fail(CMD, "%s", err.message);
+}
+
+static int compare_decode(gpt2_cli *c, vkg_device *ref, int32_t *positions, int rows, int quiet) {
+    const int n = (int)c->n_ids;
+    if (n < 2) return cli_fail(CMD, "--decode needs at least 2 tokens (the prefill, then the one decoded)");
+    if (rows > n - 1)
+        return cli_fail(CMD, "--batch %d needs a prompt of at least %d tokens (each of the %d sequences prefills at "
+                        "least one before the token it decodes); this one has %d", rows, rows + 1, rows, n);
+    decode_plans d = {.rows = rows};
+    int rc = 1;
+    if (decode_plans_build(c, ref, positions, &d) == 0) {
+        model_inputs in = {.run = {.graph = d.g, .ids = d.ids, .positions = d.positions, .n = (size_t)rows},
+                           .prefills = d.prefills, .n_prefills = rows};
+        char what[256];
+        if (rows == 1)
             snprintf(what, sizeof what, "%s decode step at position %d over a KV cache of %d positions (%d prefilled)",
                      gpt2_cli_model_name(c), n - 1, n, n - 1);
-            rc = compare_graph(g, c->dev, ref, set_gpt2, &in, what, quiet);
-        } else {
-            cli_fail(CMD, "%s", err.message);
-        }
-    } else {
-        cli_fail(CMD, "%s", err.message);
+        else
+            snprintf(what, sizeof what, "%s batched decode step of %d sequences over KV caches of %d positions: "
+                     "rows at positions %d down to %d, %d apart (each sequence prefilled alone into its own slot)",
+                     gpt2_cli_model_name(c), rows, n, d.positions[0], d.positions[rows - 1],
+                     d.positions[0] - d.positions[1]);
+        rc = compare_graph(d.g, c->dev, ref, set_model, &in, what, quiet);
     }
-    vkg_plan_free(pp);
-    vkg_graph_free(pg);
-    vkg_graph_free(g);
+    decode_plans_free(&d);
     return rc;
 }
 
-static int compare_gpt2(gpt2_cli *c, vkg_device *ref, int decode, int quiet) {
+/* rows: 0 for the forward pass, else a decode step of that many sequences. */
+static int compare_model(gpt2_cli *c, vkg_device *ref, int rows, int quiet) {
     int32_t *positions = malloc(c->n_ids * sizeof *positions);
     if (!positions) return cli_fail(CMD, "out of memory");
     for (size_t i = 0; i < c->n_ids; i++) positions[i] = (int32_t)i;
-    int rc = decode ? compare_decode(c, ref, positions, quiet) : compare_forward(c, ref, positions, quiet);
+    int rc = rows ? compare_decode(c, ref, positions, rows, quiet) : compare_forward(c, ref, positions, quiet);
     free(positions);
     return rc;
 }
@@ -293,6 +360,7 @@ int cmd_compare(int argc, char **argv) {
     gpt2_cli c = {.cmd = CMD};
     const char *example = NULL, *against = "cpu";
     int quiet = 0, decode = 0;
+    long batch = 0;
     for (int i = 1; i < argc; i++) {
         int taken = gpt2_cli_option(&c, argc, argv, &i);
         if (taken < 0) return 1;
@@ -307,6 +375,9 @@ int cmd_compare(int argc, char **argv) {
             if (!(against = cli_value(CMD, argc, argv, &i))) return 1;
         } else if (!strcmp(a, "--decode")) {
             decode = 1;
+        } else if (!strcmp(a, "--batch")) {
+            const char *v = cli_value(CMD, argc, argv, &i);
+            if (!v || cli_int(CMD, "--batch", v, 2, VKG_BATCH_MAX_SEQ, &batch)) return 1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             quiet = 1;
         } else {
@@ -318,6 +389,8 @@ int cmd_compare(int argc, char **argv) {
     if (example && (c.prompt || c.file || c.ids_text))
         return cli_fail(CMD, "--example block takes no prompt (-p, -f, --ids are for -m DIR)");
     if (example && decode) return cli_fail(CMD, "--decode is for -m DIR: the lesson block has no KV cache");
+    if (batch && !decode)
+        return cli_fail(CMD, "--batch %ld needs --decode: it batches the sequences of one decode step", batch);
     int rc = 0;
     vkg_device *ref = NULL;
     c.more_devices = 1;
@@ -327,7 +400,8 @@ int cmd_compare(int argc, char **argv) {
     if (rc == 0 && !vkg_device_is_cpu(ref)) rc = cli_check_threads(CMD, c.threads, c.dev); /* on neither side */
     if (rc == 0 && vkg_device_is_cpu(c.dev) && vkg_device_is_cpu(ref))
         fprintf(stderr, "vkgraph %s: note: both sides run on the CPU executor\n", CMD);
-    if (rc == 0) rc = example ? compare_block(c.dev, ref, quiet) : compare_gpt2(&c, ref, decode, quiet);
+    const int rows = decode ? (batch ? (int)batch : 1) : 0;
+    if (rc == 0) rc = example ? compare_block(c.dev, ref, quiet) : compare_model(&c, ref, rows, quiet);
     cli_close_device(CMD, ref);
     gpt2_cli_free(&c);
     return rc;

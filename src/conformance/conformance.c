@@ -93,6 +93,8 @@ static vkg_status run_on(vkg_device *d, const vkg_plan *p, const conf_build *b, 
     vkg_status st = vkg_session_new(d, p, &s, err);
     for (int i = 0; i < b->n_data && st == VKG_OK; i++)
         if (b->data[i].is_input) st = vkg_session_set_input(s, b->data[i].tensor, b->data[i].host, b->data[i].bytes, err);
+        else if (b->data[i].is_state)
+            st = vkg_session_set_state(s, b->data[i].tensor, b->data[i].host, b->data[i].bytes, err);
     for (int i = 0; i < b->n_index && st == VKG_OK; i++)
         st = vkg_session_set_index(s, b->index[i], b->index_value[i], err);
     if (st == VKG_OK) {

@@ -3,6 +3,7 @@
 #include "conformance/conformance_cases.h"
 #include "base/half.h"
 #include "graph/graph.h"
+#include "graph/graph_build.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -137,6 +138,28 @@ void *conf_input_data(conf_build *b, vkg_tensor input, size_t bytes) {
     d->is_input = 1;
     d->tensor = input;
     return d->host;
+}
+
+void *conf_state_data(conf_build *b, vkg_tensor state, size_t bytes) {
+    if (b->out_of_memory || vkg_graph_status(b->g) != VKG_OK) return NULL;
+    conf_data *d = add_data(b, bytes);
+    if (!d) {
+        b->out_of_memory = 1;
+        return NULL;
+    }
+    d->is_state = 1;
+    d->tensor = state;
+    return d->host;
+}
+
+void conf_set_index(conf_build *b, vkg_tensor index, int32_t value) {
+    if (b->n_index == CONF_MAX_INDICES) {
+        vkg_graph_fail(b->g, VKG_ERR_INVALID_ARGUMENT, "a conformance case sets at most %d indices",
+                       CONF_MAX_INDICES);
+        return;
+    }
+    b->index[b->n_index] = index;
+    b->index_value[b->n_index++] = value;
 }
 
 vkg_tensor conf_index(conf_build *b, int32_t value) {

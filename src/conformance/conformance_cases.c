@@ -107,6 +107,8 @@ static const conf_point sweep_block[] = {
 static const conf_point sweep_block_gpt2[] = {{D, {1, 16, 768, 12}}, {F, {1, 256, 768, 12}}, {END, {0}}};
 /* {T, n_layer, n_embd, n_head}: whole models with GPT-2's vocabulary; GPT-2 124M at T = 1024 with --full. */
 static const conf_point sweep_model[] = {{Q, {16, 1, 64, 4}}, {D, {64, 2, 768, 12}}, {F, {1024, 12, 768, 12}}, {END, {0}}};
+/* {rows, n_layer, n_embd, n_head}: a batch context's decode step over caches of 1024 positions. */
+static const conf_point sweep_batched[] = {{Q, {3, 1, 64, 4}}, {D, {4, 2, 768, 12}}, {F, {8, 12, 768, 12}}, {END, {0}}};
 
 /* ---- GPT-2's own shapes ------------------------------------------------------------------------
  * Exactly what GPT-2 124M (C = 768, 12 heads) and GPT-2 XL (C = 1600, 25 heads), both with heads
@@ -948,6 +950,7 @@ static const conf_case_def cases[] = {
     {"model", "GPT-2, f16 weights", MODEL16, conf_gpt2_model_f16, sweep_model},
     {"model", "GPT-2, projections [out, in]", MODEL, conf_gpt2_model_transposed, sweep_model},
     {"model", "GPT-2, f16, projections [out, in]", MODEL16, conf_gpt2_model_f16_transposed, sweep_model},
+    {"model", "GPT-2, batched decode", MODEL, conf_gpt2_batched_decode, sweep_batched},
 };
 
 int vkg_conformance_case_count(void) { return (int)(sizeof cases / sizeof cases[0]); }

@@ -22,10 +22,12 @@ typedef enum conf_fill {
 } conf_fill;
 
 typedef struct conf_data {
-    vkg_tensor tensor;      /* an input (set before each run) or a constant (borrowed)       */
+    vkg_tensor tensor;      /* an input or a state (set before each run), or a constant
+                               (borrowed)                                                    */
     void *host;
     size_t bytes;
     int is_input;
+    int is_state;
 } conf_data;
 
 typedef struct conf_deferred {
@@ -33,7 +35,7 @@ typedef struct conf_deferred {
     void *arg;
 } conf_deferred;
 
-#define CONF_MAX_INDICES 4
+#define CONF_MAX_INDICES 8
 #define CONF_MAX_OUTPUTS 4
 
 /* One case being built: the graph, the data it reads and what it outputs. */
@@ -64,6 +66,10 @@ vkg_tensor conf_index(conf_build *b, int32_t value);
 /* Host data of `bytes` for an input already in b->g (a graph a model builder made), set before
  * each run; the caller fills it.  NULL when out of memory (b->out_of_memory is then set). */
 void *conf_input_data(conf_build *b, vkg_tensor input, size_t bytes);
+/* The same for a state already in b->g (a model's KV cache): written before each run. */
+void *conf_state_data(conf_build *b, vkg_tensor state, size_t bytes);
+/* A runtime index already in b->g (a model's "pos.<r>"), set to value before each run. */
+void conf_set_index(conf_build *b, vkg_tensor index, int32_t value);
 vkg_tensor conf_state(conf_build *b, int ndim, const int64_t *shape);
 void conf_output(conf_build *b, vkg_tensor t);
 /* fn(arg) runs when the case is done, after its graph is freed. */
@@ -100,6 +106,10 @@ void conf_gpt2_model_f16(conf_build *b, const int64_t *d);
 /* ... and both with the projections held transposed, [out, in]. */
 void conf_gpt2_model_transposed(conf_build *b, const int64_t *d);
 void conf_gpt2_model_f16_transposed(conf_build *b, const int64_t *d);
+/* A batch context's decode step, d = {rows, n_layer, n_embd, n_head}: row r the one new token of
+ * slot r at its own position (1023 down to 0, spread evenly) over that slot's cache of 1024
+ * positions, the caches holding N(0, 1) keys and values; logits of every row. */
+void conf_gpt2_batched_decode(conf_build *b, const int64_t *d);
 
 int vkg_conformance_case_count(void);
 const conf_case_def *vkg_conformance_case_def(int i);
