@@ -23,8 +23,9 @@ static void usage(FILE *f) {
             "                --threads threads against itself on one thread\n"
             "  --quick       small shapes only (seconds)\n"
             "  --full        add GPT-2 at T = 1024, GPT-2 XL's long prompts, the logits beyond T = 64,\n"
-            "                a whole GPT-2 124M (random weights) at T = 1024, and the Llama family's\n"
-            "                ops at T = 2048 (SmolLM2, Qwen2.5, TinyLlama, Llama 3.2, Mistral heads)\n"
+            "                a whole GPT-2 124M (random weights) at T = 1024 and its batched decode\n"
+            "                step of 8 sequences, and the Llama family's ops at T = 2048 (SmolLM2,\n"
+            "                Qwen2.5, TinyLlama, Llama 3.2, Mistral heads)\n"
             "  --op NAME     only this op:");
     for (int i = 0; i < vkg_conformance_op_count(); i++) fprintf(f, " %s", vkg_conformance_op_name(i));
     fprintf(f, "\n"
