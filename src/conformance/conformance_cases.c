@@ -107,6 +107,9 @@ static const conf_point sweep_block[] = {
 static const conf_point sweep_block_gpt2[] = {{D, {1, 16, 768, 12}}, {F, {1, 256, 768, 12}}, {END, {0}}};
 /* {T, n_layer, n_embd, n_head}: whole models with GPT-2's vocabulary; GPT-2 124M at T = 1024 with --full. */
 static const conf_point sweep_model[] = {{Q, {16, 1, 64, 4}}, {D, {64, 2, 768, 12}}, {F, {1024, 12, 768, 12}}, {END, {0}}};
+/* The single variants (f16 alone, [out, in] alone) below T = 1024: at T = 1024 f32 [in, out] and
+ * f16 [out, in] together cover both, and each whole-model case there is ~20 s of the full level. */
+static const conf_point sweep_model_variant[] = {{Q, {16, 1, 64, 4}}, {D, {64, 2, 768, 12}}, {END, {0}}};
 /* {rows, n_layer, n_embd, n_head}: a batch context's decode step over caches of 1024 positions. */
 static const conf_point sweep_batched[] = {{Q, {3, 1, 64, 4}}, {D, {4, 2, 768, 12}}, {F, {8, 12, 768, 12}}, {END, {0}}};
 
@@ -947,8 +950,8 @@ static const conf_case_def cases[] = {
     {"block", "causal", RED, block_causal, sweep_block},
     {"block", "GPT-2 sized", RED, block_causal, sweep_block_gpt2},
     {"model", "GPT-2, logits at every position", MODEL, conf_gpt2_model, sweep_model},
-    {"model", "GPT-2, f16 weights", MODEL16, conf_gpt2_model_f16, sweep_model},
-    {"model", "GPT-2, projections [out, in]", MODEL, conf_gpt2_model_transposed, sweep_model},
+    {"model", "GPT-2, f16 weights", MODEL16, conf_gpt2_model_f16, sweep_model_variant},
+    {"model", "GPT-2, projections [out, in]", MODEL, conf_gpt2_model_transposed, sweep_model_variant},
     {"model", "GPT-2, f16, projections [out, in]", MODEL16, conf_gpt2_model_f16_transposed, sweep_model},
     {"model", "GPT-2, batched decode", MODEL, conf_gpt2_batched_decode, sweep_batched},
 };
