@@ -11,9 +11,9 @@
 
 #include "cpu/vec_avx2.h"
 
-/* DOT_SUMS: the dot-product path's vector sums (16 registers: 8 of them sums, one row's 16
- * partial sums of 4 columns, or 4 rows of 1 column) */
-enum { MR = 6, NV = 2, DOT_SUMS = 8 };
+/* DOT_RB, DOT_SUMS: the dot-product path's register blocks, up to 4 rows, 8 vectors of sums (of
+ * the 16 registers; an element's 16 partial sums take 2): 1 row x 4 columns to 4 rows x 1 */
+enum { MR = 6, NV = 2, DOT_RB = 4, DOT_SUMS = 8 };
 #define MM_NAME vkg_mm_avx2
 
 static inline vf widen_f16(__m128i h) { return _mm256_cvtph_ps(h); }

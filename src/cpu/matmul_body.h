@@ -3,7 +3,8 @@
  *   MM_NAME                 the variant's entry point (a vkg_mm_fn, matmul_variant.h)
  *   vf, VL                  its vector type of VL floats (cpu/vec_*.h)
  *   MR, NV                  the register block: MR rows x NR = NV * VL columns of sums
- *   DOT_SUMS                the vector sums the dot-product path holds in registers
+ *   DOT_RB, DOT_SUMS        the dot-product path's register blocks: up to DOT_RB rows, up to
+ *                           DOT_SUMS vectors of sums
  *   vzero, vload, vstore, vset1, vadd, vmadd(a, b, c) = a * b + c (fused or not), sfma (the
  *                           same on one float), vsum_halves (a vector's lanes added by halves),
  *                           vload_f16/vload_bf16 (VL 16-bit values widened),
@@ -19,7 +20,7 @@
  *   - up to VKG_MM_DOT_ROWS rows with B's k contiguous ([N, K]: Hugging Face's Linear weights,
  *     every Llama-family matmul, every tied LM head; decoding, one sequence or a batch of them):
  *     dot products, B read in place a vector of consecutive k at a time and multiplied by A's
- *     row as it lies, sums in registers (AVX-512: 8 rows x 3 columns), one horizontal sum per
+ *     row as it lies, sums in registers (AVX-512: 4 rows x 4 columns), one horizontal sum per
  *     element (not k order: summing in k order needs B's columns transposed into vector lanes,
  *     shuffles that all go to x86's one shuffle port and held the decode to 15 GB/s);
  *   - everything else: per output tile (TILE_M x TILE_N, the parallel units) and per block of
@@ -260,17 +261,18 @@ INLINE void stream_any_rows(int T, size_t rows, const float *a, size_t a_sm, siz
 enum {
     DOT_LANES = VKG_MM_DOT_LANES,
     DV = DOT_LANES / VL, /* vectors of one element's partial sums */
-    /* rows per register block: DOT_SUMS (the variant's budget of vector sums) over DV each */
-    DOT_RB = DOT_SUMS / DV < VKG_MM_DOT_PASS ? DOT_SUMS / DV : VKG_MM_DOT_PASS,
     DOT_MAX_COLS = 4,
     /* bytes ahead of each band's reads that are prefetched: on 2 threads with one row and f16
        weights beyond any cache, about a fifth faster than without (4096 and 8192 did no
        better), the hardware prefetchers alone running behind the bands' reads */
     DOT_PREFETCH = 2048
 };
-_Static_assert(DOT_LANES % VL == 0 && DOT_RB >= 1, "an element's partial sums fill whole vectors");
+_Static_assert(DOT_LANES % VL == 0, "an element's partial sums fill whole vectors");
+_Static_assert(DOT_RB >= 1 && (int)DOT_RB <= (int)VKG_MM_DOT_PASS && (int)DOT_RB * (int)DV <= (int)DOT_SUMS,
+               "a register block holds a column");
 
-/* Columns of a register block of R rows: as many as the variant's vector sums hold, 1 to 4. */
+/* Columns of a register block of R rows (<= DOT_RB, the variant's): as many as its DOT_SUMS vector
+ * sums hold, 1 to 4. */
 #define DOT_COLS(R) \
     (DOT_SUMS / ((R) * DV) < 1 ? 1 : DOT_SUMS / ((R) * DV) > DOT_MAX_COLS ? DOT_MAX_COLS : DOT_SUMS / ((R) * DV))
 

@@ -7,8 +7,9 @@
 
 #include "cpu/vec_portable.h"
 
-/* DOT_SUMS: the dot-product path's vector sums (one row's 16 partial sums of 2 columns) */
-enum { MR = 4, NV = 2, DOT_SUMS = 8 };
+/* DOT_RB, DOT_SUMS: the dot-product path's register blocks, up to 2 rows, 8 vectors of sums (an
+ * element's 16 partial sums take 4): 1 row x 2 columns or 2 rows x 1 */
+enum { MR = 4, NV = 2, DOT_RB = 2, DOT_SUMS = 8 };
 #define MM_NAME vkg_mm_portable
 
 static inline float sfma(float a, float b, float c) { return a * b + c; }
