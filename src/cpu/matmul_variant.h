@@ -29,8 +29,9 @@ enum {
     VKG_MM_A_CACHED = 1 << 20, /* bytes of a tile's rows of A (all of K) beyond which they are
                               not expected to stay in L2 from one tile to the next: the tiles
                               then prefetch A in software                                     */
-    VKG_MM_STREAM_SUMS = 8192 /* floats of running sums on that path (32 KiB): the wider a block,
-                              the longer each run read from a row of B                         */
+    VKG_MM_STREAM_SUMS = 8192 /* floats of sums of a block of columns on the few-rows paths
+                              (32 KiB): the wider a block, the longer each run read from a row
+                              of B (or each band of columns on the dot-product path)         */
 };
 
 /* Four floats in one 128-bit register (a GNU C vector: lanes are independent IEEE operations);
