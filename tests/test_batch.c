@@ -1,6 +1,7 @@
 /* Batches of sequences (vkg_batch_*), on the CPU and on Vulkan, for GPT-2 and the Llama family
  * (grouped-query attention; Mistral with a sliding window shorter than the prompts): sequences
- * at different positions joining and leaving mid-way, batches of 1, 2, 3 and 8, each
+ * at different positions joining and leaving mid-way, batches of 1, 2, 3 and 8 (and 12 of Llama
+ * on the CPU), each
  * sequence's logits against the same sequence run alone through a plain context (bit for bit
  * on the CPU; on Vulkan within attention's conformance threshold, same argmax away from ties);
  * prompts prefilled in chunks while others decode; a copied cache prefix against a prefill of
@@ -119,6 +120,9 @@ static void test_batch_of_1(void **state) { together(*state, 1, 1); }
 static void test_batch_of_2(void **state) { together(*state, 2, 2); }
 static void test_batch_of_3(void **state) { together(*state, 3, 4); }
 static void test_batch_of_8(void **state) { together(*state, 8, 8); }
+/* More rows than the CPU matmul's pass of 8 over each block of a [N, K] weight (matmul_body.h,
+ * dot_block): 12 rows in two passes, each row's bits those of one row alone. */
+static void test_batch_of_12(void **state) { together(*state, 12, 12); }
 
 /* Sequences joining and leaving while others run, reusing the slots of those that left, in a
  * context of 4 slots: the step's batch grows and shrinks (1 to 4 rows, padded rows between). */
@@ -421,6 +425,7 @@ int main(void) {
         BATCH_TESTS(setup_gpt2_vulkan),
         BATCH_TESTS(setup_llama_cpu),
         BATCH_TESTS(setup_llama_vulkan),
+        cmocka_unit_test_setup_teardown(test_batch_of_12, setup_llama_cpu, teardown),
         cmocka_unit_test_setup_teardown(test_join_and_leave, setup_mistral_cpu, teardown),
         cmocka_unit_test_setup_teardown(test_join_and_leave, setup_mistral_vulkan, teardown),
         cmocka_unit_test_setup_teardown(test_chunked_prefill, setup_mistral_cpu, teardown),

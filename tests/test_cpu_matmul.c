@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cpu/kernels.h"
+#include "cpu/matmul_variant.h"
 #include "cpu/threadpool.h"
 #include "io/safetensors.h"
 #include "support/cpu_reference.h"
@@ -363,10 +364,11 @@ static void few_rows_case(vkg_rng *rng, vkg_threadpool *const pools[3], uint32_t
 }
 
 /* The few-rows paths (decoding: M = 1 and a handful) against the reference, bit for bit: every
- * column remainder (N mod 4, 8, 16, 32, a tile; N < 16 and N mod 16 for the bands of columns
- * with k contiguous), k remainders (K mod 8 for those) and the prefetch boundary, both B
- * layouts, f32, f16 and bf16 B, every epilogue, the row-pass boundaries (M = 4, 5, 8), the first
- * M that takes the tiles (9) and more. */
+ * column remainder (N mod 4, 8, 16, 32, a tile; N below and N mod a register block's columns for
+ * the bands of columns with k contiguous), k remainders (K mod 16 for those: the zero-padded
+ * last partial sums) and the prefetch boundary, both B layouts, f32, f16 and bf16 B, every
+ * epilogue, the row-pass boundaries (M = 4, 5, 8, 9), the first M that takes the tiles with B's
+ * columns contiguous (9) and with its k contiguous (65), and more. */
 static void test_matmul_few_rows_exact(void **state) {
     (void)state;
     static const uint32_t Ms[] = {1, 2, 3, 4, 5, 8, 9, 17}, Ns[] = {1, 7, 8, 9, 13, 33, 1000}, Ks[] = {1, 5, 64, 77, 300};
@@ -388,8 +390,14 @@ static void test_matmul_few_rows_exact(void **state) {
     few_rows_case(&rng, pools, 5, 4500, 9, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, VKG_UNARY_COPY);
     few_rows_case(&rng, pools, 1, 8200, 6, 0, 1, VKG_MATMUL_B_F16, VKG_UNARY_GELU);
     few_rows_case(&rng, pools, 16, 33, 77, 1, 1, VKG_MATMUL_BIAS, VKG_UNARY_SILU);
-    /* a long K on the path that transposes B in registers (columns with k contiguous) */
+    /* a long K on the dot-product path (columns with k contiguous) */
     few_rows_case(&rng, pools, 3, 40, 2100, 1, 0, VKG_MATMUL_B_BF16, VKG_UNARY_COPY);
+    /* the dot-product path's passes of 8 rows over blocks of B (a block of 128 KiB here: 300
+       columns of 300 f16 k are about 1.5 blocks), up to its last M (64), and the first M past it (65) */
+    few_rows_case(&rng, pools, 12, 300, 300, 1, 0, VKG_MATMUL_B_F16 | VKG_MATMUL_BIAS, VKG_UNARY_SILU);
+    few_rows_case(&rng, pools, 23, 70, 33, 1, 1, VKG_MATMUL_RESIDUAL, VKG_UNARY_COPY);
+    few_rows_case(&rng, pools, 64, 97, 77, 1, 0, VKG_MATMUL_B_BF16 | VKG_MATMUL_RESIDUAL, VKG_UNARY_GELU);
+    few_rows_case(&rng, pools, 65, 97, 77, 1, 0, VKG_MATMUL_B_BF16 | VKG_MATMUL_RESIDUAL, VKG_UNARY_GELU);
     for (int t = 0; t < 3; t++) vkg_threadpool_free(pools[t]);
 }
 
@@ -476,7 +484,8 @@ static void test_matmul_gpt2_shapes(void **state) {
     vkg_threadpool_free(two);
 }
 
-/* The fused variants promise each other's bits (the same fma chain per element). */
+/* The fused variants promise each other's bits (the same fma chain per element; on the
+ * dot-product path, B [N, K], the same 16 partial sums whatever the vector width). */
 static void test_matmul_fused_variants_agree(void **state) {
     (void)state;
     enum { M = 50, N = 300, K = 1030 };
@@ -485,14 +494,58 @@ static void test_matmul_fused_variants_agree(void **state) {
     float *A = ref_checked_floats(&rng, M * K, 1), *B = ref_checked_floats(&rng, K * N, 1);
     float *first = malloc(M * N * sizeof(float)), *C = malloc(M * N * sizeof(float));
     assert_true(first && C);
-    int seen = 0;
-    for (int i = 0; i < n_variants; i++) {
-        if (!ref_matmul_fused(variants[i])) continue;
-        vkg_matmul_params p = ref_matmul_params(M, N, K);
-        ref_run_matmul_kernel(NULL, variants[i], &p, A, B, seen ? C : first, NULL, NULL);
-        if (seen++) assert_memory_equal(C, first, M * N * sizeof(float));
+    for (int bt = 0; bt < 2; bt++) {
+        int seen = 0;
+        for (int i = 0; i < n_variants; i++) {
+            if (!ref_matmul_fused(variants[i])) continue;
+            vkg_matmul_params p = ref_matmul_params(M, N, K);
+            if (bt) p.b_stride_k = 1, p.b_stride_n = K;
+            assert_int_equal(vkg_mm_dot_path(&p), bt);
+            ref_run_matmul_kernel(NULL, variants[i], &p, A, B, seen ? C : first, NULL, NULL);
+            if (seen++) assert_memory_equal(C, first, M * N * sizeof(float));
+        }
     }
     free(A), free(B), free(first), free(C);
+}
+
+/* B [N, K] (a Linear weight, a tied head) with 1 to 64 rows: each row's bits are the same whatever
+ * M, for every variant and B type (what a batch of sequences decoded together relies on:
+ * model_batch.c), within float rounding of the double product.  The same with B [K, N] (k order
+ * on every path, the few-rows one up to 8 rows, the tiles past it). */
+static void test_matmul_rows_independent_of_m(void **state) {
+    (void)state;
+    enum { MAX_M = VKG_MM_DOT_ROWS, N = 203, K = 581 };
+    static const uint32_t Ms[] = {1, 2, 3, 7, 8, 9, 12, 16, 17, 31, 33, 63};
+    static const uint32_t types[] = {0, VKG_MATMUL_B_F16, VKG_MATMUL_B_BF16};
+    vkg_threadpool *pool = vkg_threadpool_new(2);
+    assert_non_null(pool);
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 43);
+    float *A = ref_checked_floats(&rng, (size_t)MAX_M * K, 1);
+    float *all = malloc((size_t)MAX_M * N * sizeof(float)), *C = malloc((size_t)MAX_M * N * sizeof(float));
+    assert_true(all && C);
+    for (size_t t = 0; t < 3; t++) {
+        void *B = random_b(&rng, (size_t)K * N, 1, types[t]);
+        for (int bt = 0; bt < 2; bt++)
+            for (int i = 0; i < n_variants; i++) {
+                vkg_matmul_params p = ref_matmul_params(MAX_M, N, K);
+                p.flags = types[t];
+                if (bt) p.b_stride_k = 1, p.b_stride_n = K;
+                ref_run_matmul_kernel(pool, variants[i], &p, A, B, all, NULL, NULL);
+                if (bt) ref_matmul_check_f64(&p, A, B, all, NULL, NULL, 7);
+                for (size_t m = 0; m < sizeof Ms / sizeof Ms[0]; m++) {
+                    p.M = Ms[m];
+                    if (bt && !vkg_mm_dot_path(&p)) fail_msg("M = %u does not take the dot-product path", Ms[m]);
+                    ref_run_matmul_kernel(pool, variants[i], &p, A, B, C, NULL, NULL);
+                    if (memcmp(C, all, (size_t)Ms[m] * N * sizeof *C) != 0)
+                        fail_msg("variant %s, B %s, type %zu: %u rows differ from the same rows of %d",
+                                 vkg_cpu_matmul_variant_name(variants[i]), bt ? "[N, K]" : "[K, N]", t, Ms[m], MAX_M);
+                }
+            }
+        free(B);
+    }
+    vkg_threadpool_free(pool);
+    free(A), free(all), free(C);
 }
 
 int main(void) {
@@ -509,6 +562,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_few_rows_any_split),
         cmocka_unit_test(test_matmul_gpt2_shapes),
         cmocka_unit_test(test_matmul_fused_variants_agree),
+        cmocka_unit_test(test_matmul_rows_independent_of_m),
     };
     return cmocka_run_group_tests(tests, find_variants, NULL);
 }

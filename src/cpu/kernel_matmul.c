@@ -6,7 +6,8 @@
  * column stride.
  *
  * Variants: the same algorithm (matmul_body.h: packed panels and a register-blocked micro-kernel
- * for most shapes, B streamed from memory for a few rows) built for one vector width each:
+ * for most shapes, B streamed from memory for a few rows: row by row when its columns are
+ * contiguous, as dot products when its k is) built for one vector width each:
  * portable C (any CPU), AVX2 + FMA + F16C, AVX-512.  The fastest one the CPU runs is chosen at
  * run time from its features (the build never assumes them); tests run every variant.
  *
@@ -14,15 +15,28 @@
  *   - each element is summed in float from 0 in k order, one product at a time: the portable
  *     variant rounds each product and each sum (sum = sum + a[k] * b[k]: exactly the naive
  *     float loop), the others fuse them (sum = fma(a[k], b[k], sum));
- *   - so a variant's result never depends on the path, the tiling, or how the units are spread
- *     over threads: identical bits for any thread count; the fused variants (AVX2, AVX-512)
- *     give identical bits to each other; fused and unfused differ by rounding only, within
- *     K * 2^-24 * sum |a[k] b[k]| of each other (the bound of either against the exact sum);
- *   - vector lanes are always different elements, never partial sums of one element. */
+ *   - except on the dot-product path (vkg_mm_dot_path: B's k contiguous and not its columns, up
+ *     to VKG_MM_DOT_ROWS rows, i.e. every decode step of a [N, K] weight): there product k goes
+ *     into partial sum k % 16 (VKG_MM_DOT_LANES), each of the 16 summed as above in k order, and
+ *     then sum t + sum t + 8 for t < 8, t + t + 4 for t < 4, t + t + 2, and sum 0 + sum 1;
+ *   - so a variant's result never depends on the tiling, how the rows and columns are grouped,
+ *     or how the units are spread over threads: identical bits for any thread count, and a row's
+ *     bits for any M up to VKG_MM_DOT_ROWS (for any M where the path does not change: B's
+ *     columns contiguous, or neither); the fused variants (AVX2, AVX-512) give identical bits to
+ *     each other; fused and unfused differ by rounding only, within K * 2^-24 * sum |a[k] b[k]|
+ *     of each other (the bound of either against the exact sum);
+ *   - vector lanes are different elements, or on the dot-product path one element's 16 partial
+ *     sums whatever the vector width (two vectors of AVX2, one of AVX-512, four of 4 floats). */
 #include "cpu/kernels.h"
 
 #include "cpu/cpu_features.h"
 #include "cpu/matmul_variant.h"
+#include "vkgraph_model.h"
+
+/* A batch of sequences decodes its rows through one matmul per weight, 1 to VKG_BATCH_MAX_SEQ
+ * rows, and promises each sequence the bits it gets alone (one row): every such M must take the
+ * same path. */
+_Static_assert(VKG_BATCH_MAX_SEQ <= VKG_MM_DOT_ROWS, "every batch's decode rows take the dot-product path");
 
 typedef struct variant {
     const char *name;

@@ -3,17 +3,26 @@
  *   MM_NAME                 the variant's entry point (a vkg_mm_fn, matmul_variant.h)
  *   vf, VL                  its vector type of VL floats (cpu/vec_*.h)
  *   MR, NV                  the register block: MR rows x NR = NV * VL columns of sums
- *   vzero, vload, vstore, vset1, vmadd(a, b, c) = a * b + c (fused or not), sfma (the same
- *                           on one float), vload_f16/vload_bf16 (VL 16-bit values widened),
+ *   DOT_RB, DOT_SUMS        the dot-product path's register blocks: up to DOT_RB rows, up to
+ *                           DOT_SUMS vectors of sums
+ *   vzero, vload, vstore, vset1, vadd, vmadd(a, b, c) = a * b + c (fused or not), sfma (the
+ *                           same on one float), vsum_halves (a vector's lanes added by halves),
+ *                           vload_f16/vload_bf16 (VL 16-bit values widened),
  *   x4_f16, x4_bf16, s_f16, s_bf16 (four / one 16-bit values widened)
- * Every path adds each element's products one at a time in k order from 0 through vmadd or
- * sfma (kernel_matmul.c states the contract).
+ * Every path but the dot products adds each element's products one at a time in k order from 0
+ * through vmadd or sfma; the dot products keep 16 such sums per element, k % 16 apart, then add
+ * them by halves (kernel_matmul.c states the contract).
  *
- * Two paths:
- *   - few rows (M <= VKG_MM_FEW_ROWS) with B's columns or its k contiguous (decoding: the work
- *     is reading B): B is read in place, row by row over wide blocks of columns with software
- *     prefetch (sums in L1, rows of A VKG_MM_PASS_ROWS at a time), or 16 columns at a time
- *     transposed in registers (sums in registers, every row at once);
+ * Three paths:
+ *   - few rows (M <= VKG_MM_FEW_ROWS) with B's columns contiguous ([K, N], GPT-2's Conv1D
+ *     weights; decoding: the work is reading B): B is read in place, row by row over wide blocks
+ *     of columns with software prefetch (sums in L1, rows of A VKG_MM_PASS_ROWS at a time);
+ *   - up to VKG_MM_DOT_ROWS rows with B's k contiguous ([N, K]: Hugging Face's Linear weights,
+ *     every Llama-family matmul, every tied LM head; decoding, one sequence or a batch of them):
+ *     dot products, B read in place a vector of consecutive k at a time and multiplied by A's
+ *     row as it lies, sums in registers (AVX-512: 4 rows x 4 columns), one horizontal sum per
+ *     element (not k order: summing in k order needs B's columns transposed into vector lanes,
+ *     shuffles that all go to x86's one shuffle port and held the decode to 15 GB/s);
  *   - everything else: per output tile (TILE_M x TILE_N, the parallel units) and per block of
  *     VKG_MM_KC k, B is packed into strips of NR columns (widened to f32, transposed by 4 x 4
  *     register blocks when its k is contiguous), and a micro-kernel adds one block of k to
@@ -35,7 +44,7 @@
 #define INLINE static inline __attribute__((always_inline))
 
 _Static_assert(TILE_N % NR == 0, "tiles hold whole strips of columns (a tile's last row strip may be short)");
-_Static_assert(VKG_MM_FEW_ROWS <= TILE_M, "the few-rows path has one row tile");
+_Static_assert(VKG_MM_FEW_ROWS <= TILE_M && VKG_MM_DOT_ROWS <= TILE_M, "the few-rows paths have one row tile");
 
 #if defined(__clang__)
 #define MM_SHUFFLE4(x, y, i0, i1, i2, i3) __builtin_shufflevector(x, y, i0, i1, i2, i3)
@@ -229,111 +238,213 @@ INLINE void stream_any_rows(int T, size_t rows, const float *a, size_t a_sm, siz
     }
 }
 
-/* ---- few rows, each column of B with its k contiguous: B transposed in registers --------------- */
+/* ---- few rows, each column of B with its k contiguous: dot products --------------------------- */
 
-/* acc[i * W + j] = sum over k < K of a[i * a_sm + k * a_sk] * B(k, j), j < W, for ROWS rows
- * (ROWS and T constants at each call); B(k, j) is element j * b_sn + k of
- * b, as in a tied LM head's [V, C] table.  Blocks of 16 columns, one per vector lane: eight k of
- * each column are read with one 16-byte load and turned into eight vectors of columns
- * (b_cols8), whose products go, in k order, into sums held in registers; nothing is packed.
- * The 16 columns of a block are W / 16 apart, so each lane walks a band of consecutive columns,
- * one long stream of its own through memory, which the hardware prefetchers follow: with 16
- * neighbouring columns instead (GPT-2's are 1.5 KiB, a few to a page), each a short stream, the
- * head read at 16-18 GB/s where the bands read at 24, as fast as B's rows on the other path. */
-enum { STREAM_COLS = 16 / VL }; /* vectors of columns per block */
-INLINE void stream_cols(int ROWS, int T, const float *a, size_t a_sm, size_t a_sk, const void *b,
-                        size_t b_sn, size_t K, size_t W, float *acc) {
-    enum { LANES = STREAM_COLS * VL };
-    const size_t band = W / LANES; /* lane t of a block takes column j + t * band */
-    for (size_t j = 0; j < band; j++) {
-        vf s[VKG_MM_FEW_ROWS][STREAM_COLS];
+/* A [N, K] B (Hugging Face's Linear weights, a tied head's [V, C] table) has each column's k
+ * contiguous, so a column is one run of memory and an element a dot product: a vector of VL
+ * consecutive weights is loaded (16-bit ones widened by one conversion: F16C's vcvtph2ps, or
+ * bf16's zero-extension and shift), multiplied by the VL matching values of A's row, loaded as
+ * they lie, and added into vector sums held in registers; one horizontal sum per element at the
+ * end.  Summing in k order instead needs the columns transposed into vector lanes, 8 x 8 blocks
+ * of 16-bit values through a dozen shuffles, all on x86's one shuffle port (port 5): that
+ * transposition (the path this one replaced) held the decode of Llama-family models to 15 GB/s
+ * of weights where memory gives 25-30; the dot products need no shuffle but the one horizontal
+ * sum per element.
+ *
+ * Each element is split over DOT_LANES = 16 partial sums whatever the vector width (element k of
+ * the row into sum k % 16, one fused or unfused multiply-add at a time in k order), which are then
+ * added by halves (sum t + sum t + 8, then t + 4, t + 2, t + 1): AVX2 and AVX-512 give the same
+ * bits, and neither the rows nor the columns that share a register block change any element's
+ * arithmetic, so a row's result does not depend on M.  That is what a batch of sequences decoded
+ * together needs (model_batch.c): every decode step's rows, 1 to VKG_BATCH_MAX_SEQ of them, take
+ * this path (VKG_MM_DOT_ROWS), in passes of VKG_MM_DOT_PASS rows over each block of B. */
+enum {
+    DOT_LANES = VKG_MM_DOT_LANES,
+    DV = DOT_LANES / VL, /* vectors of one element's partial sums */
+    DOT_MAX_COLS = 4,
+    /* bytes ahead of each band's reads that are prefetched: on 2 threads with one row and f16
+       weights beyond any cache, about a fifth faster than without (4096 and 8192 did no
+       better), the hardware prefetchers alone running behind the bands' reads */
+    DOT_PREFETCH = 2048
+};
+_Static_assert(DOT_LANES % VL == 0, "an element's partial sums fill whole vectors");
+_Static_assert(DOT_RB >= 1 && (int)DOT_RB <= (int)VKG_MM_DOT_PASS && (int)DOT_RB * (int)DV <= (int)DOT_SUMS,
+               "a register block holds a column");
+
+/* Columns of a register block of R rows (<= DOT_RB, the variant's): as many as its DOT_SUMS vector
+ * sums hold, 1 to 4. */
+#define DOT_COLS(R) \
+    (DOT_SUMS / ((R) * DV) < 1 ? 1 : DOT_SUMS / ((R) * DV) > DOT_MAX_COLS ? DOT_MAX_COLS : DOT_SUMS / ((R) * DV))
+
+/* One element's DV vectors of partial sums, added by halves (the order the top of this section
+ * gives; vsum_halves carries it on within a vector). */
+INLINE float dot_sum(vf x[DV]) {
+#pragma GCC unroll 4
+    for (int h = DV / 2; h >= 1; h /= 2)
+#pragma GCC unroll 4
+        for (int d = 0; d < h; d++) x[d] = vadd(x[d], x[d + h]);
+    return vsum_halves(x[0]);
+}
+
+/* out[i * out_sm + c * out_sn] = the dot product of row i of A (a[i * a_sm + k * a_sk]) and column c
+ * of B (element c * b_cn + k of b) over k < K, for i < ROWS, c < COLS (ROWS, COLS, T and AC
+ * constants at each call; AC 1 when A's k is contiguous, a_sk == 1, else each 16 k of the one row
+ * are gathered first).  Each B vector loaded serves the ROWS rows, each A vector the COLS columns.
+ * The last K % 16 k go through zero-padded copies: 0 * 0 added to a partial sum leaves it as it is. */
+INLINE void dot_group(int ROWS, int COLS, int T, int AC, const float *a, size_t a_sm, size_t a_sk, const void *b,
+                      size_t b_cn, size_t K, float *out, size_t out_sm, size_t out_sn) {
+    vf s[DOT_RB][DOT_MAX_COLS][DV];
 #pragma GCC unroll 8
-        for (int i = 0; i < ROWS; i++)
+    for (int i = 0; i < ROWS; i++)
 #pragma GCC unroll 4
-            for (int c = 0; c < STREAM_COLS; c++) s[i][c] = vzero();
-        size_t k = 0;
-        for (; k + 8 <= K; k += 8) {
+        for (int c = 0; c < COLS; c++)
 #pragma GCC unroll 4
-            for (int c = 0; c < STREAM_COLS; c++) {
-                vf x[8];
-                b_cols8(T, b_at(T, b, (j + c * VL * band) * b_sn + k), band * b_sn, x);
+            for (int d = 0; d < DV; d++) s[i][c][d] = vzero();
+    size_t k = 0;
+    for (; k + DOT_LANES <= K; k += DOT_LANES) {
+        float ag[DOT_LANES];
+        if (!AC)
+            for (int q = 0; q < DOT_LANES; q++) ag[q] = a[(k + q) * a_sk];
+#pragma GCC unroll 4
+        for (int c = 0; c < COLS; c++) /* (past B's end near its last columns: a prefetch never faults) */
+            __builtin_prefetch((const void *)((uintptr_t)b_at(T, b, c * b_cn + k) + DOT_PREFETCH));
+#pragma GCC unroll 4
+        for (int c = 0; c < COLS; c++)
+#pragma GCC unroll 4
+            for (int d = 0; d < DV; d++) {
+                const vf x = b_vec(T, b, c * b_cn + k + d * VL);
 #pragma GCC unroll 8
                 for (int i = 0; i < ROWS; i++)
+                    s[i][c][d] = vmadd(AC ? vload(a + i * a_sm + k + d * VL) : vload(ag + d * VL), x, s[i][c][d]);
+            }
+    }
+    if (k < K) {
+        const size_t n = K - k;
+        float at[DOT_RB][DOT_LANES];
 #pragma GCC unroll 8
-                    for (int q = 0; q < 8; q++) s[i][c] = vmadd(vset1(a[i * a_sm + (k + q) * a_sk]), x[q], s[i][c]);
-            }
-        }
-        for (; k < K; k++)
-            for (int c = 0; c < STREAM_COLS; c++) {
-                float col[VL];
-                for (int t = 0; t < VL; t++) col[t] = b_one(T, b, (j + (c * VL + t) * band) * b_sn + k);
-                for (int i = 0; i < ROWS; i++) s[i][c] = vmadd(vset1(a[i * a_sm + k * a_sk]), vload(col), s[i][c]);
-            }
         for (int i = 0; i < ROWS; i++)
-            for (int c = 0; c < STREAM_COLS; c++) {
-                float lanes[VL];
-                vstore(lanes, s[i][c]);
-                for (int t = 0; t < VL; t++) acc[i * W + j + (c * VL + t) * band] = lanes[t];
+            for (size_t q = 0; q < DOT_LANES; q++) at[i][q] = q < n ? a[i * a_sm + (k + q) * a_sk] : 0.0f;
+#pragma GCC unroll 4
+        for (int c = 0; c < COLS; c++) {
+            float bt[DOT_LANES];
+            for (size_t q = 0; q < DOT_LANES; q++) bt[q] = q < n ? b_one(T, b, c * b_cn + k + q) : 0.0f;
+#pragma GCC unroll 4
+            for (int d = 0; d < DV; d++) {
+                const vf x = vload(bt + d * VL);
+#pragma GCC unroll 8
+                for (int i = 0; i < ROWS; i++) s[i][c][d] = vmadd(vload(at[i] + d * VL), x, s[i][c][d]);
             }
-    }
-    for (size_t j = band * LANES; j < W; j++)
-        for (int i = 0; i < ROWS; i++) {
-            float sum = 0.0f;
-            for (size_t k = 0; k < K; k++) sum = sfma(a[i * a_sm + k * a_sk], b_one(T, b, j * b_sn + k), sum);
-            acc[i * W + j] = sum;
         }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 4
+        for (int c = 0; c < COLS; c++) out[i * out_sm + c * out_sn] = dot_sum(s[i][c]);
 }
 
-INLINE void stream_cols_any_rows(int T, size_t rows, const float *a, size_t a_sm, size_t a_sk, const void *b,
-                                 size_t b_sn, size_t K, size_t W, float *acc) {
+/* The columns [j, j + COLS) (c at j + c * cn, cn 0 for one column) of acc[i * W + j] for ROWS rows
+ * (<= VKG_MM_DOT_PASS), in register blocks of RB rows (DOT_RB or fewer) and then the REST: the
+ * block after the first reads the same columns again from L1. */
+INLINE void dot_rows_at(int ROWS, int RB, int REST, int COLS, int T, const float *a, size_t a_sm, const void *b,
+                        size_t b_sn, size_t K, size_t W, float *acc, size_t j, size_t cn) {
+    for (int r = 0; r + RB <= ROWS; r += RB)
+        dot_group(RB, COLS, T, 1, a + r * a_sm, a_sm, 1, b_at(T, b, j * b_sn), cn * b_sn, K, acc + r * W + j, W, cn);
+    if (REST)
+        dot_group(REST, COLS, T, 1, a + (ROWS - REST) * a_sm, a_sm, 1, b_at(T, b, j * b_sn), cn * b_sn, K,
+                  acc + (ROWS - REST) * W + j, W, cn);
+}
+
+/* acc[i * W + j] = the dot product of row i of A (k contiguous) and column j of B (element j * b_sn
+ * + k of b), i < ROWS (<= VKG_MM_DOT_PASS, a constant at each call), j < W.  A register block's
+ * COLS columns are W / COLS apart, so each of them walks a band of consecutive columns, one long
+ * run of memory that the prefetchers follow: neighbouring columns instead (COLS runs interleaved
+ * in the same pages) read at two thirds of the speed, one row of f16 weights beyond any cache. */
+INLINE void dot_rows(int ROWS, int T, const float *a, size_t a_sm, const void *b, size_t b_sn, size_t K, size_t W,
+                     float *acc) {
+    const int RB = ROWS < DOT_RB ? ROWS : DOT_RB, REST = ROWS % RB, COLS = DOT_COLS(RB);
+    const size_t band = W / COLS;
+    for (size_t j = 0; j < band; j++) dot_rows_at(ROWS, RB, REST, COLS, T, a, a_sm, b, b_sn, K, W, acc, j, band);
+    for (size_t j = band * COLS; j < W; j++) dot_rows_at(ROWS, RB, REST, 1, T, a, a_sm, b, b_sn, K, W, acc, j, 0);
+}
+
+/* dot_rows for any rows (<= VKG_MM_DOT_PASS).  An A whose k is not contiguous (no model's graph has
+ * one) goes one element at a time. */
+INLINE void dot_any_rows(int T, size_t rows, const float *a, size_t a_sm, size_t a_sk, const void *b, size_t b_sn,
+                         size_t K, size_t W, float *acc) {
+    if (a_sk != 1) {
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < W; j++)
+                dot_group(1, 1, T, 0, a + i * a_sm, 0, a_sk, b_at(T, b, j * b_sn), 0, K, acc + i * W + j, 0, 0);
+        return;
+    }
     switch (rows) {
-    case 1: stream_cols(1, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
-    case 2: stream_cols(2, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
-    case 3: stream_cols(3, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
-    case 4: stream_cols(4, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
-    case 5: stream_cols(5, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
-    case 6: stream_cols(6, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
-    case 7: stream_cols(7, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
-    default: stream_cols(8, T, a, a_sm, a_sk, b, b_sn, K, W, acc); break;
+    case 1: dot_rows(1, T, a, a_sm, b, b_sn, K, W, acc); break;
+    case 2: dot_rows(2, T, a, a_sm, b, b_sn, K, W, acc); break;
+    case 3: dot_rows(3, T, a, a_sm, b, b_sn, K, W, acc); break;
+    case 4: dot_rows(4, T, a, a_sm, b, b_sn, K, W, acc); break;
+    case 5: dot_rows(5, T, a, a_sm, b, b_sn, K, W, acc); break;
+    case 6: dot_rows(6, T, a, a_sm, b, b_sn, K, W, acc); break;
+    case 7: dot_rows(7, T, a, a_sm, b, b_sn, K, W, acc); break;
+    default: dot_rows(8, T, a, a_sm, b, b_sn, K, W, acc); break;
     }
 }
+_Static_assert(VKG_MM_DOT_PASS == 8, "dot_any_rows has a case for every count of rows in a pass");
 
-/* One pass of `rows` rows of A from a over columns [n0, n0 + W) of B: stream_rows (rows <=
- * PASS_ROWS) when B's columns are contiguous, else stream_cols (its k is; rows <= FEW_ROWS). */
-INLINE void stream_typed(int T, const vkg_mm_view *v, size_t rows, const float *a, size_t n0, size_t K, size_t W,
-                         float *acc) {
-    if (v->b_sn == 1)
-        stream_any_rows(T, rows, a, v->a_sm, v->a_sk, b_at(T, v->b, n0), v->b_sk, K, W, acc);
-    else
-        stream_cols_any_rows(T, rows, a, v->a_sm, v->a_sk, b_at(T, v->b, n0 * v->b_sn), v->b_sn, K, W, acc);
-}
-
-/* Columns [n_lo, n_hi) of all M rows of one batch entry, B with b_sn == 1 (stream_rows) or b_sk ==
- * 1 (stream_cols), in blocks as wide as the sums allow; rows go PASS_ROWS at a time over each
- * block through stream_rows, all at once through stream_cols. */
-static void few_rows_block(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias, size_t n_lo,
-                           size_t n_hi) {
+/* Columns [n_lo, n_hi) of all M rows (<= VKG_MM_DOT_ROWS) of one batch entry, B's k contiguous, in
+ * blocks of columns, VKG_MM_DOT_PASS rows at a time over each block: with more rows than one pass,
+ * a block is VKG_MM_DOT_BLOCK bytes of B, read from memory by the first pass and from L2 by the
+ * others; with one pass, as wide as the sums allow (the longer each band). */
+static void dot_block(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias, size_t n_lo,
+                      size_t n_hi) {
     float acc[VKG_MM_STREAM_SUMS] ALIGNED;
-    /* stream_cols holds its sums in registers and takes every row in one pass */
-    const size_t pass_max = v->b_sn == 1 ? PASS_ROWS : VKG_MM_FEW_ROWS;
-    const size_t pass_rows = p->M < pass_max ? p->M : pass_max;
-    const size_t width = VKG_MM_STREAM_SUMS / pass_rows / 16 * 16; /* whole cache lines */
+    const size_t esize = v->b_type == VKG_MM_F32 ? 4 : 2;
+    const size_t pass_rows = p->M < VKG_MM_DOT_PASS ? p->M : VKG_MM_DOT_PASS;
+    size_t width = VKG_MM_STREAM_SUMS / pass_rows / 16 * 16;
+    if (p->M > pass_rows) {
+        const size_t cached = VKG_MM_DOT_BLOCK / ((size_t)p->K * esize + 1) / 16 * 16;
+        width = cached < 16 ? 16 : cached < width ? cached : width;
+    }
     for (size_t n0 = n_lo; n0 < n_hi; n0 += width) {
         const size_t W = n_hi - n0 < width ? n_hi - n0 : width;
+        const void *b = b_at(v->b_type, v->b, n0 * v->b_sn);
         for (size_t m0 = 0; m0 < p->M; m0 += pass_rows) {
             const size_t rows = p->M - m0 < pass_rows ? p->M - m0 : pass_rows;
             const float *a = v->a + m0 * v->a_sm;
             switch (v->b_type) {
-            case VKG_MM_F16: stream_typed(VKG_MM_F16, v, rows, a, n0, p->K, W, acc); break;
-            case VKG_MM_BF16: stream_typed(VKG_MM_BF16, v, rows, a, n0, p->K, W, acc); break;
-            default: stream_typed(VKG_MM_F32, v, rows, a, n0, p->K, W, acc); break;
+            case VKG_MM_F16: dot_any_rows(VKG_MM_F16, rows, a, v->a_sm, v->a_sk, b, v->b_sn, p->K, W, acc); break;
+            case VKG_MM_BF16: dot_any_rows(VKG_MM_BF16, rows, a, v->a_sm, v->a_sk, b, v->b_sn, p->K, W, acc); break;
+            default: dot_any_rows(VKG_MM_F32, rows, a, v->a_sm, v->a_sk, b, v->b_sn, p->K, W, acc); break;
             }
             store(p, v, bias, m0, rows, n0, W, acc, W);
         }
     }
 }
 
-/* Units [begin, end) on the few-rows path: one row tile per batch entry, so consecutive units are
+/* Columns [n_lo, n_hi) of all M rows (<= VKG_MM_FEW_ROWS) of one batch entry, B's columns
+ * contiguous (b_sn == 1), in blocks as wide as the sums allow, PASS_ROWS rows at a time over each
+ * block through stream_rows. */
+static void rows_block(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias, size_t n_lo,
+                       size_t n_hi) {
+    float acc[VKG_MM_STREAM_SUMS] ALIGNED;
+    const size_t pass_rows = p->M < PASS_ROWS ? p->M : PASS_ROWS;
+    const size_t width = VKG_MM_STREAM_SUMS / pass_rows / 16 * 16; /* whole cache lines */
+    for (size_t n0 = n_lo; n0 < n_hi; n0 += width) {
+        const size_t W = n_hi - n0 < width ? n_hi - n0 : width;
+        const void *b = b_at(v->b_type, v->b, n0);
+        for (size_t m0 = 0; m0 < p->M; m0 += pass_rows) {
+            const size_t rows = p->M - m0 < pass_rows ? p->M - m0 : pass_rows;
+            const float *a = v->a + m0 * v->a_sm;
+            switch (v->b_type) {
+            case VKG_MM_F16: stream_any_rows(VKG_MM_F16, rows, a, v->a_sm, v->a_sk, b, v->b_sk, p->K, W, acc); break;
+            case VKG_MM_BF16: stream_any_rows(VKG_MM_BF16, rows, a, v->a_sm, v->a_sk, b, v->b_sk, p->K, W, acc); break;
+            default: stream_any_rows(VKG_MM_F32, rows, a, v->a_sm, v->a_sk, b, v->b_sk, p->K, W, acc); break;
+            }
+            store(p, v, bias, m0, rows, n0, W, acc, W);
+        }
+    }
+}
+
+/* Units [begin, end) on the few-rows paths: one row tile per batch entry, so consecutive units are
  * consecutive column tiles; each batch entry's run of them is done as one run of columns. */
 static void few_rows(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
                      const float *R, size_t begin, size_t end) {
@@ -343,11 +454,13 @@ static void few_rows(const vkg_matmul_params *p, const float *A, const void *B, 
         const size_t last = end - batch * tiles_n < tiles_n ? end - batch * tiles_n : tiles_n;
         const size_t n_lo = first * TILE_N, n_hi = last * TILE_N < p->N ? last * TILE_N : p->N;
         const vkg_mm_view v = vkg_mm_view_of_batch(p, A, B, C, R, batch);
-        few_rows_block(p, &v, bias, n_lo, n_hi);
+        if (v.b_sn == 1)
+            rows_block(p, &v, bias, n_lo, n_hi);
+        else
+            dot_block(p, &v, bias, n_lo, n_hi);
         unit += last - first;
     }
 }
-
 /* ---- packed tiles ---------------------------------------------------------------------------- */
 
 /* acc[i * acc_stride + 0:NR] (+)= sum over k < kc of a[i * a_sm + k] * pb[k * NR + 0:NR], i < ROWS
@@ -501,7 +614,8 @@ static void prefetch_a_rows(const vkg_mm_view *v, size_t m0, size_t rows, size_t
  * L1 while every row strip gets its products) and the next strip's B is prefetched meanwhile; the
  * sums wait in acc, in k order across blocks, and after the last block each MR x NR block of them
  * goes through the epilogue at once, while it is in L1.  (A few rows come here only with a B
- * that has neither its columns nor its k contiguous.) */
+ * that has neither its columns nor its k contiguous; up to VKG_MM_DOT_ROWS rows never with its k
+ * contiguous.) */
 static void tiles(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
                   const float *R, size_t begin, size_t end) {
     const size_t tiles_m = (p->M + TILE_M - 1) / TILE_M, tiles_n = (p->N + TILE_N - 1) / TILE_N;
@@ -555,7 +669,7 @@ static void tiles(const vkg_matmul_params *p, const float *A, const void *B, flo
 
 void MM_NAME(const vkg_matmul_params *p, const float *A, const void *B, float *C, const float *bias,
              const float *R, size_t begin, size_t end) {
-    if (p->M <= VKG_MM_FEW_ROWS && (p->b_stride_n == 1 || p->b_stride_k == 1))
+    if (p->b_stride_n == 1 ? p->M <= VKG_MM_FEW_ROWS : vkg_mm_dot_path(p))
         few_rows(p, A, B, C, bias, R, begin, end);
     else
         tiles(p, A, B, C, bias, R, begin, end);

@@ -7,27 +7,34 @@
 
 #include "cpu/vec_portable.h"
 
-enum { MR = 4, NV = 2 };
+/* DOT_RB, DOT_SUMS: the dot-product path's register blocks, up to 2 rows, 8 vectors of sums (an
+ * element's 16 partial sums take 4): 1 row x 2 columns or 2 rows x 1 */
+enum { MR = 4, NV = 2, DOT_RB = 2, DOT_SUMS = 8 };
 #define MM_NAME vkg_mm_portable
 
 static inline float sfma(float a, float b, float c) { return a * b + c; }
 static inline float s_f16(uint16_t h) { return vkg_f16_to_f32(h); }
 static inline float s_bf16(uint16_t h) { return vkg_bf16_to_f32(h); }
-static inline vf vload_f16(const uint16_t *p) { return (vf){s_f16(p[0]), s_f16(p[1]), s_f16(p[2]), s_f16(p[3])}; }
-static inline vf vload_bf16(const uint16_t *p) {
-    return (vf){s_bf16(p[0]), s_bf16(p[1]), s_bf16(p[2]), s_bf16(p[3])};
+/* Four 16-bit values widened by vkg_f16_to_f32's / vkg_bf16_to_f32's operations on every lane at
+ * once (vector integer operations, where converting one element at a time cost more than the
+ * dot-product path's multiply-adds). */
+typedef uint32_t mm_u4 __attribute__((vector_size(16)));
+static inline vf bits_to_vf(mm_u4 u) {
+    vf v;
+    memcpy(&v, &u, sizeof v);
+    return v;
 }
-/* x[q] lane j = element j * sn + q of b (T a VKG_MM_* type; 16-bit values widened), j < 4, q < 8. */
-static inline void b_cols8(int T, const void *b, size_t sn, vf x[8]) {
-    for (int q = 0; q < 8; q++) {
-        float col[VL];
-        for (int j = 0; j < VL; j++) {
-            const size_t i = j * sn + q;
-            col[j] = T == VKG_MM_F32 ? ((const float *)b)[i]
-                     : T == VKG_MM_F16 ? s_f16(((const uint16_t *)b)[i]) : s_bf16(((const uint16_t *)b)[i]);
-        }
-        x[q] = vload(col);
-    }
+static inline vf vload_f16(const uint16_t *p) {
+    const mm_u4 h = {p[0], p[1], p[2], p[3]};
+    const vf v = bits_to_vf((h & 0x7FFFu) << 13) * 0x1p112f; /* exact: the exponent rebiased */
+    mm_u4 u;
+    memcpy(&u, &v, sizeof u);
+    u |= (mm_u4)(v >= 65536.0f) & 0x7F800000u; /* inf and nan */
+    return bits_to_vf(u | (h & 0x8000u) << 16);
+}
+static inline vf vload_bf16(const uint16_t *p) {
+    const mm_u4 h = {p[0], p[1], p[2], p[3]};
+    return bits_to_vf(h << 16);
 }
 static inline mm_x4 x4_f16(const uint16_t *p) { return vload_f16(p); }
 static inline mm_x4 x4_bf16(const uint16_t *p) { return vload_bf16(p); }

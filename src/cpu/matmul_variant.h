@@ -14,20 +14,38 @@
 
 enum {
     VKG_MM_KC = 128,       /* k per packed block: a packed strip of B (KC x NR) stays in L1     */
-    VKG_MM_FEW_ROWS = 8,   /* up to this many rows with B's columns or its k contiguous, B is
-                              streamed from memory instead of packed (decoding)               */
+    VKG_MM_FEW_ROWS = 8,   /* up to this many rows with B's columns contiguous, B is streamed
+                              from memory instead of packed (decoding)                        */
     VKG_MM_PASS_ROWS = 4,  /* rows of A per pass over a block of B whose columns are contiguous */
+    VKG_MM_DOT_ROWS = 64,  /* up to this many rows with B's k contiguous (and not its columns),
+                              each element is a dot product split over VKG_MM_DOT_LANES partial
+                              sums (vkg_mm_dot_path); at least VKG_BATCH_MAX_SEQ, so that a
+                              batch's decode rows all take that path (kernel_matmul.c)        */
+    VKG_MM_DOT_LANES = 16, /* the partial sums of one element on that path, whatever the vector
+                              width: element k of the row goes into sum k % 16               */
+    VKG_MM_DOT_PASS = 8,   /* rows of A per pass over a block of B on that path               */
+    VKG_MM_DOT_BLOCK = 128 << 10, /* bytes of B per block on that path with more rows than one
+                              pass: the block stays in L2 while every pass reads it         */
     VKG_MM_A_CACHED = 1 << 20, /* bytes of a tile's rows of A (all of K) beyond which they are
                               not expected to stay in L2 from one tile to the next: the tiles
                               then prefetch A in software                                     */
-    VKG_MM_STREAM_SUMS = 8192 /* floats of running sums on that path (32 KiB): the wider a block,
-                              the longer each run read from a row of B                         */
+    VKG_MM_STREAM_SUMS = 8192 /* floats of sums of a block of columns on the few-rows paths
+                              (32 KiB): the wider a block, the longer each run read from a row
+                              of B (or each band of columns on the dot-product path)         */
 };
 
 /* Four floats in one 128-bit register (a GNU C vector: lanes are independent IEEE operations);
  * the packing of B with contiguous k moves 4 x 4 blocks through these on every variant. */
 typedef float mm_x4 __attribute__((vector_size(16)));
 typedef int mm_i4 __attribute__((vector_size(16)));
+
+/* 1 when every element of p is summed by the dot-product path (matmul_body.h, dot_block): B's k
+ * contiguous and not its columns (a [N, K] weight, Hugging Face's Linear layout, or a tied head),
+ * up to VKG_MM_DOT_ROWS rows.  Its sums are split by k % VKG_MM_DOT_LANES and the partial sums
+ * then added pairwise (kernel_matmul.c states the order); everything else sums in k order. */
+static inline int vkg_mm_dot_path(const vkg_matmul_params *p) {
+    return p->b_stride_k == 1 && p->b_stride_n != 1 && p->M <= VKG_MM_DOT_ROWS;
+}
 
 /* B's element type (the VKG_MATMUL_B_* flags). */
 enum { VKG_MM_F32, VKG_MM_F16, VKG_MM_BF16 };

@@ -19,6 +19,10 @@ static inline void vstore(float *p, vf x) { memcpy(p, &x, sizeof x); }
 static inline vf vset1(float x) { return (vf){x, x, x, x}; }
 static inline vf vmul(vf a, vf b) { return a * b; }
 static inline vf vmadd(vf a, vf b, vf c) { return a * b + c; }
+static inline vf vadd(vf a, vf b) { return a + b; }
+/* The sum of x's lanes by halves: lane t + lane t + 2, then t + 1 (every variant's order, for the
+ * same bits whatever the width). */
+static inline float vsum_halves(vf x) { return (x[0] + x[2]) + (x[1] + x[3]); }
 /* Keeps x in a register across a loop the compiler would otherwise reorder (none needed here). */
 static inline void vkeep(vf *x) { (void)x; }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu/kernels.h"
+#include "cpu/matmul_variant.h"
 #include "io/safetensors.h"
 
 float *ref_random_floats(vkg_rng *rng, size_t n, float scale) {
@@ -96,11 +97,18 @@ void ref_matmul(const vkg_matmul_params *p, int fused, const float *A, const voi
     for (size_t b = 0; b < (size_t)p->batch0 * p->batch1; b++)
         for (size_t m = 0; m < p->M; m++)
             for (size_t n = 0; n < p->N; n++) {
-                float acc = 0.0f;
+                /* one sum, or (the dot-product path) VKG_MM_DOT_LANES: product k into sum k % lanes,
+                   then sum t + sum t + lanes / 2, and so on by halves */
+                const size_t lanes = vkg_mm_dot_path(p) ? VKG_MM_DOT_LANES : 1;
+                float part[VKG_MM_DOT_LANES] = {0};
                 for (size_t k = 0; k < p->K; k++) {
                     const float x = A[a_index(p, b, m, k)], y = ref_matmul_b(p, B, b_index(p, b, k, n));
-                    acc = fused ? fmaf(x, y, acc) : acc + x * y;
+                    float *s = &part[k % lanes];
+                    *s = fused ? fmaf(x, y, *s) : *s + x * y;
                 }
+                for (size_t h = lanes / 2; h >= 1; h /= 2)
+                    for (size_t t = 0; t < h; t++) part[t] = part[t] + part[t + h];
+                float acc = part[0];
                 if (p->flags & VKG_MATMUL_BIAS) acc += bias[p->bias_offset + n];
                 /* The activation function itself is checked against double precision in test_cpu_kernels. */
                 acc = vkg_cpu_activation(p->activation, acc);

@@ -43,7 +43,10 @@ float ref_matmul_b(const vkg_matmul_params *p, const void *B, size_t i);
 
 /* C as vkg_matmul_params defines it, epilogue included (R may be C), summed in float in k order
  * from 0: sum = sum + a * b with fused == 0 (what the portable variant promises), sum = fmaf(a,
- * b, sum) with fused == 1 (the fused variants).  ref_matmul_fused says which a variant is. */
+ * b, sum) with fused == 1 (the fused variants).  ref_matmul_fused says which a variant is.  Where
+ * the kernel takes its dot-product path (vkg_mm_dot_path: B's k contiguous, a few rows), the sum
+ * is split as that path splits it: product k into partial sum k % VKG_MM_DOT_LANES, each in k
+ * order, then the partial sums added by halves (kernel_matmul.c). */
 void ref_matmul(const vkg_matmul_params *p, int fused, const float *A, const void *B, float *C,
                 const float *bias, const float *R);
 int ref_matmul_fused(int variant);
