@@ -105,9 +105,11 @@ static int compute_lifetimes(const vkg_plan *p, lifetimes *lt) {
     }
     for (int t = 0; t < n; t++) lt->first[t] = lt->last[t] = -1;
     for (int s = 0; s < p->n_steps; s++) {
-        vkg_tensor w = p->steps[s].node;
-        if (lt->first[w] < 0) lt->first[w] = s;
-        lt->last[w] = s;
+        /* a step computing a concat's part in place writes that concat too */
+        for (vkg_tensor w = p->steps[s].node; w != VKG_NONE; w = p->place[w].within) {
+            if (lt->first[w] < 0) lt->first[w] = s;
+            lt->last[w] = s;
+        }
         step_reads(p, s, marks);
         for (int t = 0; t < n; t++)
             if (marks[t]) lt->last[t] = s;
@@ -169,20 +171,33 @@ static int bytes_overlap(const vkg_placement *a, const vkg_placement *b) {
     return a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
 }
 
-/* (a): arena tensors alive at the same step never share bytes, in-place pairs aside. */
+/* Whether t is computed in place inside u (a part of concat u, or of a concat inside u), its bytes
+ * within u's. */
+static int placed_inside(const vkg_plan *p, vkg_tensor t, vkg_tensor u) {
+    const vkg_placement *pt = &p->place[t], *pu = &p->place[u];
+    if (pt->offset < pu->offset || pt->offset + pt->bytes > pu->offset + pu->bytes) return 0;
+    for (vkg_tensor w = pt->within; w != VKG_NONE; w = p->place[w].within)
+        if (w == u) return 1;
+    return 0;
+}
+
+/* (a): arena tensors alive at the same step never share bytes, in-place pairs and the parts of a
+ * concat computed inside it aside. */
 static void check_overlaps(const vkg_plan *p, const lifetimes *lt, uint64_t seed, const char *vn) {
     int n = p->graph->n_nodes;
     for (int t = 0; t < n; t++) {
         const vkg_placement *pt = &p->place[t];
         if (pt->region != 0) continue;
         if (lt->first[t] < 0) report(p, seed, vn, "arena tensor %d (%s) is written by no step", t, vkg_tensor_name(p->graph, t));
-        if (pt->offset % p->opts.alignment || pt->offset + pt->bytes > p->stats.arena_bytes)
+        /* a concat's part computed in place starts where the part does, aligned or not */
+        if ((pt->within == VKG_NONE && pt->offset % p->opts.alignment) || pt->offset + pt->bytes > p->stats.arena_bytes)
             report(p, seed, vn, "arena tensor %d at [%llu, +%llu) in an arena of %llu", t,
                    (unsigned long long)pt->offset, (unsigned long long)pt->bytes, (unsigned long long)p->stats.arena_bytes);
         for (int u = t + 1; u < n; u++) {
             const vkg_placement *pu = &p->place[u];
             if (pu->region != 0 || !bytes_overlap(pt, pu)) continue;
             if (lt->last[t] < lt->first[u] || lt->last[u] < lt->first[t]) continue;
+            if (placed_inside(p, t, u) || placed_inside(p, u, t)) continue;
             /* u computed in place over t: exactly t's bytes, at t's last step, marked so */
             int s = lt->first[u];
             int in_place = lt->last[t] == s && p->steps[s].in_place && p->steps[s].node == u &&

@@ -135,7 +135,7 @@ static vkg_status make_regions(vkg_compiler *c, vkg_plan *p) {
     p->regions = calloc((size_t)c->n + 2, sizeof *p->regions);
     p->place = calloc((size_t)(c->n ? c->n : 1), sizeof *p->place);
     if (!p->regions || !p->place) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory planning memory");
-    for (int i = 0; i < c->n; i++) p->place[i] = (vkg_placement){.region = -1, .first_step = -1, .last_step = -1};
+    for (int i = 0; i < c->n; i++) p->place[i] = (vkg_placement){.region = -1, .first_step = -1, .last_step = -1, .within = VKG_NONE};
     p->regions[0] = (vkg_region){.kind = VKG_REGION_ARENA, .tensor = VKG_NONE, .dtype = VKG_F32, .host_dtype = VKG_F32};
     p->n_regions = 1;
     int indices_region = -1;
@@ -154,14 +154,16 @@ static vkg_status make_regions(vkg_compiler *c, vkg_plan *p) {
                                                           .host_dtype = VKG_I32};
             }
             p->place[i] = (vkg_placement){.region = indices_region, .offset = 4u * (uint64_t)c->index_slot[i],
-                                          .bytes = 4, .first_step = -1, .last_step = -1, .index_max = c->index_max[i]};
+                                          .bytes = 4, .first_step = -1, .last_step = -1, .index_max = c->index_max[i],
+                                          .within = VKG_NONE};
             continue;
         } else continue;
         int r = p->n_regions++;
         p->regions[r] = (vkg_region){.kind = kind, .tensor = i, .bytes = storage_bytes(c, i),
                                      .host = kind == VKG_REGION_CONSTANT ? n->data : NULL,
                                      .dtype = vkg_compile_dtype(c, i), .host_dtype = n->dtype};
-        p->place[i] = (vkg_placement){.region = r, .bytes = storage_bytes(c, i), .first_step = -1, .last_step = -1};
+        p->place[i] = (vkg_placement){.region = r, .bytes = storage_bytes(c, i), .first_step = -1, .last_step = -1,
+                                      .within = VKG_NONE};
         if (kind == VKG_REGION_CONSTANT) p->stats.constant_bytes += storage_bytes(c, i);
     }
     return VKG_OK;
@@ -219,12 +221,22 @@ static vkg_status plan_arena(vkg_compiler *c, vkg_plan *p) {
     p->regions[0].bytes = p->stats.arena_bytes;
     for (int k = 0; k < n_slots; k++)
         p->place[slots[k].t] = (vkg_placement){.region = 0, .offset = slots[k].offset, .bytes = storage_bytes(c, slots[k].t),
-                                               .first_step = slots[k].first, .last_step = slots[k].last};
+                                               .first_step = slots[k].first, .last_step = slots[k].last,
+                                               .within = VKG_NONE};
     for (int i = 0; i < c->n; i++)
         if (in_arena(c, i) && lv[i].first >= 0 && vkg_storage_root(c, i) != i) {
             p->place[i] = p->place[vkg_storage_root(c, i)];
             p->place[i].bytes = storage_bytes(c, i);
         }
+    /* A concat's part computed in place: its bytes inside the concat's storage (place_concat_parts). */
+    for (int i = 0; i < c->n; i++) {
+        const vkg_tensor base = c->view[i].base;
+        if (c->placed_in[i] == VKG_NONE || !c->keep[i] || p->place[vkg_storage_root(c, base)].region < 0) continue;
+        p->place[i] = p->place[vkg_storage_root(c, base)];
+        p->place[i].offset += 4u * (uint64_t)c->view[i].offset;
+        p->place[i].bytes = storage_bytes(c, i);
+        p->place[i].within = c->placed_in[i];
+    }
 done:
     free(lv);
     free(slots);

@@ -50,6 +50,8 @@ typedef struct vkg_compiler {
     vkg_tensor *fused_softmax;       /* probs @ v computed as fused attention: its softmax  */
     char *materialize;               /* node gets its own contiguous storage (and a copy)   */
     char *own_storage;               /* node has storage of its own                         */
+    vkg_tensor *placed_in;           /* the concat whose part holds this node, else VKG_NONE */
+    int64_t *placed_at;              /* where in that concat: elements from its start        */
     vkg_view *view;                  /* how each node's value is read                       */
     int *index_slot;                 /* runtime indices: slot in the indices region         */
     int n_indices;

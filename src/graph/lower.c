@@ -88,6 +88,19 @@ static vkg_view natural_view(const vkg_compiler *c, vkg_tensor t) {
     return v;
 }
 
+/* Where a node placed in a concat's part lives (place_concat_parts): that part of the concat's
+ * own place, contiguous. */
+static vkg_view placed_view(const vkg_compiler *c, vkg_tensor t) {
+    const vkg_tensor cat = c->placed_in[t];
+    vkg_view v = c->placed_in[cat] != VKG_NONE ? placed_view(c, cat) : own_view(&c->g->nodes[cat], cat);
+    const vkg_node *n = &c->g->nodes[t];
+    v.ndim = n->ndim;
+    memcpy(v.shape, n->shape, sizeof v.shape);
+    vkg_contiguous_strides(n->ndim, n->shape, v.strides);
+    v.offset += c->placed_at[t];
+    return v;
+}
+
 /* Views of every node, given the current materialisation choices. */
 static void compute_views(vkg_compiler *c) {
     const vkg_graph *g = c->g;
@@ -111,8 +124,8 @@ static void compute_views(vkg_compiler *c) {
             }
         }
         if (n->op != VKG_OP_WRITE_AT) {
-            c->view[i] = own_view(n, i);
-            c->own_storage[i] = 1;
+            c->view[i] = c->placed_in[i] != VKG_NONE ? placed_view(c, i) : own_view(n, i);
+            c->own_storage[i] = c->placed_in[i] == VKG_NONE;
         }
     }
 }
@@ -135,6 +148,51 @@ static int needs_contiguous(const vkg_compiler *c, vkg_tensor consumer, vkg_tens
         operands[k++] = c->g->nodes[c->fused_input[consumer]].src[2];
     }
     return k;
+}
+
+/* The tensor whose storage x's view reads whole and in order (x itself, or a chain of views of
+ * it), where that tensor is computed by a step into storage of its own in the arena; else
+ * VKG_NONE. */
+static vkg_tensor whole_storage_of(const vkg_compiler *c, vkg_tensor x) {
+    const vkg_view *v = &c->view[x];
+    const vkg_tensor p = v->base;
+    if (p == VKG_NONE || !c->own_storage[p] || c->placed_in[p] != VKG_NONE) return VKG_NONE;
+    const vkg_node *n = &c->g->nodes[p];
+    if (n->op == VKG_OP_INPUT || n->op == VKG_OP_CONSTANT || n->op == VKG_OP_STATE || n->op == VKG_OP_INDEX ||
+        n->output_name || vkg_dtype_is_16bit(vkg_compile_dtype(c, p)))
+        return VKG_NONE;
+    if (v->offset != 0 || !vkg_view_is_contiguous(v) || vkg_shape_numel(v->ndim, v->shape) != vkg_shape_numel(n->ndim, n->shape))
+        return VKG_NONE;
+    return p;
+}
+
+/* A concat's operand computed by a step of its own (or read whole and in order through views of
+ * such a tensor) is computed straight into its part of the concat, whose copy then has nothing to
+ * do (lower_concat): a batch's per-row attention outputs stacked row after row, rotated keys
+ * beside the values.  Only where the parts are contiguous (every dimension before the axis is 1)
+ * and each tensor goes into one part; a concat placed in another concat's part (a chain) takes
+ * its operands along. */
+static void place_concat_parts(vkg_compiler *c) {
+    const vkg_graph *g = c->g;
+    int placed = 0;
+    for (int t = 0; t < c->n; t++) {
+        const vkg_node *n = &g->nodes[t];
+        if (n->op != VKG_OP_CONCAT || !c->keep[t] || c->role[t] == VKG_FUSE_ABSORBED || !c->own_storage[t] ||
+            n->output_name)
+            continue;
+        const int axis = n->attr.concat.axis;
+        int64_t row = 1; /* elements per index along the axis */
+        int parts_contiguous = 1;
+        for (int d = 0; d < n->ndim; d++) {
+            if (d < axis && n->shape[d] != 1) parts_contiguous = 0;
+            if (d > axis) row *= n->shape[d];
+        }
+        if (!parts_contiguous) continue;
+        const vkg_tensor a = whole_storage_of(c, n->src[0]), b = whole_storage_of(c, n->src[1]);
+        if (a != VKG_NONE && a != b) c->placed_in[a] = t, c->placed_at[a] = 0, placed = 1;
+        if (b != VKG_NONE && b != a) c->placed_in[b] = t, c->placed_at[b] = g->nodes[n->src[0]].shape[axis] * row, placed = 1;
+    }
+    if (placed) compute_views(c);
 }
 
 static vkg_status decide_storage(vkg_compiler *c) {
@@ -164,8 +222,9 @@ static vkg_status decide_storage(vkg_compiler *c) {
                 changed = 1;
             }
         }
-        if (!changed) return VKG_OK;
+        if (!changed) break;
     }
+    place_concat_parts(c);
     return VKG_OK;
 }
 
@@ -438,7 +497,7 @@ static vkg_status lower_embedding(vkg_compiler *c, vkg_tensor t) {
     return VKG_OK;
 }
 
-/* out[.., a | b, ..]: two copies into the two parts of the output. */
+/* out[.., a | b, ..]: two copies into the two parts of the output, but for a part computed there. */
 static vkg_status lower_concat(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
     int axis = n->attr.concat.axis;
@@ -447,7 +506,11 @@ static vkg_status lower_concat(vkg_compiler *c, vkg_tensor t) {
         const vkg_node *src = &c->g->nodes[n->src[part]];
         dst.shape[axis] = src->shape[axis];
         if (part == 1) dst.offset += c->g->nodes[n->src[0]].shape[axis] * dst.strides[axis];
-        vkg_status st = emit_unary(c, t, part == 0 ? "concat[a]" : "concat[b]", VKG_UNARY_COPY, &c->view[n->src[part]], &dst);
+        const vkg_view *from = &c->view[n->src[part]];
+        if (from->base == dst.base && from->offset == dst.offset && vkg_view_is_contiguous(from) &&
+            vkg_view_is_contiguous(&dst)) /* computed in place (place_concat_parts) */
+            continue;
+        vkg_status st = emit_unary(c, t, part == 0 ? "concat[a]" : "concat[b]", VKG_UNARY_COPY, from, &dst);
         if (st != VKG_OK) return st;
     }
     return VKG_OK;

@@ -93,6 +93,8 @@ typedef struct vkg_placement {
     uint64_t bytes;
     int32_t first_step, last_step;  /* lifetime in steps (arena tensors)                       */
     int64_t index_max;      /* runtime indices: the largest value every use can take           */
+    vkg_tensor within;      /* computed straight into its part of this concat, whose bytes
+                               hold its own; else VKG_NONE                                     */
 } vkg_placement;
 
 struct vkg_plan {
