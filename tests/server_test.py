@@ -4,11 +4,14 @@ concurrent greedy clients, on 127.0.0.1 with random GPT-2 models (vkgraph gpt2-r
 GPT-2 tokenizer, and chat requests on a random Llama model with SmolLM2's test tokenizer and chat
 template.  Usage: server_test.py VKGRAPH.  The requests are written as a client writes them (the
 standard library; raw sockets where a client misbehaves); NumPy recomputes the penalties."""
+import array
 import json
 import os
 import re
+import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -274,6 +277,58 @@ def check_chat(tmp):
     s.stop()
 
 
+def forced_model(tiny, tmp, token):
+    """A copy of the random GPT-2 `tiny` whose greedy choice is `token` at every step: ln_f's scale
+    zeroed and its bias 3 times the token's (tied) embedding row, tripled too, so every position's
+    logits are that row's dot products with the others, the token's own by far the largest."""
+    d = os.path.join(tmp, "forced-%d" % token)
+    shutil.copytree(tiny, d)
+    path = os.path.join(d, "model.safetensors")
+    with open(path, "r+b") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        base = 8 + n
+
+        def tensor(name):
+            lo, hi = header[name]["data_offsets"]
+            f.seek(base + lo)
+            return array.array("f", f.read(hi - lo))
+
+        def store(name, values):
+            f.seek(base + header[name]["data_offsets"][0])
+            f.write(values.tobytes())
+        width = header["wte.weight"]["shape"][1]
+        wte = tensor("wte.weight")
+        row = array.array("f", [3 * x for x in wte[token * width:(token + 1) * width]])
+        wte[token * width:(token + 1) * width] = row
+        store("wte.weight", wte)
+        store("ln_f.weight", array.array("f", [0.0] * width))
+        store("ln_f.bias", row)
+    return d
+
+
+def check_split_characters(tiny, tmp):
+    """A token that ends inside a UTF-8 character waits, unsent, for the token that completes it,
+    and the stream sends nothing meanwhile: keep-alive comments come only after a second without
+    text (a writer that did not wait would spin, sending them back to back).  Token 447 is the
+    bytes e2 80, the first two of three of '\u2019' (and of many other punctuation marks)."""
+    model = forced_model(tiny, tmp, 447)
+    check(generate_cli(model, [15496, 995], 4) == [447] * 4, "the forced model chooses token 447")
+    srv = Server(model)
+    try:
+        for _ in range(3):
+            t0 = time.time()
+            status, text = srv.request("POST", "/v1/completions", {"prompt": [15496, 995], "max_tokens": 40,
+                                                                   "temperature": 0, "stream": True})
+            took = time.time() - t0
+            comments = [b for b in text.split("\n\n") if b.startswith(":")]
+            check(status == 200 and text.endswith("data: [DONE]\n\n"), "the stream of split characters ends")
+            check(took >= 1 or not comments, "no keep-alive comment in a stream of %.2f s (%d sent)" %
+                  (took, len(comments)))
+    finally:
+        srv.stop()
+
+
 def check_chunked_prefill(tiny):
     """Prompts of 41 and 29 tokens prefilled in chunks of 5 while short ones decode: every answer
     is `vkgraph generate`'s."""
@@ -392,6 +447,7 @@ def main():
 
     check_penalties(s, tiny, tmp)
     check_chunked_prefill(tiny)
+    check_split_characters(tiny, tmp)
 
     # ---- concurrent greedy clients: each gets what it gets alone, and what vkgraph generate gives
     prompts = [[15496 + 7 * i, 995, 11 + i] for i in range(8)]

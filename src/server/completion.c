@@ -168,7 +168,9 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += 1;
-        while (!st->done && st->text.len == 0)
+        /* Until there is something to send: text that ends inside a UTF-8 character waits for
+         * the token that completes it (answering at once would spin on empty events). */
+        while (!st->done && whole_chars(st->text.data, st->text.len) == 0)
             if (pthread_cond_timedwait(&st->changed, &st->lock, &until) == ETIMEDOUT) break;
         make_events(st);
         /* Nothing to say for a second: an SSE comment, which clients skip, finds a closed
