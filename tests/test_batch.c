@@ -106,6 +106,8 @@ static int teardown(void **state) {
 
 /* n sequences all joining at step 0 with prompts of different lengths (so at different
  * positions), decoding the same number of steps: batches of exactly n. */
+/* n sequences joining at once: their prompts (2 to 7 tokens; 1-token ones decode) run in one
+ * prefill pass, each over its own cache, then every step decodes them all. */
 static void together(fixture *f, int n, int n_seq) {
     batch_seq plans[BATCH_MAX_SEQ];
     memset(plans, 0, sizeof plans);
@@ -121,7 +123,8 @@ static void test_batch_of_2(void **state) { together(*state, 2, 2); }
 static void test_batch_of_3(void **state) { together(*state, 3, 4); }
 static void test_batch_of_8(void **state) { together(*state, 8, 8); }
 /* More rows than the CPU matmul's pass of 8 over each block of a [N, K] weight (matmul_body.h,
- * dot_block): 12 rows in two passes, each row's bits those of one row alone. */
+ * dot_block): 12 rows in two passes, each row's bits those of one row alone; the prefill pass
+ * holds 47 prompt tokens, more than each 32-position cache. */
 static void test_batch_of_12(void **state) { together(*state, 12, 12); }
 
 /* Sequences joining and leaving while others run, reusing the slots of those that left, in a

@@ -13,15 +13,30 @@ void vkg_forward_options_default(vkg_forward_options *o, int tokens) {
     o->attention_layer = VKG_NO_ATTENTION;
 }
 
+/* The rows a step over o->seqs > 1 sequences has (-1 where a sequence has none). */
+static long long rows_of_seqs(const vkg_forward_options *o) {
+    if (!o->seq_tokens) return o->seqs;
+    long long rows = 0;
+    for (int r = 0; r < o->seqs; r++) {
+        if (o->seq_tokens[r] < 1) return -1;
+        rows += o->seq_tokens[r];
+    }
+    return rows;
+}
+
 static vkg_status check_options(const vkg_decoder_facts *f, const vkg_forward_options *o, vkg_error *err) {
     const int P = f->n_ctx;
     const char *a = f->architecture;
-    if (o->tokens < 1 || o->tokens > P)
+    /* the tokens of one sequence: several sequences' rows each go to their own cache */
+    int tokens = o->tokens;
+    for (int r = 0; o->seqs > 1 && o->seq_tokens && r < o->seqs; r++)
+        tokens = r == 0 || o->seq_tokens[r] > tokens ? o->seq_tokens[r] : tokens;
+    if (tokens < 1 || tokens > P)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: %d tokens per run; the model takes 1 to %d (%s)", a,
-                             o->tokens, P, f->ctx_key);
-    if (o->cache_len && (o->cache_len < o->tokens || o->cache_len > P))
+                             tokens, P, f->ctx_key);
+    if (o->cache_len && (o->cache_len < tokens || o->cache_len > P))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a KV cache of %d positions for runs of %d tokens; "
-                             "it must hold from %d to %d (%s)", a, o->cache_len, o->tokens, o->tokens, P, f->ctx_key);
+                             "it must hold from %d to %d (%s)", a, o->cache_len, tokens, tokens, P, f->ctx_key);
     if (o->attention_layer != VKG_NO_ATTENTION && o->attention_layer != VKG_ALL_LAYERS &&
         (o->attention_layer < 0 || o->attention_layer >= f->n_layer))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: layer %d does not exist; the model has layers 0 to %d",
@@ -32,10 +47,20 @@ static vkg_status check_options(const vkg_decoder_facts *f, const vkg_forward_op
     if (o->seqs < 0 || o->first_slot < 0 || (o->seqs == 0 && o->first_slot != 0))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: %d sequence slots from slot %d", a, o->seqs,
                              o->first_slot);
-    if (o->seqs > 1 && (!o->cache_len || o->tokens != o->seqs || o->attention_layer != VKG_NO_ATTENTION ||
-                        o->no_logits))
+    if (o->seqs > 1 && !o->seq_tokens && (!o->cache_len || o->tokens != o->seqs ||
+                                          o->attention_layer != VKG_NO_ATTENTION || o->no_logits))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a step over %d sequences takes one token of each "
                              "(%d tokens), a KV cache, logits and no attention outputs", a, o->seqs, o->tokens);
+    if (o->seqs > 1 && o->seq_tokens && (!o->cache_len || rows_of_seqs(o) != o->tokens ||
+                                         o->attention_layer != VKG_NO_ATTENTION || o->no_logits))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a step over %d sequences of %lld tokens in all (each "
+                             "1 or more; %d given) takes a KV cache, logits and no attention outputs", a, o->seqs,
+                             rows_of_seqs(o), o->tokens);
+    for (int r = 0; o->seqs > 1 && o->seq_slots && r < o->seqs; r++)
+        for (int q = 0; q < r; q++)
+            if (o->seq_slots[r] < 0 || o->seq_slots[q] == o->seq_slots[r])
+                return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: sequence %d's slot %d is negative or another "
+                                     "sequence's", a, r, o->seq_slots[r]);
     if (o->attention_keys < 0 || (o->attention_keys > 0 && (!o->cache_len || o->attention_keys > o->cache_len)))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: attention_keys %d needs a cache of at least as many "
                              "positions", a, o->attention_keys);
@@ -56,9 +81,14 @@ static vkg_status build_into(const vkg_decoder *d, const vkg_forward_options *o,
     if (o->cache_len) {
         gg->kv_cache = malloc((size_t)caches * sizeof *gg->kv_cache);
     }
-    if (o->seqs > 1) gg->row_pos = malloc((size_t)o->seqs * sizeof *gg->row_pos);
-    if (!gg->graph || !gg->attention || (o->cache_len && !gg->kv_cache) || (o->seqs > 1 && !gg->row_pos))
+    if (o->seqs > 1) {
+        gg->row_pos = malloc((size_t)o->seqs * sizeof *gg->row_pos);
+        gg->seq_tokens = malloc((size_t)o->seqs * sizeof *gg->seq_tokens);
+    }
+    if (!gg->graph || !gg->attention || (o->cache_len && !gg->kv_cache) ||
+        (o->seqs > 1 && (!gg->row_pos || !gg->seq_tokens)))
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory building the %s graph", d->facts.architecture);
+    for (int r = 0; r < o->seqs && gg->seq_tokens; r++) gg->seq_tokens[r] = o->seq_tokens ? o->seq_tokens[r] : 1;
     for (int i = 0; i < n_layer; i++) gg->attention[i] = VKG_NONE;
     for (int i = 0; o->cache_len && i < caches; i++) gg->kv_cache[i] = VKG_NONE;
     for (int r = 0; r < o->seqs && gg->row_pos; r++) gg->row_pos[r] = VKG_NONE;
@@ -83,6 +113,7 @@ void vkg_forward_graph_free(vkg_forward_graph *gg) {
     free(gg->attention);
     free(gg->kv_cache);
     free(gg->row_pos);
+    free(gg->seq_tokens);
     memset(gg, 0, sizeof *gg);
 }
 

@@ -30,10 +30,13 @@ typedef struct vkg_forward_options {
     /* Sequence slots (a batch context's, model_batch.c): each slot has its own KV cache,
      * states named "<cache>.s<slot>" so that every plan of the context shares them by name.
      * seqs 0: one unnamed sequence (the plain cache).  seqs 1: the T tokens all belong to slot
-     * first_slot.  seqs > 1 (needs a cache, T == seqs, no attention outputs): row r is the one
-     * new token of slot first_slot + r, at the position given by the runtime index "pos.<r>",
-     * attending to its own slot's cache alone; logits for every row [T, V]. */
+     * first_slot.  seqs > 1 (needs a cache, no attention outputs): sequence r's tokens are
+     * seq_tokens[r] rows next to each other (NULL: one row each, T == seqs), of slot
+     * seq_slots[r] (NULL: first_slot + r), from the position given by the runtime index
+     * "pos.<r>", attending to their own slot's cache alone; logits for each sequence's last row
+     * [seqs, V].  The arrays are read while the graph is built. */
     int seqs, first_slot;
+    const int *seq_tokens, *seq_slots;
 } vkg_forward_options;
 
 void vkg_forward_options_default(vkg_forward_options *o, int tokens);
@@ -46,7 +49,8 @@ typedef struct vkg_forward_graph {
     vkg_tensor pos;                      /* the runtime index "pos" (tokens already cached);
                                             VKG_NONE without a cache or with seqs > 1        */
     int seqs;                            /* the options' seqs                                */
-    vkg_tensor *row_pos;                 /* seqs > 1: row r's index "pos.<r>"; else NULL     */
+    vkg_tensor *row_pos;                 /* seqs > 1: sequence r's index "pos.<r>"; else NULL */
+    int *seq_tokens;                     /* seqs > 1: sequence r's rows; else NULL           */
     vkg_tensor logits;                   /* output [T, V] or [1, V]; VKG_NONE with no_logits */
     vkg_tensor *attention;               /* n_layer entries; VKG_NONE where not requested    */
     vkg_tensor *kv_cache;                /* states [2, Hkv, S, D]; NULL without one: n_layer,

@@ -75,7 +75,8 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
                               .causal = 1, .mask = VKG_NONE, .rope = VKG_NONE,
                               .kv_cache = b->S ? gg->kv_cache[layer * (gg->seqs > 1 ? gg->seqs : 1)] : VKG_NONE, .pos = gg->pos,
                               .rows = gg->seqs > 1 ? gg->seqs : 0, .row_pos = gg->row_pos,
-                              .row_caches = gg->seqs > 1 ? gg->kv_cache + layer * gg->seqs : NULL};
+                              .row_caches = gg->seqs > 1 ? gg->kv_cache + layer * gg->seqs : NULL,
+                              .row_tokens = gg->seq_tokens};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = vkg_layer_attention(L, &at, qkv, 0, qkv, C, qkv, 2 * C, &probs);
     vkg_tensor proj = vkg_layer_linear(L, heads, weight(b, VKG_GPT2_ATTN_PROJ_W, layer),
@@ -127,8 +128,7 @@ vkg_status vkg_gpt2_build_graph(const void *model, const vkg_forward_options *o,
     b.L.prefix[0] = '\0'; /* the embedding and the head have no layer prefix */
     gg->logits = VKG_NONE;
     if (!o->no_logits) {
-        if (!o->all_logits && o->seqs <= 1 && b.T > 1) /* the head only where it is read */
-            x = named(&b, vkg_slice(g, x, 0, b.T - 1, 1), "last_position");
+        x = vkg_layer_logit_rows(&b.L, o, gg, x); /* the head only where it is read */
         x = vkg_layer_layernorm(&b.L, x, weight(&b, VKG_GPT2_LN_F_W, 0),
                                 weight(&b, VKG_GPT2_LN_F_B, 0), c->layer_norm_epsilon, "ln_f");
         vkg_tensor head = m->tied_head ? wte : weight(&b, VKG_GPT2_LM_HEAD, 0);

@@ -153,26 +153,27 @@ static void through_cache(vkg_layers *b, const vkg_attention *a, vkg_tensor k, i
     *vh = vkg_layers_name(b, vkg_reshape(g, *vh, hnd, hs), "attn.v_cache");
 }
 
-/* Row r of x [T, ..] as [1, ..]. */
-static vkg_tensor row_of(vkg_layers *b, vkg_tensor x, int64_t r, const char *name) {
-    return vkg_layers_name(b, vkg_slice(b->g, x, 0, r, 1), name);
+/* Rows [r, r + n) of x [T, ..]. */
+static vkg_tensor rows_of(vkg_layers *b, vkg_tensor x, int64_t r, int64_t n, const char *name) {
+    return vkg_layers_name(b, vkg_slice(b->g, x, 0, r, n), name);
 }
 
-/* Each row a sequence of its own (a->rows > 1): one single-token attention per row over that
- * row's cache, exactly the steps a one-token run of that sequence alone has, then the rows
- * stacked again ("attn.rows"). */
+/* Several sequences (a->rows > 1), each its rows next to each other: one attention per sequence
+ * over its own cache, exactly the steps a run of that sequence alone has, then the rows stacked
+ * again ("attn.rows"; the compiler computes each sequence's rows in place there). */
 static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
                                  int64_t k_col, vkg_tensor v, int64_t v_col) {
     vkg_tensor out = VKG_NONE;
-    for (int r = 0; r < a->rows; r++) {
+    for (int r = 0, row = 0; r < a->rows; row += a->row_tokens ? a->row_tokens[r] : 1, r++) {
         vkg_attention one = *a;
         one.rows = 0;
         one.kv_cache = a->row_caches[r];
         one.pos = a->row_pos[r];
+        const int n = a->row_tokens ? a->row_tokens[r] : 1;
         /* q, k and v sliced once each where they are one tensor (a fused projection) */
-        const vkg_tensor qr = row_of(b, q, r, "attn.row.q");
-        const vkg_tensor kr = k == q ? qr : row_of(b, k, r, "attn.row.k");
-        const vkg_tensor vr = v == q ? qr : v == k ? kr : row_of(b, v, r, "attn.row.v");
+        const vkg_tensor qr = rows_of(b, q, row, n, "attn.row.q");
+        const vkg_tensor kr = k == q ? qr : rows_of(b, k, row, n, "attn.row.k");
+        const vkg_tensor vr = v == q ? qr : v == k ? kr : rows_of(b, v, row, n, "attn.row.v");
         const vkg_tensor heads = vkg_layer_attention(b, &one, qr, q_col, kr, k_col, vr, v_col, NULL);
         out = r == 0 ? heads : vkg_layers_name(b, vkg_concat(b->g, out, heads, 0), "attn.rows");
     }
@@ -261,7 +262,7 @@ void vkg_layer_forward_inputs(vkg_graph *g, const vkg_forward_options *o, vkg_fo
     if (!o->cache_len) return;
     const int rows = o->seqs > 1 ? o->seqs : 1;
     char name[96];
-    if (o->seqs > 1) { /* row r's own position in its own slot */
+    if (o->seqs > 1) { /* sequence r's own position in its own slot */
         for (int r = 0; r < rows; r++) {
             snprintf(name, sizeof name, "pos.%d", r);
             gg->row_pos[r] = vkg_index(g, name);
@@ -272,8 +273,24 @@ void vkg_layer_forward_inputs(vkg_graph *g, const vkg_forward_options *o, vkg_fo
     const int64_t cache_shape[4] = {2, n_kv_head, o->cache_len, head_dim};
     for (int i = 0; i < n_layer; i++)
         for (int r = 0; r < rows; r++) {
-            if (o->seqs) snprintf(name, sizeof name, "%s%d.%s.s%d", cache_prefix, i, cache_suffix, o->first_slot + r);
+            const int slot = o->seqs > 1 && o->seq_slots ? o->seq_slots[r] : o->first_slot + r;
+            if (o->seqs) snprintf(name, sizeof name, "%s%d.%s.s%d", cache_prefix, i, cache_suffix, slot);
             else snprintf(name, sizeof name, "%s%d.%s", cache_prefix, i, cache_suffix);
             gg->kv_cache[i * rows + r] = vkg_state(g, name, 4, cache_shape);
         }
+}
+
+vkg_tensor vkg_layer_logit_rows(vkg_layers *b, const vkg_forward_options *o, const vkg_forward_graph *gg,
+                                vkg_tensor x) {
+    if (o->seqs <= 1)
+        return o->all_logits || o->tokens == 1 ? x : vkg_layers_name(b, vkg_slice(b->g, x, 0, o->tokens - 1, 1),
+                                                                      "last_position");
+    if (!o->seq_tokens) return x; /* one row a sequence */
+    vkg_tensor out = VKG_NONE;
+    for (int r = 0, row = 0; r < o->seqs; r++) {
+        row += gg->seq_tokens[r];
+        const vkg_tensor last = rows_of(b, x, row - 1, 1, "last_row");
+        out = r == 0 ? last : vkg_layers_name(b, vkg_concat(b->g, out, last, 0), "last_rows");
+    }
+    return out;
 }

@@ -96,11 +96,13 @@ typedef struct vkg_attention {
      * gives the rows not yet written weight exactly 0.  VKG_NONE: attention over the run's T
      * tokens alone. */
     vkg_tensor kv_cache, pos;
-    /* rows > 1: the T = rows tokens belong to `rows` sequences, each with its own cache
-     * (row_caches[r]) and index (row_pos[r]); each row attends to its own cache alone, as it
-     * would in a one-token run of its own (kv_cache and pos unused).  0: one sequence. */
+    /* rows > 1: the T tokens belong to `rows` sequences, row_tokens[r] rows each next to each
+     * other, each sequence with its own cache (row_caches[r]) and index (row_pos[r]); each
+     * attends to its own cache alone, as it would in a run of its own (kv_cache and pos
+     * unused).  0: one sequence. */
     int rows;
     const vkg_tensor *row_caches, *row_pos;
+    const int *row_tokens;
 } vkg_attention;
 
 /* q [.., T, H*D], k and v [.., T, Hkv*D]: token-major, as projections give them; each may be a
@@ -116,9 +118,14 @@ vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor
  * "pos" and each layer's KV cache state [2, n_kv_head, S, head_dim], named
  * "<cache_prefix><layer>.<cache_suffix>" ("h." and "kv_cache" make "h.3.kv_cache").  With
  * sequence slots (o->seqs, decoder.h) each slot's states end in ".s<slot>" ("h.3.kv_cache.s2"),
- * and with seqs > 1 row r has the index "pos.<r>" instead of "pos". */
+ * and with seqs > 1 sequence r has the index "pos.<r>" instead of "pos". */
 void vkg_layer_forward_inputs(vkg_graph *g, const vkg_forward_options *o, vkg_forward_graph *gg, int n_layer,
                               int64_t n_kv_head, int64_t head_dim, const char *cache_prefix, const char *cache_suffix);
+
+/* The rows of x [T, C] whose logits the run gives: the last (one sequence, unless o->all_logits)
+ * or each sequence's last (o->seqs > 1: "last_rows"), else all of them. */
+vkg_tensor vkg_layer_logit_rows(vkg_layers *b, const vkg_forward_options *o, const vkg_forward_graph *gg,
+                                vkg_tensor x);
 
 /* When o asks for layer `layer`'s attention (o->attention_layer is it or VKG_ALL_LAYERS), makes
  * probs [H, T, T or S] the output "attention.<layer>" (with a cache and o->attention_keys = k > 0,

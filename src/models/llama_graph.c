@@ -61,7 +61,8 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
                               .window = c->windowed[layer] ? (uint32_t)c->sliding_window : 0, .rope = b->rope,
                               .kv_cache = b->S ? gg->kv_cache[layer * (gg->seqs > 1 ? gg->seqs : 1)] : VKG_NONE, .pos = gg->pos,
                               .rows = gg->seqs > 1 ? gg->seqs : 0, .row_pos = gg->row_pos,
-                              .row_caches = gg->seqs > 1 ? gg->kv_cache + layer * gg->seqs : NULL};
+                              .row_caches = gg->seqs > 1 ? gg->kv_cache + layer * gg->seqs : NULL,
+                              .row_tokens = gg->seq_tokens};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = vkg_layer_attention(L, &at, q, 0, k, 0, v, 0, &probs);
     vkg_tensor o = linear(b, heads, VKG_LLAMA_O_W, VKG_LLAMA_O_B, layer, "self_attn.o_proj");
@@ -101,7 +102,7 @@ vkg_status vkg_llama_build_graph(const void *model, const vkg_forward_options *o
     b.L.prefix[0] = '\0';
     gg->logits = VKG_NONE;
     if (!o->no_logits) {
-        if (!o->all_logits && o->seqs <= 1 && b.T > 1) x = named(&b, vkg_slice(g, x, 0, b.T - 1, 1), "last_position");
+        x = vkg_layer_logit_rows(&b.L, o, gg, x); /* the head only where it is read */
         x = vkg_layer_rmsnorm(&b.L, x, weight(&b, VKG_LLAMA_NORM, 0), (float)c->rms_norm_eps, "model.norm");
         vkg_tensor head = m->tied_head ? embed : weight(&b, VKG_LLAMA_LM_HEAD, 0);
         gg->logits = vkg_layer_linear(&b.L, x, head, VKG_NONE, VKG_TRANSPOSE_B, "lm_head");

@@ -31,7 +31,8 @@
 #include <string.h>
 
 #define MAX_PLANS 8      /* rows 1, 2, 4, .., 64 */
-#define PREFILL_PLANS 8  /* (slot, tokens) prefill plans kept, the least recently run replaced */
+#define PREFILL_PLANS 8  /* prefill plans kept, the least recently run replaced                  */
+#define COMBINED_ROWS VKG_BATCH_MAX_SEQ /* the most prompt tokens run in one pass (prefill_chunk) */
 
 typedef struct seq_slot {
     int used;
@@ -44,8 +45,11 @@ typedef struct seq_slot {
     char failure[200];                   /* why the sequence failed ("": it has not)        */
 } seq_slot;
 
+/* A prefill plan: the chunks of `seqs` prompts in one run, chunk i of tokens[i] tokens into
+ * slot slots[i]. */
 typedef struct prefill_plan {
-    int slot, tokens;                    /* tokens 0: no plan here                           */
+    int seqs;                            /* 0: no plan here                                  */
+    int slots[VKG_BATCH_MAX_SEQ], tokens[VKG_BATCH_MAX_SEQ];
     uint64_t last_run;                   /* the step it last ran in                          */
     vkg_runner runner;
 } prefill_plan;
@@ -62,6 +66,7 @@ struct vkg_batch_context {
     int next_prefill;                    /* the slot offered the next step's chunk first     */
     seq_slot *slots;                     /* [n_seq]                                          */
     int32_t *ids, *positions;            /* [n_seq]: a step's rows                           */
+    int32_t *prefill_ids, *prefill_positions; /* [COMBINED_ROWS]: a combined prefill's rows  */
     float *rows_logits;                  /* [n_seq, V]                                       */
 };
 
@@ -150,8 +155,10 @@ vkg_status vkg_batch_context_new(vkg_model *m, const vkg_batch_options *opts, vk
     b->slots = calloc(n, sizeof *b->slots);
     b->ids = malloc(n * sizeof *b->ids);
     b->positions = malloc(n * sizeof *b->positions);
+    b->prefill_ids = malloc(COMBINED_ROWS * sizeof *b->prefill_ids);
+    b->prefill_positions = malloc(COMBINED_ROWS * sizeof *b->prefill_positions);
     b->rows_logits = malloc(n * V * sizeof *b->rows_logits);
-    vkg_status st = b->slots && b->ids && b->positions && b->rows_logits
+    vkg_status st = b->slots && b->ids && b->positions && b->prefill_ids && b->prefill_positions && b->rows_logits
                         ? VKG_OK : vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     for (int s = 0; st == VKG_OK && s < b->n_seq; s++) {
         b->slots[s].queue = malloc((size_t)b->n_ctx * sizeof *b->slots[s].queue);
@@ -171,7 +178,7 @@ vkg_status vkg_batch_context_new(vkg_model *m, const vkg_batch_options *opts, vk
 void vkg_batch_context_free(vkg_batch_context *b) {
     if (!b) return;
     for (int i = 0; i < PREFILL_PLANS; i++)
-        if (b->prefills[i].tokens) vkg_runner_free(&b->prefills[i].runner);
+        if (b->prefills[i].seqs) vkg_runner_free(&b->prefills[i].runner);
     for (int k = 0; k < b->n_plans; k++) /* the owner's session last: the others share it */
         if (k != b->owner && b->made[k]) vkg_runner_free(&b->plans[k]);
     if (b->made[b->owner]) vkg_runner_free(&b->plans[b->owner]);
@@ -182,6 +189,8 @@ void vkg_batch_context_free(vkg_batch_context *b) {
     free(b->slots);
     free(b->ids);
     free(b->positions);
+    free(b->prefill_ids);
+    free(b->prefill_positions);
     free(b->rows_logits);
     free(b);
 }
@@ -228,72 +237,109 @@ vkg_status vkg_batch_add(vkg_batch_context *b, int seq, const int32_t *ids, int 
     return VKG_OK;
 }
 
-/* The prefill plan of `tokens` tokens into slot seq: a kept one, else one compiled in place of
+/* The prefill plan of n chunks (slots[i], tokens[i]): a kept one, else one compiled in place of
  * an empty or the least recently run. */
-static vkg_status prefill_plan_for(vkg_batch_context *b, int seq, int tokens, vkg_runner **out, vkg_error *err) {
+static vkg_status prefill_plan_for(vkg_batch_context *b, int n, const int *slots, const int *tokens,
+                                   vkg_runner **out, vkg_error *err) {
     prefill_plan *oldest = &b->prefills[0];
+    const size_t bytes = (size_t)n * sizeof(int);
     for (int i = 0; i < PREFILL_PLANS; i++) {
         prefill_plan *p = &b->prefills[i];
-        if (p->tokens == tokens && p->slot == seq) {
+        if (p->seqs == n && !memcmp(p->slots, slots, bytes) && !memcmp(p->tokens, tokens, bytes)) {
             p->last_run = b->steps;
             *out = &p->runner;
             return VKG_OK;
         }
-        if (!p->tokens || (oldest->tokens && p->last_run < oldest->last_run)) oldest = p;
+        if (!p->seqs || (oldest->seqs && p->last_run < oldest->last_run)) oldest = p;
     }
-    if (oldest->tokens) vkg_runner_free(&oldest->runner);
-    oldest->tokens = 0;
+    if (oldest->seqs) vkg_runner_free(&oldest->runner);
+    oldest->seqs = 0;
+    int rows = 0;
+    for (int i = 0; i < n; i++) rows += tokens[i];
     vkg_forward_options o;
-    vkg_forward_options_default(&o, tokens);
+    vkg_forward_options_default(&o, rows);
     o.cache_len = b->n_ctx;
-    o.seqs = 1;
-    o.first_slot = seq;
+    o.seqs = n;
+    o.first_slot = n == 1 ? slots[0] : 0;
+    o.seq_tokens = n > 1 ? tokens : NULL;
+    o.seq_slots = n > 1 ? slots : NULL;
     vkg_status st = vkg_runner_new_shared(b->dec, b->model->dev, &o, b->plans[b->owner].session, &oldest->runner, err);
     if (st != VKG_OK) return st;
-    oldest->slot = seq;
-    oldest->tokens = tokens;
+    oldest->seqs = n;
+    memcpy(oldest->slots, slots, bytes);
+    memcpy(oldest->tokens, tokens, bytes);
     oldest->last_run = b->steps;
     *out = &oldest->runner;
     return VKG_OK;
 }
 
-/* The first n of a sequence's queued tokens through a prefill pass; its logits are read when
- * they were the last queued. */
-static vkg_status prefill(vkg_batch_context *b, int seq, int n, vkg_error *err) {
+/* The first `tokens` of slot seq's queued tokens have run; `row` holds the logits of the last
+ * of them, which are the sequence's when they were the last queued. */
+static void prefilled(vkg_batch_context *b, int seq, int tokens, const float *row) {
     seq_slot *q = &b->slots[seq];
     const size_t V = (size_t)b->dec->facts.n_vocab;
+    const int last = tokens == q->queued;
+    q->length += tokens;
+    q->last = q->queue[tokens - 1];
+    q->queued -= tokens;
+    memmove(q->queue, q->queue + tokens, (size_t)q->queued * sizeof *q->queue);
+    q->has_logits = last && check_row(b, seq, row, V, q->length - 1);
+    if (q->has_logits && row != q->logits) memcpy(q->logits, row, V * sizeof *q->logits);
+}
+
+/* Chunks of n prompts (slots[i], tokens[i]) through one prefill pass; their logits are read. */
+static vkg_status prefill(vkg_batch_context *b, int n, const int *slots, const int *tokens, vkg_error *err) {
+    const size_t V = (size_t)b->dec->facts.n_vocab;
     vkg_runner *r;
-    vkg_status st = prefill_plan_for(b, seq, n, &r, err);
-    if (st == VKG_OK) st = vkg_runner_run(r, q->queue, q->length, err);
-    const int last = n == q->queued;
-    if (st == VKG_OK && last) st = vkg_session_get_output(r->session, r->gg.logits, q->logits, V * sizeof(float), err);
+    vkg_status st = prefill_plan_for(b, n, slots, tokens, &r, err);
     if (st != VKG_OK) return st;
-    q->length += n;
-    q->last = q->queue[n - 1];
-    q->queued -= n;
-    memmove(q->queue, q->queue + n, (size_t)q->queued * sizeof *q->queue);
-    q->has_logits = last && check_row(b, seq, q->logits, V, q->length - 1);
-    return VKG_OK;
+    if (n == 1) {
+        seq_slot *q = &b->slots[slots[0]];
+        st = vkg_runner_run(r, q->queue, q->length, err);
+        if (st == VKG_OK && tokens[0] == q->queued) /* the logits are read after a prompt's last chunk */
+            st = vkg_session_get_output(r->session, r->gg.logits, q->logits, V * sizeof(float), err);
+        if (st == VKG_OK) prefilled(b, slots[0], tokens[0], q->logits);
+        return st;
+    }
+    int rows = 0;
+    for (int i = 0; i < n; i++) /* each chunk's ids and positions, one after the other */
+        for (int t = 0; t < tokens[i]; t++, rows++) {
+            b->prefill_ids[rows] = b->slots[slots[i]].queue[t];
+            b->prefill_positions[rows] = b->slots[slots[i]].length + t;
+        }
+    st = vkg_runner_run_rows(r, b->prefill_ids, b->prefill_positions, err);
+    if (st == VKG_OK)
+        st = vkg_session_get_output(r->session, r->gg.logits, b->rows_logits, (size_t)n * V * sizeof(float), err);
+    for (int i = 0; st == VKG_OK && i < n; i++) prefilled(b, slots[i], tokens[i], b->rows_logits + (size_t)i * V);
+    return st;
 }
 
 /* This step's prompt chunks.  A prompt runs in chunks of prefill_chunk tokens counted from its
  * first queued token (the last one shorter), so a sequence's passes are its own whatever runs
  * beside it; the slots take turns, from the one after the slot served first last time, and the
- * step takes chunks while they add up to at most prefill_chunk tokens (at least one chunk). */
+ * step takes chunks while they add up to at most prefill_chunk tokens (at least one chunk).
+ * Chunks adding up to COMBINED_ROWS tokens or fewer run in one pass (each attending to its own
+ * cache), others one pass each: up to that many rows the CPU matmul sums each row as it would
+ * alone, so a sequence's logits keep their bits whatever it is prefilled with. */
 static vkg_status prefill_chunk(vkg_batch_context *b, vkg_error *err) {
     const int chunk = b->prefill_chunk;
-    int total = 0, first = -1;
+    int total = 0, first = -1, n = 0;
+    int slots[VKG_BATCH_MAX_SEQ], tokens[VKG_BATCH_MAX_SEQ];
     for (int i = 0; i < b->n_seq && total < chunk; i++) {
         const int s = (b->next_prefill + i) % b->n_seq;
-        const int queued = b->slots[s].queued, n = queued < chunk ? queued : chunk;
-        if (queued < 2 || total + n > chunk) continue;
-        vkg_status st = prefill(b, s, n, err);
-        if (st != VKG_OK) return st;
-        total += n;
+        const int queued = b->slots[s].queued, t = queued < chunk ? queued : chunk;
+        if (queued < 2 || total + t > chunk) continue;
+        slots[n] = s;
+        tokens[n++] = t;
+        total += t;
         if (first < 0) first = s;
     }
-    if (first >= 0) b->next_prefill = (first + 1) % b->n_seq;
-    return VKG_OK;
+    if (first < 0) return VKG_OK;
+    b->next_prefill = (first + 1) % b->n_seq;
+    if (total <= COMBINED_ROWS) return prefill(b, n, slots, tokens, err);
+    vkg_status st = VKG_OK;
+    for (int i = 0; st == VKG_OK && i < n; i++) st = prefill(b, 1, slots + i, tokens + i, err);
+    return st;
 }
 
 /* Every sequence with one token queued, in one run of the smallest plan covering them. */

@@ -78,11 +78,17 @@ vkg_status vkg_runner_run_rows(vkg_runner *r, const int32_t *ids, const int32_t 
             return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "token id %d of row %d is outside the vocabulary "
                                  "[0, %d)", (int)ids[i], i, r->model->facts.n_vocab);
     }
+    for (int s = 0, row = 0; s < gg->seqs; row += gg->seq_tokens[s++])
+        for (int t = 1; t < gg->seq_tokens[s]; t++)
+            if (positions[row + t] != positions[row] + t)
+                return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: sequence %d's rows are at positions %d and "
+                                     "%d, not one after the other", r->model->facts.architecture, s,
+                                     (int)positions[row + t - 1], (int)positions[row + t]);
     const size_t bytes = (size_t)gg->tokens * sizeof(int32_t);
     vkg_status st = vkg_session_set_input(r->session, gg->ids, ids, bytes, err);
     if (st == VKG_OK) st = vkg_session_set_input(r->session, gg->positions, positions, bytes, err);
-    for (int i = 0; st == VKG_OK && i < gg->tokens; i++)
-        st = vkg_session_set_index(r->session, gg->row_pos[i], positions[i], err);
+    for (int s = 0, row = 0; st == VKG_OK && s < gg->seqs; row += gg->seq_tokens[s++])
+        st = vkg_session_set_index(r->session, gg->row_pos[s], positions[row], err);
     if (st == VKG_OK) st = vkg_session_run(r->session, err);
     if (st == VKG_OK) r->start = 0;
     return st;

@@ -33,8 +33,8 @@ void vkg_runner_free(vkg_runner *r);
  * vocabulary and runs past the cache are VKG_ERR_INVALID_ARGUMENT naming the id / position. */
 vkg_status vkg_runner_run(vkg_runner *r, const int32_t *ids, int32_t start, vkg_error *err);
 /* A run of a graph built with seqs >= 1 and a cache: row r (of T) is token ids[r] at position
- * positions[r] of its own slot (0 <= positions[r] < S); with seqs <= 1 the positions must follow
- * each other.  Errors as vkg_runner_run's. */
+ * positions[r] of its sequence's slot (0 <= positions[r] < S); the rows of one sequence (all T
+ * with seqs <= 1) must be at positions one after the other.  Errors as vkg_runner_run's. */
 vkg_status vkg_runner_run_rows(vkg_runner *r, const int32_t *ids, const int32_t *positions, vkg_error *err);
 /* After a run: logits (T*V or V floats, as built) and a layer's attention probabilities. */
 vkg_status vkg_runner_logits(vkg_runner *r, float *out, size_t floats, vkg_error *err);
