@@ -330,6 +330,11 @@ vkg_status vkg_session_get_state(vkg_session *s, vkg_tensor state, void *data, s
  * vkg_session_get_state, put back. */
 vkg_status vkg_session_set_state(vkg_session *s, vkg_tensor state, const void *data, size_t bytes,
                                  vkg_error *err);
+/* Copies `count` blocks of `bytes` bytes from state src to state dst (another of the same size)
+ * on the device, block i at byte i * stride of each: a KV cache [2, Hkv, S, D]'s first n positions
+ * are 2 Hkv blocks of n D floats, S D floats apart. */
+vkg_status vkg_session_copy_state(vkg_session *s, vkg_tensor src, vkg_tensor dst, size_t stride, size_t count,
+                                  size_t bytes, vkg_error *err);
 vkg_status vkg_session_reset_state(vkg_session *s, vkg_error *err);
 
 /* Profiling.  A session with profiling on records every run and every step of it (Vulkan

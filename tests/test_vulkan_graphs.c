@@ -316,6 +316,42 @@ static void test_profile_and_staging(void **state) {
     assert_int_equal(vkg_device_validation_errors(d), 0);
 }
 
+/* vkg_session_copy_state: the first 2 of each row of 5 from one state [3, 5] into another, the
+ * rest of the destination untouched; a state onto itself and blocks past the end refused. */
+static void copy_state_case(vkg_device *d) {
+    vkg_graph *g = vkg_graph_new();
+    assert_non_null(g);
+    vkg_tensor a = vkg_state(g, "a", 2, (int64_t[]){3, 5}), b = vkg_state(g, "b", 2, (int64_t[]){3, 5});
+    vkg_output(g, "sum", vkg_add(g, a, b)); /* reads both, so both are the plan's */
+    vkg_plan *plan = NULL;
+    vkg_session *s = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_plan_compile(g, NULL, &plan, &err), VKG_OK);
+    assert_int_equal(vkg_session_new(d, plan, &s, &err), VKG_OK);
+    float from[15], to[15], got[15];
+    for (int i = 0; i < 15; i++) from[i] = (float)i + 0.5f, to[i] = -1.0f - (float)i;
+    assert_int_equal(vkg_session_set_state(s, a, from, sizeof from, &err), VKG_OK);
+    assert_int_equal(vkg_session_set_state(s, b, to, sizeof to, &err), VKG_OK);
+    assert_int_equal(vkg_session_copy_state(s, a, b, 5 * 4, 3, 2 * 4, &err), VKG_OK);
+    assert_int_equal(vkg_session_get_state(s, b, got, sizeof got, &err), VKG_OK);
+    for (int i = 0; i < 15; i++) assert_true(got[i] == (i % 5 < 2 ? from[i] : to[i]));
+    assert_int_equal(vkg_session_copy_state(s, a, a, 5 * 4, 3, 2 * 4, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(vkg_session_copy_state(s, a, b, 5 * 4, 4, 2 * 4, &err), VKG_ERR_INVALID_ARGUMENT);
+    vkg_session_free(s);
+    vkg_plan_free(plan);
+    vkg_graph_free(g);
+}
+
+static void test_copy_state(void **state) {
+    vkg_device *d = vk_test_device(state);
+    copy_state_case(d);            /* states the host maps: a memcpy per block */
+    vkg_vk_tuning saved = vk_test_context(d)->tuning;
+    vk_test_context(d)->tuning.force_staging = 1;
+    copy_state_case(d);            /* unmapped: buffer copies on the device */
+    vk_test_context(d)->tuning = saved;
+    assert_int_equal(vkg_device_validation_errors(d), 0);
+}
+
 /* The same graphs through the other shaders: tiled matmul (storage buffers, shared memory) with
  * split-K matrix-vector and row reductions in one subgroup; odd texel register blocks with row
  * reductions over subgroups of which the last is partial. */
@@ -430,6 +466,7 @@ int main(void) {
         cmocka_unit_test(test_embedding_and_masks),
         cmocka_unit_test(test_kv_cache),
         cmocka_unit_test(test_profile_and_staging),
+        cmocka_unit_test(test_copy_state),
         cmocka_unit_test(test_other_tunings),
         cmocka_unit_test(test_random_graphs),
     };

@@ -233,6 +233,19 @@ static vkg_status cpu_read(void *session, int region, uint64_t offset, void *dat
     return VKG_OK;
 }
 
+static vkg_status cpu_copy(void *session, int src, uint64_t src_offset, int dst, uint64_t dst_offset,
+                           uint64_t stride, uint32_t count, uint64_t bytes, vkg_error *err) {
+    cpu_session *s = session;
+    const uint64_t span = count ? (uint64_t)(count - 1) * stride + bytes : 0;
+    vkg_status st = check_range(s, src, src_offset, span, "cannot copy from", err);
+    if (st == VKG_OK) st = check_range(s, dst, dst_offset, span, "cannot copy into", err);
+    if (st == VKG_OK && s->plan->regions[dst].kind == VKG_REGION_CONSTANT)
+        st = vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "cannot copy into region %d: it is a constant", dst);
+    for (uint32_t i = 0; st == VKG_OK && i < count; i++)
+        memcpy(s->region_base[dst] + dst_offset + i * stride, s->region_base[src] + src_offset + i * stride, bytes);
+    return st;
+}
+
 static vkg_status run_range(cpu_session *s, int first, int count, vkg_step_times *times, vkg_error *err) {
     const vkg_plan *p = s->plan;
     for (int i = first; i < first + count; i++) {
@@ -270,6 +283,7 @@ static const vkg_backend_ops cpu_ops = {
     .session_free = cpu_session_free,
     .write = cpu_write,
     .read = cpu_read,
+    .copy = cpu_copy,
     .run = cpu_run,
     .run_steps = cpu_run_steps,
     .device_free = cpu_device_free,

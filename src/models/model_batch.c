@@ -430,21 +430,12 @@ static vkg_status copy_cache(vkg_batch_context *b, int src, int dst, int n, vkg_
     const vkg_runner *r = &b->plans[b->owner];
     const vkg_forward_graph *gg = &r->gg;
     int64_t shape[VKG_MAX_DIMS];
-    vkg_tensor_shape(gg->graph, gg->kv_cache[0], shape); /* [2, Hkv, S, D] */
-    const size_t planes = (size_t)(shape[0] * shape[1]), S = (size_t)shape[2], D = (size_t)shape[3];
-    const size_t floats = planes * S * D, bytes = floats * sizeof(float);
-    float *from = malloc(bytes), *to = malloc(bytes);
-    vkg_status st = from && to ? VKG_OK : vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for a layer's cache");
-    for (int l = 0; st == VKG_OK && l < gg->n_layer; l++) {
-        const vkg_tensor a = gg->kv_cache[l * b->n_seq + src], c = gg->kv_cache[l * b->n_seq + dst];
-        st = vkg_session_get_state(r->session, a, from, bytes, err);
-        if (st == VKG_OK) st = vkg_session_get_state(r->session, c, to, bytes, err);
-        for (size_t p = 0; st == VKG_OK && p < planes; p++)
-            memcpy(to + p * S * D, from + p * S * D, (size_t)n * D * sizeof(float));
-        if (st == VKG_OK) st = vkg_session_set_state(r->session, c, to, bytes, err);
-    }
-    free(from);
-    free(to);
+    vkg_tensor_shape(gg->graph, gg->kv_cache[0], shape); /* [2, Hkv, S, D]: each plane's first n rows */
+    const size_t planes = (size_t)(shape[0] * shape[1]), row = (size_t)shape[3] * sizeof(float);
+    vkg_status st = VKG_OK;
+    for (int l = 0; st == VKG_OK && l < gg->n_layer; l++)
+        st = vkg_session_copy_state(r->session, gg->kv_cache[l * b->n_seq + src], gg->kv_cache[l * b->n_seq + dst],
+                                    (size_t)shape[2] * row, planes, (size_t)n * row, err);
     return st;
 }
 

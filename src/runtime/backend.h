@@ -21,6 +21,11 @@ typedef struct vkg_backend_ops {
     /* data == NULL: fill with zeros. */
     vkg_status (*read)(void *session, int region, uint64_t offset, void *data, size_t bytes,
                        vkg_error *err);
+    /* Copies `count` blocks of `bytes` bytes from region src to region dst on the device, block i
+     * from src_offset + i * stride to dst_offset + i * stride (a KV cache's first positions in
+     * each of its planes); the blocks of src and dst do not overlap. */
+    vkg_status (*copy)(void *session, int src, uint64_t src_offset, int dst, uint64_t dst_offset, uint64_t stride,
+                       uint32_t count, uint64_t bytes, vkg_error *err);
     /* times, when non-NULL, receives every step's begin and end on the host clock, and how they
      * were taken. */
     vkg_status (*run)(void *session, vkg_step_times *times, vkg_error *err);

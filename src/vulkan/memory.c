@@ -252,8 +252,10 @@ static vkg_status staging_init(vkg_vk_context *c, vkg_vk_staging *st, vkg_error 
 
 /* One copy between the staging buffer and b, fenced.  Barriers on both sides order it after
  * earlier shader and host work and make its result visible to the host and later shaders. */
-static vkg_status staged_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_vk_buffer *b, VkDeviceSize offset,
-                              VkDeviceSize bytes, int to_device, vkg_error *err) {
+/* Records and runs the copies `regions` from buffer `from` to buffer `to` in st's command buffer,
+ * between barriers against the compute steps and the host, and waits for them. */
+static vkg_status submit_copies(vkg_vk_context *c, vkg_vk_staging *st, VkBuffer from, VkBuffer to,
+                                const VkBufferCopy *regions, uint32_t n, const char *what, vkg_error *err) {
     VkResult r;
     if (st->pending) {   /* an earlier copy timed out: it must finish before its buffers are reused */
         vkg_status s = vkg_vk_late_fence(c, st->fence, "waiting for an earlier copy to or from the device", err);
@@ -277,12 +279,7 @@ static vkg_status staged_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_v
     vkCmdPipelineBarrier(st->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT |
                                       VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, NULL, 0, NULL);
-    VkBufferCopy region = {
-        .srcOffset = to_device ? 0 : offset,
-        .dstOffset = to_device ? offset : 0,
-        .size = bytes,
-    };
-    vkCmdCopyBuffer(st->cmd, to_device ? st->buffer : b->buffer, to_device ? b->buffer : st->buffer, 1, &region);
+    vkCmdCopyBuffer(st->cmd, from, to, n, regions);
     VkMemoryBarrier after = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -293,10 +290,20 @@ static vkg_status staged_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_v
                          0, NULL);
     r = vkEndCommandBuffer(st->cmd);
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkEndCommandBuffer");
-    vkg_status s = vkg_vk_submit_wait(c, st->cmd, st->fence,
-                                      to_device ? "uploading through staging" : "reading through staging", err);
+    vkg_status s = vkg_vk_submit_wait(c, st->cmd, st->fence, what, err);
     if (s == VKG_ERR_TIMEOUT) st->pending = 1;
     return s;
+}
+
+static vkg_status staged_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_vk_buffer *b, VkDeviceSize offset,
+                              VkDeviceSize bytes, int to_device, vkg_error *err) {
+    VkBufferCopy region = {
+        .srcOffset = to_device ? 0 : offset,
+        .dstOffset = to_device ? offset : 0,
+        .size = bytes,
+    };
+    return submit_copies(c, st, to_device ? st->buffer : b->buffer, to_device ? b->buffer : st->buffer, &region, 1,
+                         to_device ? "uploading through staging" : "reading through staging", err);
 }
 
 static vkg_status check_range(const vkg_vk_buffer *b, VkDeviceSize offset, size_t bytes, vkg_error *err) {
@@ -345,5 +352,30 @@ vkg_status vkg_vk_buffer_read(vkg_vk_context *c, vkg_vk_staging *st, const vkg_v
         if (s == VKG_OK) memcpy((uint8_t *)data + done, st->mapped, n);
         done += n;
     }
+    return s;
+}
+
+vkg_status vkg_vk_buffer_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_vk_buffer *from,
+                              VkDeviceSize from_offset, const vkg_vk_buffer *to, VkDeviceSize to_offset,
+                              VkDeviceSize stride, uint32_t count, VkDeviceSize bytes, vkg_error *err) {
+    from_offset += from->start;
+    to_offset += to->start;
+    const VkDeviceSize span = count ? (VkDeviceSize)(count - 1) * stride + bytes : 0;
+    vkg_status s = check_range(from, from_offset, span, err);
+    if (s == VKG_OK) s = check_range(to, to_offset, span, err);
+    if (s != VKG_OK || span == 0 || bytes == 0) return s;
+    if (from->mapped && to->mapped) {
+        for (uint32_t i = 0; i < count; i++)
+            memcpy(to->mapped + to_offset + i * stride, from->mapped + from_offset + i * stride, bytes);
+        return VKG_OK;
+    }
+    VkBufferCopy *regions = malloc((size_t)count * sizeof *regions);
+    if (!regions) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %u copies", count);
+    for (uint32_t i = 0; i < count; i++)
+        regions[i] = (VkBufferCopy){.srcOffset = from_offset + i * stride, .dstOffset = to_offset + i * stride,
+                                    .size = bytes};
+    s = staging_init(c, st, err); /* its command buffer and fence */
+    if (s == VKG_OK) s = submit_copies(c, st, from->buffer, to->buffer, regions, count, "copying on the device", err);
+    free(regions);
     return s;
 }

@@ -67,6 +67,12 @@ vkg_status vkg_vk_buffer_write(vkg_vk_context *c, vkg_vk_staging *st, const vkg_
 /* Reads bytes at offset of b into data, or zero-fills them when data is NULL. */
 vkg_status vkg_vk_buffer_read(vkg_vk_context *c, vkg_vk_staging *st, const vkg_vk_buffer *b, VkDeviceSize offset,
                               void *data, size_t bytes, vkg_error *err);
+/* Copies count blocks of bytes from `from` to `to` (block i at from_offset + i * stride and
+ * to_offset + i * stride): a memcpy each when both are mapped, else one submission of buffer
+ * copies (st's command buffer, made on first use). */
+vkg_status vkg_vk_buffer_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_vk_buffer *from,
+                              VkDeviceSize from_offset, const vkg_vk_buffer *to, VkDeviceSize to_offset,
+                              VkDeviceSize stride, uint32_t count, VkDeviceSize bytes, vkg_error *err);
 void vkg_vk_staging_free(vkg_vk_context *c, vkg_vk_staging *st);
 
 #endif

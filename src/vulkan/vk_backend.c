@@ -205,6 +205,21 @@ static vkg_status session_read(void *impl, int region, uint64_t offset, void *da
     return vkg_vk_buffer_read(s->c, &s->staging, &s->buffers[region], offset, data, bytes, err);
 }
 
+static vkg_status session_copy(void *impl, int src, uint64_t src_offset, int dst, uint64_t dst_offset, uint64_t stride,
+                               uint32_t count, uint64_t bytes, vkg_error *err) {
+    vkg_vk_session *s = impl;
+    const uint64_t span = count ? (uint64_t)(count - 1) * stride + bytes : 0;
+    vkg_status st = check_region(s, src, src_offset, span, err);
+    if (st == VKG_OK) st = check_region(s, dst, dst_offset, span, err);
+    if (st == VKG_OK && s->buffers[dst].imported)
+        st = vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "region %d is a constant read in place from host memory: it "
+                           "cannot be written", dst);
+    if (st == VKG_OK) st = settle(s, err);
+    if (st != VKG_OK) return st;
+    return vkg_vk_buffer_copy(s->c, &s->staging, &s->buffers[src], src_offset, &s->buffers[dst], dst_offset, stride,
+                              count, bytes, err);
+}
+
 /* The timed command buffer and its query pool, made on the first profiled run. */
 static vkg_status prepare_timed(vkg_vk_session *s, vkg_error *err) {
     if (s->cmd_timed) return VKG_OK;
@@ -325,6 +340,7 @@ static const vkg_backend_ops vulkan_ops = {
     .session_free = session_free,
     .write = session_write,
     .read = session_read,
+    .copy = session_copy,
     .run = session_run,
     .run_steps = session_run_steps,
     .device_free = device_free,
