@@ -123,7 +123,7 @@ static void test_batch_of_2(void **state) { together(*state, 2, 2); }
 static void test_batch_of_3(void **state) { together(*state, 3, 4); }
 static void test_batch_of_8(void **state) { together(*state, 8, 8); }
 /* More rows than the CPU matmul's pass of 8 over each block of a [N, K] weight (matmul_body.h,
- * dot_block): 12 rows in two passes, each row's bits those of one row alone; the prefill pass
+ * few_rows_block): 12 rows in two passes, each row's bits those of one row alone; the prefill pass
  * holds 47 prompt tokens, more than each 32-position cache. */
 static void test_batch_of_12(void **state) { together(*state, 12, 12); }
 

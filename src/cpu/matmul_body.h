@@ -390,54 +390,42 @@ INLINE void dot_any_rows(int T, size_t rows, const float *a, size_t a_sm, size_t
 }
 _Static_assert(VKG_MM_DOT_PASS == 8, "dot_any_rows has a case for every count of rows in a pass");
 
-/* Columns [n_lo, n_hi) of all M rows (<= VKG_MM_DOT_ROWS) of one batch entry, B's k contiguous, in
- * blocks of columns, VKG_MM_DOT_PASS rows at a time over each block: with more rows than one pass,
- * a block is VKG_MM_DOT_BLOCK bytes of B, read from memory by the first pass and from L2 by the
- * others; with one pass, as wide as the sums allow (the longer each band). */
-static void dot_block(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias, size_t n_lo,
-                      size_t n_hi) {
+/* One pass of `rows` rows of A from a over columns [n0, n0 + W) of B: stream_rows when B's
+ * columns are contiguous, else (its k is) the dot products. */
+INLINE void few_rows_pass(int T, const vkg_mm_view *v, size_t rows, const float *a, size_t n0, size_t K, size_t W,
+                          float *acc) {
+    if (v->b_sn == 1)
+        stream_any_rows(T, rows, a, v->a_sm, v->a_sk, b_at(T, v->b, n0), v->b_sk, K, W, acc);
+    else
+        dot_any_rows(T, rows, a, v->a_sm, v->a_sk, b_at(T, v->b, n0 * v->b_sn), v->b_sn, K, W, acc);
+}
+
+/* Columns [n_lo, n_hi) of all M rows of one batch entry, in blocks of columns, a pass of rows at a
+ * time over each block: PASS_ROWS rows when B's columns are contiguous (M <= VKG_MM_FEW_ROWS),
+ * else VKG_MM_DOT_PASS (M <= VKG_MM_DOT_ROWS).  A block is as wide as the sums allow (the longer
+ * each run or band read from B); on the dot-product path with more rows than one pass, at most
+ * VKG_MM_DOT_BLOCK bytes of B, read from memory by the first pass and from L2 by the others. */
+static void few_rows_block(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias, size_t n_lo,
+                           size_t n_hi) {
     float acc[VKG_MM_STREAM_SUMS] ALIGNED;
-    const size_t esize = v->b_type == VKG_MM_F32 ? 4 : 2;
-    const size_t pass_rows = p->M < VKG_MM_DOT_PASS ? p->M : VKG_MM_DOT_PASS;
-    size_t width = VKG_MM_STREAM_SUMS / pass_rows / 16 * 16;
-    if (p->M > pass_rows) {
+    const int dot = v->b_sn != 1;
+    const size_t pass_max = dot ? VKG_MM_DOT_PASS : PASS_ROWS;
+    const size_t pass_rows = p->M < pass_max ? p->M : pass_max;
+    size_t width = VKG_MM_STREAM_SUMS / pass_rows / 16 * 16; /* whole cache lines */
+    if (dot && p->M > pass_rows) {
+        const size_t esize = v->b_type == VKG_MM_F32 ? 4 : 2;
         const size_t cached = VKG_MM_DOT_BLOCK / ((size_t)p->K * esize + 1) / 16 * 16;
         width = cached < 16 ? 16 : cached < width ? cached : width;
     }
     for (size_t n0 = n_lo; n0 < n_hi; n0 += width) {
         const size_t W = n_hi - n0 < width ? n_hi - n0 : width;
-        const void *b = b_at(v->b_type, v->b, n0 * v->b_sn);
         for (size_t m0 = 0; m0 < p->M; m0 += pass_rows) {
             const size_t rows = p->M - m0 < pass_rows ? p->M - m0 : pass_rows;
             const float *a = v->a + m0 * v->a_sm;
             switch (v->b_type) {
-            case VKG_MM_F16: dot_any_rows(VKG_MM_F16, rows, a, v->a_sm, v->a_sk, b, v->b_sn, p->K, W, acc); break;
-            case VKG_MM_BF16: dot_any_rows(VKG_MM_BF16, rows, a, v->a_sm, v->a_sk, b, v->b_sn, p->K, W, acc); break;
-            default: dot_any_rows(VKG_MM_F32, rows, a, v->a_sm, v->a_sk, b, v->b_sn, p->K, W, acc); break;
-            }
-            store(p, v, bias, m0, rows, n0, W, acc, W);
-        }
-    }
-}
-
-/* Columns [n_lo, n_hi) of all M rows (<= VKG_MM_FEW_ROWS) of one batch entry, B's columns
- * contiguous (b_sn == 1), in blocks as wide as the sums allow, PASS_ROWS rows at a time over each
- * block through stream_rows. */
-static void rows_block(const vkg_matmul_params *p, const vkg_mm_view *v, const float *bias, size_t n_lo,
-                       size_t n_hi) {
-    float acc[VKG_MM_STREAM_SUMS] ALIGNED;
-    const size_t pass_rows = p->M < PASS_ROWS ? p->M : PASS_ROWS;
-    const size_t width = VKG_MM_STREAM_SUMS / pass_rows / 16 * 16; /* whole cache lines */
-    for (size_t n0 = n_lo; n0 < n_hi; n0 += width) {
-        const size_t W = n_hi - n0 < width ? n_hi - n0 : width;
-        const void *b = b_at(v->b_type, v->b, n0);
-        for (size_t m0 = 0; m0 < p->M; m0 += pass_rows) {
-            const size_t rows = p->M - m0 < pass_rows ? p->M - m0 : pass_rows;
-            const float *a = v->a + m0 * v->a_sm;
-            switch (v->b_type) {
-            case VKG_MM_F16: stream_any_rows(VKG_MM_F16, rows, a, v->a_sm, v->a_sk, b, v->b_sk, p->K, W, acc); break;
-            case VKG_MM_BF16: stream_any_rows(VKG_MM_BF16, rows, a, v->a_sm, v->a_sk, b, v->b_sk, p->K, W, acc); break;
-            default: stream_any_rows(VKG_MM_F32, rows, a, v->a_sm, v->a_sk, b, v->b_sk, p->K, W, acc); break;
+            case VKG_MM_F16: few_rows_pass(VKG_MM_F16, v, rows, a, n0, p->K, W, acc); break;
+            case VKG_MM_BF16: few_rows_pass(VKG_MM_BF16, v, rows, a, n0, p->K, W, acc); break;
+            default: few_rows_pass(VKG_MM_F32, v, rows, a, n0, p->K, W, acc); break;
             }
             store(p, v, bias, m0, rows, n0, W, acc, W);
         }
@@ -454,13 +442,11 @@ static void few_rows(const vkg_matmul_params *p, const float *A, const void *B, 
         const size_t last = end - batch * tiles_n < tiles_n ? end - batch * tiles_n : tiles_n;
         const size_t n_lo = first * TILE_N, n_hi = last * TILE_N < p->N ? last * TILE_N : p->N;
         const vkg_mm_view v = vkg_mm_view_of_batch(p, A, B, C, R, batch);
-        if (v.b_sn == 1)
-            rows_block(p, &v, bias, n_lo, n_hi);
-        else
-            dot_block(p, &v, bias, n_lo, n_hi);
+        few_rows_block(p, &v, bias, n_lo, n_hi);
         unit += last - first;
     }
 }
+
 /* ---- packed tiles ---------------------------------------------------------------------------- */
 
 /* acc[i * acc_stride + 0:NR] (+)= sum over k < kc of a[i * a_sm + k] * pb[k * NR + 0:NR], i < ROWS

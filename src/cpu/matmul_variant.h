@@ -39,7 +39,7 @@ enum {
 typedef float mm_x4 __attribute__((vector_size(16)));
 typedef int mm_i4 __attribute__((vector_size(16)));
 
-/* 1 when every element of p is summed by the dot-product path (matmul_body.h, dot_block): B's k
+/* 1 when every element of p is summed by the dot-product path (matmul_body.h, dot_group): B's k
  * contiguous and not its columns (a [N, K] weight, Hugging Face's Linear layout, or a tied head),
  * up to VKG_MM_DOT_ROWS rows.  Its sums are split by k % VKG_MM_DOT_LANES and the partial sums
  * then added pairwise (kernel_matmul.c states the order); everything else sums in k order. */
