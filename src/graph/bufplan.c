@@ -230,10 +230,10 @@ static vkg_status plan_arena(vkg_compiler *c, vkg_plan *p) {
         }
     /* A concat's part computed in place: its bytes inside the concat's storage (place_concat_parts). */
     for (int i = 0; i < c->n; i++) {
-        const vkg_tensor base = c->view[i].base;
-        if (c->placed_in[i] == VKG_NONE || !c->keep[i] || p->place[vkg_storage_root(c, base)].region < 0) continue;
-        p->place[i] = p->place[vkg_storage_root(c, base)];
-        p->place[i].offset += 4u * (uint64_t)c->view[i].offset;
+        if (c->placed_in[i] == VKG_NONE) continue;
+        const vkg_tensor root = vkg_storage_root(c, c->view[i].base);
+        p->place[i] = p->place[root];
+        p->place[i].offset += vkg_compile_elem_bytes(c, root) * (uint64_t)c->view[i].offset;
         p->place[i].bytes = storage_bytes(c, i);
         p->place[i].within = c->placed_in[i];
     }

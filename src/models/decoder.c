@@ -27,10 +27,12 @@ static long long rows_of_seqs(const vkg_forward_options *o) {
 static vkg_status check_options(const vkg_decoder_facts *f, const vkg_forward_options *o, vkg_error *err) {
     const int P = f->n_ctx;
     const char *a = f->architecture;
-    /* the tokens of one sequence: several sequences' rows each go to their own cache */
+    /* the most tokens of one sequence: several sequences' rows each go to their own cache */
     int tokens = o->tokens;
-    for (int r = 0; o->seqs > 1 && o->seq_tokens && r < o->seqs; r++)
-        tokens = r == 0 || o->seq_tokens[r] > tokens ? o->seq_tokens[r] : tokens;
+    if (o->seqs > 1 && o->seq_tokens) {
+        tokens = o->seq_tokens[0];
+        for (int r = 1; r < o->seqs; r++) tokens = o->seq_tokens[r] > tokens ? o->seq_tokens[r] : tokens;
+    }
     if (tokens < 1 || tokens > P)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: %d tokens per run; the model takes 1 to %d (%s)", a,
                              tokens, P, f->ctx_key);
@@ -47,15 +49,16 @@ static vkg_status check_options(const vkg_decoder_facts *f, const vkg_forward_op
     if (o->seqs < 0 || o->first_slot < 0 || (o->seqs == 0 && o->first_slot != 0))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: %d sequence slots from slot %d", a, o->seqs,
                              o->first_slot);
-    if (o->seqs > 1 && !o->seq_tokens && (!o->cache_len || o->tokens != o->seqs ||
-                                          o->attention_layer != VKG_NO_ATTENTION || o->no_logits))
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a step over %d sequences takes one token of each "
-                             "(%d tokens), a KV cache, logits and no attention outputs", a, o->seqs, o->tokens);
-    if (o->seqs > 1 && o->seq_tokens && (!o->cache_len || rows_of_seqs(o) != o->tokens ||
-                                         o->attention_layer != VKG_NO_ATTENTION || o->no_logits))
+    if (o->seqs > 1 && (!o->cache_len || rows_of_seqs(o) != o->tokens || o->attention_layer != VKG_NO_ATTENTION ||
+                        o->no_logits)) {
+        if (!o->seq_tokens) /* the public API's batched steps: one token a sequence */
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a step over %d sequences takes one token of "
+                                 "each (%d tokens), a KV cache, logits and no attention outputs", a, o->seqs,
+                                 o->tokens);
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a step over %d sequences of %lld tokens in all (each "
                              "1 or more; %d given) takes a KV cache, logits and no attention outputs", a, o->seqs,
                              rows_of_seqs(o), o->tokens);
+    }
     for (int r = 0; o->seqs > 1 && o->seq_slots && r < o->seqs; r++)
         for (int q = 0; q < r; q++)
             if (o->seq_slots[r] < 0 || o->seq_slots[q] == o->seq_slots[r])

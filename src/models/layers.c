@@ -164,12 +164,12 @@ static vkg_tensor rows_of(vkg_layers *b, vkg_tensor x, int64_t r, int64_t n, con
 static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
                                  int64_t k_col, vkg_tensor v, int64_t v_col) {
     vkg_tensor out = VKG_NONE;
-    for (int r = 0, row = 0; r < a->rows; row += a->row_tokens ? a->row_tokens[r] : 1, r++) {
+    for (int r = 0, row = 0; r < a->rows; row += a->row_tokens[r++]) {
         vkg_attention one = *a;
         one.rows = 0;
         one.kv_cache = a->row_caches[r];
         one.pos = a->row_pos[r];
-        const int n = a->row_tokens ? a->row_tokens[r] : 1;
+        const int n = a->row_tokens[r];
         /* q, k and v sliced once each where they are one tensor (a fused projection) */
         const vkg_tensor qr = rows_of(b, q, row, n, "attn.row.q");
         const vkg_tensor kr = k == q ? qr : rows_of(b, k, row, n, "attn.row.k");

@@ -96,8 +96,8 @@ typedef struct vkg_attention {
      * gives the rows not yet written weight exactly 0.  VKG_NONE: attention over the run's T
      * tokens alone. */
     vkg_tensor kv_cache, pos;
-    /* rows > 1: the T tokens belong to `rows` sequences, row_tokens[r] rows each next to each
-     * other, each sequence with its own cache (row_caches[r]) and index (row_pos[r]); each
+    /* rows > 1: the T tokens belong to `rows` sequences, row_tokens[r] rows each (1 for a
+     * decode step's) next to each other, each sequence with its own cache (row_caches[r]) and index (row_pos[r]); each
      * attends to its own cache alone, as it would in a run of its own (kv_cache and pos
      * unused).  0: one sequence. */
     int rows;
