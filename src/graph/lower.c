@@ -159,7 +159,7 @@ static vkg_tensor whole_storage_of(const vkg_compiler *c, vkg_tensor x) {
     if (p == VKG_NONE || !c->own_storage[p] || c->placed_in[p] != VKG_NONE) return VKG_NONE;
     const vkg_node *n = &c->g->nodes[p];
     if (n->op == VKG_OP_INPUT || n->op == VKG_OP_CONSTANT || n->op == VKG_OP_STATE || n->op == VKG_OP_INDEX ||
-        n->output_name || vkg_dtype_is_16bit(vkg_compile_dtype(c, p)))
+        n->output_name)
         return VKG_NONE;
     if (v->offset != 0 || !vkg_view_is_contiguous(v) || vkg_shape_numel(v->ndim, v->shape) != vkg_shape_numel(n->ndim, n->shape))
         return VKG_NONE;
