@@ -4,7 +4,7 @@
 #   tools/setup-debian.sh          what building vkgraph and running it (the main job) need
 #   tools/setup-debian.sh --test   also what the test suite needs (the README's test command)
 #
-# Why each package is there: the README's table "What the setup script installs, and why".
+# Why each package is there: docs/INSTALL.md.
 # The test packages: the Khronos validation layer (every Vulkan test runs under it); NumPy with
 # OpenBLAS, for the independent reference tools/gpt2_reference.py; and PyTorch on OpenBLAS's
 # OpenMP build, the peer bench/compare-pytorch measures against and its test checks (177
