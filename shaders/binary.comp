@@ -17,13 +17,11 @@ layout(std430, binding = 2) writeonly buffer O { float o[]; };
 void main() {
     uint total = p.shape[0] * p.shape[1] * p.shape[2] * p.shape[3];
     uint stride = vkg_group_count() * gl_WorkGroupSize.x;
-    for (uint i = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; i < total; i += stride) {
-        uint i3 = i % p.shape[3];
-        uint r = i / p.shape[3];
-        uint i2 = r % p.shape[2];
-        r /= p.shape[2];
-        uint i1 = r % p.shape[1];
-        uint i0 = r / p.shape[1];
+    const uvec4 shape = uvec4(p.shape[0], p.shape[1], p.shape[2], p.shape[3]), step = vkg_digits4(stride, shape);
+    uint first = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    uvec4 d = vkg_digits4(first, shape);
+    for (uint i = first; i < total; i += stride, d = vkg_digits4_add(d, step, shape)) {
+        uint i0 = d.x, i1 = d.y, i2 = d.z, i3 = d.w;
         float x = a[p.a_offset + i0 * p.a_strides[0] + i1 * p.a_strides[1] + i2 * p.a_strides[2] + i3 * p.a_strides[3]];
         uint yb = b_bits[p.b_offset + i0 * p.b_strides[0] + i1 * p.b_strides[1] + i2 * p.b_strides[2] +
                          i3 * p.b_strides[3]];

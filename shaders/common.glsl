@@ -20,6 +20,37 @@ uint vkg_group_count() {
     return gl_NumWorkGroups.x * gl_NumWorkGroups.y;
 }
 
+// Element-wise shaders walk a 4-d shape: each invocation splits its first flat index into
+// digits (i0, i1, i2, i3) once, then adds the dispatch's stride, split the same way, with one carry
+// per digit.  Dividing by the shape on every element would cost more than the element's work:
+// llvmpipe runs a 32-bit division lane by lane (tens of cycles each), GPUs as a dozen
+// instructions.  Each sum of two digits is below twice the digit's range, so one subtraction
+// carries it; the leading digit is left to grow (the loop ends on the flat index).
+uvec4 vkg_digits4(uint i, uvec4 shape) {
+    uvec4 d;
+    d.w = i % shape.w;
+    i /= shape.w;
+    d.z = i % shape.z;
+    i /= shape.z;
+    d.y = i % shape.y;
+    d.x = i / shape.y;
+    return d;
+}
+
+uvec4 vkg_digits4_add(uvec4 d, uvec4 step, uvec4 shape) {
+    d.w += step.w;
+    uint c = d.w >= shape.w ? 1u : 0u;
+    d.w -= c * shape.w;
+    d.z += step.z + c;
+    c = d.z >= shape.z ? 1u : 0u;
+    d.z -= c * shape.z;
+    d.y += step.y + c;
+    c = d.y >= shape.y ? 1u : 0u;
+    d.y -= c * shape.y;
+    d.x += step.x + c;
+    return d;
+}
+
 float vkg_neg_inf() {
     return uintBitsToFloat(0xff800000u);
 }

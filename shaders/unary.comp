@@ -17,13 +17,11 @@ void main() {
     int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index] : 0;
     // uint arithmetic wraps, so a negative dyn * stride still lands on the right element.
     uint out_base = p.out_offset + uint(dyn) * p.out_dyn_stride;
-    for (uint i = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; i < total; i += stride) {
-        uint i3 = i % p.shape[3];
-        uint r = i / p.shape[3];
-        uint i2 = r % p.shape[2];
-        r /= p.shape[2];
-        uint i1 = r % p.shape[1];
-        uint i0 = r / p.shape[1];
+    const uvec4 shape = uvec4(p.shape[0], p.shape[1], p.shape[2], p.shape[3]), step = vkg_digits4(stride, shape);
+    uint first = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    uvec4 d = vkg_digits4(first, shape);
+    for (uint i = first; i < total; i += stride, d = vkg_digits4_add(d, step, shape)) {
+        uint i0 = d.x, i1 = d.y, i2 = d.z, i3 = d.w;
         float x = x_in[p.in_offset + i0 * p.in_strides[0] + i1 * p.in_strides[1] + i2 * p.in_strides[2] +
                        i3 * p.in_strides[3]];
         float v;
