@@ -10,7 +10,7 @@
  *   - a model of SmolLM2-135M's shapes (576 wide, 9 query heads over 3 key/value heads, MLP 1536,
  *     49152 tokens, tied; 2 of its 30 layers): the forward pass over 2048 tokens, its rms_norm,
  *     rope, grouped-query attention and gated-MLP steps among them; and the same model with one
- *     weight (layer 1's k_proj) damaged on the Vulkan device only, found at the one step that
+ *     weight (layer 1's fused q/k/v projection) damaged on the Vulkan device only, found at the one step that
  *     reads it and at no other.
  * Every step must stay within its op's threshold, and the free-running drift of the last step
  * (the logits) within the threshold a whole model is held to.  Each run prints its closest step
@@ -302,7 +302,7 @@ static int step_binds(const vkg_plan *p, int i, int r) {
     return 0;
 }
 
-/* Layer 1's k_proj weight scaled by 1.5 on the Vulkan device only (its constants copied there, not
+/* Layer 1's q/k/v projection weight scaled by 1.5 on the Vulkan device only (its constants copied there, not
  * read in place from host memory): the one step that reads it fails and is named first; every
  * step before it, and every later step (on the reference's inputs), agrees; the drift carries the
  * damage to the logits.  T = 256: the search is the same at every length. */
@@ -312,7 +312,7 @@ static void test_smollm2_corrupted_weight(void **state) {
     open_model_from(llama_dir, 1);
     vkg_graph *g = build(T, 0, VKG_LOGITS_ALL);
     vkg_plan *p = compile_for_both(g);
-    const int region = weight_region(p, g, "model.layers.1.self_attn.k_proj.weight");
+    const int region = weight_region(p, g, "model.layers.1.self_attn.qkv_proj.weight");
     int reader = -1, readers = 0;
     for (int i = 0; i < p->n_steps; i++)
         if (step_binds(p, i, region)) readers++, reader = reader < 0 ? i : reader;
@@ -341,7 +341,7 @@ static void test_smollm2_corrupted_weight(void **state) {
     }
     assert_true(cmp[reader].nmse > 1e-3);
     assert_true(cmp[p->n_steps - 1].drift_nmse > VKG_CONFORMANCE_NMSE_MODEL);
-    fprintf(stderr, "  damaged k_proj of layer 1: first failing step %d, %s (node '%s'), nmse %.3e; logits drift %.3e\n",
+    fprintf(stderr, "  damaged qkv_proj of layer 1: first failing step %d, %s (node '%s'), nmse %.3e; logits drift %.3e\n",
             reader, cmp[reader].label, cmp[reader].node, cmp[reader].nmse, cmp[p->n_steps - 1].drift_nmse);
     free(cmp);
     vkg_session_free(st);

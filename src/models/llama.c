@@ -31,6 +31,8 @@ static vkg_status list_tensors(const vkg_llama *m, vkg_weight_want **out, int *c
                 x->shape[1] = vkg_llama_dim_size(c, s->d1);
                 x->id = id;
                 x->layer = layer;
+                /* q, k and v (and their biases) one after another: one matmul (llama_graph.c) */
+                x->joined = id == VKG_LLAMA_Q_W || id == VKG_LLAMA_K_W || id == VKG_LLAMA_Q_B || id == VKG_LLAMA_K_B;
             }
     *out = w;
     *count = n;

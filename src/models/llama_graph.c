@@ -35,6 +35,18 @@ static vkg_tensor linear(builder *b, vkg_tensor x, vkg_llama_weight w, vkg_llama
     return vkg_layer_linear(&b->L, x, weight(b, w, layer), weight(b, bias, layer), VKG_TRANSPOSE_B, name);
 }
 
+/* q, k and v [T, (H + 2 Hkv) D] as one product: the loader lays their weights (and biases) one
+ * after another (llama.c), so one constant spans the three; each column is the dot product the
+ * separate projections would compute. */
+static vkg_tensor qkv_proj(builder *b, vkg_tensor x, int layer) {
+    const vkg_llama_config *c = &b->m->config;
+    const int64_t rows = (b->H + 2 * b->Hkv) * b->D;
+    const void *const *w = b->m->layers[layer];
+    vkg_tensor weight = vkg_layers_weight(&b->L, "self_attn.qkv_proj.weight", b->m->weight_dtype, rows, b->C, w[VKG_LLAMA_Q_W]);
+    vkg_tensor bias = c->qkv_bias ? vkg_layers_weight(&b->L, "self_attn.qkv_proj.bias", VKG_F32, rows, 0, w[VKG_LLAMA_Q_B]) : VKG_NONE;
+    return vkg_layer_linear(&b->L, x, weight, bias, VKG_TRANSPOSE_B, "self_attn.qkv_proj");
+}
+
 /* Qwen3: q or k [T, n*D] through an RMSNorm of each head over D, back to [T, n*D]. */
 static vkg_tensor head_norm(builder *b, vkg_tensor x, int64_t n, vkg_llama_weight norm, int layer, const char *name) {
     if (!b->m->config.qk_norm) return x;
@@ -50,11 +62,15 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
     vkg_layers_prefix(L, "model.layers.%d.", layer);
 
     vkg_tensor a = vkg_layer_rmsnorm(L, x, weight(b, VKG_LLAMA_ATTN_NORM, layer), eps, "input_layernorm");
-    vkg_tensor q = linear(b, a, VKG_LLAMA_Q_W, VKG_LLAMA_Q_B, layer, "self_attn.q_proj");
-    vkg_tensor k = linear(b, a, VKG_LLAMA_K_W, VKG_LLAMA_K_B, layer, "self_attn.k_proj");
-    vkg_tensor v = linear(b, a, VKG_LLAMA_V_W, VKG_LLAMA_V_B, layer, "self_attn.v_proj");
-    q = head_norm(b, q, b->H, VKG_LLAMA_Q_NORM, layer, "self_attn.q_norm");
-    k = head_norm(b, k, b->Hkv, VKG_LLAMA_K_NORM, layer, "self_attn.k_norm");
+    vkg_tensor qkv = qkv_proj(b, a, layer);
+    const int64_t Q = b->H * b->D, KV = b->Hkv * b->D;
+    vkg_tensor q = qkv, k = qkv, v = qkv;
+    int64_t q_col = 0, k_col = Q, v_col = Q + KV;
+    if (b->m->config.qk_norm) {
+        q = head_norm(b, named(b, vkg_slice(b->g, qkv, 1, 0, Q), "self_attn.q"), b->H, VKG_LLAMA_Q_NORM, layer, "self_attn.q_norm");
+        k = head_norm(b, named(b, vkg_slice(b->g, qkv, 1, Q, KV), "self_attn.k"), b->Hkv, VKG_LLAMA_K_NORM, layer, "self_attn.k_norm");
+        k_col = 0;
+    }
     const vkg_llama_config *c = &b->m->config;
     const vkg_attention at = {.n_head = b->H, .n_kv_head = b->Hkv, .head_dim = b->D,
                               .scale = (float)(1.0 / sqrt((double)b->D)), .causal = 1, .mask = VKG_NONE,
@@ -64,7 +80,7 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
                               .row_caches = gg->seqs > 1 ? gg->kv_cache + layer * gg->seqs : NULL,
                               .row_tokens = gg->seq_tokens};
     vkg_tensor probs = VKG_NONE;
-    vkg_tensor heads = vkg_layer_attention(L, &at, q, 0, k, 0, v, 0, &probs);
+    vkg_tensor heads = vkg_layer_attention(L, &at, q, q_col, k, k_col, v, v_col, &probs);
     vkg_tensor o = linear(b, heads, VKG_LLAMA_O_W, VKG_LLAMA_O_B, layer, "self_attn.o_proj");
     x = named(b, vkg_add(b->g, x, o), "residual_attn");
 

@@ -124,7 +124,8 @@ vkg_status vkg_weights_read(const vkg_checkpoint *ck, vkg_weight_want *w, int n,
     size_t total = 0;
     for (int i = 0; i < n; i++) {
         const vkg_dtype d = w[i].ndim == 2 ? matrix_dtype : VKG_F32;
-        total = round_up(total + (size_t)vkg_st_tensor_numel(w[i].found) * vkg_dtype_size(d), TENSOR_ALIGN);
+        total += (size_t)vkg_st_tensor_numel(w[i].found) * vkg_dtype_size(d);
+        if (!w[i].joined) total = round_up(total, TENSOR_ALIGN);
     }
     total = round_up(total ? total : 1, page);
     if ((uint64_t)total > vkg_host_memory_bytes())
@@ -154,7 +155,8 @@ vkg_status vkg_weights_read(const vkg_checkpoint *ck, vkg_weight_want *w, int n,
         const vkg_dtype d = w[i].ndim == 2 ? matrix_dtype : VKG_F32;
         const int transposed = w[i].transpose && w[i].ndim == 2;
         w[i].data = (unsigned char *)block + offset;
-        offset = round_up(offset + (size_t)vkg_st_tensor_numel(t) * vkg_dtype_size(d), TENSOR_ALIGN);
+        offset += (size_t)vkg_st_tensor_numel(t) * vkg_dtype_size(d);
+        if (!w[i].joined) offset = round_up(offset, TENSOR_ALIGN);
         void *read_to = transposed ? scratch : w[i].data;
         st = vkg_safetensors_read(w[i].file, t, file_dtype_of(d), read_to, err);
         if (st == VKG_OK) st = check_finite(vkg_safetensors_path(w[i].file), t, read_to, d, err);

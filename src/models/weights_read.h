@@ -23,6 +23,8 @@ typedef struct vkg_weight_want {
     int64_t shape[2];
     int id, layer;                   /* the model's own: which weight, which layer            */
     int transpose;                   /* a matrix held transposed, [shape[1], shape[0]]          */
+    int joined;                      /* the next tensor follows this one at once, no padding
+                                        between (parts of one constant: a fused projection)      */
     const vkg_st_tensor *found;      /* set by vkg_weights_match                              */
     const vkg_safetensors *file;     /* the file (shard) holding it, set by vkg_weights_match */
     void *data;                      /* set by vkg_weights_read: where it lies in the block   */
