@@ -7,6 +7,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = VKG_SPEC_WG_X) in;
+layout(constant_id = VKG_SPEC_OP) const uint OP = 0u;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 // Read as bits: the mask op tests b != 0 on the raw word, so an i32 mask and an f32 mask both work
@@ -27,10 +28,10 @@ void main() {
                          i3 * p.b_strides[3]];
         float y = uintBitsToFloat(yb);
         float v;
-        if (p.op == VKG_BINARY_ADD) v = x + y;
-        else if (p.op == VKG_BINARY_MUL) v = x * y;
-        else if (p.op == VKG_BINARY_MASK) v = (yb & 0x7fffffffu) != 0u ? x : vkg_neg_inf();
-        else if (p.op == VKG_BINARY_SWIGLU) v = vkg_activation(VKG_UNARY_SILU, x) * y;
+        if (OP == VKG_BINARY_ADD) v = x + y;
+        else if (OP == VKG_BINARY_MUL) v = x * y;
+        else if (OP == VKG_BINARY_MASK) v = (yb & 0x7fffffffu) != 0u ? x : vkg_neg_inf();
+        else if (OP == VKG_BINARY_SWIGLU) v = vkg_activation(VKG_UNARY_SILU, x) * y;
         else v = vkg_unknown_code();
         o[p.out_offset + i] = v;
     }

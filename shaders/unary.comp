@@ -6,6 +6,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = VKG_SPEC_WG_X) in;
+layout(constant_id = VKG_SPEC_OP) const uint OP = 0u;
 
 layout(std430, binding = 0) readonly buffer I { float x_in[]; };
 layout(std430, binding = 1) writeonly buffer O { float x_out[]; };
@@ -25,13 +26,13 @@ void main() {
         float x = x_in[p.in_offset + i0 * p.in_strides[0] + i1 * p.in_strides[1] + i2 * p.in_strides[2] +
                        i3 * p.in_strides[3]];
         float v;
-        if (p.op == VKG_UNARY_SCALE) v = p.alpha * x;
-        else if (p.op == VKG_UNARY_CAUSAL) {
+        if (OP == VKG_UNARY_SCALE) v = p.alpha * x;
+        else if (OP == VKG_UNARY_CAUSAL) {
             int last = int(i2) + p.causal_offset + dyn;   // the query's position
             bool old = p.window != 0u && int(i3) <= last - int(p.window);
             v = int(i3) > last || old ? vkg_neg_inf() : x;
         }
-        else v = vkg_activation(p.op, x); // copy and the activations
+        else v = vkg_activation(OP, x); // copy and the activations
         x_out[out_base + i0 * p.out_strides[0] + i1 * p.out_strides[1] + i2 * p.out_strides[2] +
               i3 * p.out_strides[3]] = v;
     }

@@ -313,15 +313,15 @@ static uint64_t numel4(const uint32_t s[4]) { return (uint64_t)s[0] * s[1] * s[2
 
 static vkg_status binary_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                                 uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
-    (void)spec, (void)n_spec;
     *sh = VKG_SH_BINARY;
+    spec[VKG_SPEC_OP] = st->params.binary.op, *n_spec = VKG_SPEC_OP + 1;
     return elementwise_groups(c, st, numel4(st->params.binary.shape), g, err);
 }
 
 static vkg_status unary_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                                uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
-    (void)spec, (void)n_spec;
     *sh = VKG_SH_UNARY;
+    spec[VKG_SPEC_OP] = st->params.unary.op, *n_spec = VKG_SPEC_OP + 1;
     return elementwise_groups(c, st, numel4(st->params.unary.shape), g, err);
 }
 
