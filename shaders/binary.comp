@@ -7,6 +7,9 @@
 #include "common.glsl"
 
 layout(local_size_x_id = VKG_SPEC_WG_X) in;
+// p.op as a constant of the pipeline, so that its code holds the one op: with the op read from
+// the push constants, llvmpipe spent more on the chain of ops than on the element (a KV-cache
+// write of 393K elements took 2.3x as long).
 layout(constant_id = VKG_SPEC_OP) const uint OP = 0u;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };

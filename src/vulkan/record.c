@@ -250,14 +250,20 @@ static int attention_vec4(const vkg_vk_context *c, const vkg_step *st) {
  * constants) and are unrolled, as matmul's register blocks are. */
 static uint64_t attention_iterations(const vkg_attention_params *a) { return (uint64_t)a->S + 8; }
 
+/* Specialization constant `id` of a step set to value; the pipeline takes constants 0..n_spec-1,
+ * so the ones in between that were not set are 0: ids the shader does not declare (entries for
+ * absent ids are ignored). */
+static void set_spec(uint32_t spec[], uint32_t *n_spec, uint32_t id, uint32_t value) {
+    for (uint32_t i = *n_spec; i < id; i++) spec[i] = 0;
+    spec[id] = value;
+    if (*n_spec < id + 1) *n_spec = id + 1;
+}
+
 /* Turns the f32 shader chosen for a step into its variant for a 16-bit operand (matmul's B, an
- * embedding table): WIDEN_BF16 says which 16-bit format (matmul_b16.glsl); the
- * constants in between are ones the shader may not use (entries for absent ids are ignored). */
+ * embedding table): WIDEN_BF16 says which 16-bit format (matmul_b16.glsl). */
 static void widen_16bit(vkg_vk_shader *sh, uint32_t spec[], uint32_t *n_spec, int bf16) {
     *sh = vkg_vk_shader_b16_variant(*sh);
-    for (uint32_t i = *n_spec; i < VKG_SPEC_WIDEN_BF16; i++) spec[i] = 0;
-    spec[VKG_SPEC_WIDEN_BF16] = (uint32_t)bf16;
-    *n_spec = VKG_SPEC_WIDEN_BF16 + 1;
+    set_spec(spec, n_spec, VKG_SPEC_WIDEN_BF16, (uint32_t)bf16);
 }
 
 /* Binding b of step st as shader sh sees it: 1 and its texel format and size when it is a texel
@@ -300,6 +306,8 @@ static vkg_status matmul_shader(const vkg_vk_context *c, const vkg_step *st, vkg
                              c->props.deviceName, max[0], max[1], max[2]);
     if (m->N == 0 || m->M == 0) g[0] = 0;
     if (b_16bit(m)) widen_16bit(sh, spec, n_spec, (m->flags & VKG_MATMUL_B_BF16) != 0);
+    set_spec(spec, n_spec, VKG_SPEC_EPILOGUE, m->flags & (VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL | VKG_MATMUL_GATE));
+    set_spec(spec, n_spec, VKG_SPEC_ACTIVATION, m->activation);
     return VKG_OK;
 }
 
@@ -314,14 +322,14 @@ static uint64_t numel4(const uint32_t s[4]) { return (uint64_t)s[0] * s[1] * s[2
 static vkg_status binary_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                                 uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
     *sh = VKG_SH_BINARY;
-    spec[VKG_SPEC_OP] = st->params.binary.op, *n_spec = VKG_SPEC_OP + 1;
+    set_spec(spec, n_spec, VKG_SPEC_OP, st->params.binary.op);
     return elementwise_groups(c, st, numel4(st->params.binary.shape), g, err);
 }
 
 static vkg_status unary_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                                uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
     *sh = VKG_SH_UNARY;
-    spec[VKG_SPEC_OP] = st->params.unary.op, *n_spec = VKG_SPEC_OP + 1;
+    set_spec(spec, n_spec, VKG_SPEC_OP, st->params.unary.op);
     return elementwise_groups(c, st, numel4(st->params.unary.shape), g, err);
 }
 
