@@ -12,6 +12,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* The fused q/k/v projection (llama_graph.c) reads the three weights, and the three biases, as one
+ * span: the table lists each three in a row and the read joins them. */
+_Static_assert(VKG_LLAMA_K_W == VKG_LLAMA_Q_W + 1 && VKG_LLAMA_V_W == VKG_LLAMA_K_W + 1 &&
+                   VKG_LLAMA_K_B == VKG_LLAMA_Q_B + 1 && VKG_LLAMA_V_B == VKG_LLAMA_K_B + 1,
+               "q, k and v next to each other in the weight table");
+
 /* The tensors the table lists for this config, in its order. */
 static vkg_status list_tensors(const vkg_llama *m, vkg_weight_want **out, int *count) {
     const vkg_llama_config *c = &m->config;
@@ -31,7 +37,6 @@ static vkg_status list_tensors(const vkg_llama *m, vkg_weight_want **out, int *c
                 x->shape[1] = vkg_llama_dim_size(c, s->d1);
                 x->id = id;
                 x->layer = layer;
-                /* q, k and v (and their biases) one after another: one matmul (llama_graph.c) */
                 x->joined = id == VKG_LLAMA_Q_W || id == VKG_LLAMA_K_W || id == VKG_LLAMA_Q_B || id == VKG_LLAMA_K_B;
             }
     *out = w;
