@@ -91,14 +91,15 @@ static void run_case(vkg_device *d, const mm_case *mc) {
     if (mc->flags & VKG_MATMUL_BIAS) vk_test_bind(&tp, s, 3, rbias, 0);
     if (mc->flags & VKG_MATMUL_RESIDUAL) vk_test_bind(&tp, s, 4, mc->residual_in_c ? rc : rr, 0);
 
-    /* the texel path takes the vec4 shaders exactly for the padded layouts */
+    /* the texel path takes the vec4 shaders exactly for the padded layouts, the matrix-vector ones
+     * up to 8 rows */
     vkg_vk_context *ctx = vk_test_context(d);
     vkg_vk_shader sh;
     uint32_t spec[VKG_VK_MAX_SPEC], n_spec, groups[3];
     assert_int_equal(vkg_vk_step_shader(ctx, s, &sh, spec, &n_spec, groups, NULL), VKG_OK);
-    if (ctx->tuning.matmul_texel && ctx->tuning.matvec_texel && M == 1 && pad && !mc->trans_b)
+    if (ctx->tuning.matmul_texel && ctx->tuning.matvec_texel && M <= 8 && pad && !mc->trans_b)
         assert_int_equal(sh, VKG_SH_MATVEC_TEXEL);
-    else if (ctx->tuning.matmul_texel && ctx->tuning.matvec_texelt && M == 1 && pad && mc->trans_b && !mc->trans_a &&
+    else if (ctx->tuning.matmul_texel && ctx->tuning.matvec_texelt && M <= 8 && pad && mc->trans_b && !mc->trans_a &&
              K % 4 == 0)
         assert_int_equal(sh, VKG_SH_MATVEC_TEXELT);
     else if (ctx->tuning.matmul_texel)
@@ -146,6 +147,9 @@ static const mm_case cases[] = {
     {1, 1, 1, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 1, 0},
     {1, 768, 769, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS | VKG_MATMUL_RESIDUAL, 0, 1, VKG_UNARY_GELU},
     {1, 2301, 66, 2, 1, 0, 0, 0, VKG_MATMUL_RESIDUAL, 1, 1, 0},
+    /* 2 to 8 rows, the same shader (a batch's decode step) */
+    {3, 300, 77, 1, 1, 0, 0, 0, VKG_MATMUL_BIAS, 0, 1, VKG_UNARY_GELU},
+    {8, 37, 101, 2, 1, 0, 0, 0, VKG_MATMUL_RESIDUAL, 1, 1, 0},
     /* M == 1 padded with B along k and K % 4 == 0: matvec_texelt.glsl (one texel per row, so most
      * lanes walk nothing; fewer rows than a block; batches with B shared; a partial last span) */
     {1, 3, 4, 1, 1, 0, 1, 0, VKG_MATMUL_BIAS, 0, 1, 0},
@@ -188,20 +192,22 @@ static void test_texel_odd_blocks(void **state) {
 }
 
 /* matvec_texel.glsl under other shapes: slices of k that get no rows (K < 4 x split), odd texels
- * per invocation, no barriers, a single slice, and texels halved for a minimum of workgroups. */
+ * per invocation, no barriers, a single slice, and texels halved for a minimum of workgroups; for
+ * 1 row and for several (mvx_split_rows). */
 static void test_matvec_texel_tunings(void **state) {
     vkg_device *d = vk_test_device(state);
     vkg_vk_context *c = vk_test_context(d);
     if (!c->tuning.matmul_texel || !c->tuning.matvec_texel) skip();
     vkg_vk_tuning saved = c->tuning;
-    static const struct { uint32_t wg, split, tn, min_groups; int sync; } tunings[] = {
-        {24, 3, 3, 1, 1}, {8, 1, 1, 1, 0}, {64, 2, 4, 8, 1}, {32, 4, 2, 1, 0}};
+    static const struct { uint32_t wg, split, split_rows, tn, min_groups; int sync; } tunings[] = {
+        {24, 3, 6, 3, 1, 1}, {8, 1, 8, 1, 1, 0}, {64, 2, 8, 4, 8, 1}, {32, 4, 1, 2, 1, 0}};
     for (size_t i = 0; i < sizeof tunings / sizeof tunings[0]; i++) {
         c->tuning.mvx_wg = tunings[i].wg, c->tuning.mvx_split = tunings[i].split, c->tuning.mvx_tn = tunings[i].tn;
+        c->tuning.mvx_split_rows = tunings[i].split_rows;
         c->tuning.mvx_min_groups = tunings[i].min_groups, c->tuning.mvx_sync = tunings[i].sync;
         assert_int_equal(vkg_vk_tuning_check(c, &c->tuning, NULL), VKG_OK);
         for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++)
-            if (cases[j].M == 1 && cases[j].padded && !cases[j].trans_b) run_case(d, &cases[j]);
+            if (cases[j].M <= 8 && cases[j].padded && !cases[j].trans_b) run_case(d, &cases[j]);
     }
     c->tuning = saved;
 }

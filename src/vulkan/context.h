@@ -42,8 +42,9 @@ typedef struct vkg_vk_tuning {
     uint32_t mv_tn;            /* M == 1, B read along n: columns per invocation (x4) */
     int matvec_texel;          /* M == 1 with B along n through matvec_texel.glsl (16-byte
                                   texels of B) where the layout allows; texel path only        */
-    uint32_t mvx_wg;           /* ... invocations per workgroup (a multiple of mvx_split)       */
+    uint32_t mvx_wg;           /* ... invocations per workgroup (a multiple of both splits)     */
     uint32_t mvx_split;        /* ... groups of them splitting k, summed in shared memory       */
+    uint32_t mvx_split_rows;   /* ... the same for M > 1 (the rows of a batch's decode step)    */
     uint32_t mvx_tn;           /* ... texels of columns per invocation (halved for few columns) */
     uint32_t mvx_min_groups;   /* ... workgroups wanted at least, e.g. the device's threads     */
     int mvx_sync;              /* ... a workgroup barrier after every four rows, so that the

@@ -104,7 +104,7 @@ static int b_texels_along(const vkg_matmul_params *m, uint32_t ept, int along_k)
 
 /* The matrix-vector texel shader with B along n (matvec_texel.glsl) for M up to
  * MATVEC_TEXEL_MAX_ROWS, where the tuning has it and the layout allows: 16-byte texels of B (four
- * floats or eight 16-bit elements), A in vec4s.  Each workgroup covers mvx_wg / mvx_split
+ * floats or eight 16-bit elements), A in vec4s.  Each workgroup covers mvx_wg / mvx_split (mvx_split_rows for M > 1)
  * invocations x mvx_tn texels of columns; mvx_tn is halved while that leaves fewer than
  * mvx_min_groups workgroups (a product with few columns still spreads over the device's threads),
  * and while the rows' sums would pass mvx_tn texels per invocation (registers) or the sums of the
@@ -117,7 +117,8 @@ static int choose_matvec_texel(const vkg_vk_context *c, const vkg_step *st, vkg_
     if (!t->matmul_texel || !t->matvec_texel || m->M < 1 || m->M > MATVEC_TEXEL_MAX_ROWS || !a_along_k4(m) ||
         !b_texels_along(m, ept, 0) || !texel_fits(c, &st->bind[0], 16) || !texel_fits(c, &st->bind[1], 16))
         return 0;
-    const uint64_t texels = div_up(m->N, ept), lanes = t->mvx_wg / t->mvx_split;
+    const uint32_t split = m->M > 1 ? t->mvx_split_rows : t->mvx_split;
+    const uint64_t texels = div_up(m->N, ept), lanes = t->mvx_wg / split;
     const uint64_t shared_max = c->props.limits.maxComputeSharedMemorySize;
     uint32_t tn = t->mvx_tn;
     while (tn > 1 && (div_up(texels, lanes * tn) < t->mvx_min_groups || (uint64_t)m->M * tn > t->mvx_tn ||
@@ -125,7 +126,7 @@ static int choose_matvec_texel(const vkg_vk_context *c, const vkg_step *st, vkg_
         tn /= 2;
     if ((uint64_t)t->mvx_wg * m->M * tn * ept * 4 > shared_max) return 0;
     *sh = VKG_SH_MATVEC_TEXEL;
-    spec[VKG_SPEC_WG_X] = t->mvx_wg, spec[VKG_SPEC_SPLIT] = t->mvx_split, spec[VKG_SPEC_COL_TEXELS] = tn;
+    spec[VKG_SPEC_WG_X] = t->mvx_wg, spec[VKG_SPEC_SPLIT] = split, spec[VKG_SPEC_COL_TEXELS] = tn;
     spec[VKG_SPEC_SYNC] = (uint32_t)t->mvx_sync, spec[VKG_SPEC_ROWS] = m->M, *n_spec = VKG_SPEC_ROWS + 1;
     g[0] = div_up(texels, lanes * tn), g[1] = 1, g[2] = m->batch0 * m->batch1;
     return 1;
