@@ -104,8 +104,8 @@ static int b_texels_along(const vkg_matmul_params *m, uint32_t ept, int along_k)
 
 /* The matrix-vector texel shader with B along n (matvec_texel.glsl) for M up to
  * MATVEC_TEXEL_MAX_ROWS, where the tuning has it and the layout allows: 16-byte texels of B (four
- * floats or eight 16-bit elements), A in vec4s.  Each workgroup covers mvx_wg / mvx_split (mvx_split_rows for M > 1)
- * invocations x mvx_tn texels of columns; mvx_tn is halved while that leaves fewer than
+ * floats or eight 16-bit elements), A in vec4s.  Each workgroup covers mvx_wg / mvx_split
+ * (mvx_split_rows for M > 1) invocations x mvx_tn texels of columns; mvx_tn is halved while that leaves fewer than
  * mvx_min_groups workgroups (a product with few columns still spreads over the device's threads),
  * and while the rows' sums would pass mvx_tn texels per invocation (registers) or the sums of the
  * workgroup the shared memory.  Returns 0 to leave the step to the general choice. */
