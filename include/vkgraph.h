@@ -168,6 +168,13 @@ vkg_tensor vkg_rms_norm(vkg_graph *g, vkg_tensor x, vkg_tensor weight, float eps
  * holds cos(p inv_freq_i) for i < D/2, then sin(p inv_freq_i) (vkg_rope_table fills it).  A
  * position outside 0 .. P-1 gives NaN. */
 vkg_tensor vkg_rope(vkg_graph *g, vkg_tensor x, vkg_tensor cos_sin, int32_t offset, vkg_tensor dyn_offset);
+/* vkg_rope over the first `rotated` entries of axis -3 of x [.., n, T, D] (1 <= rotated <= n);
+ * the others are copied as they are.  Heads [n, T, D] viewed from one q/k/v projection come out
+ * as queries and keys rotated beside the values, in one step.  positions (VKG_NONE, or an i32
+ * tensor [T] in place of dyn_offset) puts row t at offset + positions[t]: the rows of several
+ * sequences, each at its own position, rotated in one step. */
+vkg_tensor vkg_rope_heads(vkg_graph *g, vkg_tensor x, vkg_tensor cos_sin, int32_t offset, vkg_tensor dyn_offset,
+                          vkg_tensor positions, int64_t rotated);
 /* Activations, element-wise.  A GELU or silu that follows a matmul (and its bias) is fused into
  * the matmul's epilogue; relu runs as a step of its own.  At x = +inf each gives +inf, at -inf 0
  * (-0 for the GELUs and silu); NaN stays NaN, except that relu gives 0. */

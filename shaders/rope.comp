@@ -11,6 +11,7 @@ layout(std430, binding = 0) readonly buffer X { float x_in[]; };
 layout(std430, binding = 1) readonly buffer C { float table[]; };
 layout(std430, binding = 2) writeonly buffer O { float x_out[]; };
 layout(std430, binding = 3) readonly buffer I { int indices[]; };
+layout(std430, binding = 4) readonly buffer P { int positions[]; };
 
 void main() {
     uint half_d = p.D / 2u;
@@ -22,7 +23,12 @@ void main() {
         uint t = r % p.T, b = r / p.T, b1 = b % p.batch1, b0 = b / p.batch1;
         uint xr = p.x_offset + b0 * p.x_stride_b0 + b1 * p.x_stride_b1 + t * p.x_stride_t;
         uint o = p.out_offset + r * p.D;
-        int pos = base + int(t);
+        if (b1 >= p.rotated) {
+            x_out[o + i] = x_in[xr + i * p.x_stride_d];
+            x_out[o + i + half_d] = x_in[xr + (i + half_d) * p.x_stride_d];
+            continue;
+        }
+        int pos = base + (p.row_positions != 0u ? positions[p.positions_offset + t] : int(t));
         if (pos < 0 || pos >= int(p.positions)) {   // no table row: NaN, never a stray read
             x_out[o + i] = vkg_nan();
             x_out[o + i + half_d] = vkg_nan();

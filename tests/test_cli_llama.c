@@ -39,6 +39,10 @@ static void test_dump_layers(void **state) {
     assert_non_null(strstr(r.out, "layer 1 of 2 with the head"));
     assert_non_null(strstr(r.out, "model.layers.1.self_attn.qkv_proj"));
     assert_null(strstr(r.out, "model.layers.0.self_attn.qkv_proj"));
+    /* q and k rotated in one step over the projection's heads, the values copied beside them */
+    assert_non_null(strstr(r.out, "model.layers.1.attn.qkv.rope"));
+    assert_non_null(strstr(r.out, "rotated=6"));
+    assert_null(strstr(r.out, "attn.kv.concat"));
     result_free(&r);
     r = VKG("dump", "-m", llama, "--seq", "4", "--format", "dot");
     expect_ok(&r, "dump --format dot");
@@ -79,7 +83,7 @@ static void test_compare(void **state) {
     result r = VKG("compare", "-m", llama, "--ids", "1,2,3,4,5", "-q");
     expect_ok(&r, "compare llama-tiny");
     assert_non_null(strstr(r.out, "llama forward pass over 5 tokens"));
-    assert_non_null(strstr(r.out, "all 25 steps within their thresholds"));
+    assert_non_null(strstr(r.out, "all 23 steps within their thresholds"));
     result_free(&r);
     r = VKG("compare", "-m", mistral, "--ids", "1,2,3,4,5,6", "--decode", "-q");
     expect_ok(&r, "compare --decode mistral-tiny");

@@ -126,8 +126,8 @@ static void test_rope_far_positions(void **state) {
             const int32_t index = pos[r];
             vkg_rope_params p = {.T = 1, .D = (uint32_t)D, .batch0 = 1, .batch1 = 1, .x_offset = (uint32_t)(r * 3 * D + D),
                                  .x_stride_t = (uint32_t)(3 * D), .x_stride_d = 1, .positions = P, .dyn_index = 0,
-                                 .out_offset = (uint32_t)(r * D)};
-            vkg_cpu_rope(&p, x, table, out, &index, 0, 1);
+                                 .out_offset = (uint32_t)(r * D), .rotated = 1};
+            vkg_cpu_rope(&p, x, table, out, &index, NULL, 0, 1);
             double want[128], size = 0;
             ref_rotate(x + r * 3 * D + D, 1, D, (double)pos[r], inv, want);
             for (int i = 0; i < D; i++) size = fmax(size, fabs(want[i]));
@@ -136,17 +136,25 @@ static void test_rope_far_positions(void **state) {
                     fail_msg("D %d position %d element %d: %.9g, the reference %.9g", D, pos[r], i,
                              (double)out[r * D + i], want[i]);
         }
+        /* every row in one call, each at its own position (row_positions): the same bits */
+        float rows_out[ROWS * 128];
+        const vkg_rope_params pr = {.T = ROWS, .D = (uint32_t)D, .batch0 = 1, .batch1 = 1, .x_offset = (uint32_t)D,
+                                    .x_stride_t = (uint32_t)(3 * D), .x_stride_d = 1, .positions = P,
+                                    .dyn_index = VKG_NO_INDEX, .rotated = 1, .row_positions = 1};
+        vkg_cpu_rope(&pr, x, table, rows_out, NULL, pos, 0, ROWS);
+        assert_memory_equal(rows_out, out, (size_t)ROWS * D * sizeof *out);
         /* the row past the table: NaN, nothing read outside it */
         const int32_t past = P;
         vkg_rope_params p = {.T = 1, .D = (uint32_t)D, .batch0 = 1, .batch1 = 1, .x_stride_t = (uint32_t)D, .x_stride_d = 1,
-                             .positions = P, .dyn_index = 0};
-        vkg_cpu_rope(&p, x, table, out, &past, 0, 1);
+                             .positions = P, .dyn_index = 0, .rotated = 1};
+        vkg_cpu_rope(&p, x, table, out, &past, NULL, 0, 1);
         for (int i = 0; i < D; i++) assert_true(isnan(out[i]));
         free(table);
     }
 }
 
-/* [b0 2, b1 3, T 5, D 8] in place, at offset 4 + index 2: every row at its own position. */
+/* [b0 2, b1 3, T 5, D 8] in place, at offset 4 + index 2: every row at its own position; the rows
+ * of b1 = 2 (past `rotated`) are copied as they are, as a projection's values are. */
 static void test_rope_in_place_batches(void **state) {
     (void)state;
     enum { B0 = 2, B1 = 3, T = 5, D = 8, P = 16, N = B0 * B1 * T * D };
@@ -160,12 +168,17 @@ static void test_rope_in_place_batches(void **state) {
     memcpy(orig, x, sizeof x);
     const int32_t index = 2;
     vkg_rope_params p = {.T = T, .D = D, .batch0 = B0, .batch1 = B1, .x_stride_t = D, .x_stride_d = 1,
-                         .x_stride_b1 = T * D, .x_stride_b0 = B1 * T * D, .positions = P, .pos_offset = 4, .dyn_index = 0};
-    vkg_cpu_rope(&p, x, table, x, &index, 0, 7);
-    vkg_cpu_rope(&p, x, table, x, &index, 7, B0 * B1 * T); /* cut anywhere */
+                         .x_stride_b1 = T * D, .x_stride_b0 = B1 * T * D, .positions = P, .pos_offset = 4, .dyn_index = 0,
+                         .rotated = 2};
+    vkg_cpu_rope(&p, x, table, x, &index, NULL, 0, 7);
+    vkg_cpu_rope(&p, x, table, x, &index, NULL, 7, B0 * B1 * T); /* cut anywhere */
     for (int r = 0; r < B0 * B1 * T; r++) {
         double want[D];
-        ref_rotate(orig + r * D, 1, D, 6.0 + r % T, inv, want);
+        if (r / T % B1 == 2) {
+            for (int i = 0; i < D; i++) want[i] = orig[r * D + i];
+        } else {
+            ref_rotate(orig + r * D, 1, D, 6.0 + r % T, inv, want);
+        }
         expect_close(x + r * D, want, D, 1e-6, "rope in place");
     }
 }

@@ -176,11 +176,12 @@ static const conf_point sweep_llama_rows[] = {
     {Q, {1, 1}},     {Q, {3, 7}},      {Q, {13, 31}},    {D, {1, 576}},     {D, {7, 896}},   {D, {64, 1024}},
     {D, {17, 2048}}, {D, {5, 2053}},   {D, {3, 4096}},   {F, {2048, 576}}, {F, {2048, 896}}, {F, {512, 2048}}, {END, {0}}};
 /* {T, H, D}: per-head rows for Qwen3's q_norm / k_norm, and heads for rope (token-major [T, H D]
- * projections viewed as [H, T, D]). */
+ * projections viewed as [H, T, D]; 15, 18 and 48: the H + 2 Hkv heads of SmolLM2-135M's,
+ * Qwen2.5-0.5B's and TinyLlama's or Llama-3.2-1B's q/k/v projection). */
 static const conf_point sweep_llama_heads[] = {
     {Q, {1, 1, 2}},    {Q, {3, 5, 8}},     {Q, {13, 3, 6}},    {D, {1, 9, 64}},    {D, {17, 9, 64}},
     {D, {31, 14, 64}}, {D, {7, 32, 64}},   {D, {64, 16, 128}}, {D, {1, 8, 128}},   {D, {5, 32, 128}},
-    {F, {2048, 9, 64}},
+    {D, {1, 15, 64}},  {D, {1, 48, 64}},   {F, {2048, 9, 64}}, {F, {2048, 18, 64}},
     {F, {2048, 16, 128}}, {F, {2048, 32, 64}}, {END, {0}}};
 /* {T, I, C}: the gated MLP's up projection x [T, C] @ W^T (W [I, C]) times silu(gate [T, I]). */
 static const conf_point sweep_llama_mlp[] = {
@@ -386,6 +387,21 @@ static void rope_runtime(conf_build *b, const int64_t *d) {
     vkg_tensor x = rope_heads(b, d), table = conf_constant(b, 2, S(2 * d[0] + 7, d[2]), CONF_FILL_NORMAL);
     conf_output(b, vkg_rope(b->g, x, table, 0, conf_index(b, (int32_t)d[0] + 7)));
 }
+/* q, k and v of one projection as heads [H, T, D], a third of them (the values) copied as they are */
+static void rope_qkv(conf_build *b, const int64_t *d) {
+    vkg_tensor x = rope_heads(b, d), table = conf_constant(b, 2, S(2 * d[0] + 7, d[2]), CONF_FILL_NORMAL);
+    conf_output(b, vkg_rope_heads(b->g, x, table, 0, conf_index(b, (int32_t)d[0] + 7), VKG_NONE, d[1] - d[1] / 3));
+}
+/* the same with each row at a position of its own (the rows of several sequences), some of them
+ * outside the table (NaN rows) */
+static void rope_rows(conf_build *b, const int64_t *d, int out_of_range) {
+    const int64_t P = 2 * d[0] + 7;
+    vkg_tensor x = rope_heads(b, d), table = conf_constant(b, 2, S(P, d[2]), CONF_FILL_NORMAL);
+    vkg_tensor positions = conf_ids(b, 1, S(d[0]), P, out_of_range);
+    conf_output(b, vkg_rope_heads(b->g, x, table, 0, VKG_NONE, positions, d[1] - d[1] / 3));
+}
+static void rope_row_positions(conf_build *b, const int64_t *d) { rope_rows(b, d, 0); }
+static void rope_row_positions_outside(conf_build *b, const int64_t *d) { rope_rows(b, d, 1); }
 static void rope_far(conf_build *b, const int64_t *d) {
     vkg_tensor x = vkg_permute(b->g, conf_input(b, 3, S(1, d[1], d[2]), CONF_FILL_NORMAL), (const int[]){1, 0, 2});
     vkg_tensor table = conf_constant(b, 2, S(32768, d[2]), CONF_FILL_NORMAL);
@@ -837,6 +853,9 @@ static const conf_case_def cases[] = {
     {"rms_norm", "many rows", EW, rms_norm_weight, sweep_many_rows},
     {"rope", "heads of [T, H D], offset 3", EW, rope_prompt, sweep_llama_heads},
     {"rope", "runtime offset", EW, rope_runtime, sweep_llama_heads},
+    {"rope", "q, k and v heads, the values copied", EW, rope_qkv, sweep_llama_heads},
+    {"rope", "a position per row", EW, rope_row_positions, sweep_llama_heads},
+    {"rope", "a position per row, some outside the table", EW, rope_row_positions_outside, sweep_llama_heads},
     {"rope", "decode at position 32767", EW, rope_far, sweep_llama_heads},
 #define ROPE_TYPE_ROW(ENUM, name) {"rope", #name " table (rope.c)", EW, rope_type_##name, sweep_llama_heads},
     VKG_ROPE_TYPES(ROPE_TYPE_ROW)

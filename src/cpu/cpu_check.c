@@ -130,6 +130,7 @@ static int rope_uses(const vkg_rope_params *p, slot_use *u, char *why, size_t si
     if (p->positions) use(&u[1], sat_add(p->table_offset, sat_mul(p->positions, p->D)));
     use(&u[2], sat_add(p->out_offset, sat_mul(rows, p->D)));
     if (p->dyn_index != VKG_NO_INDEX) use(&u[3], (uint64_t)p->dyn_index + 1);
+    if (p->row_positions) use(&u[4], sat_add(p->positions_offset, p->T));
     return 0;
 }
 static int layernorm_uses(const vkg_layernorm_params *p, slot_use *u, char *why, size_t size) {

@@ -5,14 +5,18 @@
 size_t vkg_cpu_rope_units(const vkg_rope_params *p) { return (size_t)p->batch0 * p->batch1 * p->T; }
 
 void vkg_cpu_rope(const vkg_rope_params *p, const float *x, const float *table, float *out, const int32_t *indices,
-                  size_t row_begin, size_t row_end) {
+                  const int32_t *positions, size_t row_begin, size_t row_end) {
     const int64_t base = (int64_t)p->pos_offset + (p->dyn_index != VKG_NO_INDEX ? indices[p->dyn_index] : 0);
     const size_t half = p->D / 2;
     for (size_t r = row_begin; r < row_end; r++) {
         const size_t t = r % p->T, b = r / p->T, b1 = b % p->batch1, b0 = b / p->batch1;
         const float *xr = x + p->x_offset + b0 * p->x_stride_b0 + b1 * p->x_stride_b1 + t * p->x_stride_t;
         float *o = out + p->out_offset + r * p->D;
-        const int64_t pos = base + (int64_t)t;
+        if (b1 >= p->rotated) {
+            for (size_t i = 0; i < p->D; i++) o[i] = xr[i * p->x_stride_d];
+            continue;
+        }
+        const int64_t pos = base + (p->row_positions ? (int64_t)positions[p->positions_offset + t] : (int64_t)t);
         if (pos < 0 || pos >= (int64_t)p->positions) { /* no table row: NaN, never a stray read */
             for (size_t i = 0; i < p->D; i++) o[i] = NAN;
             continue;

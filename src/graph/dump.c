@@ -35,7 +35,11 @@ static void node_attrs(const vkg_node *n, char *buf, size_t size) {
         if (n->attr.causal.window) snprintf(buf, size, " offset=%d window=%u", n->attr.causal.offset, n->attr.causal.window);
         else snprintf(buf, size, " offset=%d", n->attr.causal.offset);
         break;
-    case VKG_OP_ROPE: snprintf(buf, size, " offset=%d", n->attr.rope.offset); break;
+    case VKG_OP_ROPE:
+        snprintf(buf, size, " offset=%d%s", n->attr.rope.offset, n->attr.rope.row_positions ? " positions=rows" : "");
+        if (n->attr.rope.rotated)
+            snprintf(buf + strlen(buf), size - strlen(buf), " rotated=%lld", (long long)n->attr.rope.rotated);
+        break;
     case VKG_OP_MASK: snprintf(buf, size, " %s", n->attr.mask.kind == VKG_MASK_BOOL ? "bool" : "additive"); break;
     case VKG_OP_LAYERNORM: case VKG_OP_RMS_NORM: snprintf(buf, size, " eps=%g", n->attr.layernorm.eps); break;
     case VKG_OP_PERMUTE: {

@@ -138,7 +138,10 @@ static int needs_contiguous(const vkg_compiler *c, vkg_tensor consumer, vkg_tens
     case VKG_OP_SOFTMAX: operands[k++] = c->fused_input[consumer] != VKG_NONE ? c->fused_input[consumer] : n->src[0]; break;
     case VKG_OP_LAYERNORM: case VKG_OP_RMS_NORM: for (int s = 0; s < 3; s++) operands[k++] = n->src[s]; break;
     case VKG_OP_EMBEDDING: operands[k++] = n->src[0]; operands[k++] = n->src[1]; break;
-    case VKG_OP_ROPE: operands[k++] = n->src[1]; break; /* the table; x is read through strides */
+    case VKG_OP_ROPE: /* the table and the row positions; x is read through strides */
+        operands[k++] = n->src[1];
+        if (n->attr.rope.row_positions) operands[k++] = n->src[2];
+        break;
     case VKG_OP_MATMUL: operands[k++] = n->src[2]; break;
     default: break;
     }
@@ -443,12 +446,16 @@ static vkg_status lower_rope(vkg_compiler *c, vkg_tensor t) {
     p->x_stride_b0 = xs[0], p->x_stride_b1 = xs[1], p->x_stride_t = xs[2], p->x_stride_d = xs[3];
     p->positions = (uint32_t)c->g->nodes[n->src[1]].shape[0];
     p->pos_offset = n->attr.rope.offset;
+    p->rotated = n->attr.rope.rotated ? (uint32_t)n->attr.rope.rotated : p->batch1;
     p->dyn_index = VKG_NO_INDEX;
     vkg_view x = broadcast_view(&c->view[n->src[0]], shape4);
     vkg_compile_bind(s, 0, &x, WORD(vkg_rope_params, x_offset));
     vkg_compile_bind(s, 1, &c->view[n->src[1]], WORD(vkg_rope_params, table_offset));
     vkg_compile_bind(s, 2, &c->view[t], WORD(vkg_rope_params, out_offset));
-    if (n->src[2] != VKG_NONE) {
+    if (n->attr.rope.row_positions) {
+        p->row_positions = 1;
+        vkg_compile_bind(s, 4, &c->view[n->src[2]], WORD(vkg_rope_params, positions_offset));
+    } else if (n->src[2] != VKG_NONE) {
         p->dyn_index = (uint32_t)c->index_slot[n->src[2]];
         bind_index(s, 3, n->src[2]);
         /* the session refuses an index whose last row's position has no row in the table */

@@ -284,6 +284,36 @@ vkg_tensor vkg_rope(vkg_graph *g, vkg_tensor x, vkg_tensor cos_sin, int32_t offs
     return t;
 }
 
+vkg_tensor vkg_rope_heads(vkg_graph *g, vkg_tensor x, vkg_tensor cos_sin, int32_t offset, vkg_tensor dyn_offset,
+                          vkg_tensor positions, int64_t rotated) {
+    if (!vkg_graph_check(g, "rope", "x", x)) return VKG_NONE;
+    const vkg_node *nx = &g->nodes[x];
+    if (nx->ndim < 3 || rotated < 1 || rotated > nx->shape[nx->ndim - 3]) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "rope: %lld rotated heads of x %s ('%s'); x must be [.., n, T, D] and "
+                       "1 to n of its heads rotated", (long long)rotated, shape_of(g, x).s, vkg_tensor_name(g, x));
+        return VKG_NONE;
+    }
+    if (positions != VKG_NONE) {
+        if (!vkg_graph_check(g, "rope", "positions", positions)) return VKG_NONE;
+        const vkg_node *np = &g->nodes[positions];
+        if (np->dtype != VKG_I32 || np->op == VKG_OP_INDEX || np->ndim != 1 || np->shape[0] != nx->shape[nx->ndim - 2] ||
+            dyn_offset != VKG_NONE) {
+            vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "rope: positions %s ('%s') must be an i32 tensor [%lld], one "
+                           "for each row of x %s, in place of a dyn_offset", shape_of(g, positions).s,
+                           vkg_tensor_name(g, positions), (long long)nx->shape[nx->ndim - 2], shape_of(g, x).s);
+            return VKG_NONE;
+        }
+    }
+    vkg_tensor t = vkg_rope(g, x, cos_sin, offset, dyn_offset);
+    if (t == VKG_NONE) return t;
+    g->nodes[t].attr.rope.rotated = rotated;
+    if (positions != VKG_NONE) {
+        g->nodes[t].src[2] = positions;
+        g->nodes[t].attr.rope.row_positions = 1;
+    }
+    return t;
+}
+
 vkg_tensor vkg_embedding(vkg_graph *g, vkg_tensor table, vkg_tensor ids) {
     if (!vkg_graph_check(g, "embedding", "table", table) || !vkg_graph_check(g, "embedding", "ids", ids) ||
         !need_weight(g, "embedding", "table", table))

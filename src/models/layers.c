@@ -118,31 +118,14 @@ static vkg_tensor rotated(vkg_layers *b, const vkg_attention *a, vkg_tensor head
     return vkg_layers_name(b, vkg_rope(b->g, heads, a->rope, 0, pos), name);
 }
 
-/* The run's keys and values through the cache [2, Hkv, S, D]: written as one [2, Hkv, T, D]
- * block at pos, one step, then the whole of each read back as heads [Hkv, S, D] (views); with
- * groups, [Hkv, 1, S, D] so that the G query heads of a group broadcast over one key/value head.
- * Keys next to values in one projection (GPT-2's c_attn, any fused k/v projection) are that
- * block as they are, a view; apart, or with the keys rotated ("attn.k.rope"), their heads are
- * first copied side by side ("attn.kv.concat"). */
-static void through_cache(vkg_layers *b, const vkg_attention *a, vkg_tensor k, int64_t k_col, vkg_tensor v,
-                          int64_t v_col, vkg_tensor *kh, vkg_tensor *vh) {
+/* Keys and values kv [2, Hkv, T, D] through the cache [2, Hkv, S, D]: written at pos, one step,
+ * then the whole of each read back as heads [Hkv, S, D] (views); with groups, [Hkv, 1, S, D] so
+ * that the G query heads of a group broadcast over one key/value head. */
+static void through_cache(vkg_layers *b, const vkg_attention *a, vkg_tensor kv, vkg_tensor *kh, vkg_tensor *vh) {
     vkg_graph *g = b->g;
-    const int64_t Hkv = a->n_kv_head, D = a->head_dim, W = Hkv * D;
-    int64_t shape[VKG_MAX_DIMS];
-    vkg_tensor_shape(g, k, shape);
-    const int64_t T = shape[0];
-    vkg_tensor kv;
-    if (k == v && v_col == k_col + W && a->rope == VKG_NONE) { /* [T, 2W] -> [T, 2, Hkv, D] -> [2, Hkv, T, D] */
-        kv = k_col != 0 || shape[1] != 2 * W ? vkg_layers_name(b, vkg_slice(g, k, 1, k_col, 2 * W), "attn.kv.slice") : k;
-        kv = vkg_layers_name(b, vkg_reshape(g, kv, 4, (const int64_t[]){T, 2, Hkv, D}), "attn.kv.reshape");
-        kv = vkg_layers_name(b, vkg_permute(g, kv, (const int[]){1, 2, 0, 3}), "attn.kv");
-    } else { /* [Hkv, T, D] twice -> [2 Hkv, T, D] -> [2, Hkv, T, D] */
-        vkg_tensor kr = rotated(b, a, heads_of(b, k, k_col, Hkv, 1, D, "attn.k"), "attn.k.rope");
-        kv = vkg_concat(g, kr, heads_of(b, v, v_col, Hkv, 1, D, "attn.v"), 0);
-        kv = vkg_layers_name(b, kv, "attn.kv.concat");
-        kv = vkg_layers_name(b, vkg_reshape(g, kv, 4, (const int64_t[]){2, Hkv, T, D}), "attn.kv");
-    }
+    const int64_t Hkv = a->n_kv_head, D = a->head_dim;
     kv = vkg_layers_name(b, vkg_write_at(g, a->kv_cache, kv, 2, 0, a->pos), "attn.kv_cache.write");
+    int64_t shape[VKG_MAX_DIMS];
     vkg_tensor_shape(g, kv, shape);
     const int64_t S = shape[2];
     const int grouped = a->n_head != a->n_kv_head, hnd = grouped ? 4 : 3;
@@ -153,61 +136,82 @@ static void through_cache(vkg_layers *b, const vkg_attention *a, vkg_tensor k, i
     *vh = vkg_layers_name(b, vkg_reshape(g, *vh, hnd, hs), "attn.v_cache");
 }
 
-/* Rows [r, r + n) of x [T, ..]. */
-static vkg_tensor rows_of(vkg_layers *b, vkg_tensor x, int64_t r, int64_t n, const char *name) {
-    return vkg_layers_name(b, vkg_slice(b->g, x, 0, r, n), name);
-}
-
-/* Several sequences (a->rows > 1), each its rows next to each other: one attention per sequence
- * over its own cache, exactly the steps a run of that sequence alone has, then the rows stacked
- * again ("attn.rows"; the compiler computes each sequence's rows in place there). */
-static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
-                                 int64_t k_col, vkg_tensor v, int64_t v_col) {
-    vkg_tensor out = VKG_NONE;
-    for (int r = 0, row = 0; r < a->rows; row += a->row_tokens[r++]) {
-        vkg_attention one = *a;
-        one.rows = 0;
-        one.kv_cache = a->row_caches[r];
-        one.pos = a->row_pos[r];
-        const int n = a->row_tokens[r];
-        /* q, k and v sliced once each where they are one tensor (a fused projection) */
-        const vkg_tensor qr = rows_of(b, q, row, n, "attn.row.q");
-        const vkg_tensor kr = k == q ? qr : rows_of(b, k, row, n, "attn.row.k");
-        const vkg_tensor vr = v == q ? qr : v == k ? kr : rows_of(b, v, row, n, "attn.row.v");
-        const vkg_tensor heads = vkg_layer_attention(b, &one, qr, q_col, kr, k_col, vr, v_col, NULL);
-        out = r == 0 ? heads : vkg_layers_name(b, vkg_concat(b->g, out, heads, 0), "attn.rows");
-    }
-    return out;
-}
-
-vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
-                               int64_t k_col, vkg_tensor v, int64_t v_col, vkg_tensor *probs) {
+/* The run's keys and values as one block [2, Hkv, T, D] for the cache.  Keys next to values in
+ * one projection (GPT-2's c_attn, any fused k/v projection) are that block as they are, a view;
+ * apart, or with the keys rotated ("attn.k.rope"), their heads are first copied side by side
+ * ("attn.kv.concat"). */
+static vkg_tensor kv_block(vkg_layers *b, const vkg_attention *a, vkg_tensor k, int64_t k_col, vkg_tensor v,
+                           int64_t v_col) {
     vkg_graph *g = b->g;
-    if (vkg_graph_status(g) != VKG_OK) return VKG_NONE;
-    if (a->rows > 1) {
-        if (probs) *probs = VKG_NONE;
-        return attention_rows(b, a, q, q_col, k, k_col, v, v_col);
-    }
+    const int64_t Hkv = a->n_kv_head, D = a->head_dim, W = Hkv * D;
     int64_t shape[VKG_MAX_DIMS];
-    const int nd = vkg_tensor_shape(g, q, shape);
-    const int64_t H = a->n_head, Hkv = a->n_kv_head, D = a->head_dim, G = Hkv > 0 ? H / Hkv : 0;
-    if (H < 1 || Hkv < 1 || D < 1 || H % Hkv) {
-        vkg_graph_fail(g, VKG_ERR_SHAPE, "attention: %lld query heads in groups over %lld key/value heads of size "
-                       "%lld; the query heads must be a positive multiple of the key/value heads",
-                       (long long)H, (long long)Hkv, (long long)D);
-        return VKG_NONE;
-    }
-    if ((G > 1 || a->kv_cache != VKG_NONE) && nd != 2) {
-        vkg_graph_fail(g, VKG_ERR_SHAPE, "attention: queries %s; grouped heads and a KV cache take the tokens as "
-                       "[T, H * D], without leading dimensions", vkg_shape_str(nd, shape, (char[64]){0}, 64));
-        return VKG_NONE;
-    }
-    vkg_tensor qh = rotated(b, a, heads_of(b, q, q_col, H, G, D, "attn.q"), "attn.q.rope"), kh, vh;
+    vkg_tensor_shape(g, k, shape);
+    const int64_t T = shape[0];
+    vkg_tensor kv;
+    if (k == v && v_col == k_col + W && a->rope == VKG_NONE) { /* [T, 2W] -> [T, 2, Hkv, D] -> [2, Hkv, T, D] */
+        kv = k_col != 0 || shape[1] != 2 * W ? vkg_layers_name(b, vkg_slice(g, k, 1, k_col, 2 * W), "attn.kv.slice") : k;
+        kv = vkg_layers_name(b, vkg_reshape(g, kv, 4, (const int64_t[]){T, 2, Hkv, D}), "attn.kv.reshape");
+        return vkg_layers_name(b, vkg_permute(g, kv, (const int[]){1, 2, 0, 3}), "attn.kv");
+    } /* [Hkv, T, D] twice -> [2 Hkv, T, D] -> [2, Hkv, T, D] */
+    vkg_tensor kr = rotated(b, a, heads_of(b, k, k_col, Hkv, 1, D, "attn.k"), "attn.k.rope");
+    kv = vkg_concat(g, kr, heads_of(b, v, v_col, Hkv, 1, D, "attn.v"), 0);
+    kv = vkg_layers_name(b, kv, "attn.kv.concat");
+    return vkg_layers_name(b, vkg_reshape(g, kv, 4, (const int64_t[]){2, Hkv, T, D}), "attn.kv");
+}
+
+/* q, k and v side by side in one projection x [T, ..] from column col, as heads [H + 2 Hkv, T, D]
+ * with the queries and keys rotated and the values copied beside them, in one step
+ * ("attn.qkv.rope"); row t at the attention's position (pos + t), or at positions[t] where
+ * positions is given (the rows of several sequences). */
+static vkg_tensor rotated_qkv(vkg_layers *b, const vkg_attention *a, vkg_tensor x, int64_t col, vkg_tensor positions) {
+    const int64_t H = a->n_head, Hkv = a->n_kv_head;
+    vkg_tensor heads = heads_of(b, x, col, H + 2 * Hkv, 1, a->head_dim, "attn.qkv");
+    const vkg_tensor pos = a->kv_cache != VKG_NONE && positions == VKG_NONE ? a->pos : VKG_NONE;
+    return vkg_layers_name(b, vkg_rope_heads(b->g, heads, a->rope, 0, pos, positions, H + Hkv), "attn.qkv.rope");
+}
+
+/* Heads [H + 2 Hkv, T, D] of rotated_qkv as the queries (grouped as heads_of makes them) and the
+ * keys and values as one block [2, Hkv, T, D]: views. */
+static void split_qkv(vkg_layers *b, const vkg_attention *a, vkg_tensor heads, vkg_tensor *qh, vkg_tensor *kv) {
+    vkg_graph *g = b->g;
+    const int64_t H = a->n_head, Hkv = a->n_kv_head, D = a->head_dim, G = H / Hkv;
+    int64_t shape[VKG_MAX_DIMS];
+    vkg_tensor_shape(g, heads, shape);
+    const int64_t T = shape[1];
+    *qh = vkg_layers_name(b, vkg_slice(g, heads, 0, 0, H), "attn.q.slice");
+    if (G > 1) *qh = vkg_reshape(g, *qh, 4, (const int64_t[]){Hkv, G, T, D});
+    *qh = vkg_layers_name(b, *qh, "attn.q.rope");
+    *kv = vkg_layers_name(b, vkg_slice(g, heads, 0, H, 2 * Hkv), "attn.kv.slice");
+    *kv = vkg_layers_name(b, vkg_reshape(g, *kv, 4, (const int64_t[]){2, Hkv, T, D}), "attn.kv");
+}
+
+/* q, k and v of one projection side by side, with rotary embeddings: rotated (the values
+ * copied) in one step. */
+static int one_projection(const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k, int64_t k_col,
+                          vkg_tensor v, int64_t v_col) {
+    return a->rope != VKG_NONE && q == k && k == v && k_col == q_col + a->n_head * a->head_dim &&
+           v_col == k_col + a->n_kv_head * a->head_dim;
+}
+
+/* Attention of the query heads qh over keys and values: the block kv [2, Hkv, T, D] where there
+ * is one (one_projection's), else k and v from their columns; through the cache where there is
+ * one; back to tokens [.., T, H * D] (the shape of q, shape[nd]). */
+static vkg_tensor attend(vkg_layers *b, const vkg_attention *a, vkg_tensor qh, vkg_tensor kv, vkg_tensor k,
+                         int64_t k_col, vkg_tensor v, int64_t v_col, int nd, const int64_t *shape, vkg_tensor *probs) {
+    vkg_graph *g = b->g;
+    const int64_t H = a->n_head, Hkv = a->n_kv_head, D = a->head_dim, G = H / Hkv;
+    vkg_tensor kh, vh;
     if (a->kv_cache != VKG_NONE) {
-        through_cache(b, a, k, k_col, v, v_col, &kh, &vh);
+        through_cache(b, a, kv != VKG_NONE ? kv : kv_block(b, a, k, k_col, v, v_col), &kh, &vh);
     } else {
-        kh = rotated(b, a, heads_of(b, k, k_col, Hkv, 1, D, "attn.k"), "attn.k.rope");
-        vh = heads_of(b, v, v_col, Hkv, 1, D, "attn.v");
+        if (kv != VKG_NONE) { /* [2, Hkv, T, D] -> [Hkv, T, D] twice */
+            const int64_t heads[3] = {Hkv, shape[0], D};
+            kh = vkg_layers_name(b, vkg_reshape(g, vkg_slice(g, kv, 0, 0, 1), 3, heads), "attn.k.rope");
+            vh = vkg_layers_name(b, vkg_reshape(g, vkg_slice(g, kv, 0, 1, 1), 3, heads), "attn.v");
+        } else {
+            kh = rotated(b, a, heads_of(b, k, k_col, Hkv, 1, D, "attn.k"), "attn.k.rope");
+            vh = heads_of(b, v, v_col, Hkv, 1, D, "attn.v");
+        }
         if (G > 1) { /* [Hkv, T, D] -> [Hkv, 1, T, D] */
             const int64_t grouped[4] = {Hkv, 1, shape[0], D};
             kh = vkg_layers_name(b, vkg_reshape(g, kh, 4, grouped), "attn.k.group");
@@ -240,6 +244,74 @@ vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor
     merged[nd - 1] = H * D;
     vkg_tensor tokens = vkg_layers_name(b, vkg_permute(g, heads, axes), "attn.merge.permute");
     return vkg_layers_name(b, vkg_reshape(g, tokens, nd, merged), "attn.merge");
+}
+
+/* Rows [r, r + n) of x [T, ..]. */
+static vkg_tensor rows_of(vkg_layers *b, vkg_tensor x, int64_t r, int64_t n, const char *name) {
+    return vkg_layers_name(b, vkg_slice(b->g, x, 0, r, n), name);
+}
+
+/* Several sequences (a->rows > 1), each its rows next to each other: one attention per sequence
+ * over its own cache, then the rows stacked again ("attn.rows"; the compiler computes each
+ * sequence's rows in place there).  q, k and v of one projection are rotated for every row in
+ * one step, each row at its own position (*a->positions); otherwise each sequence has exactly
+ * the steps a run of it alone has. */
+static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
+                                 int64_t k_col, vkg_tensor v, int64_t v_col) {
+    const int joint = one_projection(a, q, q_col, k, k_col, v, v_col) && a->positions;
+    const vkg_tensor all = joint ? rotated_qkv(b, a, q, q_col, *a->positions) : VKG_NONE;
+    vkg_tensor out = VKG_NONE;
+    for (int r = 0, row = 0; r < a->rows; row += a->row_tokens[r++]) {
+        vkg_attention one = *a;
+        one.rows = 0;
+        one.kv_cache = a->row_caches[r];
+        one.pos = a->row_pos[r];
+        const int n = a->row_tokens[r];
+        vkg_tensor heads;
+        if (joint) {
+            vkg_tensor qh, kv;
+            split_qkv(b, &one, vkg_layers_name(b, vkg_slice(b->g, all, 1, row, n), "attn.row.qkv"), &qh, &kv);
+            heads = attend(b, &one, qh, kv, VKG_NONE, 0, VKG_NONE, 0, 2, (const int64_t[]){n, a->n_head * a->head_dim},
+                           NULL);
+        } else { /* q, k and v sliced once each where they are one tensor (a fused projection) */
+            const vkg_tensor qr = rows_of(b, q, row, n, "attn.row.q");
+            const vkg_tensor kr = k == q ? qr : rows_of(b, k, row, n, "attn.row.k");
+            const vkg_tensor vr = v == q ? qr : v == k ? kr : rows_of(b, v, row, n, "attn.row.v");
+            heads = vkg_layer_attention(b, &one, qr, q_col, kr, k_col, vr, v_col, NULL);
+        }
+        out = r == 0 ? heads : vkg_layers_name(b, vkg_concat(b->g, out, heads, 0), "attn.rows");
+    }
+    return out;
+}
+
+vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
+                               int64_t k_col, vkg_tensor v, int64_t v_col, vkg_tensor *probs) {
+    vkg_graph *g = b->g;
+    if (vkg_graph_status(g) != VKG_OK) return VKG_NONE;
+    int64_t shape[VKG_MAX_DIMS];
+    const int nd = vkg_tensor_shape(g, q, shape);
+    const int64_t H = a->n_head, Hkv = a->n_kv_head, D = a->head_dim, G = Hkv > 0 ? H / Hkv : 0;
+    if (H < 1 || Hkv < 1 || D < 1 || H % Hkv) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "attention: %lld query heads in groups over %lld key/value heads of size "
+                       "%lld; the query heads must be a positive multiple of the key/value heads",
+                       (long long)H, (long long)Hkv, (long long)D);
+        return VKG_NONE;
+    }
+    if ((G > 1 || a->kv_cache != VKG_NONE || a->rows > 1) && nd != 2) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "attention: queries %s; grouped heads and a KV cache take the tokens as "
+                       "[T, H * D], without leading dimensions", vkg_shape_str(nd, shape, (char[64]){0}, 64));
+        return VKG_NONE;
+    }
+    if (a->rows > 1) {
+        if (probs) *probs = VKG_NONE;
+        return attention_rows(b, a, q, q_col, k, k_col, v, v_col);
+    }
+    vkg_tensor qh, kv = VKG_NONE;
+    if (one_projection(a, q, q_col, k, k_col, v, v_col))
+        split_qkv(b, a, rotated_qkv(b, a, q, q_col, VKG_NONE), &qh, &kv);
+    else
+        qh = rotated(b, a, heads_of(b, q, q_col, H, G, D, "attn.q"), "attn.q.rope");
+    return attend(b, a, qh, kv, k, k_col, v, v_col, nd, shape, probs);
 }
 
 void vkg_layer_attention_output(vkg_layers *b, const vkg_forward_options *o, vkg_forward_graph *gg, int layer,

@@ -103,6 +103,10 @@ typedef struct vkg_attention {
     int rows;
     const vkg_tensor *row_caches, *row_pos;
     const int *row_tokens;
+    /* rows > 1 with rope: the i32 tensor [T] of each row's position (the forward's "positions"),
+     * so that a q/k/v projection's rows are rotated in one step; NULL: each sequence's rows
+     * rotated apart (a pointer, so that an initializer that leaves it out means none). */
+    const vkg_tensor *positions;
 } vkg_attention;
 
 /* q [.., T, H*D], k and v [.., T, Hkv*D]: token-major, as projections give them; each may be a

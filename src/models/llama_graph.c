@@ -78,7 +78,7 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
                               .kv_cache = b->S ? gg->kv_cache[layer * (gg->seqs > 1 ? gg->seqs : 1)] : VKG_NONE, .pos = gg->pos,
                               .rows = gg->seqs > 1 ? gg->seqs : 0, .row_pos = gg->row_pos,
                               .row_caches = gg->seqs > 1 ? gg->kv_cache + layer * gg->seqs : NULL,
-                              .row_tokens = gg->seq_tokens};
+                              .row_tokens = gg->seq_tokens, .positions = &gg->positions};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = vkg_layer_attention(L, &at, q, q_col, k, k_col, v, v_col, &probs);
     vkg_tensor o = linear(b, heads, VKG_LLAMA_O_W, VKG_LLAMA_O_B, layer, "self_attn.o_proj");
