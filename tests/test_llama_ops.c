@@ -366,6 +366,24 @@ static void test_builder_refusals(void **state) {
     assert_non_null(strstr(vkg_graph_error(g), "must be [P, 8]"));
     vkg_graph_free(g);
 
+    /* vkg_rope_heads: 1 to n heads rotated; positions an i32 [T], not beside a runtime index */
+    static const struct { int64_t rotated; int positions; const char *why; } heads[] = {
+        {0, 0, "1 to n of its heads"}, {5, 0, "1 to n of its heads"}, {2, 1, "i32 tensor [5]"},
+        {2, 2, "i32 tensor [5]"}, {2, 3, "in place of a dyn_offset"}};
+    for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
+        g = vkg_graph_new();
+        x = vkg_input(g, "x", VKG_F32, 3, (int64_t[]){4, 5, 8});
+        table = vkg_constant(g, "t", VKG_F32, 2, (int64_t[]){16, 8}, data);
+        vkg_tensor pos = heads[i].positions == 1   ? vkg_input(g, "p", VKG_I32, 1, (int64_t[]){4})
+                         : heads[i].positions == 2 ? vkg_input(g, "p", VKG_F32, 1, (int64_t[]){5})
+                         : heads[i].positions == 3 ? vkg_input(g, "p", VKG_I32, 1, (int64_t[]){5})
+                                                   : VKG_NONE;
+        vkg_tensor dyn = heads[i].positions == 3 ? vkg_index(g, "pos") : VKG_NONE;
+        assert_int_equal(vkg_rope_heads(g, x, table, 0, dyn, pos, heads[i].rotated), VKG_NONE);
+        if (!strstr(vkg_graph_error(g), heads[i].why)) fail_msg("case %zu: %s", i, vkg_graph_error(g));
+        vkg_graph_free(g);
+    }
+
     g = vkg_graph_new();
     vkg_tensor a = vkg_input(g, "a", VKG_F32, 2, (int64_t[]){3, 4}), b = vkg_input(g, "b", VKG_F32, 2, (int64_t[]){3, 1});
     assert_int_equal(vkg_swiglu(g, a, b), VKG_NONE);

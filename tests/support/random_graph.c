@@ -300,7 +300,9 @@ static vkg_tensor gen_layernorm(random_graph *rg) {
 }
 
 /* Rotary embedding of x [.., T, D] (D even, 2 to 4 dimensions) over a table of T + 8 positions,
- * at offset 0 .. 3 plus a runtime index of at most 3. */
+ * at offset 0 .. 3 plus a runtime index of at most 3; or (3 or 4 dimensions) some of the heads of
+ * axis -3 rotated, the rest copied, with a runtime index or a position per row (some outside the
+ * table). */
 static vkg_tensor gen_rope(random_graph *rg) {
     vkg_tensor x = pick(rg, 2);
     if (x == VKG_NONE) return VKG_NONE;
@@ -309,6 +311,14 @@ static vkg_tensor gen_rope(random_graph *rg) {
     if (sx.ndim > 4 || D % 2) return VKG_NONE;
     vkg_tensor table = new_constant(rg, &(rg_shape){2, {T + 8, D}}, FILL_NORMAL, 1.0f);
     if (table == VKG_NONE) return VKG_NONE;
+    if (sx.ndim >= 3 && chance(rg, 40)) {
+        const int64_t rotated = 1 + rnd(rg, (int)sx.d[sx.ndim - 3]);
+        if (chance(rg, 50))
+            return vkg_rope_heads(rg->g, x, table, rnd(rg, 4), VKG_NONE, new_ids(rg, &(rg_shape){1, {T}}, (int)T + 5),
+                                  rotated);
+        return vkg_rope_heads(rg->g, x, table, rnd(rg, 4), chance(rg, 50) ? get_index(rg, 3) : VKG_NONE, VKG_NONE,
+                              rotated);
+    }
     vkg_tensor dyn = chance(rg, 50) ? get_index(rg, 3) : VKG_NONE;
     return vkg_rope(rg->g, x, table, rnd(rg, 4), dyn);
 }

@@ -216,17 +216,24 @@ static void ref_layernorm(const ref_ctx *c, vkg_tensor t, float *out) {
 }
 
 /* HF's rotate_half: y[i] = x[i] c - x[i + D/2] s, y[i + D/2] = x[i + D/2] c + x[i] s, with c and
- * s from row offset (+ index) + t of the table. */
+ * s from row offset (+ index) + t of the table, or offset + positions[t]; the heads of axis -3
+ * from `rotated` on copied. */
 static void ref_rope(const ref_ctx *c, vkg_tensor t, float *out) {
     const vkg_node *n = node(c, t);
     const float *x = c->v[n->src[0]], *table = c->v[n->src[1]];
     const int64_t D = n->shape[n->ndim - 1], T = n->shape[n->ndim - 2], half = D / 2;
-    const int64_t P = node(c, n->src[1])->shape[0];
+    const int64_t P = node(c, n->src[1])->shape[0], heads = n->ndim >= 3 ? n->shape[n->ndim - 3] : 1;
+    const float *positions = n->attr.rope.row_positions ? c->v[n->src[2]] : NULL;
     int64_t base = n->attr.rope.offset;
-    if (n->src[2] != VKG_NONE) base += c->in->index[n->src[2]];
+    if (n->src[2] != VKG_NONE && !positions) base += c->in->index[n->src[2]];
     for (int64_t r = 0; r < numel(n) / D; r++) {
-        const int64_t pos = base + r % T;
-        const float *xr = x + r * D, *cs = table + pos * D;
+        const float *xr = x + r * D;
+        if (n->attr.rope.rotated && r / T % heads >= n->attr.rope.rotated) {
+            for (int64_t i = 0; i < D; i++) out[r * D + i] = xr[i];
+            continue;
+        }
+        const int64_t pos = positions ? n->attr.rope.offset + (int64_t)positions[r % T] : base + r % T;
+        const float *cs = table + pos * D;
         for (int64_t i = 0; i < half; i++) {
             if (pos < 0 || pos >= P) {
                 out[r * D + i] = out[r * D + half + i] = NAN;
