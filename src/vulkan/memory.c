@@ -214,20 +214,10 @@ void vkg_vk_staging_free(vkg_vk_context *c, vkg_vk_staging *st) {
     memset(st, 0, sizeof *st);
 }
 
-static vkg_status staging_init(vkg_vk_context *c, vkg_vk_staging *st, vkg_error *err) {
-    if (st->buffer) return VKG_OK;
-    VkDeviceSize size = c->max_allocation && c->max_allocation < STAGING_BYTES ? c->max_allocation : STAGING_BYTES;
-    vkg_vk_buffer_request req = {.bytes = size, .host = 1};
-    vkg_vk_buffer buf;
-    vkg_vk_memory mem;
-    vkg_status s = vkg_vk_memory_create(c, 1, &req, 0, &buf, &mem, err);
-    if (s != VKG_OK) return s;
-    st->buffer = buf.buffer;
-    st->memory = mem.blocks[0];
-    st->memory_bytes = mem.allocated_bytes;
-    st->mapped = buf.mapped;
-    st->size = size;
-    free(mem.blocks);
+/* st's command buffer and fence, made on first use: every copy needs them, a copy between two
+ * device buffers nothing more. */
+static vkg_status staging_commands(vkg_vk_context *c, vkg_vk_staging *st, vkg_error *err) {
+    if (st->cmd) return VKG_OK;
     VkCommandBufferAllocateInfo ai = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
         .commandPool = c->pool,
@@ -237,16 +227,35 @@ static vkg_status staging_init(vkg_vk_context *c, vkg_vk_staging *st, vkg_error 
     VkResult r = vkAllocateCommandBuffers(c->device, &ai, &st->cmd);
     if (r != VK_SUCCESS) {
         st->cmd = VK_NULL_HANDLE;
-        vkg_vk_staging_free(c, st);
         return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
     }
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     r = vkCreateFence(c->device, &fci, NULL, &st->fence);
     if (r != VK_SUCCESS) {
         st->fence = VK_NULL_HANDLE;
-        vkg_vk_staging_free(c, st);
+        vkFreeCommandBuffers(c->device, c->pool, 1, &st->cmd);
+        st->cmd = VK_NULL_HANDLE;
         return vkg_vk_fail(err, r, "vkCreateFence");
     }
+    return VKG_OK;
+}
+
+/* st's host-visible buffer (with its command buffer and fence), made on first use. */
+static vkg_status staging_init(vkg_vk_context *c, vkg_vk_staging *st, vkg_error *err) {
+    vkg_status s = staging_commands(c, st, err);
+    if (s != VKG_OK || st->buffer) return s;
+    VkDeviceSize size = c->max_allocation && c->max_allocation < STAGING_BYTES ? c->max_allocation : STAGING_BYTES;
+    vkg_vk_buffer_request req = {.bytes = size, .host = 1};
+    vkg_vk_buffer buf;
+    vkg_vk_memory mem;
+    s = vkg_vk_memory_create(c, 1, &req, 0, &buf, &mem, err);
+    if (s != VKG_OK) return s;
+    st->buffer = buf.buffer;
+    st->memory = mem.blocks[0];
+    st->memory_bytes = mem.allocated_bytes;
+    st->mapped = buf.mapped;
+    st->size = size;
+    free(mem.blocks);
     return VKG_OK;
 }
 
@@ -374,7 +383,7 @@ vkg_status vkg_vk_buffer_copy(vkg_vk_context *c, vkg_vk_staging *st, const vkg_v
     for (uint32_t i = 0; i < count; i++)
         regions[i] = (VkBufferCopy){.srcOffset = from_offset + i * stride, .dstOffset = to_offset + i * stride,
                                     .size = bytes};
-    s = staging_init(c, st, err); /* its command buffer and fence */
+    s = staging_commands(c, st, err);
     if (s == VKG_OK) s = submit_copies(c, st, from->buffer, to->buffer, regions, count, "copying on the device", err);
     free(regions);
     return s;
