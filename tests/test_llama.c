@@ -1,7 +1,8 @@
 /* The Llama family at small sizes, fast enough for the sanitizer leg: config.json read and refused
  * as transformers' config classes would have it, hostile shard indexes refused, and each
  * architecture (llama with llama3 rope scaling, mistral, qwen2 with biases, qwen3 with q/k norms;
- * grouped-query attention; tied and untied heads; F32, F16, BF16; one file and shards) against the
+ * grouped-query attention; head_dim wider than the width over the heads; tied and untied heads;
+ * F32, F16, BF16; one file and shards) against the
  * independent float64 NumPy reference (tools/llama_reference.py) on the CPU executor and on
  * Vulkan, all positions, NMSE <= 1e-6 and the same argmax; then prefill and decode through the KV
  * cache against the same rows.  The full-scale cases are in test_llama_scale.c. */
@@ -390,6 +391,10 @@ static void f16_three_layers(vkg_llama_random_options *o) {
     o->config.n_layer = 3;
 }
 
+/* heads wider than the width over the heads (Mistral Nemo's kind): 4 query heads of 32 over a
+ * width of 64, so q is 128 wide and k, v 64 each */
+static void wide_heads(vkg_llama_random_options *o) { o->config.head_dim = 32; }
+
 /* a window shorter than the run: every query past 24 sees its last 24 positions alone */
 static void window_24(vkg_llama_random_options *o) {
     o->config.sliding_window = 24;
@@ -406,6 +411,7 @@ static void test_models(void **state) {
     vkg_device *gpu = vk_test_open();
     check_model("llama-tiny", llama3_short, gpu);
     check_model("biases:llama-tiny", linear_untied, gpu);
+    check_model("heads:llama-tiny", wide_heads, gpu);
     check_model("mistral-tiny", NULL, gpu);
     check_model("window:mistral-tiny", window_24, gpu);
     check_model("window:qwen2-tiny", window_from_layer_1, gpu);
