@@ -32,8 +32,9 @@ typedef struct vkg_node {
         struct { unsigned flags; } matmul;              /* VKG_TRANSPOSE_A/B; bias is src[2] */
         struct { float s; } scale;
         struct { int32_t offset; uint32_t window; } causal; /* dynamic offset src[1]; 0: no window */
-        struct { int32_t offset; int64_t rotated; int row_positions; } rope; /* table src[1]; src[2] a dynamic
-                                    offset, or with row_positions an i32 [T] of each row's position; rotated: 0 all */
+        /* rope: table src[1]; src[2] a dynamic offset, or with row_positions an i32 [T] of each
+         * row's position; rotated: the heads of axis -3 rotated (0: all) */
+        struct { int32_t offset; int64_t rotated; int row_positions; } rope;
         struct { vkg_mask_kind kind; } mask;
         struct { float eps; } layernorm;                /* gamma src[1], beta src[2]; rms_norm's too */
         struct { int axes[VKG_MAX_DIMS]; } permute;
