@@ -342,6 +342,10 @@ vkg_status vkg_session_set_state(vkg_session *s, vkg_tensor state, const void *d
  * are 2 Hkv blocks of n D floats, S D floats apart. */
 vkg_status vkg_session_copy_state(vkg_session *s, vkg_tensor src, vkg_tensor dst, size_t stride, size_t count,
                                   size_t bytes, vkg_error *err);
+/* The same from byte src_offset of src to byte dst_offset of dst, which may be the same state
+ * (one slot's cache to another's in a cache of several): the blocks must not overlap. */
+vkg_status vkg_session_copy_state_at(vkg_session *s, vkg_tensor src, size_t src_offset, vkg_tensor dst,
+                                     size_t dst_offset, size_t stride, size_t count, size_t bytes, vkg_error *err);
 vkg_status vkg_session_reset_state(vkg_session *s, vkg_error *err);
 
 /* Profiling.  A session with profiling on records every run and every step of it (Vulkan

@@ -194,9 +194,11 @@ typedef enum vkg_logits_mode {
  * for the layers asked for ([n_head, tokens, tokens or n_ctx]).  Nodes are named by module path
  * as Hugging Face names them ("h.3.attn.softmax").  The graph borrows the model's weights: free
  * it (and its plans and sessions) before the model.
- * Sequence slots, as a batch context's plans use them (vkg_batch_*): with seqs 1, the tokens
- * belong to slot first_slot, whose caches are the states named as above with ".s<slot>" added
- * ("h.L.kv_cache.s2"; the Llama family's "model.layers.L.self_attn.kv_cache.s2"); with seqs > 1
+ * Sequence slots, as a batch context's plans use them (vkg_batch_*): each layer's cache is one
+ * state holding n_slots slots, [2 n_slots, n_kv_head, S, head_dim] (slot s's keys at plane 2s,
+ * its values at 2s + 1), named as above with ".slots" added ("h.L.kv_cache.slots"; the Llama
+ * family's "model.layers.L.self_attn.kv_cache.slots"); with seqs 1, the tokens belong to slot
+ * first_slot; with seqs > 1
  * (a cache, tokens == seqs, no attention outputs), row r is the one new token of slot
  * first_slot + r at the position given by the runtime index "pos.<r>" (there is no "pos"),
  * attending to its own slot's cache alone, with logits for every row [seqs, n_vocab].  Plans of
@@ -208,6 +210,8 @@ typedef struct vkg_model_graph_options {
     int attention_layer;       /* VKG_NO_ATTENTION, a layer, or VKG_ALL_LAYERS                   */
     int seqs;                  /* 0: one unnamed sequence (the plain cache); else see above      */
     int first_slot;            /* the slot of row 0 (0 unless seqs >= 1)                         */
+    int n_slots;               /* with seqs: the slots each cache holds (0: first_slot + seqs);
+                                  plans that share the caches give the same                      */
 } vkg_model_graph_options;
 
 void vkg_model_graph_options_default(vkg_model_graph_options *o, int tokens);

@@ -32,7 +32,6 @@ layout(constant_id = VKG_SPEC_DV4) const uint DV4 = 16;   // vec4s of a v / out 
 layout(constant_id = VKG_SPEC_SPLIT_KEYS) const bool SPLIT_KEYS = false;   // a subgroup per query row (above)
 
 void main() {
-    int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index] : 0;
     // Rows per unit: a workgroup's tile, or with SPLIT_KEYS one row per subgroup.
     uint rows = SPLIT_KEYS ? gl_NumSubgroups : gl_WorkGroupSize.x;
     uint lane = SPLIT_KEYS ? gl_SubgroupInvocationID : 0u, lanes = SPLIT_KEYS ? gl_SubgroupSize : 1u;
@@ -50,6 +49,7 @@ void main() {
         uint q_row = p.q_offset + b0 * p.q_stride_b0 + b1 * p.q_stride_b1 + t * p.q_stride_t;
         uint k_base = p.k_offset + b0 * p.k_stride_b0 + b1 * p.k_stride_b1;
         uint v_base = p.v_offset + b0 * p.v_stride_b0 + b1 * p.v_stride_b1;
+        int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index + (p.dyn_rows != 0u ? b0 : 0u)] : 0;
         int keys = int(p.S), first = 0;   // the keys seen: first .. keys-1
         if (p.mask_kind == VKG_ATTENTION_MASK_CAUSAL) {
             keys = clamp(int(t) + p.causal_offset + dyn + 1, 0, int(p.S));

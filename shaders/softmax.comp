@@ -35,12 +35,12 @@ float score(uint j) {
 
 void main() {
     uint tid = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
-    int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index] : 0;
     // Rows r, r + groups, ...: the bounds are uniform over the workgroup, so barriers stay legal.
     for (uint r = vkg_group_index(); r < p.rows; r += vkg_group_count()) {
         uint i2 = r % p.dim2, i1 = (r / p.dim2) % p.dim1, i0 = r / (p.dim1 * p.dim2);
         g_in = p.in_offset + r * p.cols;
         g_mask = p.mask_offset + i0 * p.mask_strides[0] + i1 * p.mask_strides[1] + i2 * p.mask_strides[2];
+        int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index + (p.dyn_rows != 0u ? i0 : 0u)] : 0;
         g_limit = int(i2) + p.causal_offset + dyn;
         uint out_row = p.out_offset + r * p.cols;
 

@@ -521,19 +521,46 @@ static void test_model_graph(void **state) {
     o.seqs = 1;
     o.first_slot = 2;
     check(vkg_model_build_graph(f->model, &o, &g, &err), &err);
-    assert_true(vkg_find(g, "pos") != VKG_NONE && vkg_find(g, "h.1.kv_cache.s2") != VKG_NONE);
+    assert_true(vkg_find(g, "pos") != VKG_NONE && vkg_find(g, "h.1.kv_cache.slots") != VKG_NONE);
     assert_int_equal(vkg_find(g, "h.1.kv_cache"), VKG_NONE);
+    int64_t shape[VKG_MAX_DIMS];
+    assert_int_equal(vkg_tensor_shape(g, vkg_find(g, "h.1.kv_cache.slots"), shape), 4);
+    assert_int_equal(shape[0], 2 * 3);   /* the keys and the values of slots 0, 1 and 2 */
+    assert_int_equal(shape[1], H);
     vkg_graph_free(g);
     o.tokens = o.seqs = 3;
     o.first_slot = 0;
     check(vkg_model_build_graph(f->model, &o, &g, &err), &err);
     assert_int_equal(vkg_find(g, "pos"), VKG_NONE);
-    assert_true(vkg_find(g, "pos.2") != VKG_NONE && vkg_find(g, "h.0.kv_cache.s2") != VKG_NONE);
-    int64_t shape[VKG_MAX_DIMS];
+    assert_true(vkg_find(g, "pos.2") != VKG_NONE && vkg_find(g, "h.0.kv_cache.slots") != VKG_NONE);
     assert_int_equal(vkg_tensor_shape(g, vkg_find(g, "logits"), shape), 2);
     assert_int_equal(shape[0], 3);   /* every row's */
     vkg_graph_free(g);
+    /* plans that share the caches give one slot count: a state of one name at two sizes is refused */
+    o.tokens = 1;
+    o.seqs = 1;
+    o.n_slots = 2;
+    vkg_graph *g2 = NULL, *g3 = NULL;
+    check(vkg_model_build_graph(f->model, &o, &g2, &err), &err);
+    o.n_slots = 3;
+    check(vkg_model_build_graph(f->model, &o, &g3, &err), &err);
+    vkg_plan *p2 = NULL, *p3 = NULL;
+    vkg_session *s2 = test_session_for(f->dev, g2, &p2), *s3 = NULL;
+    vkg_compile_options c3;
+    vkg_compile_options_default(&c3);
+    vkg_device_compile_options(f->dev, &c3);
+    check(vkg_plan_compile(g3, &c3, &p3, &err), &err);
+    assert_int_equal(vkg_session_new_shared(f->dev, p3, s2, &s3, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "sessions share states of one name and size"));
+    assert_null(s3);
+    vkg_session_free(s2);
+    vkg_plan_free(p2);
+    vkg_plan_free(p3);
+    vkg_graph_free(g2);
+    vkg_graph_free(g3);
+    o.n_slots = 0;
     o.tokens = 2;   /* a step over 3 sequences takes one token of each */
+    o.seqs = 3;
     assert_int_equal(vkg_model_build_graph(f->model, &o, &g, &err), VKG_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "a step over 3 sequences takes one token of each"));
     assert_null(g);

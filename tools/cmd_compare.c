@@ -263,6 +263,7 @@ static int decode_plans_build(gpt2_cli *c, vkg_device *ref, const int32_t *posit
     vkg_model_graph_options_default(&o, rows);
     o.n_ctx = n;
     o.seqs = batched ? rows : 0;
+    o.n_slots = batched ? rows : 0;
     vkg_status st = vkg_model_build_graph(c->model, &o, &d->g, &err);
     for (int r = 0; st == VKG_OK && r < rows; r++) {
         const int length = prefix_length(n, rows, r);
@@ -272,6 +273,7 @@ static int decode_plans_build(gpt2_cli *c, vkg_device *ref, const int32_t *posit
         o.n_ctx = n;
         o.seqs = batched;
         o.first_slot = batched ? r : 0;
+        o.n_slots = batched ? rows : 0;
         st = vkg_model_build_graph(c->model, &o, &d->prefill_graphs[r], &err);
         if (st == VKG_OK) st = vkg_plan_compile(d->prefill_graphs[r], &co, &d->prefill_plans[r], &err);
         d->prefills[r] = (token_run){.graph = d->prefill_graphs[r], .plan = d->prefill_plans[r], .ids = c->ids,

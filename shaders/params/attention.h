@@ -4,7 +4,8 @@
  * without the [T, S] matrix of probabilities ever being stored: the keys are walked once with a
  * running maximum and sum (the online softmax), rescaling the accumulated output whenever the
  * maximum grows.  The mask is causal (key j > last = t + causal_offset (+ index) is blocked; with a
- * sliding window, keys j <= last - window too) or none.
+ * sliding window, keys j <= last - window too) or none.  With dyn_rows the index is batch entry
+ * b0's own, indices[dyn_index + b0]: the rows of several sequences, each at its position.
  * A row whose keys are all blocked gives zeros, as softmax then matmul does.
  * Every operand is read through strides (stride 0 broadcasts a batch dimension).
  * Bindings: 0 q, 1 k, 2 v, 3 out, 4 runtime indices (i32). */
@@ -38,6 +39,7 @@ VKG_PARAMS_BEGIN(vkg_attention_params)
     vkg_i32 causal_offset;
     vkg_u32 dyn_index;
     vkg_u32 window;                   /* causal: > 0 also blocks keys j <= last - window */
+    vkg_u32 dyn_rows;                 /* 1: entry b0 reads the index at dyn_index + b0      */
 VKG_PARAMS_END(vkg_attention_params)
 
 #endif

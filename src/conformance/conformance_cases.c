@@ -8,6 +8,7 @@
 #include "conformance/conformance_cases.h"
 #include "vkgraph_lesson.h"
 #include "models/rope.h"
+#include "graph/graph_build.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -100,6 +101,10 @@ static const conf_point sweep_emb[] = {
 static const conf_point sweep_attn[] = {
     {Q, {1, 1, 4}},   {Q, {2, 7, 8}},    {Q, {3, 17, 16}},    {D, {4, 33, 16}},
     {D, {12, 64, 64}}, {D, {2, 127, 32}}, {F, {12, 1024, 64}}, {END, {0}}};
+/* {R, H, S, Dh}: a batch's decode step, R rows of one query each over caches of S rows. */
+static const conf_point sweep_attn_rows[] = {
+    {Q, {1, 1, 3, 4}},     {Q, {2, 3, 17, 8}},     {Q, {5, 2, 33, 16}},     {D, {8, 12, 64, 64}},
+    {D, {3, 25, 129, 64}}, {D, {7, 12, 1024, 64}}, {F, {16, 12, 1024, 64}}, {END, {0}}};
 /* {B, T, C, H}: a transformer block (d_ff = 4 C). */
 static const conf_point sweep_block[] = {
     {Q, {1, 1, 64, 4}}, {Q, {2, 10, 64, 4}}, {D, {2, 17, 64, 4}}, {D, {1, 64, 64, 4}},
@@ -720,6 +725,25 @@ static void attn_with_probs(conf_build *b, const int64_t *d) {
     conf_output(b, vkg_matmul(b->g, probs, v, VKG_NONE, 0));
     conf_output(b, probs);
 }
+/* A batch's decode step without groups, d = {R, H, S, Dh}: row r's query [H, 1, Dh] against its
+ * own cache [H, S, Dh] at its own position (rows from S - 1 down to 0), one attention step for
+ * every row; with the probabilities an output too, softmax and the mask unfused. */
+static vkg_tensor attn_rows_probs(conf_build *b, const int64_t *d) {
+    const int64_t R = d[0], H = d[1], Sk = d[2], Dh = d[3];
+    vkg_tensor q = conf_input(b, 4, S(R, H, 1, Dh), CONF_FILL_NORMAL);
+    vkg_tensor k = conf_input(b, 4, S(R, H, Sk, Dh), CONF_FILL_NORMAL), v = conf_input(b, 4, S(R, H, Sk, Dh), CONF_FILL_NORMAL);
+    vkg_tensor first = VKG_NONE;
+    for (int64_t r = 0; r < R; r++) {
+        const vkg_tensor index = conf_index(b, (int32_t)(Sk - 1 - (R > 1 ? r * (Sk - 1) / (R - 1) : 0)));
+        if (r == 0) first = index;
+    }
+    vkg_tensor s = vkg_scale(b->g, vkg_matmul(b->g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf((float)Dh));
+    vkg_tensor probs = vkg_softmax(b->g, vkg_mask_causal_rows(b->g, s, 0, first, (int)R, 0));
+    conf_output(b, vkg_matmul(b->g, probs, v, VKG_NONE, 0));
+    return probs;
+}
+static void attn_rows(conf_build *b, const int64_t *d) { attn_rows_probs(b, d); }
+static void attn_rows_unfused(conf_build *b, const int64_t *d) { conf_output(b, attn_rows_probs(b, d)); }
 /* q, k, v as strided views of one [T, 3 C] projection, heads split without copies. */
 static void attn_views(conf_build *b, const int64_t *d) {
     int64_t h = d[0], t = d[1], dh = d[2], c = h * dh;
@@ -957,6 +981,8 @@ static const conf_case_def cases[] = {
      sweep_gpt2_attn},
     {"attention", "fused, prompt after a cache", VKG_CONFORMANCE_NMSE_ATTENTION, attn_prefill_cache, sweep_gpt2_attn},
     {"attention", "probs requested: unfused", RED, attn_with_probs, sweep_gpt2_heads},
+    {"attention", "a batch's rows, each at its position", VKG_CONFORMANCE_NMSE_ATTENTION, attn_rows, sweep_attn_rows},
+    {"attention", "a batch's rows, probs requested: unfused", RED, attn_rows_unfused, sweep_attn_rows},
     {"attention", "GQA prompt", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_prompt, sweep_llama_gqa},
     {"attention", "GQA decode vs 2048-row cache", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_decode, sweep_llama_gqa},
     {"attention", "GQA prompt after a cache", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_prefill_cache, sweep_llama_gqa},

@@ -35,7 +35,7 @@ typedef struct conf_deferred {
     void *arg;
 } conf_deferred;
 
-#define CONF_MAX_INDICES 8
+#define CONF_MAX_INDICES 16
 #define CONF_MAX_OUTPUTS 4
 
 /* One case being built: the graph, the data it reads and what it outputs. */

@@ -126,6 +126,7 @@ void conf_gpt2_batched_decode(conf_build *b, const int64_t *d) {
     vkg_forward_options_default(&o, rows);
     o.cache_len = S;
     o.seqs = rows;
+    o.n_slots = rows;
     vkg_forward_graph gg;
     if (model_graph(b, d, VKG_GPT2_DTYPE_AS_STORED, 0, &o, &gg) != 0) return;
     int32_t at[CONF_MAX_INDICES];
@@ -137,7 +138,7 @@ void conf_gpt2_batched_decode(conf_build *b, const int64_t *d) {
     int64_t shape[VKG_MAX_DIMS];
     const int nd = vkg_tensor_shape(b->g, gg.kv_cache[0], shape);
     const size_t floats = (size_t)vkg_shape_numel(nd, shape);
-    for (int c = 0; c < gg.n_layer * rows; c++) {
+    for (int c = 0; c < gg.n_layer; c++) {
         float *kv = conf_state_data(b, gg.kv_cache[c], floats * sizeof *kv);
         for (size_t i = 0; kv && i < floats; i++) kv[i] = vkg_rng_normal(b->rng);
     }

@@ -135,7 +135,7 @@ static void score_block(size_t lanes, const float *qT, size_t D, const float *kr
 /* Rows r0 .. r0 + g - 1, all reading the same keys and values: consecutive positions of one
  * batch entry, or of consecutive b1 entries whose keys and values are one (stride 0). */
 static void run_group(group *G, const vkg_attention_params *p, const float *q, const float *k, const float *v,
-                      float *out, size_t r0, size_t g, int64_t index) {
+                      float *out, size_t r0, size_t g, const int32_t *indices) {
     const size_t D = p->D, Dv = p->Dv, dv_pad = (Dv + CH * VL - 1) / (CH * VL) * (CH * VL);
     const size_t ks = p->k_stride_s, kds = p->k_stride_d, vs = p->v_stride_s, vds = p->v_stride_d;
     /* the lanes in use: whole vectors, a power of two of them (the score tiles' shapes) */
@@ -146,7 +146,7 @@ static void run_group(group *G, const vkg_attention_params *p, const float *q, c
     size_t keys_max = 0, first_min = SIZE_MAX;
     for (size_t r = 0; r < g; r++) {
         vkg_attn_row *w = &G->rows[r];
-        *w = vkg_attn_row_of(p, q, k, v, out, r0 + r, index);
+        *w = vkg_attn_row_of(p, q, k, v, out, r0 + r, indices);
         if (w->keys > keys_max) keys_max = w->keys;
         if (w->first < first_min) first_min = w->first;
         memset(G->acc + r * dv_pad, 0, dv_pad * sizeof(float));
@@ -241,7 +241,6 @@ static void run_group(group *G, const vkg_attention_params *p, const float *q, c
 
 void ATTN_NAME(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
                const int32_t *indices, size_t row_begin, size_t row_end) {
-    const int64_t index = vkg_attn_index(p, indices);
     /* Grouped-query attention (keys and values broadcast over b1: the query heads of a group
      * share them): a group of rows may run on over the b1 entries of one b0, so that a decode
      * step's G heads read their key/value head once, as one group, not once per head. */
@@ -251,7 +250,7 @@ void ATTN_NAME(const vkg_attention_params *p, const float *q, const float *k, co
         size_t g = span - r % span; /* the rest of the rows that share these keys */
         if (g > row_end - r) g = row_end - r;
         if (g > VKG_ATTN_GROUP) g = VKG_ATTN_GROUP;
-        run_group(&G, p, q, k, v, out, r, g, index);
+        run_group(&G, p, q, k, v, out, r, g, indices);
         r += g;
     }
 }

@@ -27,9 +27,10 @@ typedef struct vkg_attn_row {
     size_t first, keys; /* it sees keys first .. keys-1 */
 } vkg_attn_row;
 
-/* The runtime index the causal mask adds (0 without the mask). */
-static inline int64_t vkg_attn_index(const vkg_attention_params *p, const int32_t *indices) {
-    return p->mask_kind == VKG_ATTENTION_MASK_CAUSAL ? vkg_cpu_dyn_index(indices, p->dyn_index) : 0;
+/* The runtime index the causal mask adds for batch entry b0 (0 without the mask). */
+static inline int64_t vkg_attn_index(const vkg_attention_params *p, const int32_t *indices, size_t b0) {
+    if (p->mask_kind != VKG_ATTENTION_MASK_CAUSAL) return 0;
+    return vkg_cpu_dyn_index(indices, p->dyn_index + (p->dyn_rows ? (uint32_t)b0 : 0u));
 }
 
 /* The keys query position t sees: all S, or causal: keys j <= t + causal_offset + index. */
@@ -47,8 +48,9 @@ static inline size_t vkg_attn_first(const vkg_attention_params *p, size_t t, int
 }
 
 static inline vkg_attn_row vkg_attn_row_of(const vkg_attention_params *p, const float *q, const float *k,
-                                           const float *v, float *out, size_t r, int64_t index) {
+                                           const float *v, float *out, size_t r, const int32_t *indices) {
     const size_t t = r % p->T, b1 = r / p->T % p->batch1, b0 = r / ((size_t)p->T * p->batch1);
+    const int64_t index = vkg_attn_index(p, indices, b0);
     vkg_attn_row w;
     w.q = q + p->q_offset + b0 * p->q_stride_b0 + b1 * p->q_stride_b1 + t * p->q_stride_t;
     w.k = k + p->k_offset + b0 * p->k_stride_b0 + b1 * p->k_stride_b1;

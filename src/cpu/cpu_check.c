@@ -115,7 +115,7 @@ static int softmax_uses(const vkg_softmax_params *p, slot_use *u, char *why, siz
         use(&u[2], reach(p->mask_offset, 4, ext, str));
     }
     if (p->mask_kind == VKG_SOFTMAX_MASK_CAUSAL && p->dyn_index != VKG_NO_INDEX)
-        use(&u[3], (uint64_t)p->dyn_index + 1);
+        use(&u[3], (uint64_t)p->dyn_index + (p->dyn_rows && p->rows ? ((uint64_t)p->rows - 1) / ((uint64_t)p->dim1 * p->dim2) + 1 : 1u));
     return 0;
 }
 
@@ -180,7 +180,7 @@ static int attention_uses(const vkg_attention_params *p, slot_use *u, char *why,
     if (p->S > 0 && p->Dv > 0) use(&u[2], reach(p->v_offset, 4, v_ext, v_str));
     if (p->Dv > 0) use(&u[3], reach(p->o_offset, 4, o_ext, o_str));
     if (p->mask_kind == VKG_ATTENTION_MASK_CAUSAL && p->dyn_index != VKG_NO_INDEX)
-        use(&u[4], (uint64_t)p->dyn_index + 1);
+        use(&u[4], (uint64_t)p->dyn_index + (p->dyn_rows ? (uint64_t)p->batch0 : 1u));
     return 0;
 }
 

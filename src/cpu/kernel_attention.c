@@ -27,10 +27,9 @@ size_t vkg_cpu_attention_units(const vkg_attention_params *p) {
 
 void vkg_cpu_attention_reference(const vkg_attention_params *p, const float *q, const float *k, const float *v,
                                  float *out, const int32_t *indices, size_t row_begin, size_t row_end) {
-    const int64_t index = vkg_attn_index(p, indices);
     float acc[VKG_ATTENTION_MAX_DV];
     for (size_t r = row_begin; r < row_end; r++) {
-        const vkg_attn_row w = vkg_attn_row_of(p, q, k, v, out, r, index);
+        const vkg_attn_row w = vkg_attn_row_of(p, q, k, v, out, r, indices);
         float m = -INFINITY, l = 0.0f;
         for (size_t d = 0; d < p->Dv; d++) acc[d] = 0.0f;
         for (size_t j = w.first; j < w.keys; j++) {

@@ -38,10 +38,11 @@ static void masked_scores(const vkg_softmax_params *p, const float *in_row, cons
 
 void vkg_cpu_softmax(const vkg_softmax_params *p, const float *in, float *out, const float *mask,
                      const int32_t *indices, size_t row_begin, size_t row_end) {
-    int64_t index =
-        p->mask_kind == VKG_SOFTMAX_MASK_CAUSAL ? vkg_cpu_dyn_index(indices, p->dyn_index) : 0;
     for (size_t r = row_begin; r < row_end; r++) {
         size_t i2 = r % p->dim2, i1 = r / p->dim2 % p->dim1, i0 = r / ((size_t)p->dim1 * p->dim2);
+        const int64_t index = p->mask_kind == VKG_SOFTMAX_MASK_CAUSAL
+                                  ? vkg_cpu_dyn_index(indices, p->dyn_index + (p->dyn_rows ? (uint32_t)i0 : 0u))
+                                  : 0;
         const float *in_row = in + p->in_offset + r * p->cols;
         float *out_row = out + p->out_offset + r * p->cols;
 

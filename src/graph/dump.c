@@ -32,8 +32,10 @@ static void node_attrs(const vkg_node *n, char *buf, size_t size) {
         break;
     case VKG_OP_SCALE: snprintf(buf, size, " s=%g", n->attr.scale.s); break;
     case VKG_OP_MASK_CAUSAL:
-        if (n->attr.causal.window) snprintf(buf, size, " offset=%d window=%u", n->attr.causal.offset, n->attr.causal.window);
-        else snprintf(buf, size, " offset=%d", n->attr.causal.offset);
+        snprintf(buf, size, " offset=%d", n->attr.causal.offset);
+        if (n->attr.causal.window)
+            snprintf(buf + strlen(buf), size - strlen(buf), " window=%u", n->attr.causal.window);
+        if (n->attr.causal.rows) snprintf(buf + strlen(buf), size - strlen(buf), " rows=%d", n->attr.causal.rows);
         break;
     case VKG_OP_ROPE:
         snprintf(buf, size, " offset=%d%s", n->attr.rope.offset, n->attr.rope.row_positions ? " positions=rows" : "");
@@ -51,7 +53,12 @@ static void node_attrs(const vkg_node *n, char *buf, size_t size) {
     }
     case VKG_OP_SLICE: snprintf(buf, size, " axis=%d start=%lld", n->attr.slice.axis, (long long)n->attr.slice.start); break;
     case VKG_OP_CONCAT: snprintf(buf, size, " axis=%d", n->attr.concat.axis); break;
-    case VKG_OP_WRITE_AT: snprintf(buf, size, " axis=%d offset=%lld", n->attr.write_at.axis, (long long)n->attr.write_at.offset); break;
+    case VKG_OP_WRITE_AT:
+        snprintf(buf, size, " axis=%d offset=%lld", n->attr.write_at.axis, (long long)n->attr.write_at.offset);
+        if (n->attr.write_at.lead_offset)
+            snprintf(buf + strlen(buf), size - strlen(buf), " and %lld along axis %d",
+                     (long long)n->attr.write_at.lead_offset, n->attr.write_at.lead_axis);
+        break;
     default: break;
     }
 }

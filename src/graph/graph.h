@@ -31,7 +31,9 @@ typedef struct vkg_node {
     union {
         struct { unsigned flags; } matmul;              /* VKG_TRANSPOSE_A/B; bias is src[2] */
         struct { float s; } scale;
-        struct { int32_t offset; uint32_t window; } causal; /* dynamic offset src[1]; 0: no window */
+        /* causal: dynamic offset src[1] (with rows, the first of `rows` indices, one for each
+         * entry of axis 0); window 0: none */
+        struct { int32_t offset; uint32_t window; int rows; } causal;
         /* rope: table src[1]; src[2] a dynamic offset, or with row_positions an i32 [T] of each
          * row's position; rotated: the heads of axis -3 rotated (0: all) */
         struct { int32_t offset; int64_t rotated; int row_positions; } rope;
@@ -40,7 +42,8 @@ typedef struct vkg_node {
         struct { int axes[VKG_MAX_DIMS]; } permute;
         struct { int axis; int64_t start; } slice;
         struct { int axis; } concat;
-        struct { int axis; int64_t offset; } write_at;  /* state src[0], x src[1], index src[2] */
+        /* state src[0], x src[1], index src[2]; x also at lead_offset along lead_axis */
+        struct { int axis; int64_t offset; int lead_axis; int64_t lead_offset; } write_at;
     } attr;
 } vkg_node;
 

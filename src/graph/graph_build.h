@@ -14,4 +14,14 @@ int vkg_graph_check(vkg_graph *g, const char *op, const char *operand, vkg_tenso
 void vkg_node_init(vkg_node *n, vkg_op op, vkg_dtype dtype, int ndim, const int64_t *shape);
 vkg_tensor vkg_graph_add_node(vkg_graph *g, const vkg_node *proto);
 
+/* vkg_write_at with x placed at lead_offset along a second axis, lead_axis (x is no longer
+ * there than the state holds from that offset): one slot's block of a cache that holds several. */
+vkg_tensor vkg_write_at_block(vkg_graph *g, vkg_tensor state, vkg_tensor x, int axis, int64_t offset,
+                              vkg_tensor dyn_offset, int lead_axis, int64_t lead_offset);
+/* vkg_mask_causal_window whose entries along axis 0 (rows of them) each add a runtime index of
+ * their own: entry i the index node first + i (indices made one after another).  Runs fused
+ * into softmax or attention. */
+vkg_tensor vkg_mask_causal_rows(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tensor first, int rows,
+                                uint32_t window);
+
 #endif

@@ -355,6 +355,9 @@ static vkg_status lower_elementwise(vkg_compiler *c, vkg_tensor t) {
     vkg_sym_step *s = &c->steps[c->n_steps - 1];
     if (n->op == VKG_OP_SCALE) s->step.params.unary.alpha = n->attr.scale.s;
     if (n->op == VKG_OP_MASK_CAUSAL) {
+        if (n->attr.causal.rows)
+            return vkg_error_set(c->err, VKG_ERR_UNSUPPORTED, "'%s': a causal mask with a position for each row runs "
+                                 "fused into the softmax or attention that reads it", vkg_tensor_name(c->g, t));
         s->step.params.unary.causal_offset = n->attr.causal.offset;
         s->step.params.unary.window = n->attr.causal.window;
         if (n->src[1] != VKG_NONE) {
@@ -392,6 +395,7 @@ static vkg_status lower_softmax(vkg_compiler *c, vkg_tensor t) {
             p->mask_kind = VKG_SOFTMAX_MASK_CAUSAL;
             p->causal_offset = m->attr.causal.offset;
             p->window = m->attr.causal.window;
+            p->dyn_rows = m->attr.causal.rows != 0;
             if (m->src[1] != VKG_NONE) {
                 p->dyn_index = (uint32_t)c->index_slot[m->src[1]];
                 bind_index(s, 3, m->src[1]);
@@ -531,12 +535,17 @@ static vkg_status lower_write_at(vkg_compiler *c, vkg_tensor t) {
     vkg_view dst = c->view[t];
     memcpy(dst.shape, x->shape, sizeof dst.shape);
     dst.offset += n->attr.write_at.offset * dst.strides[axis];
+    dst.offset += n->attr.write_at.lead_offset * dst.strides[n->attr.write_at.lead_axis];
     vkg_status st = emit_unary(c, t, "write_at", VKG_UNARY_COPY, &c->view[n->src[1]], &dst);
     if (st != VKG_OK) return st;
     vkg_sym_step *s = &c->steps[c->n_steps - 1];
-    /* The destination can be anywhere in the state: bind all of it. */
-    vkg_view whole = c->view[n->src[0]];
-    vkg_view_span(&whole, &s->sym[1].lo, &s->sym[1].hi);
+    /* The destination moves along the axis: bind the whole state along it, and along the others
+     * x's extent at its offsets (one slot's block of a cache that holds several). */
+    vkg_view reach = c->view[n->src[0]];
+    for (int i = 0; i < reach.ndim; i++)
+        if (i != axis) reach.shape[i] = x->shape[i];
+    reach.offset += n->attr.write_at.lead_offset * reach.strides[n->attr.write_at.lead_axis];
+    vkg_view_span(&reach, &s->sym[1].lo, &s->sym[1].hi);
     if (n->src[2] != VKG_NONE) {
         vkg_tensor idx = n->src[2];
         s->step.params.unary.dyn_index = (uint32_t)c->index_slot[idx];

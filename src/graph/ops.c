@@ -207,6 +207,22 @@ vkg_tensor vkg_mask_causal_window(vkg_graph *g, vkg_tensor x, int32_t offset, vk
     return t;
 }
 
+vkg_tensor vkg_mask_causal_rows(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tensor first, int rows,
+                                uint32_t window) {
+    if (!vkg_graph_check(g, "mask_causal", "x", x) || !index_ok(g, "mask_causal", first)) return VKG_NONE;
+    int consecutive = first != VKG_NONE && rows >= 1 && first + rows <= g->n_nodes;
+    for (int i = 0; consecutive && i < rows; i++) consecutive = g->nodes[first + i].op == VKG_OP_INDEX;
+    if (!consecutive || g->nodes[x].ndim < 3 || g->nodes[x].shape[0] != rows) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "mask_causal: %d runtime positions from '%s' for scores %s: one "
+                       "index for each entry of axis 0, made one after another", rows,
+                       first != VKG_NONE ? vkg_tensor_name(g, first) : "(none)", shape_of(g, x).s);
+        return VKG_NONE;
+    }
+    vkg_tensor t = vkg_mask_causal_window(g, x, offset, first, window);
+    if (t != VKG_NONE) g->nodes[t].attr.causal.rows = rows;
+    return t;
+}
+
 vkg_tensor vkg_mask(vkg_graph *g, vkg_tensor x, vkg_tensor mask, vkg_mask_kind kind) {
     if (!vkg_graph_check(g, "mask", "x", x) || !vkg_graph_check(g, "mask", "mask", mask)) return VKG_NONE;
     if (kind != VKG_MASK_BOOL && kind != VKG_MASK_ADDITIVE) {

@@ -164,6 +164,11 @@ vkg_tensor vkg_concat(vkg_graph *g, vkg_tensor a, vkg_tensor b, int axis) {
 
 vkg_tensor vkg_write_at(vkg_graph *g, vkg_tensor state, vkg_tensor x, int axis, int64_t offset,
                         vkg_tensor dyn_offset) {
+    return vkg_write_at_block(g, state, x, axis, offset, dyn_offset, axis, 0);
+}
+
+vkg_tensor vkg_write_at_block(vkg_graph *g, vkg_tensor state, vkg_tensor x, int axis, int64_t offset,
+                              vkg_tensor dyn_offset, int lead_axis, int64_t lead_offset) {
     if (!vkg_graph_check(g, "write_at", "state", state) || !vkg_graph_check(g, "write_at", "x", x)) return VKG_NONE;
     const vkg_node *ns = &g->nodes[state], *nx = &g->nodes[x];
     if (ns->op != VKG_OP_STATE && ns->op != VKG_OP_WRITE_AT) {
@@ -177,13 +182,19 @@ vkg_tensor vkg_write_at(vkg_graph *g, vkg_tensor state, vkg_tensor x, int axis, 
         vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "write_at: dyn_offset must be a vkg_index");
         return VKG_NONE;
     }
-    int ax = norm_axis(axis, ns->ndim);
+    int ax = norm_axis(axis, ns->ndim), lead = norm_axis(lead_axis, ns->ndim);
+    int fits = ax >= 0 && lead >= 0 && ns->ndim == nx->ndim && nx->dtype == VKG_F32 && offset >= 0 &&
+               lead_offset >= 0 && (lead_offset == 0 || lead != ax);
+    for (int i = 0; fits && i < ns->ndim; i++) {
+        const int64_t at = i == ax ? offset : i == lead ? lead_offset : 0;
+        fits = i == ax || i == lead ? at + nx->shape[i] <= ns->shape[i] : nx->shape[i] == ns->shape[i];
+    }
     char ss[96], sx[96];
-    if (ax < 0 || !same_except(ns, nx, ax) || nx->dtype != VKG_F32 || offset < 0 ||
-        offset + nx->shape[ax] > ns->shape[ax]) {
-        vkg_graph_fail(g, VKG_ERR_SHAPE, "write_at: x %s ('%s') does not fit into state %s ('%s') at %lld along axis %d",
-                       shape_s(g, x, sx, sizeof sx), vkg_tensor_name(g, x), shape_s(g, state, ss, sizeof ss),
-                       vkg_tensor_name(g, state), (long long)offset, axis);
+    if (!fits) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "write_at: x %s ('%s') does not fit into state %s ('%s') at %lld along axis "
+                       "%d (and %lld along axis %d)", shape_s(g, x, sx, sizeof sx), vkg_tensor_name(g, x),
+                       shape_s(g, state, ss, sizeof ss), vkg_tensor_name(g, state), (long long)offset, axis,
+                       (long long)lead_offset, lead_axis);
         return VKG_NONE;
     }
     vkg_node n;
@@ -193,5 +204,7 @@ vkg_tensor vkg_write_at(vkg_graph *g, vkg_tensor state, vkg_tensor x, int axis, 
     n.src[2] = dyn_offset;
     n.attr.write_at.axis = ax;
     n.attr.write_at.offset = offset;
+    n.attr.write_at.lead_axis = lead;
+    n.attr.write_at.lead_offset = lead_offset;
     return vkg_graph_add_node(g, &n);
 }

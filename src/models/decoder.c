@@ -24,6 +24,19 @@ static long long rows_of_seqs(const vkg_forward_options *o) {
     return rows;
 }
 
+/* The slots each cache holds: n_slots, or where it is 0 one past the highest slot used (1 for
+ * a plain cache). */
+static int slots_of(const vkg_forward_options *o) {
+    if (!o->seqs) return 1;
+    if (o->n_slots > 0) return o->n_slots;
+    int most = 0;
+    for (int r = 0; r < o->seqs; r++) {
+        const int slot = o->seqs > 1 && o->seq_slots ? o->seq_slots[r] : o->first_slot + r;
+        if (slot + 1 > most) most = slot + 1;
+    }
+    return most;
+}
+
 static vkg_status check_options(const vkg_decoder_facts *f, const vkg_forward_options *o, vkg_error *err) {
     const int P = f->n_ctx;
     const char *a = f->architecture;
@@ -64,6 +77,14 @@ static vkg_status check_options(const vkg_decoder_facts *f, const vkg_forward_op
             if (o->seq_slots[r] < 0 || o->seq_slots[q] == o->seq_slots[r])
                 return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: sequence %d's slot %d is negative or another "
                                      "sequence's", a, r, o->seq_slots[r]);
+    /* every sequence's slot within the cache's n_slots */
+    const int n_slots = slots_of(o);
+    for (int r = 0; r < o->seqs; r++) {
+        const int slot = o->seqs > 1 && o->seq_slots ? o->seq_slots[r] : o->first_slot + r;
+        if (o->cache_len && slot >= n_slots)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: sequence %d's slot %d; the cache holds %d slots", a,
+                                 r, slot, n_slots);
+    }
     if (o->attention_keys < 0 || (o->attention_keys > 0 && (!o->cache_len || o->attention_keys > o->cache_len)))
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: attention_keys %d needs a cache of at least as many "
                              "positions", a, o->attention_keys);
@@ -77,23 +98,24 @@ static vkg_status build_into(const vkg_decoder *d, const vkg_forward_options *o,
     gg->tokens = o->tokens;
     gg->cache_len = o->cache_len;
     gg->seqs = o->seqs;
-    const int caches = n_layer * (o->seqs > 1 ? o->seqs : 1);
     gg->ids = gg->positions = gg->pos = gg->logits = VKG_NONE;
     gg->graph = vkg_graph_new();
     gg->attention = malloc((size_t)n_layer * sizeof *gg->attention);
     if (o->cache_len) {
-        gg->kv_cache = malloc((size_t)caches * sizeof *gg->kv_cache);
+        gg->kv_cache = malloc((size_t)n_layer * sizeof *gg->kv_cache);
     }
     if (o->seqs > 1) {
         gg->row_pos = malloc((size_t)o->seqs * sizeof *gg->row_pos);
         gg->seq_tokens = malloc((size_t)o->seqs * sizeof *gg->seq_tokens);
     }
+    if (o->seqs >= 1) gg->seq_slots = malloc((size_t)o->seqs * sizeof *gg->seq_slots);
     if (!gg->graph || !gg->attention || (o->cache_len && !gg->kv_cache) ||
-        (o->seqs > 1 && (!gg->row_pos || !gg->seq_tokens)))
+        (o->seqs > 1 && (!gg->row_pos || !gg->seq_tokens)) || (o->seqs >= 1 && !gg->seq_slots))
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory building the %s graph", d->facts.architecture);
     for (int r = 0; r < o->seqs && gg->seq_tokens; r++) gg->seq_tokens[r] = o->seq_tokens ? o->seq_tokens[r] : 1;
     for (int i = 0; i < n_layer; i++) gg->attention[i] = VKG_NONE;
-    for (int i = 0; o->cache_len && i < caches; i++) gg->kv_cache[i] = VKG_NONE;
+    for (int i = 0; o->cache_len && i < n_layer; i++) gg->kv_cache[i] = VKG_NONE;
+    for (int r = 0; r < o->seqs; r++) gg->seq_slots[r] = o->seqs > 1 && o->seq_slots ? o->seq_slots[r] : o->first_slot + r;
     for (int r = 0; r < o->seqs && gg->row_pos; r++) gg->row_pos[r] = VKG_NONE;
     vkg_status st = d->build(d->model, o, gg, err);
     if (st == VKG_OK && vkg_graph_status(gg->graph) != VKG_OK)
@@ -106,7 +128,9 @@ vkg_status vkg_decoder_build(const vkg_decoder *d, const vkg_forward_options *o,
                              vkg_error *err) {
     memset(out, 0, sizeof *out);
     vkg_status st = check_options(&d->facts, o, err);
-    if (st == VKG_OK) st = build_into(d, o, out, err);
+    vkg_forward_options with_slots = *o;
+    with_slots.n_slots = slots_of(o);
+    if (st == VKG_OK) st = build_into(d, &with_slots, out, err);
     if (st != VKG_OK) vkg_forward_graph_free(out);
     return st;
 }
@@ -117,6 +141,7 @@ void vkg_forward_graph_free(vkg_forward_graph *gg) {
     free(gg->kv_cache);
     free(gg->row_pos);
     free(gg->seq_tokens);
+    free(gg->seq_slots);
     memset(gg, 0, sizeof *gg);
 }
 

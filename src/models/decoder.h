@@ -27,15 +27,16 @@ typedef struct vkg_forward_options {
                               probabilities become outputs "attention.L", [H, T, T or S]     */
     int attention_keys;    /* with a cache: 0 gives [H, T, S]; k > 0 gives keys [0, k) only,
                               [H, T, k] (k = T: the square pattern of a prefill from pos 0)  */
-    /* Sequence slots (a batch context's, model_batch.c): each slot has its own KV cache,
-     * states named "<cache>.s<slot>" so that every plan of the context shares them by name.
+    /* Sequence slots (a batch context's, model_batch.c): each layer's KV cache holds n_slots
+     * slots' blocks, one state "<cache>.slots" [2 n_slots, Hkv, S, D] (slot s's keys at plane
+     * 2s, its values at 2s + 1) that every plan of the context shares by name.
      * seqs 0: one unnamed sequence (the plain cache).  seqs 1: the T tokens all belong to slot
      * first_slot.  seqs > 1 (needs a cache, no attention outputs): sequence r's tokens are
      * seq_tokens[r] rows next to each other (NULL: one row each, T == seqs), of slot
      * seq_slots[r] (NULL: first_slot + r), from the position given by the runtime index
      * "pos.<r>", attending to their own slot's cache alone; logits for each sequence's last row
      * [seqs, V].  The arrays are read while the graph is built. */
-    int seqs, first_slot;
+    int seqs, first_slot, n_slots;
     const int *seq_tokens, *seq_slots;
 } vkg_forward_options;
 
@@ -51,10 +52,11 @@ typedef struct vkg_forward_graph {
     int seqs;                            /* the options' seqs                                */
     vkg_tensor *row_pos;                 /* seqs > 1: sequence r's index "pos.<r>"; else NULL */
     int *seq_tokens;                     /* seqs > 1: sequence r's rows; else NULL           */
+    int *seq_slots;                      /* seqs >= 1: sequence r's slot; else NULL          */
     vkg_tensor logits;                   /* output [T, V] or [1, V]; VKG_NONE with no_logits */
     vkg_tensor *attention;               /* n_layer entries; VKG_NONE where not requested    */
-    vkg_tensor *kv_cache;                /* states [2, Hkv, S, D]; NULL without one: n_layer,
-                                            or with seqs > 1 n_layer * seqs, layer-major     */
+    vkg_tensor *kv_cache;                /* n_layer states [2, Hkv, S, D], with seqs
+                                            [2 n_slots, Hkv, S, D]; NULL without a cache     */
 } vkg_forward_graph;
 
 void vkg_forward_graph_free(vkg_forward_graph *gg);

@@ -73,9 +73,9 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
                                       "attn.c_attn");
     const vkg_attention at = {.n_head = b->H, .n_kv_head = b->H, .head_dim = b->D, .scale = score_scale(b, layer),
                               .causal = 1, .mask = VKG_NONE, .rope = VKG_NONE,
-                              .kv_cache = b->S ? gg->kv_cache[layer * (gg->seqs > 1 ? gg->seqs : 1)] : VKG_NONE, .pos = gg->pos,
-                              .rows = gg->seqs > 1 ? gg->seqs : 0, .row_pos = gg->row_pos,
-                              .row_caches = gg->seqs > 1 ? gg->kv_cache + layer * gg->seqs : NULL,
+                              .kv_cache = b->S ? gg->kv_cache[layer] : VKG_NONE, .pos = gg->pos,
+                              .slot = gg->seq_slots ? gg->seq_slots[0] : 0,
+                              .rows = gg->seqs > 1 ? gg->seqs : 0, .row_pos = gg->row_pos, .row_slots = gg->seq_slots,
                               .row_tokens = gg->seq_tokens};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = vkg_layer_attention(L, &at, qkv, 0, qkv, C, qkv, 2 * C, &probs);

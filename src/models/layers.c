@@ -73,7 +73,9 @@ vkg_tensor vkg_layer_sdpa(vkg_layers *b, vkg_tensor q, vkg_tensor k, vkg_tensor 
     vkg_tensor scores = vkg_layers_name(b, vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B), "attn.scores");
     if (a->scale != 1.0f) scores = vkg_layers_name(b, vkg_scale(g, scores, a->scale), "attn.scale");
     if (a->causal)
-        scores = vkg_layers_name(b, vkg_mask_causal_window(g, scores, a->offset, a->dyn_offset, a->window), "attn.mask");
+        scores = vkg_layers_name(b, a->rows ? vkg_mask_causal_rows(g, scores, a->offset, a->dyn_offset, a->rows, a->window)
+                                            : vkg_mask_causal_window(g, scores, a->offset, a->dyn_offset, a->window),
+                                 "attn.mask");
     if (a->mask != VKG_NONE) scores = vkg_layers_name(b, vkg_mask(g, scores, a->mask, VKG_MASK_BOOL), "attn.mask");
     vkg_tensor p = vkg_layers_name(b, vkg_softmax(g, scores), "attn.softmax");
     if (probs) *probs = p;
@@ -118,22 +120,35 @@ static vkg_tensor rotated(vkg_layers *b, const vkg_attention *a, vkg_tensor head
     return vkg_layers_name(b, vkg_rope(b->g, heads, a->rope, 0, pos), name);
 }
 
-/* Keys and values kv [2, Hkv, T, D] through the cache [2, Hkv, S, D]: written at pos, one step,
- * then the whole of each read back as heads [Hkv, S, D] (views); with groups, [Hkv, 1, S, D] so
- * that the G query heads of a group broadcast over one key/value head. */
-static void through_cache(vkg_layers *b, const vkg_attention *a, vkg_tensor kv, vkg_tensor *kh, vkg_tensor *vh) {
+/* Keys and values kv [2, Hkv, T, D] written into slot `slot` of the cache state
+ * [2 slots, Hkv, S, D] (slot s's keys at plane 2s, its values at 2s + 1) at position pos (an
+ * index), one step; returns the state after it. */
+static vkg_tensor write_block(vkg_layers *b, vkg_tensor state, vkg_tensor kv, int slot, vkg_tensor pos) {
+    return vkg_layers_name(b, vkg_write_at_block(b->g, state, kv, 2, 0, pos, 0, 2 * (int64_t)slot),
+                           "attn.kv_cache.write");
+}
+
+/* Slots [slot, slot + n) of the cache state read back whole (views): one slot as heads
+ * [Hkv, S, D], with groups [Hkv, 1, S, D] so that the G query heads of a group broadcast over
+ * one key/value head; several (without groups) as [n, Hkv, S, D], a slot apart each. */
+static void read_slots(vkg_layers *b, const vkg_attention *a, vkg_tensor state, int slot, int n, vkg_tensor *kh,
+                       vkg_tensor *vh) {
     vkg_graph *g = b->g;
     const int64_t Hkv = a->n_kv_head, D = a->head_dim;
-    kv = vkg_layers_name(b, vkg_write_at(g, a->kv_cache, kv, 2, 0, a->pos), "attn.kv_cache.write");
     int64_t shape[VKG_MAX_DIMS];
-    vkg_tensor_shape(g, kv, shape);
-    const int64_t S = shape[2];
-    const int grouped = a->n_head != a->n_kv_head, hnd = grouped ? 4 : 3;
-    const int64_t hs[4] = {Hkv, grouped ? 1 : S, grouped ? S : D, D};
-    *kh = vkg_layers_name(b, vkg_slice(g, kv, 0, 0, 1), "attn.k_cache.slice");
-    *vh = vkg_layers_name(b, vkg_slice(g, kv, 0, 1, 1), "attn.v_cache.slice");
-    *kh = vkg_layers_name(b, vkg_reshape(g, *kh, hnd, hs), "attn.k_cache");
-    *vh = vkg_layers_name(b, vkg_reshape(g, *vh, hnd, hs), "attn.v_cache");
+    vkg_tensor_shape(g, state, shape);
+    const int64_t slots = shape[0] / 2, S = shape[2];
+    const int grouped = a->n_head != a->n_kv_head;
+    vkg_tensor blocks = vkg_reshape(g, state, 4, (const int64_t[]){slots, 2 * Hkv, S, D}); /* [slots, 2 Hkv, S, D] */
+    if (n != slots) blocks = vkg_layers_name(b, vkg_slice(g, blocks, 0, slot, n), "attn.kv_cache.slots");
+    vkg_tensor half[2];
+    for (int h = 0; h < 2; h++) {
+        vkg_tensor x = vkg_layers_name(b, vkg_slice(g, blocks, 1, h * Hkv, Hkv), h ? "attn.v_cache.slice" : "attn.k_cache.slice");
+        if (n == 1)
+            x = grouped ? vkg_reshape(g, x, 4, (const int64_t[]){Hkv, 1, S, D}) : vkg_reshape(g, x, 3, (const int64_t[]){Hkv, S, D});
+        half[h] = vkg_layers_name(b, x, h ? "attn.v_cache" : "attn.k_cache");
+    }
+    *kh = half[0], *vh = half[1];
 }
 
 /* The run's keys and values as one block [2, Hkv, T, D] for the cache.  Keys next to values in
@@ -171,18 +186,22 @@ static vkg_tensor rotated_qkv(vkg_layers *b, const vkg_attention *a, vkg_tensor 
 }
 
 /* Heads [H + 2 Hkv, T, D] of rotated_qkv as the queries (grouped as heads_of makes them) and the
- * keys and values as one block [2, Hkv, T, D]: views. */
+ * keys and values as one block [2, Hkv, T, D]: views, each where its pointer is not NULL. */
 static void split_qkv(vkg_layers *b, const vkg_attention *a, vkg_tensor heads, vkg_tensor *qh, vkg_tensor *kv) {
     vkg_graph *g = b->g;
     const int64_t H = a->n_head, Hkv = a->n_kv_head, D = a->head_dim, G = H / Hkv;
     int64_t shape[VKG_MAX_DIMS];
     vkg_tensor_shape(g, heads, shape);
     const int64_t T = shape[1];
-    *qh = vkg_layers_name(b, vkg_slice(g, heads, 0, 0, H), "attn.q.slice");
-    if (G > 1) *qh = vkg_reshape(g, *qh, 4, (const int64_t[]){Hkv, G, T, D});
-    *qh = vkg_layers_name(b, *qh, "attn.q.rope");
-    *kv = vkg_layers_name(b, vkg_slice(g, heads, 0, H, 2 * Hkv), "attn.kv.slice");
-    *kv = vkg_layers_name(b, vkg_reshape(g, *kv, 4, (const int64_t[]){2, Hkv, T, D}), "attn.kv");
+    if (qh) {
+        *qh = vkg_layers_name(b, vkg_slice(g, heads, 0, 0, H), "attn.q.slice");
+        if (G > 1) *qh = vkg_reshape(g, *qh, 4, (const int64_t[]){Hkv, G, T, D});
+        *qh = vkg_layers_name(b, *qh, "attn.q.rope");
+    }
+    if (kv) {
+        *kv = vkg_layers_name(b, vkg_slice(g, heads, 0, H, 2 * Hkv), "attn.kv.slice");
+        *kv = vkg_layers_name(b, vkg_reshape(g, *kv, 4, (const int64_t[]){2, Hkv, T, D}), "attn.kv");
+    }
 }
 
 /* q, k and v of one projection side by side, with rotary embeddings: rotated (the values
@@ -193,35 +212,15 @@ static int one_projection(const vkg_attention *a, vkg_tensor q, int64_t q_col, v
            v_col == k_col + a->n_kv_head * a->head_dim;
 }
 
-/* Attention of the query heads qh over keys and values: the block kv [2, Hkv, T, D] where there
- * is one (one_projection's), else k and v from their columns; through the cache where there is
- * one; back to tokens [.., T, H * D] (the shape of q, shape[nd]). */
-static vkg_tensor attend(vkg_layers *b, const vkg_attention *a, vkg_tensor qh, vkg_tensor kv, vkg_tensor k,
-                         int64_t k_col, vkg_tensor v, int64_t v_col, int nd, const int64_t *shape, vkg_tensor *probs) {
+/* Attention of the query heads qh over kh and vh, back to tokens [.., T, H * D] (the shape of
+ * q, shape[nd]); with a cache the causal mask counts from pos (or from each batch entry's index,
+ * s->rows). */
+static vkg_tensor attend(vkg_layers *b, const vkg_attention *a, vkg_tensor qh, vkg_tensor kh, vkg_tensor vh,
+                         const vkg_sdpa *s, int nd, const int64_t *shape, vkg_tensor *probs) {
     vkg_graph *g = b->g;
     const int64_t H = a->n_head, Hkv = a->n_kv_head, D = a->head_dim, G = H / Hkv;
-    vkg_tensor kh, vh;
-    if (a->kv_cache != VKG_NONE) {
-        through_cache(b, a, kv != VKG_NONE ? kv : kv_block(b, a, k, k_col, v, v_col), &kh, &vh);
-    } else {
-        if (kv != VKG_NONE) { /* [2, Hkv, T, D] -> [Hkv, T, D] twice */
-            const int64_t heads[3] = {Hkv, shape[0], D};
-            kh = vkg_layers_name(b, vkg_reshape(g, vkg_slice(g, kv, 0, 0, 1), 3, heads), "attn.k.rope");
-            vh = vkg_layers_name(b, vkg_reshape(g, vkg_slice(g, kv, 0, 1, 1), 3, heads), "attn.v");
-        } else {
-            kh = rotated(b, a, heads_of(b, k, k_col, Hkv, 1, D, "attn.k"), "attn.k.rope");
-            vh = heads_of(b, v, v_col, Hkv, 1, D, "attn.v");
-        }
-        if (G > 1) { /* [Hkv, T, D] -> [Hkv, 1, T, D] */
-            const int64_t grouped[4] = {Hkv, 1, shape[0], D};
-            kh = vkg_layers_name(b, vkg_reshape(g, kh, 4, grouped), "attn.k.group");
-            vh = vkg_layers_name(b, vkg_reshape(g, vh, 4, grouped), "attn.v.group");
-        }
-    }
-    const vkg_sdpa s = {.scale = a->scale, .causal = a->causal, .window = a->window, .dyn_offset = a->kv_cache != VKG_NONE ? a->pos : VKG_NONE,
-                        .mask = a->mask};
     vkg_tensor p = VKG_NONE;
-    vkg_tensor heads = vkg_layer_sdpa(b, qh, kh, vh, &s, &p);
+    vkg_tensor heads = vkg_layer_sdpa(b, qh, kh, vh, s, &p);
     if (probs && G > 1) { /* [Hkv, G, T, S] -> [H, T, S]: the heads in order (a view) */
         int64_t ps[VKG_MAX_DIMS];
         vkg_tensor_shape(g, p, ps);
@@ -246,40 +245,92 @@ static vkg_tensor attend(vkg_layers *b, const vkg_attention *a, vkg_tensor qh, v
     return vkg_layers_name(b, vkg_reshape(g, tokens, nd, merged), "attn.merge");
 }
 
+static vkg_sdpa sdpa_of(const vkg_attention *a, vkg_tensor dyn_offset) {
+    return (vkg_sdpa){.scale = a->scale, .causal = a->causal, .window = a->window, .dyn_offset = dyn_offset,
+                      .mask = a->mask};
+}
+
 /* Rows [r, r + n) of x [T, ..]. */
 static vkg_tensor rows_of(vkg_layers *b, vkg_tensor x, int64_t r, int64_t n, const char *name) {
     return vkg_layers_name(b, vkg_slice(b->g, x, 0, r, n), name);
 }
 
-/* Several sequences (a->rows > 1), each its rows next to each other: one attention per sequence
- * over its own cache, then the rows stacked again ("attn.rows"; the compiler computes each
- * sequence's rows in place there).  q, k and v of one projection are rotated for every row in
- * one step, each row at its own position (*a->positions); otherwise each sequence has exactly
- * the steps a run of it alone has. */
+/* Every sequence its one row, sequence r in slot r, without groups (GPT-2's decode step): the
+ * rows' attention as one step, queries [R, H, 1, D] against their slots' keys [R, H, S, D] (one
+ * view of the cache, a slot apart), each row's mask at its own index. */
+static int one_attention(vkg_layers *b, const vkg_attention *a) {
+    if (a->n_head != a->n_kv_head || a->mask != VKG_NONE || !a->causal) return 0;
+    /* the rows' keys, one view from slot 0's to slot R-1's, within the binding every Vulkan
+     * device has (maxStorageBufferRange is at least 2^27 bytes); larger, a step a row */
+    int64_t shape[VKG_MAX_DIMS];
+    vkg_tensor_shape(b->g, a->kv_cache, shape);
+    if ((2 * (int64_t)a->rows - 1) * shape[1] * shape[2] * shape[3] * (int64_t)sizeof(float) > ((int64_t)1 << 27)) return 0;
+    for (int r = 0; r < a->rows; r++)
+        if (a->row_tokens[r] != 1 || a->row_slots[r] != r) return 0;
+    return 1;
+}
+
+/* Several sequences (a->rows > 1), each its rows next to each other: every sequence's keys and
+ * values written into its slot first (a later write replaces the state an earlier read would
+ * use), then the attention of each over its own slot, stacked again ("attn.rows"; the compiler
+ * computes each sequence's rows in place there) or, for a decode step without groups, one
+ * attention step for all (one_attention).  q, k and v of one projection are rotated for every
+ * row in one step, each row at its own position (*a->positions). */
 static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
                                  int64_t k_col, vkg_tensor v, int64_t v_col) {
+    vkg_graph *g = b->g;
+    const int64_t H = a->n_head, D = a->head_dim, W = H * D;
     const int joint = one_projection(a, q, q_col, k, k_col, v, v_col) && a->positions;
     const vkg_tensor all = joint ? rotated_qkv(b, a, q, q_col, *a->positions) : VKG_NONE;
-    vkg_tensor out = VKG_NONE;
+    vkg_attention one = *a;
+    one.rows = 0;
+    vkg_tensor state = a->kv_cache;
     for (int r = 0, row = 0; r < a->rows; row += a->row_tokens[r++]) {
-        vkg_attention one = *a;
-        one.rows = 0;
-        one.kv_cache = a->row_caches[r];
         one.pos = a->row_pos[r];
         const int n = a->row_tokens[r];
-        vkg_tensor heads;
+        vkg_tensor kv;
         if (joint) {
-            vkg_tensor qh, kv;
-            split_qkv(b, &one, vkg_layers_name(b, vkg_slice(b->g, all, 1, row, n), "attn.row.qkv"), &qh, &kv);
-            heads = attend(b, &one, qh, kv, VKG_NONE, 0, VKG_NONE, 0, 2, (const int64_t[]){n, a->n_head * a->head_dim},
-                           NULL);
-        } else { /* q, k and v sliced once each where they are one tensor (a fused projection) */
-            const vkg_tensor qr = rows_of(b, q, row, n, "attn.row.q");
-            const vkg_tensor kr = k == q ? qr : rows_of(b, k, row, n, "attn.row.k");
-            const vkg_tensor vr = v == q ? qr : v == k ? kr : rows_of(b, v, row, n, "attn.row.v");
-            heads = vkg_layer_attention(b, &one, qr, q_col, kr, k_col, vr, v_col, NULL);
+            split_qkv(b, &one, vkg_layers_name(b, vkg_slice(g, all, 1, row, n), "attn.row.qkv"), NULL, &kv);
+        } else { /* k and v sliced once each where they are one tensor (a fused projection) */
+            const vkg_tensor kr = rows_of(b, k, row, n, "attn.row.k");
+            kv = kv_block(b, &one, kr, k_col, v == k ? kr : rows_of(b, v, row, n, "attn.row.v"), v_col);
         }
-        out = r == 0 ? heads : vkg_layers_name(b, vkg_concat(b->g, out, heads, 0), "attn.rows");
+        state = write_block(b, state, kv, a->row_slots[r], a->row_pos[r]);
+    }
+    const int R = a->rows;
+    if (one_attention(b, a)) {
+        vkg_tensor qh;
+        if (joint) { /* [H, R, D] -> [R, H, D] */
+            qh = vkg_permute(g, vkg_slice(g, all, 0, 0, H), (const int[]){1, 0, 2});
+        } else {
+            int64_t qs[VKG_MAX_DIMS];
+            vkg_tensor_shape(g, q, qs);
+            qh = q_col != 0 || qs[1] != W ? vkg_slice(g, q, 1, q_col, W) : q;
+        }
+        qh = vkg_layers_name(b, vkg_reshape(g, qh, 4, (const int64_t[]){R, H, 1, D}), "attn.q");
+        vkg_tensor kh, vh;
+        read_slots(b, a, state, 0, R, &kh, &vh); /* [R, H, S, D] */
+        vkg_sdpa s = sdpa_of(a, a->row_pos[0]);
+        s.rows = R;
+        const vkg_tensor heads = vkg_layer_sdpa(b, qh, kh, vh, &s, NULL); /* [R, H, 1, D] */
+        return vkg_layers_name(b, vkg_reshape(g, heads, 2, (const int64_t[]){R, W}), "attn.rows");
+    }
+    vkg_tensor out = VKG_NONE;
+    for (int r = 0, row = 0; r < a->rows; row += a->row_tokens[r++]) {
+        one.pos = a->row_pos[r];
+        one.slot = a->row_slots[r];
+        const int n = a->row_tokens[r];
+        vkg_tensor qh, kh, vh;
+        if (joint) {
+            split_qkv(b, &one, vkg_layers_name(b, vkg_slice(g, all, 1, row, n), "attn.row.qkv"), &qh, NULL);
+        } else {
+            const int64_t G = H / a->n_kv_head;
+            qh = rotated(b, &one, heads_of(b, rows_of(b, q, row, n, "attn.row.q"), q_col, H, G, D, "attn.q"), "attn.q.rope");
+        }
+        read_slots(b, &one, state, one.slot, 1, &kh, &vh);
+        const vkg_sdpa s = sdpa_of(&one, one.pos);
+        const vkg_tensor heads = attend(b, &one, qh, kh, vh, &s, 2, (const int64_t[]){n, W}, NULL);
+        out = r == 0 ? heads : vkg_layers_name(b, vkg_concat(g, out, heads, 0), "attn.rows");
     }
     return out;
 }
@@ -306,12 +357,31 @@ vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor
         if (probs) *probs = VKG_NONE;
         return attention_rows(b, a, q, q_col, k, k_col, v, v_col);
     }
-    vkg_tensor qh, kv = VKG_NONE;
+    vkg_tensor qh, kh, vh, kv = VKG_NONE;
     if (one_projection(a, q, q_col, k, k_col, v, v_col))
         split_qkv(b, a, rotated_qkv(b, a, q, q_col, VKG_NONE), &qh, &kv);
     else
         qh = rotated(b, a, heads_of(b, q, q_col, H, G, D, "attn.q"), "attn.q.rope");
-    return attend(b, a, qh, kv, k, k_col, v, v_col, nd, shape, probs);
+    if (a->kv_cache != VKG_NONE) {
+        if (kv == VKG_NONE) kv = kv_block(b, a, k, k_col, v, v_col);
+        read_slots(b, a, write_block(b, a->kv_cache, kv, a->slot, a->pos), a->slot, 1, &kh, &vh);
+    } else {
+        if (kv != VKG_NONE) { /* [2, Hkv, T, D] -> [Hkv, T, D] twice */
+            const int64_t heads[3] = {Hkv, shape[0], D};
+            kh = vkg_layers_name(b, vkg_reshape(g, vkg_slice(g, kv, 0, 0, 1), 3, heads), "attn.k.rope");
+            vh = vkg_layers_name(b, vkg_reshape(g, vkg_slice(g, kv, 0, 1, 1), 3, heads), "attn.v");
+        } else {
+            kh = rotated(b, a, heads_of(b, k, k_col, Hkv, 1, D, "attn.k"), "attn.k.rope");
+            vh = heads_of(b, v, v_col, Hkv, 1, D, "attn.v");
+        }
+        if (G > 1) { /* [Hkv, T, D] -> [Hkv, 1, T, D] */
+            const int64_t grouped[4] = {Hkv, 1, shape[0], D};
+            kh = vkg_layers_name(b, vkg_reshape(g, kh, 4, grouped), "attn.k.group");
+            vh = vkg_layers_name(b, vkg_reshape(g, vh, 4, grouped), "attn.v.group");
+        }
+    }
+    const vkg_sdpa s = sdpa_of(a, a->kv_cache != VKG_NONE ? a->pos : VKG_NONE);
+    return attend(b, a, qh, kh, vh, &s, nd, shape, probs);
 }
 
 void vkg_layer_attention_output(vkg_layers *b, const vkg_forward_options *o, vkg_forward_graph *gg, int layer,
@@ -332,24 +402,23 @@ void vkg_layer_forward_inputs(vkg_graph *g, const vkg_forward_options *o, vkg_fo
     gg->positions = vkg_input(g, "positions", VKG_I32, 1, tokens);
     gg->pos = VKG_NONE;
     if (!o->cache_len) return;
-    const int rows = o->seqs > 1 ? o->seqs : 1;
     char name[96];
     if (o->seqs > 1) { /* sequence r's own position in its own slot */
-        for (int r = 0; r < rows; r++) {
+        for (int r = 0; r < o->seqs; r++) {
             snprintf(name, sizeof name, "pos.%d", r);
             gg->row_pos[r] = vkg_index(g, name);
         }
     } else {
         gg->pos = vkg_index(g, "pos");
     }
-    const int64_t cache_shape[4] = {2, n_kv_head, o->cache_len, head_dim};
-    for (int i = 0; i < n_layer; i++)
-        for (int r = 0; r < rows; r++) {
-            const int slot = o->seqs > 1 && o->seq_slots ? o->seq_slots[r] : o->first_slot + r;
-            if (o->seqs) snprintf(name, sizeof name, "%s%d.%s.s%d", cache_prefix, i, cache_suffix, slot);
-            else snprintf(name, sizeof name, "%s%d.%s", cache_prefix, i, cache_suffix);
-            gg->kv_cache[i * rows + r] = vkg_state(g, name, 4, cache_shape);
-        }
+    /* a batch context's slots share one state a layer: every plan of the context names it */
+    const int64_t slots = o->seqs ? o->n_slots : 1;
+    const int64_t cache_shape[4] = {2 * slots, n_kv_head, o->cache_len, head_dim};
+    for (int i = 0; i < n_layer; i++) {
+        if (o->seqs) snprintf(name, sizeof name, "%s%d.%s.slots", cache_prefix, i, cache_suffix);
+        else snprintf(name, sizeof name, "%s%d.%s", cache_prefix, i, cache_suffix);
+        gg->kv_cache[i] = vkg_state(g, name, 4, cache_shape);
+    }
 }
 
 vkg_tensor vkg_layer_logit_rows(vkg_layers *b, const vkg_forward_options *o, const vkg_forward_graph *gg,

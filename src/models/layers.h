@@ -73,6 +73,8 @@ typedef struct vkg_sdpa {
     int32_t offset;
     vkg_tensor dyn_offset;
     vkg_tensor mask;
+    int rows;                   /* > 0: dyn_offset is the first of `rows` indices, one for each
+                                   entry of the scores' axis 0 (vkg_mask_causal_rows)            */
 } vkg_sdpa;
 vkg_tensor vkg_layer_sdpa(vkg_layers *b, vkg_tensor q, vkg_tensor k, vkg_tensor v, const vkg_sdpa *a,
                           vkg_tensor *probs);
@@ -90,19 +92,21 @@ typedef struct vkg_attention {
     /* Rotary position embeddings (vkg_rope): the cos/sin table [P, head_dim] (rope.h fills
      * it), applied to the query and key heads at positions pos + t; VKG_NONE: none (GPT-2). */
     vkg_tensor rope;
-    /* The KV cache: a state [2, n_kv_head, S, head_dim] (the keys, then the values) and the
-     * runtime index of the tokens already in it.  The run's T rows of both are written at
-     * pos..pos+T-1 in one step and attention reads all S rows; the causal mask, offset by pos,
-     * gives the rows not yet written weight exactly 0.  VKG_NONE: attention over the run's T
-     * tokens alone. */
+    /* The KV cache: a state [2 slots, n_kv_head, S, head_dim] (slot s's keys at plane 2s, its
+     * values at 2s + 1; one slot for a plain context) and the runtime index of the tokens already
+     * in the sequence's slot `slot`.  The run's T rows of both are written at pos..pos+T-1 in
+     * one step and attention reads all S rows of the slot; the causal mask, offset by pos, gives
+     * the rows not yet written weight exactly 0.  VKG_NONE: attention over the run's T tokens
+     * alone. */
     vkg_tensor kv_cache, pos;
+    int slot;
     /* rows > 1: the T tokens belong to `rows` sequences, row_tokens[r] rows each (1 for a
-     * decode step's) next to each other, each sequence with its own cache (row_caches[r]) and index (row_pos[r]); each
-     * attends to its own cache alone, as it would in a run of its own (kv_cache and pos
-     * unused).  0: one sequence. */
+     * decode step's) next to each other, sequence r in slot row_slots[r] of kv_cache from the
+     * index row_pos[r]; each attends to its own slot alone, as it would in a run of its own
+     * (slot and pos unused).  0: one sequence. */
     int rows;
-    const vkg_tensor *row_caches, *row_pos;
-    const int *row_tokens;
+    const vkg_tensor *row_pos;
+    const int *row_tokens, *row_slots;
     /* rows > 1 with rope: the i32 tensor [T] of each row's position (the forward's "positions"),
      * so that a q/k/v projection's rows are rotated in one step; NULL: each sequence's rows
      * rotated apart (a pointer, so that an initializer that leaves it out means none). */
@@ -121,8 +125,10 @@ vkg_tensor vkg_layer_attention(vkg_layers *b, const vkg_attention *a, vkg_tensor
 /* A forward graph's inputs: "ids" and "positions" [T]; with a cache (o->cache_len = S) the index
  * "pos" and each layer's KV cache state [2, n_kv_head, S, head_dim], named
  * "<cache_prefix><layer>.<cache_suffix>" ("h." and "kv_cache" make "h.3.kv_cache").  With
- * sequence slots (o->seqs, decoder.h) each slot's states end in ".s<slot>" ("h.3.kv_cache.s2"),
- * and with seqs > 1 sequence r has the index "pos.<r>" instead of "pos". */
+ * sequence slots (o->seqs, decoder.h) one state a layer holds o->n_slots slots, [2 n_slots,
+ * n_kv_head, S, head_dim], named "<...>.slots" ("h.3.kv_cache.slots"), and with seqs > 1
+ * sequence r has the index "pos.<r>" instead of "pos" (made one after another: the attention
+ * of a decode step reads them as one run). */
 void vkg_layer_forward_inputs(vkg_graph *g, const vkg_forward_options *o, vkg_forward_graph *gg, int n_layer,
                               int64_t n_kv_head, int64_t head_dim, const char *cache_prefix, const char *cache_suffix);
 

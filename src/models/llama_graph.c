@@ -75,9 +75,9 @@ static vkg_tensor block(builder *b, int layer, vkg_tensor x, vkg_forward_graph *
     const vkg_attention at = {.n_head = b->H, .n_kv_head = b->Hkv, .head_dim = b->D,
                               .scale = (float)(1.0 / sqrt((double)b->D)), .causal = 1, .mask = VKG_NONE,
                               .window = c->windowed[layer] ? (uint32_t)c->sliding_window : 0, .rope = b->rope,
-                              .kv_cache = b->S ? gg->kv_cache[layer * (gg->seqs > 1 ? gg->seqs : 1)] : VKG_NONE, .pos = gg->pos,
-                              .rows = gg->seqs > 1 ? gg->seqs : 0, .row_pos = gg->row_pos,
-                              .row_caches = gg->seqs > 1 ? gg->kv_cache + layer * gg->seqs : NULL,
+                              .kv_cache = b->S ? gg->kv_cache[layer] : VKG_NONE, .pos = gg->pos,
+                              .slot = gg->seq_slots ? gg->seq_slots[0] : 0,
+                              .rows = gg->seqs > 1 ? gg->seqs : 0, .row_pos = gg->row_pos, .row_slots = gg->seq_slots,
                               .row_tokens = gg->seq_tokens, .positions = &gg->positions};
     vkg_tensor probs = VKG_NONE;
     vkg_tensor heads = vkg_layer_attention(L, &at, q, q_col, k, k_col, v, v_col, &probs);

@@ -245,6 +245,7 @@ vkg_status vkg_model_build_graph(const vkg_model *m, const vkg_model_graph_optio
     bo.attention_layer = o->attention_layer;
     bo.seqs = o->seqs;
     bo.first_slot = o->first_slot;
+    bo.n_slots = o->n_slots;
     vkg_forward_graph gg;
     vkg_status st = vkg_decoder_build(m->dec, &bo, &gg, err);
     if (st != VKG_OK) return st;

@@ -1,5 +1,6 @@
-/* Batches of sequences (vkgraph_model.h's vkg_batch_*): n_seq slots, each a KV cache of its own
- * (states "<cache>.s<slot>", decoder.h), shared by name between every plan of the context.
+/* Batches of sequences (vkgraph_model.h's vkg_batch_*): n_seq slots, each a block of every
+ * layer's KV cache state "<cache>.slots" [2 n_seq, Hkv, S, D] (decoder.h), shared by name
+ * between every plan of the context.
  *
  * The decode plans: plans[k] runs rows = 2^k (the last one n_seq) tokens, row r the one new
  * token of slot r.  The first plan made, of n_seq rows, owns the weights and every slot's cache;
@@ -116,6 +117,7 @@ static vkg_status make_plan(vkg_batch_context *b, int k, vkg_error *err) {
     vkg_forward_options_default(&o, rows);
     o.cache_len = b->n_ctx;
     o.seqs = rows;
+    o.n_slots = b->n_seq;
     vkg_session *with = k == b->owner ? NULL : b->plans[b->owner].session;
     vkg_status st = vkg_runner_new_shared(b->dec, b->model->dev, &o, with, &b->plans[k], err);
     if (st == VKG_OK) b->made[k] = 1;
@@ -260,6 +262,7 @@ static vkg_status prefill_plan_for(vkg_batch_context *b, int n, const int *slots
     vkg_forward_options_default(&o, rows);
     o.cache_len = b->n_ctx;
     o.seqs = n;
+    o.n_slots = b->n_seq;
     o.first_slot = n == 1 ? slots[0] : 0;
     o.seq_tokens = n > 1 ? tokens : NULL;
     o.seq_slots = n > 1 ? slots : NULL;
@@ -424,18 +427,19 @@ vkg_status vkg_batch_seq_remove(vkg_batch_context *b, int seq, vkg_error *err) {
     return VKG_OK;
 }
 
-/* Copies the first n positions of every layer's cache from slot src to slot dst, through the
- * host (one layer's two states at a time). */
+/* Copies the first n positions of every layer's cache from slot src to slot dst, on the device:
+ * in the state [2 n_seq, Hkv, S, D] a slot's block is its 2 Hkv planes, each plane's first n
+ * rows copied. */
 static vkg_status copy_cache(vkg_batch_context *b, int src, int dst, int n, vkg_error *err) {
     const vkg_runner *r = &b->plans[b->owner];
     const vkg_forward_graph *gg = &r->gg;
     int64_t shape[VKG_MAX_DIMS];
-    vkg_tensor_shape(gg->graph, gg->kv_cache[0], shape); /* [2, Hkv, S, D]: each plane's first n rows */
-    const size_t planes = (size_t)(shape[0] * shape[1]), row = (size_t)shape[3] * sizeof(float);
+    vkg_tensor_shape(gg->graph, gg->kv_cache[0], shape);
+    const size_t planes = 2 * (size_t)shape[1], row = (size_t)shape[3] * sizeof(float), plane = (size_t)shape[2] * row;
     vkg_status st = VKG_OK;
     for (int l = 0; st == VKG_OK && l < gg->n_layer; l++)
-        st = vkg_session_copy_state(r->session, gg->kv_cache[l * b->n_seq + src], gg->kv_cache[l * b->n_seq + dst],
-                                    (size_t)shape[2] * row, planes, (size_t)n * row, err);
+        st = vkg_session_copy_state_at(r->session, gg->kv_cache[l], (size_t)src * planes * plane, gg->kv_cache[l],
+                                       (size_t)dst * planes * plane, plane, planes, (size_t)n * row, err);
     return st;
 }
 

@@ -27,6 +27,22 @@ static int *match_regions(const vkg_plan *p, const vkg_plan *q) {
     return map;
 }
 
+/* A state of p whose name one of q's states has at another size (-1: none): the two plans'
+ * caches would silently be apart (plans built with different slot counts, say). */
+static int state_size_mismatch(const vkg_plan *p, const vkg_plan *q) {
+    for (int r = 0; r < p->n_regions; r++) {
+        const vkg_region *a = &p->regions[r];
+        if (a->kind != VKG_REGION_STATE) continue;
+        for (int k = 0; k < q->n_regions; k++) {
+            const vkg_region *b = &q->regions[k];
+            if (b->kind == VKG_REGION_STATE && b->bytes != a->bytes &&
+                strcmp(vkg_tensor_name(p->graph, a->tensor), vkg_tensor_name(q->graph, b->tensor)) == 0)
+                return r;
+        }
+    }
+    return -1;
+}
+
 vkg_status vkg_session_new(vkg_device *d, const vkg_plan *p, vkg_session **out, vkg_error *err) {
     return vkg_session_new_shared(d, p, NULL, out, err);
 }
@@ -53,6 +69,11 @@ vkg_status vkg_session_new_shared(vkg_device *d, const vkg_plan *p, vkg_session 
                                      "compile with vkg_device_compile_options() (it widens them to f32)",
                                      vkg_dtype_name(p->regions[r].dtype),
                                      vkg_tensor_name(p->graph, p->regions[r].tensor), d->name);
+    const int mismatch = with ? state_size_mismatch(p, with->plan) : -1;
+    if (mismatch >= 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "state '%s' has %" PRIu64 " bytes here and another size in "
+                             "the session shared with: sessions share states of one name and size",
+                             vkg_tensor_name(p->graph, p->regions[mismatch].tensor), p->regions[mismatch].bytes);
     vkg_session *s = calloc(1, sizeof *s);
     if (!s) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a session");
     s->device = d;
@@ -170,6 +191,26 @@ vkg_status vkg_session_copy_state(vkg_session *s, vkg_tensor src, vkg_tensor dst
                              "them and apart", count, bytes, stride, vkg_tensor_name(s->plan->graph, src),
                              vkg_tensor_name(s->plan->graph, dst));
     return s->device->ops->copy(s->impl, from, 0, to, 0, stride, (uint32_t)count, bytes, err);
+}
+
+vkg_status vkg_session_copy_state_at(vkg_session *s, vkg_tensor src, size_t src_offset, vkg_tensor dst,
+                                     size_t dst_offset, size_t stride, size_t count, size_t bytes, vkg_error *err) {
+    int from = -1, to = -1;
+    vkg_status st = find_region(s, src, VKG_REGION_STATE, "state", 0, 0, &from, err);
+    if (st == VKG_OK) st = find_region(s, dst, VKG_REGION_STATE, "state", 0, 0, &to, err);
+    if (st != VKG_OK) return st;
+    const uint64_t span = count ? (count - 1) * (uint64_t)stride + bytes : 0;
+    /* within one state the two spans must lie apart (one slot's blocks and another's do) */
+    const uint64_t lo = src_offset < dst_offset ? src_offset : dst_offset, hi = src_offset < dst_offset ? dst_offset : src_offset;
+    const int overlap = from == to && span && lo + span > hi;
+    if (count > UINT32_MAX || (count > 1 && bytes > stride) || src_offset + span > s->plan->regions[from].bytes ||
+        dst_offset + span > s->plan->regions[to].bytes || overlap || src_offset % 4 || dst_offset % 4)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_session_copy_state_at: %zu blocks of %zu bytes, %zu "
+                             "apart, from byte %zu of '%s' to byte %zu of '%s': within the states, at multiples of 4, "
+                             "and not overlapping", count, bytes, stride, src_offset,
+                             vkg_tensor_name(s->plan->graph, src), dst_offset, vkg_tensor_name(s->plan->graph, dst));
+    if (!span) return VKG_OK;
+    return s->device->ops->copy(s->impl, from, src_offset, to, dst_offset, stride, (uint32_t)count, bytes, err);
 }
 
 vkg_status vkg_session_reset_state(vkg_session *s, vkg_error *err) {

@@ -13,12 +13,13 @@ static void check(vkg_status st, const vkg_error *err, const char *what) {
     if (st != VKG_OK) fail_msg("%s: %s", what, err->message);
 }
 
-static vkg_graph *build(vkg_model *m, int tokens, int n_ctx, int seqs, int first_slot) {
+static vkg_graph *build(vkg_model *m, int tokens, int n_ctx, int seqs, int first_slot, int n_slots) {
     vkg_model_graph_options o;
     vkg_model_graph_options_default(&o, tokens);
     o.n_ctx = n_ctx;
     o.seqs = seqs;
     o.first_slot = first_slot;
+    o.n_slots = n_slots;
     vkg_graph *g = NULL;
     vkg_error err = {0};
     check(vkg_model_build_graph(m, &o, &g, &err), &err, "building a graph");
@@ -69,7 +70,7 @@ static void set_rows(vkg_session *s, const vkg_graph *g, const int32_t *ids, con
 
 void decode_compare_setup(decode_compare *d, vkg_model *m, vkg_device *test, vkg_device *ref, const int32_t *ids,
                           const int *lengths, int rows, int n_ctx) {
-    d->graph = build(m, rows, n_ctx, rows, 0);
+    d->graph = build(m, rows, n_ctx, rows, 0, rows);
     d->plan = compile_for_both(d->graph, test, ref);
     vkg_error err = {0};
     d->test = d->ref = NULL;
@@ -81,7 +82,7 @@ void decode_compare_setup(decode_compare *d, vkg_model *m, vkg_device *test, vkg
     for (int i = 0; i < n_ctx; i++) positions[i] = i;
     for (int r = 0; r < rows; r++) {
         assert_true(lengths[r] >= 1 && lengths[r] < n_ctx);
-        vkg_graph *pg = build(m, lengths[r], n_ctx, 1, r);
+        vkg_graph *pg = build(m, lengths[r], n_ctx, 1, r, rows);
         vkg_plan *pp = compile_for_both(pg, test, ref);
         prefill(test, pp, pg, d->test, ids, positions, lengths[r]);
         prefill(ref, pp, pg, d->ref, ids, positions, lengths[r]);
