@@ -139,7 +139,8 @@ static void read_slots(vkg_layers *b, const vkg_attention *a, vkg_tensor state, 
     vkg_tensor_shape(g, state, shape);
     const int64_t slots = shape[0] / 2, S = shape[2];
     const int grouped = a->n_head != a->n_kv_head;
-    vkg_tensor blocks = vkg_reshape(g, state, 4, (const int64_t[]){slots, 2 * Hkv, S, D}); /* [slots, 2 Hkv, S, D] */
+    vkg_tensor blocks = vkg_layers_name(b, vkg_reshape(g, state, 4, (const int64_t[]){slots, 2 * Hkv, S, D}),
+                                        "attn.kv_cache.blocks"); /* [slots, 2 Hkv, S, D] */
     if (n != slots) blocks = vkg_layers_name(b, vkg_slice(g, blocks, 0, slot, n), "attn.kv_cache.slots");
     vkg_tensor half[2];
     for (int h = 0; h < 2; h++) {
@@ -301,11 +302,12 @@ static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tens
     if (one_attention(b, a)) {
         vkg_tensor qh;
         if (joint) { /* [H, R, D] -> [R, H, D] */
-            qh = vkg_permute(g, vkg_slice(g, all, 0, 0, H), (const int[]){1, 0, 2});
+            qh = vkg_layers_name(b, vkg_slice(g, all, 0, 0, H), "attn.q.slice");
+            qh = vkg_layers_name(b, vkg_permute(g, qh, (const int[]){1, 0, 2}), "attn.q.rows");
         } else {
             int64_t qs[VKG_MAX_DIMS];
             vkg_tensor_shape(g, q, qs);
-            qh = q_col != 0 || qs[1] != W ? vkg_slice(g, q, 1, q_col, W) : q;
+            qh = q_col != 0 || qs[1] != W ? vkg_layers_name(b, vkg_slice(g, q, 1, q_col, W), "attn.q.slice") : q;
         }
         qh = vkg_layers_name(b, vkg_reshape(g, qh, 4, (const int64_t[]){R, H, 1, D}), "attn.q");
         vkg_tensor kh, vh;
