@@ -506,6 +506,17 @@ static void kv_cache_write(conf_build *b, const int64_t *d) {
     kv = vkg_permute(b->g, kv, (const int[]){1, 2, 0, 3});
     conf_output(b, vkg_copy(b->g, vkg_write_at(b->g, cache, kv, 2, 0, conf_index(b, (int32_t)(1024 - d[1]) / 2))));
 }
+/* The same block into slot 2 of a cache of 4 slots [8, H, 1024, Dh] (vkg_write_at_block, a batch
+ * context's prefill): the other slots keep their values. */
+static void kv_cache_write_slot(conf_build *b, const int64_t *d) {
+    const int64_t C = d[0] * d[2];
+    vkg_tensor qkv = in2(b, d[1], 3 * C, CONF_FILL_NORMAL);
+    vkg_tensor cache = conf_state(b, 4, S(8, d[0], 1024, d[2]));
+    vkg_tensor kv = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, C, 2 * C), 4, S(d[1], 2, d[0], d[2]));
+    kv = vkg_permute(b->g, kv, (const int[]){1, 2, 0, 3});
+    vkg_tensor index = conf_index(b, (int32_t)(1024 - d[1]) / 2);
+    conf_output(b, vkg_copy(b->g, vkg_write_at_block(b->g, cache, kv, 2, 0, index, 0, 4)));
+}
 /* d = {H, T, Dh}: the heads merged back, [H, T, Dh] -> [T, H Dh], as attention's output is. */
 static void merge_heads(conf_build *b, const int64_t *d) {
     vkg_tensor x = conf_input(b, 3, S(d[0], d[1], d[2]), CONF_FILL_NORMAL);
@@ -999,6 +1010,7 @@ static const conf_case_def cases[] = {
     {"model", "GPT-2, projections [out, in]", MODEL, conf_gpt2_model_transposed, sweep_model_variant},
     {"model", "GPT-2, f16, projections [out, in]", MODEL16, conf_gpt2_model_f16_transposed, sweep_model},
     {"model", "GPT-2, batched decode", MODEL, conf_gpt2_batched_decode, sweep_batched},
+    {"copy", "GPT-2 KV-cache write into slot 2 of 4", EW, kv_cache_write_slot, sweep_gpt2_heads},
 };
 
 int vkg_conformance_case_count(void) { return (int)(sizeof cases / sizeof cases[0]); }

@@ -24,6 +24,11 @@ static long long rows_of_seqs(const vkg_forward_options *o) {
     return rows;
 }
 
+/* The slot of sequence r. */
+static int slot_of(const vkg_forward_options *o, int r) {
+    return o->seqs > 1 && o->seq_slots ? o->seq_slots[r] : o->first_slot + r;
+}
+
 /* The slots each cache holds: n_slots, or where it is 0 one past the highest slot used (1 for
  * a plain cache). */
 static int slots_of(const vkg_forward_options *o) {
@@ -31,8 +36,7 @@ static int slots_of(const vkg_forward_options *o) {
     if (o->n_slots > 0) return o->n_slots;
     int most = 0;
     for (int r = 0; r < o->seqs; r++) {
-        const int slot = o->seqs > 1 && o->seq_slots ? o->seq_slots[r] : o->first_slot + r;
-        if (slot + 1 > most) most = slot + 1;
+        if (slot_of(o, r) + 1 > most) most = slot_of(o, r) + 1;
     }
     return most;
 }
@@ -80,7 +84,7 @@ static vkg_status check_options(const vkg_decoder_facts *f, const vkg_forward_op
     /* every sequence's slot within the cache's n_slots */
     const int n_slots = slots_of(o);
     for (int r = 0; r < o->seqs; r++) {
-        const int slot = o->seqs > 1 && o->seq_slots ? o->seq_slots[r] : o->first_slot + r;
+        const int slot = slot_of(o, r);
         if (o->cache_len && slot >= n_slots)
             return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: sequence %d's slot %d; the cache holds %d slots", a,
                                  r, slot, n_slots);
@@ -115,7 +119,7 @@ static vkg_status build_into(const vkg_decoder *d, const vkg_forward_options *o,
     for (int r = 0; r < o->seqs && gg->seq_tokens; r++) gg->seq_tokens[r] = o->seq_tokens ? o->seq_tokens[r] : 1;
     for (int i = 0; i < n_layer; i++) gg->attention[i] = VKG_NONE;
     for (int i = 0; o->cache_len && i < n_layer; i++) gg->kv_cache[i] = VKG_NONE;
-    for (int r = 0; r < o->seqs; r++) gg->seq_slots[r] = o->seqs > 1 && o->seq_slots ? o->seq_slots[r] : o->first_slot + r;
+    for (int r = 0; r < o->seqs; r++) gg->seq_slots[r] = slot_of(o, r);
     for (int r = 0; r < o->seqs && gg->row_pos; r++) gg->row_pos[r] = VKG_NONE;
     vkg_status st = d->build(d->model, o, gg, err);
     if (st == VKG_OK && vkg_graph_status(gg->graph) != VKG_OK)

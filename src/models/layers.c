@@ -82,6 +82,15 @@ vkg_tensor vkg_layer_sdpa(vkg_layers *b, vkg_tensor q, vkg_tensor k, vkg_tensor 
     return vkg_layers_name(b, vkg_matmul(g, p, v, VKG_NONE, 0), "attn.heads");
 }
 
+/* Columns [col, col + width) of x [.., W]: x itself where they are all of it, else a slice
+ * (a view) named `name`. */
+static vkg_tensor columns(vkg_layers *b, vkg_tensor x, int64_t col, int64_t width, const char *name) {
+    int64_t shape[VKG_MAX_DIMS];
+    const int nd = vkg_tensor_shape(b->g, x, shape);
+    if (col == 0 && shape[nd - 1] == width) return x;
+    return vkg_layers_name(b, vkg_slice(b->g, x, nd - 1, col, width), name);
+}
+
 /* Columns [col, col + n * D) of x [.., T, W] as n heads: [.., n, T, D], or, for queries in groups
  * of G > 1 (x without leading dimensions), [n / G, G, T, D].  Views, no copy. */
 static vkg_tensor heads_of(vkg_layers *b, vkg_tensor x, int64_t col, int64_t n, int64_t G, int64_t D,
@@ -91,8 +100,7 @@ static vkg_tensor heads_of(vkg_layers *b, vkg_tensor x, int64_t col, int64_t n, 
     int64_t shape[VKG_MAX_DIMS];
     const int nd = vkg_tensor_shape(g, x, shape);
     if (nd < 2) return VKG_NONE;
-    if (col != 0 || shape[nd - 1] != n * D)
-        x = vkg_layers_name(b, vkg_slice(g, x, nd - 1, col, n * D), sub(what, sizeof what, which, ".slice"));
+    x = columns(b, x, col, n * D, sub(what, sizeof what, which, ".slice"));
     int64_t split[VKG_MAX_DIMS];
     int axes[VKG_MAX_DIMS], out_nd;
     if (G > 1) { /* [T, Hkv, G, D] -> [Hkv, G, T, D] */
@@ -165,7 +173,7 @@ static vkg_tensor kv_block(vkg_layers *b, const vkg_attention *a, vkg_tensor k, 
     const int64_t T = shape[0];
     vkg_tensor kv;
     if (k == v && v_col == k_col + W && a->rope == VKG_NONE) { /* [T, 2W] -> [T, 2, Hkv, D] -> [2, Hkv, T, D] */
-        kv = k_col != 0 || shape[1] != 2 * W ? vkg_layers_name(b, vkg_slice(g, k, 1, k_col, 2 * W), "attn.kv.slice") : k;
+        kv = columns(b, k, k_col, 2 * W, "attn.kv.slice");
         kv = vkg_layers_name(b, vkg_reshape(g, kv, 4, (const int64_t[]){T, 2, Hkv, D}), "attn.kv.reshape");
         return vkg_layers_name(b, vkg_permute(g, kv, (const int[]){1, 2, 0, 3}), "attn.kv");
     } /* [Hkv, T, D] twice -> [2 Hkv, T, D] -> [2, Hkv, T, D] */
@@ -305,9 +313,7 @@ static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tens
             qh = vkg_layers_name(b, vkg_slice(g, all, 0, 0, H), "attn.q.slice");
             qh = vkg_layers_name(b, vkg_permute(g, qh, (const int[]){1, 0, 2}), "attn.q.rows");
         } else {
-            int64_t qs[VKG_MAX_DIMS];
-            vkg_tensor_shape(g, q, qs);
-            qh = q_col != 0 || qs[1] != W ? vkg_layers_name(b, vkg_slice(g, q, 1, q_col, W), "attn.q.slice") : q;
+            qh = columns(b, q, q_col, W, "attn.q.slice");
         }
         qh = vkg_layers_name(b, vkg_reshape(g, qh, 4, (const int64_t[]){R, H, 1, D}), "attn.q");
         vkg_tensor kh, vh;
