@@ -1,6 +1,7 @@
 #version 450
 // out[i0, i1, i2, i3] = f(in[i0, i1, i2, i3]), both sides strided: copies that materialise views,
-// concat parts and KV-cache writes, scale, the activations and the causal mask.  See params/unary.h.
+// concat parts and KV-cache writes (a decode step's rows each at its own position: dyn_rows), scale,
+// the activations and the causal mask.  See params/unary.h.
 #extension GL_GOOGLE_include_directive : require
 #include "params/unary.h"
 #include "common.glsl"
@@ -28,6 +29,8 @@ void main() {
         uint i0 = d.x, i1 = d.y, i2 = d.z, i3 = d.w;
         float x = x_in[p.in_offset + i0 * p.in_strides[0] + i1 * p.in_strides[1] + i2 * p.in_strides[2] +
                        i3 * p.in_strides[3]];
+        uint out_at = out_base;
+        if (p.dyn_rows != 0u) out_at = p.out_offset + uint(indices[p.dyn_index + i0]) * p.out_dyn_stride;
         float v;
         if (OP == VKG_UNARY_SCALE) v = p.alpha * x;
         else if (OP == VKG_UNARY_CAUSAL) {
@@ -36,7 +39,7 @@ void main() {
             v = int(i3) > last || old ? vkg_neg_inf() : x;
         }
         else v = vkg_activation(OP, x); // copy and the activations
-        x_out[out_base + i0 * p.out_strides[0] + i1 * p.out_strides[1] + i2 * p.out_strides[2] +
+        x_out[out_at + i0 * p.out_strides[0] + i1 * p.out_strides[1] + i2 * p.out_strides[2] +
               i3 * p.out_strides[3]] = v;
     }
 }

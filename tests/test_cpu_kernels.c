@@ -147,6 +147,19 @@ static void test_unary_causal_and_dyn_index(void **state) {
                           .in_strides = {0, 0, 3, 1}, .out_strides = {0, 0, 3, 1}, .out_dyn_stride = 3};
     vkg_cpu_unary(&w, x, st, pos, 0, 6);
     for (int i = 0; i < 15; i++) assert_true(st[i] == (i >= 6 && i < 12 ? x[i - 6] : -1));
+
+    /* Each i0 its own position (dyn_rows), as a decode step's rows into their slots: x [2, 3]
+     * (rows of one position each) into state [2, 5, 3], row 0 at indices[1] = 2 of its plane,
+     * row 1 at indices[2] = 4 of its; run in two parts, the split inside row 1. */
+    const int32_t rows_pos[] = {7, 2, 4};
+    float planes[30];
+    for (int i = 0; i < 30; i++) planes[i] = -1;
+    vkg_unary_params wr = {.op = VKG_UNARY_COPY, .dyn_index = 1, .dyn_rows = 1, .shape = {2, 1, 1, 3},
+                           .in_strides = {3, 0, 0, 1}, .out_strides = {15, 0, 0, 1}, .out_dyn_stride = 3};
+    vkg_cpu_unary(&wr, x, planes, rows_pos, 0, 4);
+    vkg_cpu_unary(&wr, x, planes, rows_pos, 4, 6);
+    for (int i = 0; i < 30; i++)
+        assert_true(planes[i] == (i >= 6 && i < 9 ? x[i - 6] : i >= 27 ? x[i - 24] : -1));
 }
 
 /* ---- softmax ------------------------------------------------------------------------------- */
@@ -480,6 +493,26 @@ static void test_executor_rejects_bad_plans(void **state) {
     }
     assert_non_null(strstr(err.message, "runtime index -1"));
     d.ops->session_free(s);
+
+    /* With an index for each i0 (dyn_rows) each is checked: rows x [2, 3] into state [5, 3], row
+     * 0 at indices[0], row 1 at indices[1], the same plane. */
+    regions[2].bytes = 8;
+    write_at.params.unary = (vkg_unary_params){.op = VKG_UNARY_COPY, .dyn_index = 0, .dyn_rows = 1,
+                                               .shape = {2, 1, 1, 3}, .in_strides = {3, 0, 0, 1},
+                                               .out_strides = {0, 0, 0, 1}, .out_dyn_stride = 3};
+    bind(&write_at, 2, 2, 0, 8, 0);
+    assert_int_equal(d.ops->session_new(d.impl, &p, NULL, NULL, &s, &err), VKG_OK);
+    static const int32_t pairs[][2] = {{0, 4}, {4, 5}, {-1, 0}};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(d.ops->write(s, 2, 0, pairs[i], 8, &err), VKG_OK);
+        assert_int_equal(d.ops->run(s, NULL, &err), expect[i]);
+    }
+    assert_non_null(strstr(err.message, "runtime index -1"));
+    d.ops->session_free(s);
+    /* and only a copy takes them */
+    write_at.params.unary.op = VKG_UNARY_SCALE;
+    assert_int_not_equal(d.ops->session_new(d.impl, &p, NULL, NULL, &s, &err), VKG_OK);
+    assert_non_null(strstr(err.message, "dyn_rows"));
     d.ops->device_free(d.impl);
 }
 

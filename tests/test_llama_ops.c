@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "cpu/kernels.h"
+#include "graph/graph_build.h"
 #include "models/layers.h"
 #include "models/rope.h"
 #include "support/test_util.h"
@@ -401,6 +402,29 @@ static void test_builder_refusals(void **state) {
     a = vkg_input(g, "a", VKG_F32, 2, (int64_t[]){3, 4});
     assert_int_equal(vkg_rms_norm(g, a, VKG_NONE, -1.0f), VKG_NONE);
     vkg_graph_free(g);
+
+    /* vkg_write_rows: x [R, G, A, D] into a state [P >= R G, A, S, D], R indices one after
+     * another; a decode step's 3 rows of k and v (G = 2) into a cache of 3 slots is taken */
+    static const struct { int64_t planes, x0, heads; int indices, apart; const char *why; } rows[] = {
+        {6, 3, 4, 3, 0, NULL},   {5, 3, 4, 3, 0, "P >= rows G"}, {6, 2, 4, 3, 0, "one index for each row"},
+        {6, 3, 2, 3, 0, "[rows, G, A, D]"}, {6, 3, 4, 2, 0, "one index for each row"},
+        {6, 3, 4, 3, 1, "made one after another"}};
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        g = vkg_graph_new();
+        vkg_tensor cache = vkg_state(g, "cache", 4, (int64_t[]){rows[i].planes, 4, 16, 8});
+        x = vkg_input(g, "x", VKG_F32, 4, (int64_t[]){rows[i].x0, 2, rows[i].heads, 8});
+        vkg_tensor first = vkg_index(g, "pos.0");
+        if (rows[i].apart) vkg_input(g, "between", VKG_I32, 1, (int64_t[]){1});
+        for (int r = 1; r < rows[i].indices; r++) vkg_index(g, r == 1 ? "pos.1" : "pos.2");
+        const vkg_tensor written = vkg_write_rows(g, cache, x, first, 3);
+        if (!rows[i].why) {
+            assert_int_not_equal(written, VKG_NONE);
+        } else {
+            assert_int_equal(written, VKG_NONE);
+            if (!strstr(vkg_graph_error(g), rows[i].why)) fail_msg("case %zu: %s", i, vkg_graph_error(g));
+        }
+        vkg_graph_free(g);
+    }
 }
 
 /* A runtime index that puts a row past the rope table gives that row NaN (on every executor:

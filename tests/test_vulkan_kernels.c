@@ -157,11 +157,12 @@ static void unary_cases(vkg_device *vk, vkg_device *cpu) {
     for (uint32_t op = VKG_UNARY_COPY; op <= VKG_UNARY_LAST; op++) {
         /* the activations (not copy, scale and the causal mask) are computed, not moved */
         const int computed = op != VKG_UNARY_COPY && op != VKG_UNARY_SCALE && op != VKG_UNARY_CAUSAL;
-        for (int dyn = 0; dyn < 2; dyn++) {
+        for (int dyn = 0; dyn < (op == VKG_UNARY_COPY ? 3 : 2); dyn++) {
             kcase kc;
             kc_init(&kc);
             /* in [2, 3, 6, 7] read with its last two axes swapped; out a [2, 3, 10, 7] "cache" written
-             * at row index[1] (+1 fixed), as a KV-cache write does */
+             * at row index[1] (+1 fixed), as a KV-cache write does, or (dyn 2) each of its two
+             * planes at its own row, as a decode step's rows are */
             int ri = kc_floats(&kc, VKG_REGION_INPUT, 252, 3, computed ? 12.0f : 2.0f);
             int ro = kc_floats(&kc, VKG_REGION_STATE, 420, 0, 0);
             int32_t idx[3] = {5, 2, -1};
@@ -172,6 +173,7 @@ static void unary_cases(vkg_device *vk, vkg_device *cpu) {
             p->alpha = -0.75f;
             p->causal_offset = 1;
             p->dyn_index = dyn ? 1 : VKG_NO_INDEX;
+            p->dyn_rows = dyn == 2; /* a copy, each i0 at its own index: index[1] = 2 and index[2] = -1 */
             set_shape(p->shape, 2, 3, 7, 6);
             p->in_strides[0] = 126, p->in_strides[1] = 42, p->in_strides[2] = 1, p->in_strides[3] = 7;
             p->out_offset = 7;

@@ -18,6 +18,7 @@ VKG_PARAMS_BEGIN(vkg_unary_params)
     vkg_u32 out_strides[4];
     vkg_u32 out_dyn_stride;   /* out_offset += index[dyn_index] * out_dyn_stride       */
     vkg_u32 window;           /* causal: > 0 also blocks keys window or more behind    */
+    vkg_u32 dyn_rows;         /* copy: 1 = each i0 its own index, index[dyn_index + i0] */
 VKG_PARAMS_END(vkg_unary_params)
 
 #endif

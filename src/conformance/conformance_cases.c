@@ -517,6 +517,22 @@ static void kv_cache_write_slot(conf_build *b, const int64_t *d) {
     vkg_tensor index = conf_index(b, (int32_t)(1024 - d[1]) / 2);
     conf_output(b, vkg_copy(b->g, vkg_write_at_block(b->g, cache, kv, 2, 0, index, 0, 4)));
 }
+/* A batch's decode step, d = {R, H, S, Dh}: the keys and values of R rows of a [R, 3C] projection
+ * ([R, 2, H, Dh], a view) into a cache of R + 1 slots [2 (R + 1), H, S, Dh], row r into slot r at
+ * its own position (from S - 1 down to 0), one step (vkg_write_rows): the last slot keeps its
+ * values, as do the other positions. */
+static void kv_cache_write_rows(conf_build *b, const int64_t *d) {
+    const int64_t R = d[0], H = d[1], Sk = d[2], Dh = d[3], C = H * Dh;
+    vkg_tensor qkv = in2(b, R, 3 * C, CONF_FILL_NORMAL);
+    vkg_tensor cache = conf_state(b, 4, S(2 * (R + 1), H, Sk, Dh));
+    vkg_tensor kv = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, C, 2 * C), 4, S(R, 2, H, Dh));
+    vkg_tensor first = VKG_NONE;
+    for (int64_t r = 0; r < R; r++) {
+        const vkg_tensor index = conf_index(b, (int32_t)(Sk - 1 - (R > 1 ? r * (Sk - 1) / (R - 1) : 0)));
+        if (r == 0) first = index;
+    }
+    conf_output(b, vkg_copy(b->g, vkg_write_rows(b->g, cache, kv, first, (int)R)));
+}
 /* d = {H, T, Dh}: the heads merged back, [H, T, Dh] -> [T, H Dh], as attention's output is. */
 static void merge_heads(conf_build *b, const int64_t *d) {
     vkg_tensor x = conf_input(b, 3, S(d[0], d[1], d[2]), CONF_FILL_NORMAL);
@@ -1011,6 +1027,7 @@ static const conf_case_def cases[] = {
     {"model", "GPT-2, f16, projections [out, in]", MODEL16, conf_gpt2_model_f16_transposed, sweep_model},
     {"model", "GPT-2, batched decode", MODEL, conf_gpt2_batched_decode, sweep_batched},
     {"copy", "GPT-2 KV-cache write into slot 2 of 4", EW, kv_cache_write_slot, sweep_gpt2_heads},
+    {"copy", "a batch's rows into their slots", EW, kv_cache_write_rows, sweep_attn_rows},
 };
 
 int vkg_conformance_case_count(void) { return (int)(sizeof cases / sizeof cases[0]); }

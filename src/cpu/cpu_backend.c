@@ -252,8 +252,7 @@ static vkg_status run_range(cpu_session *s, int first, int count, vkg_step_times
         const vkg_step *step = &p->steps[i];
         void *const *bind = s->bind[i];
         if (step->kernel == VKG_KERNEL_UNARY && step->params.unary.dyn_index != VKG_NO_INDEX) {
-            int64_t index = vkg_cpu_dyn_index(bind[2], step->params.unary.dyn_index);
-            vkg_status st = vkg_cpu_check_runtime_index(p, i, index, err);
+            vkg_status st = vkg_cpu_check_runtime_index(p, i, bind[2], err);
             if (st != VKG_OK) return st;
         }
         if (times) times->begin_ns[i] = vkg_clock_ns();

@@ -92,7 +92,10 @@ static int unary_uses(const vkg_unary_params *p, slot_use *u, char *why, size_t 
     use(&u[0], reach4(p->in_offset, p->shape, p->in_strides));
     /* With a runtime index the write moves; vkg_cpu_check_runtime_index checks each value. */
     use(&u[1], reach4(p->out_offset, p->shape, p->out_strides));
-    if (p->dyn_index != VKG_NO_INDEX) use(&u[2], (uint64_t)p->dyn_index + 1);
+    if (p->dyn_rows && (p->op != VKG_UNARY_COPY || p->dyn_index == VKG_NO_INDEX || !p->out_dyn_stride))
+        return snprintf(why, size, "an index for each i0 (dyn_rows) with op %u: only a copy to a moving place "
+                        "takes them", p->op), -1;
+    if (p->dyn_index != VKG_NO_INDEX) use(&u[2], (uint64_t)p->dyn_index + (p->dyn_rows ? p->shape[0] : 1u));
     return 0;
 }
 
@@ -259,18 +262,24 @@ vkg_status vkg_cpu_check_plan(const vkg_plan *p, vkg_error *err) {
     return VKG_OK;
 }
 
-vkg_status vkg_cpu_check_runtime_index(const vkg_plan *p, int step, int64_t index, vkg_error *err) {
+vkg_status vkg_cpu_check_runtime_index(const vkg_plan *p, int step, const int32_t *indices, vkg_error *err) {
     const vkg_step *s = &p->steps[step];
     if (s->kernel != VKG_KERNEL_UNARY) return VKG_OK;
     const vkg_unary_params *u = &s->params.unary;
     if (u->dyn_index == VKG_NO_INDEX || u->out_dyn_stride == 0 || numel4(u->shape) == 0) return VKG_OK;
-    /* |index| < 2^31 and the stride < 2^32, so neither the product nor the sum overflows. */
-    int64_t first = (int64_t)u->out_offset + index * (int64_t)u->out_dyn_stride;
-    uint64_t bound = s->bind[1].bytes / 4;
-    if (first < 0 || reach4((uint64_t)first, u->shape, u->out_strides) > bound)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
-                             "step %d (%s): runtime index %" PRId64 " moves the write outside its "
-                             "output (%" PRIu64 " elements); the index is out of range for it",
-                             step, s->label, index, bound);
+    const uint64_t bound = s->bind[1].bytes / 4;
+    /* One index moves the whole write; with dyn_rows each i0's part moves by its own. */
+    const uint32_t parts = u->dyn_rows ? u->shape[0] : 1u;
+    uint32_t part[4] = {u->dyn_rows ? 1u : u->shape[0], u->shape[1], u->shape[2], u->shape[3]};
+    for (uint32_t i0 = 0; i0 < parts; i0++) {
+        const int64_t index = indices[u->dyn_index + i0];
+        /* |index| < 2^31 and the stride < 2^32, so neither the product nor the sum overflows. */
+        const int64_t first = (int64_t)u->out_offset + (int64_t)i0 * u->out_strides[0] + index * (int64_t)u->out_dyn_stride;
+        if (first < 0 || reach4((uint64_t)first, part, u->out_strides) > bound)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                                 "step %d (%s): runtime index %" PRId64 " moves the write outside its "
+                                 "output (%" PRIu64 " elements); the index is out of range for it",
+                                 step, s->label, index, bound);
+    }
     return VKG_OK;
 }

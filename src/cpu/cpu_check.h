@@ -12,7 +12,8 @@
 vkg_status vkg_cpu_check_plan(const vkg_plan *p, vkg_error *err);
 
 /* For a step whose output position moves with a runtime index (a unary step with
- * out_dyn_stride), checks that index value keeps the writes inside the output binding. */
-vkg_status vkg_cpu_check_runtime_index(const vkg_plan *p, int step, int64_t index, vkg_error *err);
+ * out_dyn_stride), checks that the index values in `indices` (the step's binding 2) keep the
+ * writes inside the output binding. */
+vkg_status vkg_cpu_check_runtime_index(const vkg_plan *p, int step, const int32_t *indices, vkg_error *err);
 
 #endif

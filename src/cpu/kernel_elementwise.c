@@ -3,6 +3,7 @@
  *   binary: out[off + i] = a[a_off + sum_k ik * a_strides[k]]  op  b[b_off + sum_k ik * b_strides[k]]
  *   unary:  out[out_off + index * out_dyn_stride + sum_k ik * out_strides[k]]
  *               = f(in[in_off + sum_k ik * in_strides[k]])
+ *           (index: indices[dyn_index], or with dyn_rows indices[dyn_index + i0])
  * A stride of 0 broadcasts.  Work is done in runs along the last axis so the coordinates are
  * only recomputed once per run. */
 #include "cpu/kernels.h"
@@ -71,11 +72,15 @@ void vkg_cpu_binary(const vkg_binary_params *p, const float *a, const float *b, 
 void vkg_cpu_unary(const vkg_unary_params *p, const float *in, float *out, const int32_t *indices,
                    size_t begin, size_t end) {
     int64_t index = vkg_cpu_dyn_index(indices, p->dyn_index);
-    /* The executor checked that the runtime index keeps every write inside the binding. */
+    /* The executor checked that the runtime indices keep every write inside the binding. */
     float *out_base = out + ((int64_t)p->out_offset + index * (int64_t)p->out_dyn_stride);
     size_t c[4];
     coords_of(begin, p->shape, c);
     for (size_t i = begin; i < end;) {
+        if (p->dyn_rows) { /* each i0 its own index (copies only: the plan check refuses others) */
+            index = indices[p->dyn_index + c[0]];
+            out_base = out + ((int64_t)p->out_offset + index * (int64_t)p->out_dyn_stride);
+        }
         const float *in_run = in + p->in_offset + run_offset(c, p->in_strides);
         float *out_run = out_base + run_offset(c, p->out_strides);
         size_t run = p->shape[3] - c[3];

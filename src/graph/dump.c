@@ -55,6 +55,8 @@ static void node_attrs(const vkg_node *n, char *buf, size_t size) {
     case VKG_OP_CONCAT: snprintf(buf, size, " axis=%d", n->attr.concat.axis); break;
     case VKG_OP_WRITE_AT:
         snprintf(buf, size, " axis=%d offset=%lld", n->attr.write_at.axis, (long long)n->attr.write_at.offset);
+        if (n->attr.write_at.rows)
+            snprintf(buf + strlen(buf), size - strlen(buf), " rows=%d", n->attr.write_at.rows);
         if (n->attr.write_at.lead_offset)
             snprintf(buf + strlen(buf), size - strlen(buf), " and %lld along axis %d",
                      (long long)n->attr.write_at.lead_offset, n->attr.write_at.lead_axis);

@@ -42,8 +42,10 @@ typedef struct vkg_node {
         struct { int axes[VKG_MAX_DIMS]; } permute;
         struct { int axis; int64_t start; } slice;
         struct { int axis; } concat;
-        /* state src[0], x src[1], index src[2]; x also at lead_offset along lead_axis */
-        struct { int axis; int64_t offset; int lead_axis; int64_t lead_offset; } write_at;
+        /* state src[0], x src[1], index src[2]; x also at lead_offset along lead_axis; rows > 0:
+         * x [rows, G, A, D] into state [P, A, S, D], row r at planes r G.. and position index
+         * src[2] + r along axis 2 (vkg_write_rows) */
+        struct { int axis; int64_t offset; int lead_axis; int64_t lead_offset; int rows; } write_at;
     } attr;
 } vkg_node;
 

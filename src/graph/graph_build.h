@@ -18,6 +18,11 @@ vkg_tensor vkg_graph_add_node(vkg_graph *g, const vkg_node *proto);
  * there than the state holds from that offset): one slot's block of a cache that holds several. */
 vkg_tensor vkg_write_at_block(vkg_graph *g, vkg_tensor state, vkg_tensor x, int axis, int64_t offset,
                               vkg_tensor dyn_offset, int lead_axis, int64_t lead_offset);
+/* Rows of x [R, G, A, D] into state [P, A, S, D] (R G <= P): row r's G planes into planes
+ * [r G, r G + G) at the position the runtime index first + r holds along axis 2 (indices made one
+ * after another).  One step for every row of a decode step, each sequence's keys and values into
+ * its own slot of a cache at its own position. */
+vkg_tensor vkg_write_rows(vkg_graph *g, vkg_tensor state, vkg_tensor x, vkg_tensor first, int rows);
 /* vkg_mask_causal_window whose entries along axis 0 (rows of them) each add a runtime index of
  * their own: entry i the index node first + i (indices made one after another).  Runs fused
  * into softmax or attention. */

@@ -528,8 +528,35 @@ static vkg_status lower_concat(vkg_compiler *c, vkg_tensor t) {
 }
 
 /* state[.., offset + index : .., ..] = x: a copy whose destination moves with a runtime index. */
+/* vkg_write_rows: x [R, G, A, D] into the state's planes [0, R G) as [R, G, A, D] with a plane
+ * stride of G, each r at its own index along the position axis (dyn_rows). */
+static vkg_status lower_write_rows(vkg_compiler *c, vkg_tensor t) {
+    const vkg_node *n = &c->g->nodes[t];
+    const vkg_node *x = &c->g->nodes[n->src[1]];
+    const vkg_view state = c->view[t];
+    vkg_view dst = state;
+    memcpy(dst.shape, x->shape, sizeof dst.shape);
+    const int64_t strides[4] = {x->shape[1] * state.strides[0], state.strides[0], state.strides[1], state.strides[3]};
+    memcpy(dst.strides, strides, sizeof strides);
+    vkg_status st = emit_unary(c, t, "write_at", VKG_UNARY_COPY, &c->view[n->src[1]], &dst);
+    if (st != VKG_OK) return st;
+    vkg_sym_step *s = &c->steps[c->n_steps - 1];
+    vkg_view reach = state; /* the planes every row can reach, whole along the position axis */
+    reach.shape[0] = x->shape[0] * x->shape[1];
+    vkg_view_span(&reach, &s->sym[1].lo, &s->sym[1].hi);
+    const vkg_tensor first = n->src[2];
+    s->step.params.unary.dyn_index = (uint32_t)c->index_slot[first];
+    s->step.params.unary.dyn_rows = 1;
+    s->step.params.unary.out_dyn_stride = (uint32_t)state.strides[2];
+    bind_index(s, 2, first);
+    for (int r = 0; r < n->attr.write_at.rows; r++)
+        if (n->shape[2] - 1 < c->index_max[first + r]) c->index_max[first + r] = n->shape[2] - 1;
+    return VKG_OK;
+}
+
 static vkg_status lower_write_at(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
+    if (n->attr.write_at.rows) return lower_write_rows(c, t);
     const vkg_node *x = &c->g->nodes[n->src[1]];
     int axis = n->attr.write_at.axis;
     vkg_view dst = c->view[t];

@@ -208,3 +208,35 @@ vkg_tensor vkg_write_at_block(vkg_graph *g, vkg_tensor state, vkg_tensor x, int 
     n.attr.write_at.lead_offset = lead_offset;
     return vkg_graph_add_node(g, &n);
 }
+
+vkg_tensor vkg_write_rows(vkg_graph *g, vkg_tensor state, vkg_tensor x, vkg_tensor first, int rows) {
+    if (!vkg_graph_check(g, "write_rows", "state", state) || !vkg_graph_check(g, "write_rows", "x", x) ||
+        !vkg_graph_check(g, "write_rows", "first", first))
+        return VKG_NONE;
+    const vkg_node *ns = &g->nodes[state], *nx = &g->nodes[x];
+    if (ns->op != VKG_OP_STATE && ns->op != VKG_OP_WRITE_AT) {
+        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT,
+                       "write_rows: '%s' is not a state tensor (vkg_state) nor the result of a write_at",
+                       vkg_tensor_name(g, state));
+        return VKG_NONE;
+    }
+    int consecutive = rows >= 1 && first + rows <= g->n_nodes;
+    for (int i = 0; consecutive && i < rows; i++) consecutive = g->nodes[first + i].op == VKG_OP_INDEX;
+    char ss[96], sx[96];
+    if (!consecutive || ns->ndim != 4 || nx->ndim != 4 || nx->dtype != VKG_F32 || nx->shape[0] != rows ||
+        nx->shape[0] * nx->shape[1] > ns->shape[0] || nx->shape[2] != ns->shape[1] || nx->shape[3] != ns->shape[3]) {
+        vkg_graph_fail(g, VKG_ERR_SHAPE, "write_rows: x %s ('%s') into state %s ('%s') at %d runtime positions from "
+                       "'%s': x is [rows, G, A, D] of f32 for a state [P >= rows G, A, S, D], one index for each row, "
+                       "made one after another", shape_s(g, x, sx, sizeof sx), vkg_tensor_name(g, x),
+                       shape_s(g, state, ss, sizeof ss), vkg_tensor_name(g, state), rows, vkg_tensor_name(g, first));
+        return VKG_NONE;
+    }
+    vkg_node n;
+    vkg_node_init(&n, VKG_OP_WRITE_AT, VKG_F32, ns->ndim, ns->shape);
+    n.src[0] = state;
+    n.src[1] = x;
+    n.src[2] = first;
+    n.attr.write_at.axis = 2;
+    n.attr.write_at.rows = rows;
+    return vkg_graph_add_node(g, &n);
+}

@@ -264,24 +264,35 @@ static vkg_tensor rows_of(vkg_layers *b, vkg_tensor x, int64_t r, int64_t n, con
     return vkg_layers_name(b, vkg_slice(b->g, x, 0, r, n), name);
 }
 
-/* Every sequence its one row, sequence r in slot r, without groups (GPT-2's decode step): the
- * rows' attention as one step, queries [R, H, 1, D] against their slots' keys [R, H, S, D] (one
- * view of the cache, a slot apart), each row's mask at its own index. */
-static int one_attention(vkg_layers *b, const vkg_attention *a) {
-    if (a->n_head != a->n_kv_head || a->mask != VKG_NONE || !a->causal) return 0;
-    /* the rows' keys, one view from slot 0's to slot R-1's, within the binding every Vulkan
-     * device has (maxStorageBufferRange is at least 2^27 bytes); larger, a step a row */
+/* Every sequence its one row, sequence r in slot r (a decode step), with planes [0, planes) of the
+ * cache state within the binding every Vulkan device has (maxStorageBufferRange is at least 2^27
+ * bytes): then one step can reach every row's slot.  Larger, a step a row. */
+static int decode_rows(vkg_layers *b, const vkg_attention *a, int64_t planes) {
     int64_t shape[VKG_MAX_DIMS];
     vkg_tensor_shape(b->g, a->kv_cache, shape);
-    if ((2 * (int64_t)a->rows - 1) * shape[1] * shape[2] * shape[3] * (int64_t)sizeof(float) > ((int64_t)1 << 27)) return 0;
+    if (planes * shape[1] * shape[2] * shape[3] * (int64_t)sizeof(float) > ((int64_t)1 << 27)) return 0;
     for (int r = 0; r < a->rows; r++)
         if (a->row_tokens[r] != 1 || a->row_slots[r] != r) return 0;
     return 1;
 }
 
+/* A decode step without groups (GPT-2's): the rows' attention as one step, queries [R, H, 1, D]
+ * against their slots' keys [R, H, S, D] (one view of the cache from slot 0's keys to slot R-1's,
+ * a slot apart), each row's mask at its own index. */
+static int one_attention(vkg_layers *b, const vkg_attention *a) {
+    return a->n_head == a->n_kv_head && a->mask == VKG_NONE && a->causal && decode_rows(b, a, 2 * (int64_t)a->rows - 1);
+}
+
+/* A decode step's keys and values, every row's written into its slot at its position in one step:
+ * kv [2, Hkv, R, D] as [R, 2, Hkv, D] (a view), row r into planes 2r and 2r + 1. */
+static vkg_tensor write_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor kv) {
+    kv = vkg_layers_name(b, vkg_permute(b->g, kv, (const int[]){2, 0, 1, 3}), "attn.kv.rows");
+    return vkg_layers_name(b, vkg_write_rows(b->g, a->kv_cache, kv, a->row_pos[0], a->rows), "attn.kv_cache.write");
+}
+
 /* Several sequences (a->rows > 1), each its rows next to each other: every sequence's keys and
  * values written into its slot first (a later write replaces the state an earlier read would
- * use), then the attention of each over its own slot, stacked again ("attn.rows"; the compiler
+ * use; a decode step's in one step, write_rows), then the attention of each over its own slot, stacked again ("attn.rows"; the compiler
  * computes each sequence's rows in place there) or, for a decode step without groups, one
  * attention step for all (one_attention).  q, k and v of one projection are rotated for every
  * row in one step, each row at its own position (*a->positions). */
@@ -294,7 +305,14 @@ static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tens
     vkg_attention one = *a;
     one.rows = 0;
     vkg_tensor state = a->kv_cache;
-    for (int r = 0, row = 0; r < a->rows; row += a->row_tokens[r++]) {
+    const int written = (joint || a->rope == VKG_NONE) && decode_rows(b, a, 2 * (int64_t)a->rows);
+    if (written) {
+        vkg_tensor kv;
+        if (joint) split_qkv(b, a, all, NULL, &kv);
+        else kv = kv_block(b, a, k, k_col, v, v_col);
+        state = write_rows(b, a, kv);
+    }
+    for (int r = 0, row = 0; !written && r < a->rows; row += a->row_tokens[r++]) {
         one.pos = a->row_pos[r];
         const int n = a->row_tokens[r];
         vkg_tensor kv;

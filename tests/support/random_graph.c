@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "graph/graph_build.h"
 
 typedef struct rg_shape {
     int ndim;
@@ -107,16 +108,20 @@ static vkg_tensor new_constant(random_graph *rg, const rg_shape *s, fill_kind fi
     return vkg_constant(rg->g, next_name(rg, "w", name, sizeof name), VKG_F32, s->ndim, s->d, data);
 }
 
-/* An existing index whose value is at most max_value, or a new one. */
-static vkg_tensor get_index(random_graph *rg, int max_value) {
-    for (int i = 0; i < rg->n_indices; i++)
-        if (rg->index_values[i] <= max_value && chance(rg, 70)) return rg->indices[i];
-    if (rg->n_indices >= RG_MAX_INDICES) return VKG_NONE;
+/* A new index holding a value in [0, max_value] (the caller checked there is room for one). */
+static vkg_tensor new_index(random_graph *rg, int max_value) {
     char name[32];
     vkg_tensor t = vkg_index(rg->g, next_name(rg, "pos", name, sizeof name));
     rg->indices[rg->n_indices] = t;
     rg->index_values[rg->n_indices++] = rnd(rg, max_value + 1);
     return t;
+}
+
+/* An existing index whose value is at most max_value, or a new one. */
+static vkg_tensor get_index(random_graph *rg, int max_value) {
+    for (int i = 0; i < rg->n_indices; i++)
+        if (rg->index_values[i] <= max_value && chance(rg, 70)) return rg->indices[i];
+    return rg->n_indices < RG_MAX_INDICES ? new_index(rg, max_value) : VKG_NONE;
 }
 
 /* ---- operands ------------------------------------------------------------------------------ */
@@ -398,11 +403,28 @@ static vkg_tensor gen_embedding(random_graph *rg) {
     return vkg_embedding(rg->g, table, new_ids(rg, &ids, V));
 }
 
+/* x [R, G, A, D] as the rows of a decode step into a new state [R G + extra, A, S, D]: row r at
+ * the position a new index of its own holds (R indices made one after another). */
+static vkg_tensor gen_write_rows(random_graph *rg, vkg_tensor x) {
+    const rg_shape sx = shape_of(rg, x);
+    const int R = (int)sx.d[0];
+    const rg_shape ss = {4, {sx.d[0] * sx.d[1] + rnd(rg, 3), sx.d[2], 1 + rnd(rg, 5), sx.d[3]}};
+    if (rg->n_indices + R > RG_MAX_INDICES || shape_numel(&ss) > RG_MAX_NUMEL) return VKG_NONE;
+    char name[32];
+    vkg_tensor state = vkg_state(rg->g, next_name(rg, "state", name, sizeof name), ss.ndim, ss.d);
+    rg->states[rg->n_states++] = state;
+    vkg_tensor first = new_index(rg, (int)ss.d[2] - 1);
+    for (int r = 1; r < R; r++) new_index(rg, (int)ss.d[2] - 1);
+    return vkg_write_rows(rg->g, state, x, first, R);
+}
+
 /* x written into a new state at a static, runtime or mixed position, sometimes followed by a
- * second write; the state is then read through the returned handle. */
+ * second write, or (4-d x, now and then) as a decode step's rows each at its own position; the
+ * state is then read through the returned handle. */
 static vkg_tensor gen_write_at(random_graph *rg) {
     vkg_tensor x = pick(rg, 1);
     if (x == VKG_NONE || rg->n_states >= RG_MAX_STATES) return VKG_NONE;
+    if (shape_of(rg, x).ndim == 4 && chance(rg, 40)) return gen_write_rows(rg, x);
     rg_shape sx = shape_of(rg, x), ss = sx;
     int axis = rnd(rg, sx.ndim), extra = 1 + rnd(rg, 4);
     ss.d[axis] += extra;

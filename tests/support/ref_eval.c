@@ -292,9 +292,29 @@ static void ref_concat(const ref_ctx *c, vkg_tensor t, float *out) {
     }
 }
 
+/* vkg_write_rows: x [R, G, A, D], row r into planes r G.. of the state at position index + r. */
+static int ref_write_rows(const ref_ctx *c, vkg_tensor t, float *out) {
+    const vkg_node *n = node(c, t), *x = node(c, n->src[1]);
+    memcpy(out, c->v[n->src[0]], (size_t)numel(n) * sizeof *out);
+    for (int64_t i = 0; i < numel(x); i++) {
+        int64_t xi[VKG_MAX_DIMS];
+        unravel(i, x->ndim, x->shape, xi);
+        const int64_t pos = c->in->index[n->src[2] + xi[0]];
+        if (pos < 0 || pos >= n->shape[2]) {
+            fprintf(stderr, "ref_eval: write_rows node %d writes row %lld at %lld of %lld\n", (int)t, (long long)xi[0],
+                    (long long)pos, (long long)n->shape[2]);
+            return -1;
+        }
+        const int64_t idx[4] = {xi[0] * x->shape[1] + xi[1], xi[2], pos, xi[3]};
+        out[ravel(n->ndim, n->shape, idx)] = c->v[n->src[1]][i];
+    }
+    return 0;
+}
+
 static int ref_write_at(const ref_ctx *c, vkg_tensor t, float *out) {
     const vkg_node *n = node(c, t), *x = node(c, n->src[1]);
-    int axis = n->attr.write_at.axis;
+    if (n->attr.write_at.rows) return ref_write_rows(c, t, out);
+    int axis = n->attr.write_at.axis, lead = n->attr.write_at.lead_axis;
     int64_t pos = n->attr.write_at.offset;
     if (n->src[2] != VKG_NONE) pos += c->in->index[n->src[2]];
     if (pos < 0 || pos + x->shape[axis] > n->shape[axis]) {
@@ -307,6 +327,7 @@ static int ref_write_at(const ref_ctx *c, vkg_tensor t, float *out) {
         int64_t idx[VKG_MAX_DIMS];
         unravel(i, x->ndim, x->shape, idx);
         idx[axis] += pos;
+        if (lead != axis) idx[lead] += n->attr.write_at.lead_offset;
         out[ravel(n->ndim, n->shape, idx)] = c->v[n->src[1]][i];
     }
     return 0;
