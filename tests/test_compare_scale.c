@@ -286,6 +286,26 @@ static void test_smollm2_forward_2048(void **state) {
     close_model();
 }
 
+/* One batched decode step of 8 sequences at SmolLM2-135M's shapes (2 layers; 9 query heads in
+ * groups of 3): the rows at positions 2046 down to 2 of caches of 2048 positions, each its
+ * query heads against its own slot in one attention step, every row's cache write in one step. */
+static void test_smollm2_batched_decode_8(void **state) {
+    (void)state;
+    enum { ROWS = 8, N = T_LLAMA - 1 };
+    open_model_from(llama_dir, 0);
+    int lengths[ROWS];
+    for (int r = 0; r < ROWS; r++) lengths[r] = N - 1 - r * ((N - 2) / (ROWS - 1));
+    assert_int_equal(lengths[ROWS - 1], 2);
+    decode_compare d;
+    decode_compare_setup(&d, model, gpu, cpu, ids, lengths, ROWS, T_LLAMA);
+    const int n = vkg_plan_step_count(d.plan);
+    int writes = expect_agreement(d.test, d.ref, n, "SmolLM2 batched decode, 8 rows at 2046 down to 2", "write_at");
+    assert_int_equal(writes, 2);   /* a step a layer for every row's cache write */
+    assert_int_equal(count_steps(d.plan, "attention"), 2);   /* and for every row's attention */
+    decode_compare_free(&d);
+    close_model();
+}
+
 /* The constant region of the weight named name. */
 static int weight_region(const vkg_plan *p, const vkg_graph *g, const char *name) {
     for (int r = 0; r < p->n_regions; r++)
@@ -357,6 +377,7 @@ int main(void) {
         cmocka_unit_test(test_decode_at_1023),
         cmocka_unit_test(test_batched_decode_8),
         cmocka_unit_test(test_smollm2_forward_2048),
+        cmocka_unit_test(test_smollm2_batched_decode_8),
         cmocka_unit_test(test_smollm2_corrupted_weight),
     };
     /* one case alone: VKG_SCALE_CASE=test_smollm2* (cmocka's pattern) */

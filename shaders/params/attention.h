@@ -4,8 +4,7 @@
  * without the [T, S] matrix of probabilities ever being stored: the keys are walked once with a
  * running maximum and sum (the online softmax), rescaling the accumulated output whenever the
  * maximum grows.  The mask is causal (key j > last = t + causal_offset (+ index) is blocked; with a
- * sliding window, keys j <= last - window too) or none.  With dyn_rows the index is batch entry
- * b0's own, indices[dyn_index + b0]: the rows of several sequences, each at its position.
+ * sliding window, keys j <= last - window too) or none, placed by mask_rows (below).
  * A row whose keys are all blocked gives zeros, as softmax then matmul does.
  * Every operand is read through strides (stride 0 broadcasts a batch dimension).
  * Bindings: 0 q, 1 k, 2 v, 3 out, 4 runtime indices (i32). */
@@ -23,6 +22,13 @@
  * parameter block (in C, *p). */
 #define VKG_ATTENTION_GROUPED(a) ((a).k_stride_b1 == 0u && (a).v_stride_b1 == 0u && (a).batch1 > 1u)
 
+/* mask_rows: where the causal mask puts a batch's rows.  OWN_INDEX: entry b0 reads the index at
+ * dyn_index + b0 (the rows of several sequences); ONE_POSITION: every query row t of an entry at
+ * one position, t not added (the G query heads of a group as rows: a batch's decode step with
+ * grouped queries). */
+#define VKG_ATTENTION_ROWS_OWN_INDEX 1u
+#define VKG_ATTENTION_ROWS_ONE_POSITION 2u
+
 /* The widest v row the kernels keep in registers; the compiler fuses only up to it. */
 #define VKG_ATTENTION_MAX_DV 256u
 
@@ -39,7 +45,8 @@ VKG_PARAMS_BEGIN(vkg_attention_params)
     vkg_i32 causal_offset;
     vkg_u32 dyn_index;
     vkg_u32 window;                   /* causal: > 0 also blocks keys j <= last - window */
-    vkg_u32 dyn_rows;                 /* 1: entry b0 reads the index at dyn_index + b0      */
+    vkg_u32 mask_rows;                /* VKG_ATTENTION_ROWS_* flags (one word: the block is at
+                                         the 128 bytes every device's push constants hold)   */
 VKG_PARAMS_END(vkg_attention_params)
 
 #endif

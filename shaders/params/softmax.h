@@ -28,6 +28,7 @@ VKG_PARAMS_BEGIN(vkg_softmax_params)
     vkg_u32 mask_strides[4];
     vkg_u32 window;           /* causal: > 0 also blocks j <= i2 + causal_offset (+ index) - window */
     vkg_u32 dyn_rows;         /* 1: rows of i0 read the index at dyn_index + i0 */
+    vkg_u32 one_position;     /* causal: 1 = i2 not added (rows i2 are heads of one token) */
 VKG_PARAMS_END(vkg_softmax_params)
 
 #endif

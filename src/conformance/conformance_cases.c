@@ -105,6 +105,16 @@ static const conf_point sweep_attn[] = {
 static const conf_point sweep_attn_rows[] = {
     {Q, {1, 1, 3, 4}},     {Q, {2, 3, 17, 8}},     {Q, {5, 2, 33, 16}},     {D, {8, 12, 64, 64}},
     {D, {3, 25, 129, 64}}, {D, {7, 12, 1024, 64}}, {F, {16, 12, 1024, 64}}, {END, {0}}};
+/* {Hkv, G, S, D}: a batch's decode step of 5 rows with grouped queries over caches of S rows, at
+ * the heads of SmolLM2-135M (3 KV heads, groups of 3), Qwen2.5-0.5B (2, 7), TinyLlama-1.1B (4,
+ * 8), Llama-3.2-1B (8, 4), Qwen3-0.6B (8, 2, heads of 128) and Mistral 7B (8, 4, 128). */
+static const conf_point sweep_gqa_rows[] = {
+    {Q, {1, 1, 1, 4}},     {Q, {2, 3, 7, 8}},      {Q, {3, 3, 17, 64}},     {D, {3, 3, 127, 64}},
+    {D, {2, 7, 64, 64}},   {D, {4, 8, 33, 64}},    {D, {8, 4, 31, 64}},     {D, {8, 2, 17, 128}},
+    {F, {3, 3, 2048, 64}}, {F, {2, 7, 2048, 64}},  {F, {4, 8, 2048, 64}},   {F, {8, 4, 2048, 64}},
+    {F, {8, 2, 2048, 128}}, {END, {0}}};
+static const conf_point sweep_gqa_rows_window[] = {{Q, {2, 3, 17, 8}}, {D, {8, 4, 64, 128}}, {F, {8, 4, 2048, 128}},
+                                                   {END, {0}}};
 /* {B, T, C, H}: a transformer block (d_ff = 4 C). */
 static const conf_point sweep_block[] = {
     {Q, {1, 1, 64, 4}}, {Q, {2, 10, 64, 4}}, {D, {2, 17, 64, 4}}, {D, {1, 64, 64, 4}},
@@ -765,11 +775,34 @@ static vkg_tensor attn_rows_probs(conf_build *b, const int64_t *d) {
         if (r == 0) first = index;
     }
     vkg_tensor s = vkg_scale(b->g, vkg_matmul(b->g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf((float)Dh));
-    vkg_tensor probs = vkg_softmax(b->g, vkg_mask_causal_rows(b->g, s, 0, first, (int)R, 0));
+    vkg_tensor probs = vkg_softmax(b->g, vkg_mask_causal_rows(b->g, s, 0, first, (int)R, 0, 0));
     conf_output(b, vkg_matmul(b->g, probs, v, VKG_NONE, 0));
     return probs;
 }
 static void attn_rows(conf_build *b, const int64_t *d) { attn_rows_probs(b, d); }
+/* The same with grouped queries, d = {Hkv, G, S, Dh}, 5 rows: row r's G query heads of each
+ * key/value head as rows at its one position (from S - 1 down to 0), the queries [R, Hkv, G, Dh]
+ * viewed from the rotation's [H, R, Dh], each row's keys and values the halves of its slot
+ * [2 Hkv, S, Dh] (the cache's layout); optionally within a sliding window of S / 2 + 1. */
+static vkg_tensor gqa_rows_probs(conf_build *b, const int64_t *d, uint32_t window) {
+    const int64_t R = 5, Hkv = d[0], G = d[1], Sk = d[2], Dh = d[3];
+    vkg_tensor q = conf_input(b, 3, S(Hkv * G, R, Dh), CONF_FILL_NORMAL);
+    q = vkg_reshape(b->g, vkg_permute(b->g, q, (const int[]){1, 0, 2}), 4, S(R, Hkv, G, Dh));
+    vkg_tensor slots = conf_input(b, 4, S(R, 2 * Hkv, Sk, Dh), CONF_FILL_NORMAL);
+    vkg_tensor k = vkg_slice(b->g, slots, 1, 0, Hkv), v = vkg_slice(b->g, slots, 1, Hkv, Hkv);
+    vkg_tensor first = VKG_NONE;
+    for (int64_t r = 0; r < R; r++) {
+        const vkg_tensor index = conf_index(b, (int32_t)(Sk - 1 - r * (Sk - 1) / (R - 1)));
+        if (r == 0) first = index;
+    }
+    vkg_tensor s = vkg_scale(b->g, vkg_matmul(b->g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf((float)Dh));
+    vkg_tensor probs = vkg_softmax(b->g, vkg_mask_causal_rows(b->g, s, 0, first, (int)R, window, 1));
+    conf_output(b, vkg_matmul(b->g, probs, v, VKG_NONE, 0));
+    return probs;
+}
+static void gqa_rows(conf_build *b, const int64_t *d) { gqa_rows_probs(b, d, 0); }
+static void gqa_rows_unfused(conf_build *b, const int64_t *d) { conf_output(b, gqa_rows_probs(b, d, 0)); }
+static void gqa_rows_window(conf_build *b, const int64_t *d) { gqa_rows_probs(b, d, (uint32_t)(d[2] / 2 + 1)); }
 static void attn_rows_unfused(conf_build *b, const int64_t *d) { conf_output(b, attn_rows_probs(b, d)); }
 /* q, k, v as strided views of one [T, 3 C] projection, heads split without copies. */
 static void attn_views(conf_build *b, const int64_t *d) {
@@ -1028,6 +1061,9 @@ static const conf_case_def cases[] = {
     {"model", "GPT-2, batched decode", MODEL, conf_gpt2_batched_decode, sweep_batched},
     {"copy", "GPT-2 KV-cache write into slot 2 of 4", EW, kv_cache_write_slot, sweep_gpt2_heads},
     {"copy", "a batch's rows into their slots", EW, kv_cache_write_rows, sweep_attn_rows},
+    {"attention", "GQA, a batch's rows at their positions", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_rows, sweep_gqa_rows},
+    {"attention", "GQA, a batch's rows, probs: unfused", RED, gqa_rows_unfused, sweep_gqa_rows},
+    {"attention", "GQA, a batch's rows, window", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_rows_window, sweep_gqa_rows_window},
 };
 
 int vkg_conformance_case_count(void) { return (int)(sizeof cases / sizeof cases[0]); }

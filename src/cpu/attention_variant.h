@@ -30,20 +30,26 @@ typedef struct vkg_attn_row {
 /* The runtime index the causal mask adds for batch entry b0 (0 without the mask). */
 static inline int64_t vkg_attn_index(const vkg_attention_params *p, const int32_t *indices, size_t b0) {
     if (p->mask_kind != VKG_ATTENTION_MASK_CAUSAL) return 0;
-    return vkg_cpu_dyn_index(indices, p->dyn_index + (p->dyn_rows ? (uint32_t)b0 : 0u));
+    return vkg_cpu_dyn_index(indices, p->dyn_index + (p->mask_rows & VKG_ATTENTION_ROWS_OWN_INDEX ? (uint32_t)b0 : 0u));
 }
 
-/* The keys query position t sees: all S, or causal: keys j <= t + causal_offset + index. */
+/* The position of query row t: t + causal_offset + index, or with one_position (the rows are
+ * the heads of one token) causal_offset + index. */
+static inline int64_t vkg_attn_last(const vkg_attention_params *p, size_t t, int64_t index) {
+    return (p->mask_rows & VKG_ATTENTION_ROWS_ONE_POSITION ? 0 : (int64_t)t) + p->causal_offset + index;
+}
+
+/* The keys query row t sees: all S, or causal: keys j <= its position. */
 static inline size_t vkg_attn_keys(const vkg_attention_params *p, size_t t, int64_t index) {
     if (p->mask_kind != VKG_ATTENTION_MASK_CAUSAL) return p->S;
-    int64_t last = (int64_t)t + p->causal_offset + index;
+    int64_t last = vkg_attn_last(p, t, index);
     return last < 0 ? 0 : last + 1 < (int64_t)p->S ? (size_t)(last + 1) : p->S;
 }
 
 /* The first key it sees: 0, or with a sliding window last - window + 1 (at most its keys). */
 static inline size_t vkg_attn_first(const vkg_attention_params *p, size_t t, int64_t index, size_t keys) {
     if (p->mask_kind != VKG_ATTENTION_MASK_CAUSAL || p->window == 0) return 0;
-    int64_t first = (int64_t)t + p->causal_offset + index - (int64_t)p->window + 1;
+    int64_t first = vkg_attn_last(p, t, index) - (int64_t)p->window + 1;
     return first <= 0 ? 0 : (size_t)first < keys ? (size_t)first : keys;
 }
 

@@ -1,7 +1,8 @@
 /* Row softmax with the attention prologue fused in.  The input is a contiguous
  * [d0, dim1, dim2, cols] tensor seen as rows r = (i0, i1, i2); for each row
  *   s_j = scale * in[r, j]  (+ mask[i0, i1, i2, j] when the mask is additive)
- *   blocked(j): causal  j > i2 + causal_offset + index (or, with a window, j <= that - window)
+ *   blocked(j): causal  j > i2 + causal_offset + index (or, with a window, j <= that - window;
+ *                       with one_position i2 is not added)
  *               bool    mask[i0, i1, i2, j] == 0
  *   out[r, j] = blocked(j) ? 0 : exp(s_j - max) / sum_{unblocked} exp(s_k - max)
  * with max over the unblocked s.  A row with every entry blocked (max = -inf) is all zeros, not
@@ -16,7 +17,7 @@ static void masked_scores(const vkg_softmax_params *p, const float *in_row, cons
     if (p->mask_kind == VKG_SOFTMAX_MASK_BOOL || p->mask_kind == VKG_SOFTMAX_MASK_ADDITIVE)
         mask_row = mask + p->mask_offset + i0 * p->mask_strides[0] + i1 * p->mask_strides[1] +
                    i2 * p->mask_strides[2];
-    const int64_t last_visible = (int64_t)i2 + p->causal_offset + index;
+    const int64_t last_visible = (p->one_position ? 0 : (int64_t)i2) + p->causal_offset + index;
     const size_t ms = p->mask_strides[3];
     switch (p->mask_kind) {
     case VKG_SOFTMAX_MASK_CAUSAL:

@@ -36,6 +36,7 @@ static void node_attrs(const vkg_node *n, char *buf, size_t size) {
         if (n->attr.causal.window)
             snprintf(buf + strlen(buf), size - strlen(buf), " window=%u", n->attr.causal.window);
         if (n->attr.causal.rows) snprintf(buf + strlen(buf), size - strlen(buf), " rows=%d", n->attr.causal.rows);
+        if (n->attr.causal.one_position) snprintf(buf + strlen(buf), size - strlen(buf), " one_position");
         break;
     case VKG_OP_ROPE:
         snprintf(buf, size, " offset=%d%s", n->attr.rope.offset, n->attr.rope.row_positions ? " positions=rows" : "");

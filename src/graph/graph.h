@@ -32,8 +32,8 @@ typedef struct vkg_node {
         struct { unsigned flags; } matmul;              /* VKG_TRANSPOSE_A/B; bias is src[2] */
         struct { float s; } scale;
         /* causal: dynamic offset src[1] (with rows, the first of `rows` indices, one for each
-         * entry of axis 0); window 0: none */
-        struct { int32_t offset; uint32_t window; int rows; } causal;
+         * entry of axis 0; one_position: the query axis -2 not added); window 0: none */
+        struct { int32_t offset; uint32_t window; int rows; int one_position; } causal;
         /* rope: table src[1]; src[2] a dynamic offset, or with row_positions an i32 [T] of each
          * row's position; rotated: the heads of axis -3 rotated (0: all) */
         struct { int32_t offset; int64_t rotated; int row_positions; } rope;

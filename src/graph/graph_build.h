@@ -24,9 +24,10 @@ vkg_tensor vkg_write_at_block(vkg_graph *g, vkg_tensor state, vkg_tensor x, int 
  * its own slot of a cache at its own position. */
 vkg_tensor vkg_write_rows(vkg_graph *g, vkg_tensor state, vkg_tensor x, vkg_tensor first, int rows);
 /* vkg_mask_causal_window whose entries along axis 0 (rows of them) each add a runtime index of
- * their own: entry i the index node first + i (indices made one after another).  Runs fused
- * into softmax or attention. */
+ * their own: entry i the index node first + i (indices made one after another); with
+ * one_position every query row of an entry (axis -2) sits at that one position, its index not
+ * added (the G query heads of a group as rows).  Runs fused into softmax or attention. */
 vkg_tensor vkg_mask_causal_rows(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tensor first, int rows,
-                                uint32_t window);
+                                uint32_t window, int one_position);
 
 #endif

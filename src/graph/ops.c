@@ -208,7 +208,7 @@ vkg_tensor vkg_mask_causal_window(vkg_graph *g, vkg_tensor x, int32_t offset, vk
 }
 
 vkg_tensor vkg_mask_causal_rows(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tensor first, int rows,
-                                uint32_t window) {
+                                uint32_t window, int one_position) {
     if (!vkg_graph_check(g, "mask_causal", "x", x) || !index_ok(g, "mask_causal", first)) return VKG_NONE;
     int consecutive = first != VKG_NONE && rows >= 1 && first + rows <= g->n_nodes;
     for (int i = 0; consecutive && i < rows; i++) consecutive = g->nodes[first + i].op == VKG_OP_INDEX;
@@ -219,7 +219,7 @@ vkg_tensor vkg_mask_causal_rows(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_
         return VKG_NONE;
     }
     vkg_tensor t = vkg_mask_causal_window(g, x, offset, first, window);
-    if (t != VKG_NONE) g->nodes[t].attr.causal.rows = rows;
+    if (t != VKG_NONE) g->nodes[t].attr.causal.rows = rows, g->nodes[t].attr.causal.one_position = one_position != 0;
     return t;
 }
 

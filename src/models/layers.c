@@ -73,7 +73,8 @@ vkg_tensor vkg_layer_sdpa(vkg_layers *b, vkg_tensor q, vkg_tensor k, vkg_tensor 
     vkg_tensor scores = vkg_layers_name(b, vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B), "attn.scores");
     if (a->scale != 1.0f) scores = vkg_layers_name(b, vkg_scale(g, scores, a->scale), "attn.scale");
     if (a->causal)
-        scores = vkg_layers_name(b, a->rows ? vkg_mask_causal_rows(g, scores, a->offset, a->dyn_offset, a->rows, a->window)
+        scores = vkg_layers_name(b, a->rows ? vkg_mask_causal_rows(g, scores, a->offset, a->dyn_offset, a->rows, a->window,
+                                                                   a->one_position)
                                             : vkg_mask_causal_window(g, scores, a->offset, a->dyn_offset, a->window),
                                  "attn.mask");
     if (a->mask != VKG_NONE) scores = vkg_layers_name(b, vkg_mask(g, scores, a->mask, VKG_MASK_BOOL), "attn.mask");
@@ -276,13 +277,6 @@ static int decode_rows(vkg_layers *b, const vkg_attention *a, int64_t planes) {
     return 1;
 }
 
-/* A decode step without groups (GPT-2's): the rows' attention as one step, queries [R, H, 1, D]
- * against their slots' keys [R, H, S, D] (one view of the cache from slot 0's keys to slot R-1's,
- * a slot apart), each row's mask at its own index. */
-static int one_attention(vkg_layers *b, const vkg_attention *a) {
-    return a->n_head == a->n_kv_head && a->mask == VKG_NONE && a->causal && decode_rows(b, a, 2 * (int64_t)a->rows - 1);
-}
-
 /* A decode step's keys and values, every row's written into its slot at its position in one step:
  * kv [2, Hkv, R, D] as [R, 2, Hkv, D] (a view), row r into planes 2r and 2r + 1. */
 static vkg_tensor write_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor kv) {
@@ -290,12 +284,30 @@ static vkg_tensor write_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor k
     return vkg_layers_name(b, vkg_write_rows(b->g, a->kv_cache, kv, a->row_pos[0], a->rows), "attn.kv_cache.write");
 }
 
+/* A decode step's attention as one step: the queries [R, Hkv, G, D] (the G heads of a group as
+ * rows at the row's one position) against the rows' slots' keys [R, Hkv, S, D] (one view of the
+ * cache from slot 0's keys to slot R-1's, a slot apart), each row's mask at its own index. */
+static vkg_tensor attend_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor qh, vkg_tensor state) {
+    vkg_graph *g = b->g;
+    const int R = a->rows;
+    const int64_t Hkv = a->n_kv_head, G = a->n_head / Hkv, D = a->head_dim;
+    qh = vkg_layers_name(b, vkg_reshape(g, qh, 4, (const int64_t[]){R, Hkv, G, D}), "attn.q");
+    vkg_tensor kh, vh;
+    read_slots(b, a, state, 0, R, &kh, &vh);
+    vkg_sdpa s = sdpa_of(a, a->row_pos[0]);
+    s.rows = R;
+    s.one_position = G > 1;
+    const vkg_tensor heads = vkg_layer_sdpa(b, qh, kh, vh, &s, NULL); /* [R, Hkv, G, D] */
+    return vkg_layers_name(b, vkg_reshape(g, heads, 2, (const int64_t[]){R, a->n_head * D}), "attn.rows");
+}
+
 /* Several sequences (a->rows > 1), each its rows next to each other: every sequence's keys and
  * values written into its slot first (a later write replaces the state an earlier read would
- * use; a decode step's in one step, write_rows), then the attention of each over its own slot, stacked again ("attn.rows"; the compiler
- * computes each sequence's rows in place there) or, for a decode step without groups, one
- * attention step for all (one_attention).  q, k and v of one projection are rotated for every
- * row in one step, each row at its own position (*a->positions). */
+ * use), then the attention of each over its own slot, stacked again ("attn.rows"; the compiler
+ * computes each sequence's rows in place there).  A decode step (decode_rows) takes one step for
+ * every row's write (write_rows) and one for every row's attention (attend_rows).  q, k and v of
+ * one projection are rotated for every row in one step, each row at its own position
+ * (*a->positions); apart, with rotary embeddings (Qwen3), a sequence's rows at a time. */
 static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
                                  int64_t k_col, vkg_tensor v, int64_t v_col) {
     vkg_graph *g = b->g;
@@ -305,14 +317,14 @@ static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tens
     vkg_attention one = *a;
     one.rows = 0;
     vkg_tensor state = a->kv_cache;
-    const int written = (joint || a->rope == VKG_NONE) && decode_rows(b, a, 2 * (int64_t)a->rows);
-    if (written) {
+    const int decode = (joint || a->rope == VKG_NONE) && decode_rows(b, a, 2 * (int64_t)a->rows);
+    if (decode) {
         vkg_tensor kv;
         if (joint) split_qkv(b, a, all, NULL, &kv);
         else kv = kv_block(b, a, k, k_col, v, v_col);
         state = write_rows(b, a, kv);
     }
-    for (int r = 0, row = 0; !written && r < a->rows; row += a->row_tokens[r++]) {
+    for (int r = 0, row = 0; !decode && r < a->rows; row += a->row_tokens[r++]) {
         one.pos = a->row_pos[r];
         const int n = a->row_tokens[r];
         vkg_tensor kv;
@@ -324,22 +336,15 @@ static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tens
         }
         state = write_block(b, state, kv, a->row_slots[r], a->row_pos[r]);
     }
-    const int R = a->rows;
-    if (one_attention(b, a)) {
-        vkg_tensor qh;
+    if (decode && a->mask == VKG_NONE && a->causal) {
+        vkg_tensor qh; /* [R, H D] */
         if (joint) { /* [H, R, D] -> [R, H, D] */
             qh = vkg_layers_name(b, vkg_slice(g, all, 0, 0, H), "attn.q.slice");
             qh = vkg_layers_name(b, vkg_permute(g, qh, (const int[]){1, 0, 2}), "attn.q.rows");
         } else {
             qh = columns(b, q, q_col, W, "attn.q.slice");
         }
-        qh = vkg_layers_name(b, vkg_reshape(g, qh, 4, (const int64_t[]){R, H, 1, D}), "attn.q");
-        vkg_tensor kh, vh;
-        read_slots(b, a, state, 0, R, &kh, &vh); /* [R, H, S, D] */
-        vkg_sdpa s = sdpa_of(a, a->row_pos[0]);
-        s.rows = R;
-        const vkg_tensor heads = vkg_layer_sdpa(b, qh, kh, vh, &s, NULL); /* [R, H, 1, D] */
-        return vkg_layers_name(b, vkg_reshape(g, heads, 2, (const int64_t[]){R, W}), "attn.rows");
+        return attend_rows(b, a, qh, state);
     }
     vkg_tensor out = VKG_NONE;
     for (int r = 0, row = 0; r < a->rows; row += a->row_tokens[r++]) {

@@ -75,6 +75,7 @@ typedef struct vkg_sdpa {
     vkg_tensor mask;
     int rows;                   /* > 0: dyn_offset is the first of `rows` indices, one for each
                                    entry of the scores' axis 0 (vkg_mask_causal_rows)            */
+    int one_position;           /* with rows: the query rows of an entry at one position        */
 } vkg_sdpa;
 vkg_tensor vkg_layer_sdpa(vkg_layers *b, vkg_tensor q, vkg_tensor k, vkg_tensor v, const vkg_sdpa *a,
                           vkg_tensor *probs);
