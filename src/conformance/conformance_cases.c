@@ -780,6 +780,7 @@ static vkg_tensor attn_rows_probs(conf_build *b, const int64_t *d) {
     return probs;
 }
 static void attn_rows(conf_build *b, const int64_t *d) { attn_rows_probs(b, d); }
+static void attn_rows_unfused(conf_build *b, const int64_t *d) { conf_output(b, attn_rows_probs(b, d)); }
 /* The same with grouped queries, d = {Hkv, G, S, Dh}, 5 rows: row r's G query heads of each
  * key/value head as rows at its one position (from S - 1 down to 0), the queries [R, Hkv, G, Dh]
  * viewed from the rotation's [H, R, Dh], each row's keys and values the halves of its slot
@@ -803,7 +804,6 @@ static vkg_tensor gqa_rows_probs(conf_build *b, const int64_t *d, uint32_t windo
 static void gqa_rows(conf_build *b, const int64_t *d) { gqa_rows_probs(b, d, 0); }
 static void gqa_rows_unfused(conf_build *b, const int64_t *d) { conf_output(b, gqa_rows_probs(b, d, 0)); }
 static void gqa_rows_window(conf_build *b, const int64_t *d) { gqa_rows_probs(b, d, (uint32_t)(d[2] / 2 + 1)); }
-static void attn_rows_unfused(conf_build *b, const int64_t *d) { conf_output(b, attn_rows_probs(b, d)); }
 /* q, k, v as strided views of one [T, 3 C] projection, heads split without copies. */
 static void attn_views(conf_build *b, const int64_t *d) {
     int64_t h = d[0], t = d[1], dh = d[2], c = h * dh;
