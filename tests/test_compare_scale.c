@@ -223,13 +223,35 @@ static void test_decode_at_1023(void **state) {
     close_model();
 }
 
-/* One batched decode step of 8 sequences on a 2-layer model of GPT-2 124M's shapes: sequence r
- * holds the first 1000 - 142 r ids (the spread `compare --batch 8` takes for a prompt of 1001),
- * so the rows sit at positions 1000 down to 6 of caches of 1024 positions, each attending to its
- * own slot alone. */
+/* How many steps have a label that starts with prefix. */
+static int count_steps(const vkg_plan *p, const char *prefix) {
+    int n = 0;
+    for (int i = 0; i < p->n_steps; i++) n += !strncmp(p->steps[i].label, prefix, strlen(prefix));
+    return n;
+}
+
+/* One batched decode step of 8 sequences of the open 2-layer model over caches of `cache`
+ * positions: sequence r holds the first N - 1 - r k ids (k the spread `compare --batch 8` takes
+ * for a prompt of N), so the rows sit at positions N - 1 down to `last`, each attending to its own
+ * slot alone; every step agrees, and each layer has one cache write and one attention step for all
+ * the rows. */
+static void batched_decode_8(int N, int cache, int last, const char *what) {
+    enum { ROWS = 8 };
+    int lengths[ROWS];
+    for (int r = 0; r < ROWS; r++) lengths[r] = N - 1 - r * ((N - 2) / (ROWS - 1));
+    assert_int_equal(lengths[ROWS - 1], last);
+    decode_compare d;
+    decode_compare_setup(&d, model, gpu, cpu, ids, lengths, ROWS, cache);
+    assert_int_equal(expect_agreement(d.test, d.ref, vkg_plan_step_count(d.plan), what, "write_at"), 2);
+    assert_int_equal(count_steps(d.plan, "attention"), 2);
+    decode_compare_free(&d);
+    close_model();
+}
+
+/* At GPT-2 124M's shapes: rows at positions 1000 down to 6 of caches of 1024 (the spread of a
+ * prompt of 1001). */
 static void test_batched_decode_8(void **state) {
     (void)state;
-    enum { ROWS = 8, N = 1001 };
     char *two = test_tmpdir("comparescale-batch");
     assert_non_null(two);
     vkg_random_gpt2_options o;
@@ -240,25 +262,9 @@ static void test_batched_decode_8(void **state) {
     o.seed = 8;
     if (vkg_random_gpt2_write(two, &o, &err) != VKG_OK) fail_msg("%s", err.message);
     open_model_from(two, 0);
-    int lengths[ROWS];
-    for (int r = 0; r < ROWS; r++) lengths[r] = N - 1 - r * ((N - 2) / (ROWS - 1));
-    assert_int_equal(lengths[ROWS - 1], 6);
-    decode_compare d;
-    decode_compare_setup(&d, model, gpu, cpu, ids, lengths, ROWS, T_MAX);
-    const int n = vkg_plan_step_count(d.plan);
-    int writes = expect_agreement(d.test, d.ref, n, "batched decode, 8 rows at 1000 down to 6", "write_at");
-    assert_int_equal(writes, 2);   /* every row's cache row written in one step a layer, and compared */
-    decode_compare_free(&d);
-    close_model();
+    batched_decode_8(1001, T_MAX, 6, "batched decode, 8 rows at 1000 down to 6");
     assert_int_equal(test_remove_tree(two), 0);
     free(two);
-}
-
-/* How many steps have a label that starts with prefix. */
-static int count_steps(const vkg_plan *p, const char *prefix) {
-    int n = 0;
-    for (int i = 0; i < p->n_steps; i++) n += !strncmp(p->steps[i].label, prefix, strlen(prefix));
-    return n;
 }
 
 /* SmolLM2-135M's shapes, 2 layers: the forward pass over 2048 tokens, logits at every position. */
@@ -286,24 +292,12 @@ static void test_smollm2_forward_2048(void **state) {
     close_model();
 }
 
-/* One batched decode step of 8 sequences at SmolLM2-135M's shapes (2 layers; 9 query heads in
- * groups of 3): the rows at positions 2046 down to 2 of caches of 2048 positions, each its
- * query heads against its own slot in one attention step, every row's cache write in one step. */
+/* At SmolLM2-135M's shapes (9 query heads in groups of 3: each row's heads of a group as rows at
+ * its one position): rows at positions 2046 down to 2 of caches of 2048. */
 static void test_smollm2_batched_decode_8(void **state) {
     (void)state;
-    enum { ROWS = 8, N = T_LLAMA - 1 };
     open_model_from(llama_dir, 0);
-    int lengths[ROWS];
-    for (int r = 0; r < ROWS; r++) lengths[r] = N - 1 - r * ((N - 2) / (ROWS - 1));
-    assert_int_equal(lengths[ROWS - 1], 2);
-    decode_compare d;
-    decode_compare_setup(&d, model, gpu, cpu, ids, lengths, ROWS, T_LLAMA);
-    const int n = vkg_plan_step_count(d.plan);
-    int writes = expect_agreement(d.test, d.ref, n, "SmolLM2 batched decode, 8 rows at 2046 down to 2", "write_at");
-    assert_int_equal(writes, 2);   /* a step a layer for every row's cache write */
-    assert_int_equal(count_steps(d.plan, "attention"), 2);   /* and for every row's attention */
-    decode_compare_free(&d);
-    close_model();
+    batched_decode_8(T_LLAMA - 1, T_LLAMA, 2, "SmolLM2 batched decode, 8 rows at 2046 down to 2");
 }
 
 /* The constant region of the weight named name. */

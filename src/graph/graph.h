@@ -45,7 +45,7 @@ typedef struct vkg_node {
         /* state src[0], x src[1], index src[2]; x also at lead_offset along lead_axis; rows > 0:
          * x [rows, G, A, D] into state [P, A, S, D], row r at planes r G.. and position index
          * src[2] + r along axis 2 (vkg_write_rows) */
-        struct { int axis; int64_t offset; int lead_axis; int64_t lead_offset; int rows; } write_at;
+        struct vkg_write_at_attr { int axis; int64_t offset; int lead_axis; int64_t lead_offset; int rows; } write_at;
     } attr;
 } vkg_node;
 

@@ -18,6 +18,9 @@ vkg_tensor vkg_graph_add_node(vkg_graph *g, const vkg_node *proto);
  * there than the state holds from that offset): one slot's block of a cache that holds several. */
 vkg_tensor vkg_write_at_block(vkg_graph *g, vkg_tensor state, vkg_tensor x, int axis, int64_t offset,
                               vkg_tensor dyn_offset, int lead_axis, int64_t lead_offset);
+/* 1 when first .. first + n - 1 (n >= 1) are index nodes made one after another, whose slots of
+ * the indices region follow one another too (kernels read indices[dyn_index + r]). */
+int vkg_graph_indices(const vkg_graph *g, vkg_tensor first, int n);
 /* Rows of x [R, G, A, D] into state [P, A, S, D] (R G <= P): row r's G planes into planes
  * [r G, r G + G) at the position the runtime index first + r holds along axis 2 (indices made one
  * after another).  One step for every row of a decode step, each sequence's keys and values into

@@ -207,12 +207,16 @@ vkg_tensor vkg_mask_causal_window(vkg_graph *g, vkg_tensor x, int32_t offset, vk
     return t;
 }
 
+int vkg_graph_indices(const vkg_graph *g, vkg_tensor first, int n) {
+    int consecutive = first >= 0 && n >= 1 && first + n <= g->n_nodes;
+    for (int i = 0; consecutive && i < n; i++) consecutive = g->nodes[first + i].op == VKG_OP_INDEX;
+    return consecutive;
+}
+
 vkg_tensor vkg_mask_causal_rows(vkg_graph *g, vkg_tensor x, int32_t offset, vkg_tensor first, int rows,
                                 uint32_t window, int one_position) {
     if (!vkg_graph_check(g, "mask_causal", "x", x) || !index_ok(g, "mask_causal", first)) return VKG_NONE;
-    int consecutive = first != VKG_NONE && rows >= 1 && first + rows <= g->n_nodes;
-    for (int i = 0; consecutive && i < rows; i++) consecutive = g->nodes[first + i].op == VKG_OP_INDEX;
-    if (!consecutive || g->nodes[x].ndim < 3 || g->nodes[x].shape[0] != rows) {
+    if (!vkg_graph_indices(g, first, rows) || g->nodes[x].ndim < 3 || g->nodes[x].shape[0] != rows) {
         vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "mask_causal: %d runtime positions from '%s' for scores %s: one "
                        "index for each entry of axis 0, made one after another", rows,
                        first != VKG_NONE ? vkg_tensor_name(g, first) : "(none)", shape_of(g, x).s);

@@ -167,16 +167,32 @@ vkg_tensor vkg_write_at(vkg_graph *g, vkg_tensor state, vkg_tensor x, int axis, 
     return vkg_write_at_block(g, state, x, axis, offset, dyn_offset, axis, 0);
 }
 
+/* The operands of a write: a state (or a write's result) and x, both healthy; else why not. */
+static int writable(vkg_graph *g, const char *op, vkg_tensor state, vkg_tensor x) {
+    if (!vkg_graph_check(g, op, "state", state) || !vkg_graph_check(g, op, "x", x)) return 0;
+    if (g->nodes[state].op == VKG_OP_STATE || g->nodes[state].op == VKG_OP_WRITE_AT) return 1;
+    vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "%s: '%s' is not a state tensor (vkg_state) nor the result of a write_at",
+                   op, vkg_tensor_name(g, state));
+    return 0;
+}
+
+/* The write of x into state, its runtime index `index` (or VKG_NONE), placed as `at` says. */
+static vkg_tensor write_node(vkg_graph *g, vkg_tensor state, vkg_tensor x, vkg_tensor index,
+                             const struct vkg_write_at_attr *at) {
+    const vkg_node *ns = &g->nodes[state];
+    vkg_node n;
+    vkg_node_init(&n, VKG_OP_WRITE_AT, VKG_F32, ns->ndim, ns->shape);
+    n.src[0] = state;
+    n.src[1] = x;
+    n.src[2] = index;
+    n.attr.write_at = *at;
+    return vkg_graph_add_node(g, &n);
+}
+
 vkg_tensor vkg_write_at_block(vkg_graph *g, vkg_tensor state, vkg_tensor x, int axis, int64_t offset,
                               vkg_tensor dyn_offset, int lead_axis, int64_t lead_offset) {
-    if (!vkg_graph_check(g, "write_at", "state", state) || !vkg_graph_check(g, "write_at", "x", x)) return VKG_NONE;
+    if (!writable(g, "write_at", state, x)) return VKG_NONE;
     const vkg_node *ns = &g->nodes[state], *nx = &g->nodes[x];
-    if (ns->op != VKG_OP_STATE && ns->op != VKG_OP_WRITE_AT) {
-        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT,
-                       "write_at: '%s' is not a state tensor (vkg_state) nor the result of a write_at",
-                       vkg_tensor_name(g, state));
-        return VKG_NONE;
-    }
     if (dyn_offset != VKG_NONE &&
         (!vkg_graph_check(g, "write_at", "dyn_offset", dyn_offset) || g->nodes[dyn_offset].op != VKG_OP_INDEX)) {
         vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT, "write_at: dyn_offset must be a vkg_index");
@@ -197,46 +213,23 @@ vkg_tensor vkg_write_at_block(vkg_graph *g, vkg_tensor state, vkg_tensor x, int 
                        (long long)lead_offset, lead_axis);
         return VKG_NONE;
     }
-    vkg_node n;
-    vkg_node_init(&n, VKG_OP_WRITE_AT, VKG_F32, ns->ndim, ns->shape);
-    n.src[0] = state;
-    n.src[1] = x;
-    n.src[2] = dyn_offset;
-    n.attr.write_at.axis = ax;
-    n.attr.write_at.offset = offset;
-    n.attr.write_at.lead_axis = lead;
-    n.attr.write_at.lead_offset = lead_offset;
-    return vkg_graph_add_node(g, &n);
+    return write_node(g, state, x, dyn_offset,
+                      &(struct vkg_write_at_attr){.axis = ax, .offset = offset, .lead_axis = lead, .lead_offset = lead_offset});
 }
 
 vkg_tensor vkg_write_rows(vkg_graph *g, vkg_tensor state, vkg_tensor x, vkg_tensor first, int rows) {
-    if (!vkg_graph_check(g, "write_rows", "state", state) || !vkg_graph_check(g, "write_rows", "x", x) ||
-        !vkg_graph_check(g, "write_rows", "first", first))
-        return VKG_NONE;
+    if (!writable(g, "write_rows", state, x)) return VKG_NONE;
     const vkg_node *ns = &g->nodes[state], *nx = &g->nodes[x];
-    if (ns->op != VKG_OP_STATE && ns->op != VKG_OP_WRITE_AT) {
-        vkg_graph_fail(g, VKG_ERR_INVALID_ARGUMENT,
-                       "write_rows: '%s' is not a state tensor (vkg_state) nor the result of a write_at",
-                       vkg_tensor_name(g, state));
-        return VKG_NONE;
-    }
-    int consecutive = rows >= 1 && first + rows <= g->n_nodes;
-    for (int i = 0; consecutive && i < rows; i++) consecutive = g->nodes[first + i].op == VKG_OP_INDEX;
     char ss[96], sx[96];
-    if (!consecutive || ns->ndim != 4 || nx->ndim != 4 || nx->dtype != VKG_F32 || nx->shape[0] != rows ||
-        nx->shape[0] * nx->shape[1] > ns->shape[0] || nx->shape[2] != ns->shape[1] || nx->shape[3] != ns->shape[3]) {
+    if (!vkg_graph_indices(g, first, rows) || ns->ndim != 4 || nx->ndim != 4 || nx->dtype != VKG_F32 ||
+        nx->shape[0] != rows || nx->shape[0] * nx->shape[1] > ns->shape[0] || nx->shape[2] != ns->shape[1] ||
+        nx->shape[3] != ns->shape[3]) {
         vkg_graph_fail(g, VKG_ERR_SHAPE, "write_rows: x %s ('%s') into state %s ('%s') at %d runtime positions from "
                        "'%s': x is [rows, G, A, D] of f32 for a state [P >= rows G, A, S, D], one index for each row, "
                        "made one after another", shape_s(g, x, sx, sizeof sx), vkg_tensor_name(g, x),
-                       shape_s(g, state, ss, sizeof ss), vkg_tensor_name(g, state), rows, vkg_tensor_name(g, first));
+                       shape_s(g, state, ss, sizeof ss), vkg_tensor_name(g, state), rows,
+                       first >= 0 && first < g->n_nodes ? vkg_tensor_name(g, first) : "(none)");
         return VKG_NONE;
     }
-    vkg_node n;
-    vkg_node_init(&n, VKG_OP_WRITE_AT, VKG_F32, ns->ndim, ns->shape);
-    n.src[0] = state;
-    n.src[1] = x;
-    n.src[2] = first;
-    n.attr.write_at.axis = 2;
-    n.attr.write_at.rows = rows;
-    return vkg_graph_add_node(g, &n);
+    return write_node(g, state, x, first, &(struct vkg_write_at_attr){.axis = 2, .rows = rows});
 }
