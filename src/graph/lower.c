@@ -528,7 +528,6 @@ static vkg_status lower_concat(vkg_compiler *c, vkg_tensor t) {
     return VKG_OK;
 }
 
-/* state[.., offset + index : .., ..] = x: a copy whose destination moves with a runtime index. */
 /* vkg_write_rows: x [R, G, A, D] into the state's planes [0, R G) as [R, G, A, D] with a plane
  * stride of G, each r at its own index along the position axis (dyn_rows). */
 static vkg_status lower_write_rows(vkg_compiler *c, vkg_tensor t) {
@@ -555,6 +554,7 @@ static vkg_status lower_write_rows(vkg_compiler *c, vkg_tensor t) {
     return VKG_OK;
 }
 
+/* state[.., offset + index : .., ..] = x: a copy whose destination moves with a runtime index. */
 static vkg_status lower_write_at(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
     if (n->attr.write_at.rows) return lower_write_rows(c, t);
