@@ -49,10 +49,10 @@ void main() {
         uint q_row = p.q_offset + b0 * p.q_stride_b0 + b1 * p.q_stride_b1 + t * p.q_stride_t;
         uint k_base = p.k_offset + b0 * p.k_stride_b0 + b1 * p.k_stride_b1;
         uint v_base = p.v_offset + b0 * p.v_stride_b0 + b1 * p.v_stride_b1;
-        int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index + ((p.mask_rows & VKG_ATTENTION_ROWS_OWN_INDEX) != 0u ? b0 : 0u)] : 0;
+        int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index + ((p.mask_rows & VKG_MASK_ROWS_OWN_INDEX) != 0u ? b0 : 0u)] : 0;
         int keys = int(p.S), first = 0;   // the keys seen: first .. keys-1
         if (p.mask_kind == VKG_ATTENTION_MASK_CAUSAL) {
-            int last = ((p.mask_rows & VKG_ATTENTION_ROWS_ONE_POSITION) != 0u ? 0 : int(t)) + p.causal_offset + dyn;   // the query's position
+            int last = ((p.mask_rows & VKG_MASK_ROWS_ONE_POSITION) != 0u ? 0 : int(t)) + p.causal_offset + dyn;   // the query's position
             keys = clamp(last + 1, 0, int(p.S));
             if (p.window != 0u) first = clamp(last + 1 - int(p.window), 0, keys);
         }

@@ -40,8 +40,8 @@ void main() {
         uint i2 = r % p.dim2, i1 = (r / p.dim2) % p.dim1, i0 = r / (p.dim1 * p.dim2);
         g_in = p.in_offset + r * p.cols;
         g_mask = p.mask_offset + i0 * p.mask_strides[0] + i1 * p.mask_strides[1] + i2 * p.mask_strides[2];
-        int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index + (p.dyn_rows != 0u ? i0 : 0u)] : 0;
-        g_limit = (p.one_position != 0u ? 0 : int(i2)) + p.causal_offset + dyn;
+        int dyn = p.dyn_index != VKG_NO_INDEX ? indices[p.dyn_index + ((p.mask_rows & VKG_MASK_ROWS_OWN_INDEX) != 0u ? i0 : 0u)] : 0;
+        g_limit = ((p.mask_rows & VKG_MASK_ROWS_ONE_POSITION) != 0u ? 0 : int(i2)) + p.causal_offset + dyn;
         uint out_row = p.out_offset + r * p.cols;
 
         float m = vkg_neg_inf();

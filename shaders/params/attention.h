@@ -22,13 +22,6 @@
  * parameter block (in C, *p). */
 #define VKG_ATTENTION_GROUPED(a) ((a).k_stride_b1 == 0u && (a).v_stride_b1 == 0u && (a).batch1 > 1u)
 
-/* mask_rows: where the causal mask puts a batch's rows.  OWN_INDEX: entry b0 reads the index at
- * dyn_index + b0 (the rows of several sequences); ONE_POSITION: every query row t of an entry at
- * one position, t not added (the G query heads of a group as rows: a batch's decode step with
- * grouped queries). */
-#define VKG_ATTENTION_ROWS_OWN_INDEX 1u
-#define VKG_ATTENTION_ROWS_ONE_POSITION 2u
-
 /* The widest v row the kernels keep in registers; the compiler fuses only up to it. */
 #define VKG_ATTENTION_MAX_DV 256u
 
@@ -45,8 +38,8 @@ VKG_PARAMS_BEGIN(vkg_attention_params)
     vkg_i32 causal_offset;
     vkg_u32 dyn_index;
     vkg_u32 window;                   /* causal: > 0 also blocks keys j <= last - window */
-    vkg_u32 mask_rows;                /* VKG_ATTENTION_ROWS_* flags (one word: the block is at
-                                         the 128 bytes every device's push constants hold)   */
+    vkg_u32 mask_rows;                /* VKG_MASK_ROWS_* (params/common.h): entry b0's index, t
+                                         not added                                           */
 VKG_PARAMS_END(vkg_attention_params)
 
 #endif

@@ -24,4 +24,13 @@ typedef float vkg_f32;
 /* "No runtime index": a dyn_index field with this value adds nothing. */
 #define VKG_NO_INDEX 0xffffffffu
 
+/* mask_rows (the fused attention's and softmax's causal mask): where it puts a batch's rows.
+ * OWN_INDEX: batch entry i0 reads the index at dyn_index + i0 (the rows of several sequences,
+ * each at its position); ONE_POSITION: every query row of an entry at that one position, the
+ * row's own index within the entry not added (the G query heads of a group as rows: a batch's
+ * decode step with grouped queries). */
+#define VKG_MASK_ROWS_OWN_INDEX 1u
+#define VKG_MASK_ROWS_ONE_POSITION 2u
+#define VKG_MASK_ROWS_ALL (VKG_MASK_ROWS_OWN_INDEX | VKG_MASK_ROWS_ONE_POSITION)
+
 #endif

@@ -2,8 +2,7 @@
  *   out[r, j] = softmax_j( scale * in[r, j]  masked )
  * Rows r = (i0, i1, i2) of a contiguous [d0, dim1, dim2, cols] tensor; the mask is causal
  * (j > i2 + causal_offset (+ index) gives weight exactly 0, and with a window also keys window
- * or more behind that position; with dyn_rows the index is row i0's own, indices[dyn_index +
- * i0]), a boolean tensor (0 blocks) or an
+ * or more behind that position; placed by mask_rows), a boolean tensor (0 blocks) or an
  * additive tensor, read through strides (stride 0 broadcasts).  A row with every entry blocked
  * gives zeros, not NaN.
  * Bindings: 0 in, 1 out, 2 mask, 3 runtime indices (i32). */
@@ -27,8 +26,7 @@ VKG_PARAMS_BEGIN(vkg_softmax_params)
     vkg_u32 mask_offset;
     vkg_u32 mask_strides[4];
     vkg_u32 window;           /* causal: > 0 also blocks j <= i2 + causal_offset (+ index) - window */
-    vkg_u32 dyn_rows;         /* 1: rows of i0 read the index at dyn_index + i0 */
-    vkg_u32 one_position;     /* causal: 1 = i2 not added (rows i2 are heads of one token) */
+    vkg_u32 mask_rows;        /* VKG_MASK_ROWS_* (params/common.h): i0's index, i2 not added */
 VKG_PARAMS_END(vkg_softmax_params)
 
 #endif

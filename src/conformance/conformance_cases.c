@@ -505,43 +505,45 @@ static vkg_tensor head_view(conf_build *b, vkg_tensor qkv, int part, int64_t h, 
     vkg_tensor x = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, part * h * dh, h * dh), 3, S(t, h, dh));
     return vkg_permute(b->g, x, (const int[]){1, 0, 2});
 }
+/* A new [T, 3C] projection (C = H Dh) and its keys and values, columns [C, 3C), as [T, 2, H, Dh]
+ * (a view) in *kv; its state `cache` [planes, H, S, Dh] made after it. */
+static void projection_kv(conf_build *b, int64_t T, int64_t H, int64_t Dh, int64_t planes, int64_t Sk, vkg_tensor *kv,
+                          vkg_tensor *cache) {
+    const int64_t C = H * Dh;
+    vkg_tensor qkv = in2(b, T, 3 * C, CONF_FILL_NORMAL);
+    *cache = conf_state(b, 4, S(planes, H, Sk, Dh));
+    *kv = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, C, 2 * C), 4, S(T, 2, H, Dh));
+}
+/* R runtime indices made one after another, a batch's rows at positions S - 1 down to 0, evenly
+ * apart; returns the first. */
+static vkg_tensor row_positions(conf_build *b, int64_t R, int64_t Sk) {
+    const vkg_tensor first = conf_index(b, (int32_t)(Sk - 1));
+    for (int64_t r = 1; r < R; r++) conf_index(b, (int32_t)(Sk - 1 - r * (Sk - 1) / (R - 1)));
+    return first;
+}
 /* d = {H, T, Dh}: GPT-2's KV-cache write, the keys and values of a [T, 3C] projection (side by
  * side: [T, 2, H, Dh] viewed [2, H, T, Dh]) into rows pos .. pos + T - 1 of a [2, H, 1024, Dh]
- * state in one step, pos given at run time. */
-static void kv_cache_write(conf_build *b, const int64_t *d) {
-    const int64_t C = d[0] * d[2];
-    vkg_tensor qkv = in2(b, d[1], 3 * C, CONF_FILL_NORMAL);
-    vkg_tensor cache = conf_state(b, 4, S(2, d[0], 1024, d[2]));
-    vkg_tensor kv = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, C, 2 * C), 4, S(d[1], 2, d[0], d[2]));
-    kv = vkg_permute(b->g, kv, (const int[]){1, 2, 0, 3});
-    conf_output(b, vkg_copy(b->g, vkg_write_at(b->g, cache, kv, 2, 0, conf_index(b, (int32_t)(1024 - d[1]) / 2))));
-}
-/* The same block into slot 2 of a cache of 4 slots [8, H, 1024, Dh] (vkg_write_at_block, a batch
- * context's prefill): the other slots keep their values. */
-static void kv_cache_write_slot(conf_build *b, const int64_t *d) {
-    const int64_t C = d[0] * d[2];
-    vkg_tensor qkv = in2(b, d[1], 3 * C, CONF_FILL_NORMAL);
-    vkg_tensor cache = conf_state(b, 4, S(8, d[0], 1024, d[2]));
-    vkg_tensor kv = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, C, 2 * C), 4, S(d[1], 2, d[0], d[2]));
+ * state in one step, pos given at run time; or (slot) into slot 2 of a cache of 4 slots
+ * [8, H, 1024, Dh] (vkg_write_at_block, a batch context's prefill): the other slots keep their
+ * values. */
+static void kv_cache_write_in(conf_build *b, const int64_t *d, int slot) {
+    vkg_tensor kv, cache;
+    projection_kv(b, d[1], d[0], d[2], slot ? 8 : 2, 1024, &kv, &cache);
     kv = vkg_permute(b->g, kv, (const int[]){1, 2, 0, 3});
     vkg_tensor index = conf_index(b, (int32_t)(1024 - d[1]) / 2);
-    conf_output(b, vkg_copy(b->g, vkg_write_at_block(b->g, cache, kv, 2, 0, index, 0, 4)));
+    conf_output(b, vkg_copy(b->g, vkg_write_at_block(b->g, cache, kv, 2, 0, index, 0, slot ? 4 : 0)));
 }
+static void kv_cache_write(conf_build *b, const int64_t *d) { kv_cache_write_in(b, d, 0); }
+static void kv_cache_write_slot(conf_build *b, const int64_t *d) { kv_cache_write_in(b, d, 1); }
 /* A batch's decode step, d = {R, H, S, Dh}: the keys and values of R rows of a [R, 3C] projection
  * ([R, 2, H, Dh], a view) into a cache of R + 1 slots [2 (R + 1), H, S, Dh], row r into slot r at
  * its own position (from S - 1 down to 0), one step (vkg_write_rows): the last slot keeps its
  * values, as do the other positions. */
 static void kv_cache_write_rows(conf_build *b, const int64_t *d) {
-    const int64_t R = d[0], H = d[1], Sk = d[2], Dh = d[3], C = H * Dh;
-    vkg_tensor qkv = in2(b, R, 3 * C, CONF_FILL_NORMAL);
-    vkg_tensor cache = conf_state(b, 4, S(2 * (R + 1), H, Sk, Dh));
-    vkg_tensor kv = vkg_reshape(b->g, vkg_slice(b->g, qkv, -1, C, 2 * C), 4, S(R, 2, H, Dh));
-    vkg_tensor first = VKG_NONE;
-    for (int64_t r = 0; r < R; r++) {
-        const vkg_tensor index = conf_index(b, (int32_t)(Sk - 1 - (R > 1 ? r * (Sk - 1) / (R - 1) : 0)));
-        if (r == 0) first = index;
-    }
-    conf_output(b, vkg_copy(b->g, vkg_write_rows(b->g, cache, kv, first, (int)R)));
+    const int64_t R = d[0];
+    vkg_tensor kv, cache;
+    projection_kv(b, R, d[1], d[3], 2 * (R + 1), d[2], &kv, &cache);
+    conf_output(b, vkg_copy(b->g, vkg_write_rows(b->g, cache, kv, row_positions(b, R, d[2]), (int)R)));
 }
 /* d = {H, T, Dh}: the heads merged back, [H, T, Dh] -> [T, H Dh], as attention's output is. */
 static void merge_heads(conf_build *b, const int64_t *d) {
@@ -769,11 +771,7 @@ static vkg_tensor attn_rows_probs(conf_build *b, const int64_t *d) {
     const int64_t R = d[0], H = d[1], Sk = d[2], Dh = d[3];
     vkg_tensor q = conf_input(b, 4, S(R, H, 1, Dh), CONF_FILL_NORMAL);
     vkg_tensor k = conf_input(b, 4, S(R, H, Sk, Dh), CONF_FILL_NORMAL), v = conf_input(b, 4, S(R, H, Sk, Dh), CONF_FILL_NORMAL);
-    vkg_tensor first = VKG_NONE;
-    for (int64_t r = 0; r < R; r++) {
-        const vkg_tensor index = conf_index(b, (int32_t)(Sk - 1 - (R > 1 ? r * (Sk - 1) / (R - 1) : 0)));
-        if (r == 0) first = index;
-    }
+    const vkg_tensor first = row_positions(b, R, Sk);
     vkg_tensor s = vkg_scale(b->g, vkg_matmul(b->g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf((float)Dh));
     vkg_tensor probs = vkg_softmax(b->g, vkg_mask_causal_rows(b->g, s, 0, first, (int)R, 0, 0));
     conf_output(b, vkg_matmul(b->g, probs, v, VKG_NONE, 0));
@@ -791,11 +789,7 @@ static vkg_tensor gqa_rows_probs(conf_build *b, const int64_t *d, uint32_t windo
     q = vkg_reshape(b->g, vkg_permute(b->g, q, (const int[]){1, 0, 2}), 4, S(R, Hkv, G, Dh));
     vkg_tensor slots = conf_input(b, 4, S(R, 2 * Hkv, Sk, Dh), CONF_FILL_NORMAL);
     vkg_tensor k = vkg_slice(b->g, slots, 1, 0, Hkv), v = vkg_slice(b->g, slots, 1, Hkv, Hkv);
-    vkg_tensor first = VKG_NONE;
-    for (int64_t r = 0; r < R; r++) {
-        const vkg_tensor index = conf_index(b, (int32_t)(Sk - 1 - r * (Sk - 1) / (R - 1)));
-        if (r == 0) first = index;
-    }
+    const vkg_tensor first = row_positions(b, R, Sk);
     vkg_tensor s = vkg_scale(b->g, vkg_matmul(b->g, q, k, VKG_NONE, VKG_TRANSPOSE_B), 1.0f / sqrtf((float)Dh));
     vkg_tensor probs = vkg_softmax(b->g, vkg_mask_causal_rows(b->g, s, 0, first, (int)R, window, 1));
     conf_output(b, vkg_matmul(b->g, probs, v, VKG_NONE, 0));

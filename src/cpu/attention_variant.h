@@ -30,13 +30,13 @@ typedef struct vkg_attn_row {
 /* The runtime index the causal mask adds for batch entry b0 (0 without the mask). */
 static inline int64_t vkg_attn_index(const vkg_attention_params *p, const int32_t *indices, size_t b0) {
     if (p->mask_kind != VKG_ATTENTION_MASK_CAUSAL) return 0;
-    return vkg_cpu_dyn_index(indices, p->dyn_index + (p->mask_rows & VKG_ATTENTION_ROWS_OWN_INDEX ? (uint32_t)b0 : 0u));
+    return vkg_cpu_dyn_index(indices, p->dyn_index + (p->mask_rows & VKG_MASK_ROWS_OWN_INDEX ? (uint32_t)b0 : 0u));
 }
 
 /* The position of query row t: t + causal_offset + index, or with one_position (the rows are
  * the heads of one token) causal_offset + index. */
 static inline int64_t vkg_attn_last(const vkg_attention_params *p, size_t t, int64_t index) {
-    return (p->mask_rows & VKG_ATTENTION_ROWS_ONE_POSITION ? 0 : (int64_t)t) + p->causal_offset + index;
+    return (p->mask_rows & VKG_MASK_ROWS_ONE_POSITION ? 0 : (int64_t)t) + p->causal_offset + index;
 }
 
 /* The keys query row t sees: all S, or causal: keys j <= its position. */

@@ -102,6 +102,7 @@ static int unary_uses(const vkg_unary_params *p, slot_use *u, char *why, size_t 
 static int softmax_uses(const vkg_softmax_params *p, slot_use *u, char *why, size_t size) {
     if (p->mask_kind > VKG_SOFTMAX_MASK_ADDITIVE)
         return snprintf(why, size, "unknown softmax mask kind %u", p->mask_kind), -1;
+    if (p->mask_rows & ~VKG_MASK_ROWS_ALL) return snprintf(why, size, "unknown mask_rows flags %#x", p->mask_rows), -1;
     if (p->rows == 0) return 0;
     if (p->dim1 == 0 || p->dim2 == 0)
         return snprintf(why, size, "softmax dim1 %u and dim2 %u must be at least 1", p->dim1, p->dim2), -1;
@@ -118,7 +119,7 @@ static int softmax_uses(const vkg_softmax_params *p, slot_use *u, char *why, siz
         use(&u[2], reach(p->mask_offset, 4, ext, str));
     }
     if (p->mask_kind == VKG_SOFTMAX_MASK_CAUSAL && p->dyn_index != VKG_NO_INDEX)
-        use(&u[3], (uint64_t)p->dyn_index + (p->dyn_rows && p->rows ? ((uint64_t)p->rows - 1) / ((uint64_t)p->dim1 * p->dim2) + 1 : 1u));
+        use(&u[3], (uint64_t)p->dyn_index + (p->mask_rows & VKG_MASK_ROWS_OWN_INDEX && p->rows ? ((uint64_t)p->rows - 1) / ((uint64_t)p->dim1 * p->dim2) + 1 : 1u));
     return 0;
 }
 
@@ -169,8 +170,7 @@ static int attention_uses(const vkg_attention_params *p, slot_use *u, char *why,
         return snprintf(why, size, "unknown attention mask kind %u", p->mask_kind), -1;
     if (p->Dv > VKG_ATTENTION_MAX_DV)
         return snprintf(why, size, "attention rows of %u values; at most %u", p->Dv, VKG_ATTENTION_MAX_DV), -1;
-    if (p->mask_rows & ~(VKG_ATTENTION_ROWS_OWN_INDEX | VKG_ATTENTION_ROWS_ONE_POSITION))
-        return snprintf(why, size, "unknown mask_rows flags %#x", p->mask_rows), -1;
+    if (p->mask_rows & ~VKG_MASK_ROWS_ALL) return snprintf(why, size, "unknown mask_rows flags %#x", p->mask_rows), -1;
     if (p->batch0 == 0 || p->batch1 == 0 || p->T == 0) return 0;
     uint64_t q_ext[4] = {p->batch0, p->batch1, p->T, p->D}, o_ext[4] = {p->batch0, p->batch1, p->T, p->Dv};
     uint64_t k_ext[4] = {p->batch0, p->batch1, p->S, p->D}, v_ext[4] = {p->batch0, p->batch1, p->S, p->Dv};
@@ -185,7 +185,7 @@ static int attention_uses(const vkg_attention_params *p, slot_use *u, char *why,
     if (p->S > 0 && p->Dv > 0) use(&u[2], reach(p->v_offset, 4, v_ext, v_str));
     if (p->Dv > 0) use(&u[3], reach(p->o_offset, 4, o_ext, o_str));
     if (p->mask_kind == VKG_ATTENTION_MASK_CAUSAL && p->dyn_index != VKG_NO_INDEX)
-        use(&u[4], (uint64_t)p->dyn_index + (p->mask_rows & VKG_ATTENTION_ROWS_OWN_INDEX ? (uint64_t)p->batch0 : 1u));
+        use(&u[4], (uint64_t)p->dyn_index + (p->mask_rows & VKG_MASK_ROWS_OWN_INDEX ? (uint64_t)p->batch0 : 1u));
     return 0;
 }
 

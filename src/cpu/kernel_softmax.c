@@ -2,7 +2,7 @@
  * [d0, dim1, dim2, cols] tensor seen as rows r = (i0, i1, i2); for each row
  *   s_j = scale * in[r, j]  (+ mask[i0, i1, i2, j] when the mask is additive)
  *   blocked(j): causal  j > i2 + causal_offset + index (or, with a window, j <= that - window;
- *                       with one_position i2 is not added)
+ *                       with VKG_MASK_ROWS_ONE_POSITION i2 is not added)
  *               bool    mask[i0, i1, i2, j] == 0
  *   out[r, j] = blocked(j) ? 0 : exp(s_j - max) / sum_{unblocked} exp(s_k - max)
  * with max over the unblocked s.  A row with every entry blocked (max = -inf) is all zeros, not
@@ -17,7 +17,7 @@ static void masked_scores(const vkg_softmax_params *p, const float *in_row, cons
     if (p->mask_kind == VKG_SOFTMAX_MASK_BOOL || p->mask_kind == VKG_SOFTMAX_MASK_ADDITIVE)
         mask_row = mask + p->mask_offset + i0 * p->mask_strides[0] + i1 * p->mask_strides[1] +
                    i2 * p->mask_strides[2];
-    const int64_t last_visible = (p->one_position ? 0 : (int64_t)i2) + p->causal_offset + index;
+    const int64_t last_visible = (p->mask_rows & VKG_MASK_ROWS_ONE_POSITION ? 0 : (int64_t)i2) + p->causal_offset + index;
     const size_t ms = p->mask_strides[3];
     switch (p->mask_kind) {
     case VKG_SOFTMAX_MASK_CAUSAL:
@@ -42,7 +42,7 @@ void vkg_cpu_softmax(const vkg_softmax_params *p, const float *in, float *out, c
     for (size_t r = row_begin; r < row_end; r++) {
         size_t i2 = r % p->dim2, i1 = r / p->dim2 % p->dim1, i0 = r / ((size_t)p->dim1 * p->dim2);
         const int64_t index = p->mask_kind == VKG_SOFTMAX_MASK_CAUSAL
-                                  ? vkg_cpu_dyn_index(indices, p->dyn_index + (p->dyn_rows ? (uint32_t)i0 : 0u))
+                                  ? vkg_cpu_dyn_index(indices, p->dyn_index + (p->mask_rows & VKG_MASK_ROWS_OWN_INDEX ? (uint32_t)i0 : 0u))
                                   : 0;
         const float *in_row = in + p->in_offset + r * p->cols;
         float *out_row = out + p->out_offset + r * p->cols;

@@ -92,6 +92,12 @@ vkg_status vkg_compile_fuse(vkg_compiler *c);
 vkg_status vkg_compile_lower(vkg_compiler *c);
 vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root);
 vkg_status vkg_compile_lower_attention(vkg_compiler *c, vkg_tensor pv);
+/* The VKG_MASK_ROWS_* flags of a causal mask node (vkg_mask_causal_rows), for the fused softmax
+ * or attention that applies it. */
+static inline uint32_t vkg_compile_mask_rows(const vkg_node *mask) {
+    return (mask->attr.causal.rows ? VKG_MASK_ROWS_OWN_INDEX : 0u) |
+           (mask->attr.causal.one_position ? VKG_MASK_ROWS_ONE_POSITION : 0u);
+}
 /* An operand's batch strides mapped onto the output's (batch0, batch1): out has 2 to 4 dims, the
  * last two the matrix; a dimension the operand lacks or has of size 1 broadcasts (stride 0). */
 void vkg_compile_batch_strides(const vkg_view *v, const vkg_node *out, uint32_t *s0, uint32_t *s1);

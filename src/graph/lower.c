@@ -395,8 +395,7 @@ static vkg_status lower_softmax(vkg_compiler *c, vkg_tensor t) {
             p->mask_kind = VKG_SOFTMAX_MASK_CAUSAL;
             p->causal_offset = m->attr.causal.offset;
             p->window = m->attr.causal.window;
-            p->dyn_rows = m->attr.causal.rows != 0;
-            p->one_position = (uint32_t)m->attr.causal.one_position;
+            p->mask_rows = vkg_compile_mask_rows(m);
             if (m->src[1] != VKG_NONE) {
                 p->dyn_index = (uint32_t)c->index_slot[m->src[1]];
                 bind_index(s, 3, m->src[1]);

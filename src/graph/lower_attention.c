@@ -48,8 +48,7 @@ vkg_status vkg_compile_lower_attention(vkg_compiler *c, vkg_tensor pv) {
         p->mask_kind = VKG_ATTENTION_MASK_CAUSAL;
         p->causal_offset = m->attr.causal.offset;
         p->window = m->attr.causal.window;
-        p->mask_rows = (m->attr.causal.rows ? VKG_ATTENTION_ROWS_OWN_INDEX : 0u) |
-                       (m->attr.causal.one_position ? VKG_ATTENTION_ROWS_ONE_POSITION : 0u);
+        p->mask_rows = vkg_compile_mask_rows(m);
         if (m->src[1] != VKG_NONE) {
             p->dyn_index = (uint32_t)c->index_slot[m->src[1]];
             s->sym[4].storage = m->src[1];   /* the runtime indices: one i32 */

@@ -177,8 +177,27 @@ vkg_status vkg_session_set_state(vkg_session *s, vkg_tensor state, const void *d
     return s->device->ops->write(s->impl, r, 0, data, bytes, err);
 }
 
-/* Two different states of one size, block for block: the within-one-state copy's checks do
- * the rest. */
+/* count blocks of `bytes`, `stride` apart, from byte src_offset of region `from` to byte
+ * dst_offset of region `to` (which may be the same), checked: within both, at multiples of 4,
+ * not overlapping. */
+static vkg_status copy_blocks(vkg_session *s, int from, size_t src_offset, int to, size_t dst_offset, size_t stride,
+                              size_t count, size_t bytes, vkg_error *err) {
+    const vkg_plan *p = s->plan;
+    const uint64_t span = count ? (count - 1) * (uint64_t)stride + bytes : 0;
+    /* within one state the two spans must lie apart (one slot's blocks and another's do) */
+    const uint64_t lo = src_offset < dst_offset ? src_offset : dst_offset, hi = src_offset < dst_offset ? dst_offset : src_offset;
+    const int overlap = from == to && span && lo + span > hi;
+    if (count > UINT32_MAX || (count > 1 && bytes > stride) || src_offset + span > p->regions[from].bytes ||
+        dst_offset + span > p->regions[to].bytes || overlap || src_offset % 4 || dst_offset % 4)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "copying state: %zu blocks of %zu bytes, %zu apart, from "
+                             "byte %zu of '%s' to byte %zu of '%s': within the states, at multiples of 4, and not "
+                             "overlapping", count, bytes, stride, src_offset,
+                             vkg_tensor_name(p->graph, p->regions[from].tensor), dst_offset,
+                             vkg_tensor_name(p->graph, p->regions[to].tensor));
+    if (!span) return VKG_OK;
+    return s->device->ops->copy(s->impl, from, src_offset, to, dst_offset, stride, (uint32_t)count, bytes, err);
+}
+
 vkg_status vkg_session_copy_state(vkg_session *s, vkg_tensor src, vkg_tensor dst, size_t stride, size_t count,
                                   size_t bytes, vkg_error *err) {
     int from = -1, to = -1;
@@ -189,7 +208,7 @@ vkg_status vkg_session_copy_state(vkg_session *s, vkg_tensor src, vkg_tensor dst
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_session_copy_state: from '%s' to '%s': two different "
                              "states of the same size", vkg_tensor_name(s->plan->graph, src),
                              vkg_tensor_name(s->plan->graph, dst));
-    return vkg_session_copy_state_at(s, src, 0, dst, 0, stride, count, bytes, err);
+    return copy_blocks(s, from, 0, to, 0, stride, count, bytes, err);
 }
 
 vkg_status vkg_session_copy_state_at(vkg_session *s, vkg_tensor src, size_t src_offset, vkg_tensor dst,
@@ -198,18 +217,7 @@ vkg_status vkg_session_copy_state_at(vkg_session *s, vkg_tensor src, size_t src_
     vkg_status st = find_region(s, src, VKG_REGION_STATE, "state", 0, 0, &from, err);
     if (st == VKG_OK) st = find_region(s, dst, VKG_REGION_STATE, "state", 0, 0, &to, err);
     if (st != VKG_OK) return st;
-    const uint64_t span = count ? (count - 1) * (uint64_t)stride + bytes : 0;
-    /* within one state the two spans must lie apart (one slot's blocks and another's do) */
-    const uint64_t lo = src_offset < dst_offset ? src_offset : dst_offset, hi = src_offset < dst_offset ? dst_offset : src_offset;
-    const int overlap = from == to && span && lo + span > hi;
-    if (count > UINT32_MAX || (count > 1 && bytes > stride) || src_offset + span > s->plan->regions[from].bytes ||
-        dst_offset + span > s->plan->regions[to].bytes || overlap || src_offset % 4 || dst_offset % 4)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_session_copy_state_at: %zu blocks of %zu bytes, %zu "
-                             "apart, from byte %zu of '%s' to byte %zu of '%s': within the states, at multiples of 4, "
-                             "and not overlapping", count, bytes, stride, src_offset,
-                             vkg_tensor_name(s->plan->graph, src), dst_offset, vkg_tensor_name(s->plan->graph, dst));
-    if (!span) return VKG_OK;
-    return s->device->ops->copy(s->impl, from, src_offset, to, dst_offset, stride, (uint32_t)count, bytes, err);
+    return copy_blocks(s, from, src_offset, to, dst_offset, stride, count, bytes, err);
 }
 
 vkg_status vkg_session_reset_state(vkg_session *s, vkg_error *err) {

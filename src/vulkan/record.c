@@ -387,7 +387,7 @@ static vkg_status attention_shader(const vkg_vk_context *c, const vkg_step *st, 
     const int split = run < sg;
     /* split: a subgroup per row, one workgroup per run (a group's heads together, as a grouped
      * run or as the rows of one position) */
-    const uint64_t split_rows = (grouped || (a->mask_rows & VKG_ATTENTION_ROWS_ONE_POSITION)) && run * sg <= vkg_vk_max_workgroup_x(c) ? run : 1;
+    const uint64_t split_rows = (grouped || (a->mask_rows & VKG_MASK_ROWS_ONE_POSITION)) && run * sg <= vkg_vk_max_workgroup_x(c) ? run : 1;
     spec[VKG_SPEC_WG_X] = split ? (uint32_t)(split_rows * sg) : c->tuning.row_wg;
     spec[VKG_SPEC_D4] = div_up(a->D, 4), spec[VKG_SPEC_DV4] = div_up(a->Dv, 4);
     spec[VKG_SPEC_SPLIT_KEYS] = (uint32_t)split, *n_spec = VKG_SPEC_SPLIT_KEYS + 1;
