@@ -294,7 +294,10 @@ typedef struct vkg_context vkg_context;
 
 
 typedef struct vkg_context_options {
-    int n_ctx;                 /* positions of the KV cache, 1 to the model's n_ctx; 0: n_ctx    */
+    int n_ctx;                 /* positions of the KV cache, 1 to the model's n_ctx; 0: n_ctx,
+                                  or where the device cannot hold a cache that long (one
+                                  binding, its memory) the largest half, quarter, ... of it
+                                  that it can (vkg_context_size says which)                   */
     vkg_logits_mode logits;    /* default VKG_LOGITS_LAST                                        */
     int attention_layer;       /* VKG_NO_ATTENTION (default), a layer index, or VKG_ALL_LAYERS   */
     int n_batch;               /* the tokens of the feeds the context is made for: its first
@@ -386,7 +389,8 @@ typedef struct vkg_batch_context vkg_batch_context;
 typedef struct vkg_batch_options {
     int n_seq;                 /* sequences held at once, 1 to VKG_BATCH_MAX_SEQ; default 8      */
     int n_ctx;                 /* positions of each sequence's cache, 1 to the model's n_ctx;
-                                  0: the model's                                                 */
+                                  0: the model's, or as vkg_context_options' n_ctx the largest
+                                  half, quarter, ... of it the device holds (vkg_batch_n_ctx)   */
     int prefill_chunk;         /* a prompt's tokens run in one pass, and a step's in all
                                   (default 256); 0: each prompt whole, in the step after it is
                                   added                                                          */

@@ -300,3 +300,9 @@ done:
     *n = count;
     return 0;
 }
+
+void cli_note_context(const char *cmd, int n_ctx, int model_ctx, const char *hint, const vkg_device *dev) {
+    if (n_ctx < model_ctx)
+        fprintf(stderr, "vkgraph %s: note: a KV cache of %d positions: the model's %d do not fit %s (%s)\n", cmd,
+                n_ctx, model_ctx, vkg_device_name(dev), hint);
+}

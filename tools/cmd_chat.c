@@ -45,7 +45,8 @@ static void usage(FILE *f) {
             "                      tokenizer_config.json with its chat_template\n"
             "  --system TEXT       the system message, first in every rendering\n"
             "  --ctx N             positions of the KV cache (default: the model's context, or\n"
-            "                      generation_config.json's max_length when smaller)\n"
+            "                      generation_config.json's max_length when smaller; where the device\n"
+            "                      holds no cache that long, the largest half, quarter, ... it does)\n"
             "  --device D          cpu, vulkan, vulkan:N (default: the best Vulkan device, else the CPU)\n"
             "  --threads N         CPU executor threads (default: every core)\n"
             "  --dtype D           the weight matrices in memory: f32, f16 or bf16 (default: as stored)\n");
@@ -180,6 +181,12 @@ static int start(chat_run *r) {
             return cli_fail(CMD, "--ctx %ld: the model's context holds %d positions", r->n_ctx, c->info.n_ctx);
         n_ctx = (int)r->n_ctx;
     }
+    vkg_context_options co;
+    vkg_context_options_default(&co);
+    co.n_ctx = n_ctx == c->info.n_ctx ? 0 : n_ctx; /* 0: the model's, or the most this device holds */
+    if (vkg_context_new(c->model, &co, &r->ctx, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    cli_note_context(CMD, vkg_context_size(r->ctx), c->info.n_ctx, "--ctx N sets it", c->dev);
+    n_ctx = vkg_context_size(r->ctx);
     vkg_model_generate_defaults(c->model, &r->go);
     if (!c->info.max_new_tokens) r->go.max_tokens = n_ctx; /* to a stop id or the context's end */
     cli_sampling_apply(&r->cs, CMD, &r->go);
@@ -190,10 +197,6 @@ static int start(chat_run *r) {
     if (n_stops == 0 && !r->go.ignore_eos)
         fprintf(stderr, "vkgraph %s: note: the model names no end-of-turn token: replies run to -n or the "
                 "context's end\n", CMD);
-    vkg_context_options co;
-    vkg_context_options_default(&co);
-    co.n_ctx = n_ctx;
-    if (vkg_context_new(c->model, &co, &r->ctx, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
     if (vkg_chat_new(r->ctx, r->tpl, r->system, &r->chat, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
     return 0;
 }

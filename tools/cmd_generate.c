@@ -263,9 +263,13 @@ static int run(gpt2_cli *c, gen_options *g) {
     st.cache_len = g->interactive || want > info->n_ctx ? info->n_ctx : (int)want;
     vkg_context_options co;
     vkg_context_options_default(&co);
-    co.n_ctx = st.cache_len;
+    co.n_ctx = st.cache_len == info->n_ctx ? 0 : st.cache_len; /* 0: the model's, or the most the device holds */
     int rc = 0;
     if (g->go.max_tokens > 0 && vkg_context_new(c->model, &co, &st.ctx, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
+    if (st.ctx) {
+        st.cache_len = vkg_context_size(st.ctx);
+        cli_note_context(CMD, st.cache_len, info->n_ctx, "it holds the prompt and -n tokens", c->dev);
+    }
     st.t.load_s = vkg_clock_seconds() - g->t_start;
     if (rc == 0 && !g->no_prompt && !g->interactive)
         for (size_t i = 0; i < c->n_ids && rc == 0; i++)

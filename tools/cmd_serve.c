@@ -34,7 +34,9 @@ static void usage(FILE *f) {
             "  --port N          the TCP port (default 8080; 0: any free one, printed at start)\n"
             "  --parallel N      slots: sequences generated at once (default 1)\n"
             "  --queue N         requests that may wait for a slot (default 64)\n"
-            "  --ctx-size N      positions of each slot's KV cache (default: the model's context)\n"
+            "  --ctx-size N      positions of each slot's KV cache (default: the model's context, or\n"
+            "                    where the device holds no N slots that long, the largest half,\n"
+            "                    quarter, ... of it that it does; stderr says so)\n"
             "  --prefill-chunk N prompt tokens run a step, over every new prompt (default %d; 0: each\n"
             "                    prompt whole): the streams decoding meanwhile wait for one chunk a step\n"
             "  --timeout S       close a connection idle for S seconds (default 30): a slow or stalled\n"
@@ -160,8 +162,9 @@ int cmd_serve(int argc, char **argv) {
     else if (srv_set_model(s, m, &err) != VKG_OK)
         rc = cli_fail(CMD, "%s", err.message);
     if (rc == 0) {
-        fprintf(stderr, "vkgraph %s: ready: %ld slot%s of %ld positions on %s\n", CMD, parallel, parallel == 1 ? "" : "s",
-                ctx_size ? ctx_size : (long)n_ctx_model, vkg_device_name(dev));
+        if (!ctx_size) cli_note_context(CMD, srv_n_ctx(s), n_ctx_model, "--ctx-size N sets it", dev);
+        fprintf(stderr, "vkgraph %s: ready: %ld slot%s of %d positions on %s\n", CMD, parallel, parallel == 1 ? "" : "s",
+                srv_n_ctx(s), vkg_device_name(dev));
         const char *no_chat = srv_chat_unavailable(s);
         if (no_chat) fprintf(stderr, "vkgraph %s: note: /v1/chat/completions answers 400: %s\n", CMD, no_chat);
         int sig = 0;

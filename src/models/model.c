@@ -12,6 +12,7 @@
 #include "models/llama.h"
 #include "models/gpt2_random.h"
 #include "models/model_handles.h"
+#include "models/context_fit.h"
 #include "models/model_run.h"
 #include "models/sampling.h"
 #include "models/stop_strings.h"
@@ -263,6 +264,34 @@ void vkg_context_options_default(vkg_context_options *o) {
     o->attention_layer = VKG_NO_ATTENTION;
 }
 
+typedef struct context_make_args {
+    vkg_model *m;
+    const vkg_context_options *o;
+    vkg_context **out;
+} context_make_args;
+
+/* A context of n_ctx positions (a vkg_fit_make). */
+static vkg_status context_make(void *arg, int n_ctx, vkg_error *err) {
+    const context_make_args *a = arg;
+    vkg_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    ctx->model = a->m;
+    vkg_generator_options go = {.cache_len = n_ctx,
+                                .all_logits = a->o->logits == VKG_LOGITS_ALL,
+                                .no_logits = a->o->logits == VKG_LOGITS_NONE,
+                                .attention_layer = a->o->attention_layer,
+                                .batch = a->o->n_batch};
+    vkg_status st = vkg_generator_new_with(a->m->dec, a->m->dev, &go, &ctx->gen, err);
+    if (st == VKG_OK && !(ctx->tokens = malloc(((size_t)ctx->gen.opts.cache_len + 1) * sizeof *ctx->tokens)))
+        st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st != VKG_OK) {
+        vkg_context_free(ctx);
+        return st;
+    }
+    *a->out = ctx;
+    return VKG_OK;
+}
+
 vkg_status vkg_context_new(vkg_model *m, const vkg_context_options *opts, vkg_context **out, vkg_error *err) {
     if (out) *out = NULL;
     if (!m || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_new: NULL argument");
@@ -278,24 +307,11 @@ vkg_status vkg_context_new(vkg_model *m, const vkg_context_options *opts, vkg_co
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_new: neither logits nor attention asked "
                              "for: a run would compute nothing");
     const double t0 = vkg_clock_seconds();
-    vkg_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
-    ctx->model = m;
-    vkg_generator_options go = {.cache_len = o.n_ctx,
-                                     .all_logits = o.logits == VKG_LOGITS_ALL,
-                                     .no_logits = o.logits == VKG_LOGITS_NONE,
-                                .attention_layer = o.attention_layer,
-                                .batch = o.n_batch};
-    vkg_status st = vkg_generator_new_with(m->dec, m->dev, &go, &ctx->gen, err);
-    if (st == VKG_OK && !(ctx->tokens = malloc(((size_t)ctx->gen.opts.cache_len + 1) * sizeof *ctx->tokens)))
-        st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
-    if (st != VKG_OK) {
-        vkg_context_free(ctx);
-        return st;
-    }
-    ctx->t.setup_s = vkg_clock_seconds() - t0;
-    *out = ctx;
-    return VKG_OK;
+    context_make_args a = {.m = m, .o = &o, .out = out};
+    vkg_status st = o.n_ctx ? context_make(&a, o.n_ctx, err)
+                            : vkg_fit_context(m->dec->facts.n_ctx, o.n_batch, context_make, &a, err);
+    if (st == VKG_OK) (*out)->t.setup_s = vkg_clock_seconds() - t0;
+    return st;
 }
 
 void vkg_context_free(vkg_context *ctx) {

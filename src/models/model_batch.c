@@ -20,6 +20,7 @@
  *
  * Logits that are not finite (finite weights too large for some input) fail their sequence
  * alone: it keeps the message, its logits and adds answer with it, and the others run on. */
+#include "models/context_fit.h"
 #include "models/model_handles.h"
 #include "models/model_run.h"
 
@@ -124,33 +125,23 @@ static vkg_status make_plan(vkg_batch_context *b, int k, vkg_error *err) {
     return st;
 }
 
-vkg_status vkg_batch_context_new(vkg_model *m, const vkg_batch_options *opts, vkg_batch_context **out,
-                                 vkg_error *err) {
-    if (out) *out = NULL;
-    if (!m || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: NULL argument");
-    if (!m->dev)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: the model was opened without a "
-                             "device");
-    vkg_batch_options o;
-    vkg_batch_options_default(&o);
-    if (opts) o = *opts;
-    const vkg_decoder_facts *f = &m->dec->facts;
-    if (o.n_seq < 1 || o.n_seq > VKG_BATCH_MAX_SEQ)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: %d sequences; a batch context "
-                             "holds 1 to %d", o.n_seq, VKG_BATCH_MAX_SEQ);
-    if (o.n_ctx < 0 || o.n_ctx > f->n_ctx)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a cache of %d positions; the model's context holds "
-                             "1 to %d (%s)", f->architecture, o.n_ctx, f->n_ctx, f->ctx_key);
-    if (o.prefill_chunk < 0)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: a prefill chunk of %d tokens; "
-                             "1 or more (0: each prompt in one step)", o.prefill_chunk);
+typedef struct batch_make_args {
+    vkg_model *m;
+    const vkg_batch_options *o;
+    vkg_batch_context **out;
+} batch_make_args;
+
+/* A batch context of n_ctx positions a sequence (a vkg_fit_make), its n_seq-row plan compiled. */
+static vkg_status batch_make(void *arg, int n_ctx, vkg_error *err) {
+    const batch_make_args *a = arg;
+    const vkg_decoder_facts *f = &a->m->dec->facts;
     vkg_batch_context *b = calloc(1, sizeof *b);
     if (!b) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
-    b->model = m;
-    b->dec = m->dec;
-    b->n_seq = o.n_seq;
-    b->n_ctx = o.n_ctx ? o.n_ctx : f->n_ctx;
-    b->prefill_chunk = o.prefill_chunk ? o.prefill_chunk : INT_MAX / 2; /* sums of chunks stay ints */
+    b->model = a->m;
+    b->dec = a->m->dec;
+    b->n_seq = a->o->n_seq;
+    b->n_ctx = n_ctx;
+    b->prefill_chunk = a->o->prefill_chunk ? a->o->prefill_chunk : INT_MAX / 2; /* sums of chunks stay ints */
     while (b->n_plans < MAX_PLANS && (1 << b->n_plans) < b->n_seq) b->n_plans++;
     b->owner = b->n_plans++; /* rows 1, 2, .. below n_seq, then n_seq itself */
     const size_t V = (size_t)f->n_vocab, n = (size_t)b->n_seq;
@@ -173,8 +164,32 @@ vkg_status vkg_batch_context_new(vkg_model *m, const vkg_batch_options *opts, vk
         vkg_batch_context_free(b);
         return st;
     }
-    *out = b;
+    *a->out = b;
     return VKG_OK;
+}
+
+vkg_status vkg_batch_context_new(vkg_model *m, const vkg_batch_options *opts, vkg_batch_context **out,
+                                 vkg_error *err) {
+    if (out) *out = NULL;
+    if (!m || !out) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: NULL argument");
+    if (!m->dev)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: the model was opened without a "
+                             "device");
+    vkg_batch_options o;
+    vkg_batch_options_default(&o);
+    if (opts) o = *opts;
+    const vkg_decoder_facts *f = &m->dec->facts;
+    if (o.n_seq < 1 || o.n_seq > VKG_BATCH_MAX_SEQ)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: %d sequences; a batch context "
+                             "holds 1 to %d", o.n_seq, VKG_BATCH_MAX_SEQ);
+    if (o.n_ctx < 0 || o.n_ctx > f->n_ctx)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "%s: a cache of %d positions; the model's context holds "
+                             "1 to %d (%s)", f->architecture, o.n_ctx, f->n_ctx, f->ctx_key);
+    if (o.prefill_chunk < 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_context_new: a prefill chunk of %d tokens; "
+                             "1 or more (0: each prompt in one step)", o.prefill_chunk);
+    batch_make_args a = {.m = m, .o = &o, .out = out};
+    return o.n_ctx ? batch_make(&a, o.n_ctx, err) : vkg_fit_context(f->n_ctx, 1, batch_make, &a, err);
 }
 
 void vkg_batch_context_free(vkg_batch_context *b) {

@@ -264,6 +264,8 @@ vkg_status srv_start(const srv_options *o, srv **out, vkg_error *err) {
     return VKG_OK;
 }
 
+int srv_n_ctx(const srv *s) { return s->facts.n_ctx; }
+
 int srv_port(const srv *s) { return s->port; }
 
 const char *srv_chat_unavailable(const srv *s) { return s->chat ? NULL : s->chat_missing; }
@@ -288,11 +290,12 @@ vkg_status srv_set_model(srv *s, vkg_model *m, vkg_error *err) {
     vkg_model_info info;
     vkg_status st = vkg_model_get_info(m, &info, err);
     if (st != VKG_OK) return st;
-    int n_ctx = s->opts.ctx_size > 0 && s->opts.ctx_size < info.n_ctx ? s->opts.ctx_size : info.n_ctx;
+    /* 0: the model's context, or the most the device holds */
+    const int n_ctx = s->opts.ctx_size > 0 && s->opts.ctx_size < info.n_ctx ? s->opts.ctx_size : 0;
     st = sched_new(m, s->opts.parallel, n_ctx, s->opts.prefill_chunk, s->opts.max_queue, &s->sched, err);
     if (st != VKG_OK) return st;
     s->facts.tok = vkg_model_tokenizer(m);
-    s->facts.n_ctx = n_ctx;
+    s->facts.n_ctx = sched_n_ctx(s->sched);
     s->facts.n_vocab = info.n_vocab;
     s->facts.bos = info.bos_token;
     s->facts.eos = info.eos_token;

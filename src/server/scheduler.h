@@ -24,10 +24,13 @@ typedef struct sched_stats {
     int active, queued;
 } sched_stats;
 
-/* n_slots sequences of n_ctx positions each on m, prompts run prefill_chunk tokens a step
- * (vkg_batch_options); at most max_queue requests wait for a slot. */
+/* n_slots sequences of n_ctx positions each on m (0: the model's context, or the most the device
+ * holds: vkg_batch_options), prompts run prefill_chunk tokens a step; at most max_queue requests
+ * wait for a slot. */
 vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int prefill_chunk, int max_queue, sched **out,
                      vkg_error *err);
+/* Positions of each slot's cache. */
+int sched_n_ctx(const sched *s);
 /* Cancels everything, waits for the slots to stop and frees them.  NULL is fine. */
 void sched_free(sched *s);
 /* opts->prompt and opts->stops are copied.  Returns VKG_OK and a job (released with

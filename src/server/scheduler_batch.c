@@ -359,6 +359,8 @@ void sched_job_release(sched_job *j) {
     if (j) job_unref(j);
 }
 
+int sched_n_ctx(const sched *s) { return s->n_ctx; }
+
 void sched_get_stats(sched *s, sched_stats *out) {
     pthread_mutex_lock(&s->lock);
     out->active = s->active;

@@ -34,6 +34,9 @@ vkg_status srv_start(const srv_options *o, srv **out, vkg_error *err);
 int srv_port(const srv *s);
 /* m stays the caller's; free it after srv_stop. */
 vkg_status srv_set_model(srv *s, vkg_model *m, vkg_error *err);
+/* After srv_set_model: positions of each slot's cache (--ctx-size, else the model's context or
+ * the most the device holds). */
+int srv_n_ctx(const srv *s);
 /* After srv_set_model: NULL when chat completions are served, else why not (no template). */
 const char *srv_chat_unavailable(const srv *s);
 void srv_stop(srv *s); /* NULL is fine */

@@ -1,0 +1,24 @@
+/* The KV cache of a context whose caller leaves its size to the model (n_ctx 0): the model's
+ * whole context where the device takes it, else the largest half, quarter, ... of it that it
+ * does.  Llama 3.2 is trained for 131072 positions: a cache of that length is 512 MiB a layer,
+ * more than most devices bind at once (lavapipe 128 MiB) and, over 16 layers and a few
+ * sequences, more than most have; refusing to open it would leave every user to find
+ * --ctx by trial, as this does for them. */
+#ifndef VKG_MODELS_CONTEXT_FIT_H
+#define VKG_MODELS_CONTEXT_FIT_H
+
+#include "vkgraph.h"
+
+/* The fewest positions halving goes down to before it gives up. */
+#define VKG_FIT_MIN_CTX 256
+
+/* Makes the context with a cache of n_ctx positions; VKG_OK or the reason it failed. */
+typedef vkg_status (*vkg_fit_make)(void *arg, int n_ctx, vkg_error *err);
+
+/* make(arg, model_ctx); while that fails for want of room (an operand past the device's largest
+ * binding, device or host memory short) and the cache holds more than VKG_FIT_MIN_CTX and `least`
+ * positions (the longest feed the context is made for), make(arg, half of it).  The last
+ * failure's message, naming the sizes tried, when none fits. */
+vkg_status vkg_fit_context(int model_ctx, int least, vkg_fit_make make, void *arg, vkg_error *err);
+
+#endif

@@ -1,0 +1,188 @@
+/* Contexts whose length is left to the model (n_ctx 0) on a model trained for more positions than
+ * a device holds, as Llama 3.2's 131072 are: a random Llama of 1048576 positions, whose KV cache
+ * (2 x 2 heads x 16 floats a position and layer) is 256 MiB a layer against the 128 MiB one
+ * binding spans.  The context and the batch context take the largest half, quarter, ... that
+ * fits, and compute what a context of a few positions computes; asked for the whole length, they
+ * refuse it, saying why.  On the CPU and on Vulkan. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "support/test_util.h"
+#include "vkgraph_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { POSITIONS = 1 << 20, SHORT = 64, N_PROMPT = 5 };
+
+static const int32_t prompt[N_PROMPT] = {3, 14, 15, 92, 6};
+
+typedef struct fixture {
+    vkg_device *dev;
+    vkg_model *model;
+    char *dir;
+    int cpu;
+    int V;
+} fixture;
+
+static void check(vkg_status st, const vkg_error *err) {
+    if (st != VKG_OK) fail_msg("%s", err->message);
+}
+
+static int setup(void **state, const char *device) {
+    fixture *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    f->cpu = strcmp(device, "cpu") == 0;
+    vkg_device_options o = {.cpu_threads = 2, .quiet = 1, .validation = !f->cpu};
+    vkg_error err = {0};
+    if (vkg_device_open(device, &o, &f->dev, &err) != VKG_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", device, err.message);
+        free(f);
+        return -1;
+    }
+    f->dir = test_tmpdir("context_fit");
+    vkg_random_model_options ro;
+    vkg_random_model_options_default(&ro); /* llama-tiny: 2 layers, 4 heads over 2 of 16 */
+    ro.n_positions = POSITIONS;
+    vkg_model_info info;
+    if (vkg_random_model_write(f->dir, &ro, &err) != VKG_OK ||
+        vkg_model_open(f->dir, f->dev, NULL, &f->model, &err) != VKG_OK ||
+        vkg_model_get_info(f->model, &info, &err) != VKG_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        return -1;
+    }
+    if (info.n_ctx != POSITIONS || info.n_kv_head != 2 || info.head_dim != 16) {
+        fprintf(stderr, "the model has %d positions, %d KV heads of %d\n", info.n_ctx, info.n_kv_head, info.head_dim);
+        return -1;
+    }
+    f->V = info.n_vocab;
+    *state = f;
+    return 0;
+}
+
+static int setup_cpu(void **state) { return setup(state, "cpu"); }
+static int setup_vulkan(void **state) { return setup(state, "vulkan"); }
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    vkg_model_free(f->model);
+    test_remove_tree(f->dir);
+    free(f->dir);
+    if (f->cpu || vkg_device_validation_errors(f->dev) == 0) {
+        vkg_device_free(f->dev);
+        free(f);
+        return 0;
+    }
+    fprintf(stderr, "Vulkan validation reported %llu messages\n", (unsigned long long)vkg_device_validation_errors(f->dev));
+    vkg_device_free(f->dev);
+    free(f);
+    return -1;
+}
+
+/* The largest half, quarter, ... of the model's positions: a power of two here, below it. */
+static void assert_halved(int n_ctx) {
+    assert_true(n_ctx >= 256 && n_ctx < POSITIONS);
+    assert_int_equal(POSITIONS % n_ctx, 0);
+    assert_int_equal(n_ctx & (n_ctx - 1), 0);
+}
+
+/* The logits after the prompt, then after one more token, in a context of n_ctx positions
+ * (0: left to the model); *size gets the context's length. */
+static float *run_context(fixture *f, int n_ctx, int *size) {
+    vkg_context_options o;
+    vkg_context_options_default(&o);
+    o.n_ctx = n_ctx;
+    vkg_context *ctx = NULL;
+    vkg_error err = {0};
+    check(vkg_context_new(f->model, &o, &ctx, &err), &err);
+    *size = vkg_context_size(ctx);
+    float *logits = malloc(2 * (size_t)f->V * sizeof *logits);
+    assert_non_null(logits);
+    check(vkg_context_prefill(ctx, prompt, N_PROMPT, &err), &err);
+    check(vkg_context_get_logits(ctx, logits, (size_t)f->V, &err), &err);
+    check(vkg_context_decode(ctx, 7, &err), &err);
+    check(vkg_context_get_logits(ctx, logits + f->V, (size_t)f->V, &err), &err);
+    vkg_context_free(ctx);
+    return logits;
+}
+
+static void test_context_takes_what_fits(void **state) {
+    fixture *f = *state;
+    int fitted = 0, short_len = 0;
+    float *got = run_context(f, 0, &fitted), *want = run_context(f, SHORT, &short_len);
+    assert_int_equal(short_len, SHORT);
+    assert_halved(fitted);
+    /* The CPU's only limit here is the binding: 2 x 2 x 16 x 4 bytes a position, 128 MiB. */
+    if (f->cpu) assert_int_equal(fitted, 1 << 19);
+    /* The cache's length changes where its rows lie, not what is computed over them. */
+    if (f->cpu) assert_memory_equal(got, want, 2 * (size_t)f->V * sizeof *got);
+    else assert_true(test_nmse(got, want, 2 * (size_t)f->V) < 1e-10);
+    free(got);
+    free(want);
+}
+
+static void test_context_asked_for_all_refused(void **state) {
+    fixture *f = *state;
+    vkg_context_options o;
+    vkg_context_options_default(&o);
+    o.n_ctx = POSITIONS;
+    vkg_context *ctx = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_context_new(f->model, &o, &ctx, &err), VKG_ERR_UNSUPPORTED);
+    assert_null(ctx);
+    assert_non_null(strstr(err.message, f->cpu ? "more than the largest binding" : "kv_cache"));
+}
+
+static void test_batch_takes_what_fits(void **state) {
+    fixture *f = *state;
+    vkg_batch_options o;
+    vkg_batch_options_default(&o);
+    o.n_seq = 4;
+    vkg_batch_context *b = NULL;
+    vkg_error err = {0};
+    check(vkg_batch_context_new(f->model, &o, &b, &err), &err);
+    const int fitted = vkg_batch_n_ctx(b);
+    assert_halved(fitted);
+    /* Sequence 2 runs the prompt and one more token as the short context does. */
+    int short_len = 0;
+    float *want = run_context(f, SHORT, &short_len), *got = malloc((size_t)f->V * sizeof *got);
+    assert_non_null(got);
+    check(vkg_batch_add(b, 2, prompt, N_PROMPT, &err), &err);
+    check(vkg_batch_step(b, &err), &err);
+    check(vkg_batch_get_logits(b, 2, got, (size_t)f->V, &err), &err);
+    if (f->cpu) assert_memory_equal(got, want, (size_t)f->V * sizeof *got);
+    else assert_true(test_nmse(got, want, (size_t)f->V) < 1e-10);
+    const int32_t next = 7;
+    check(vkg_batch_add(b, 2, &next, 1, &err), &err);
+    check(vkg_batch_step(b, &err), &err);
+    check(vkg_batch_get_logits(b, 2, got, (size_t)f->V, &err), &err);
+    if (f->cpu) assert_memory_equal(got, want + f->V, (size_t)f->V * sizeof *got);
+    else assert_true(test_nmse(got, want + f->V, (size_t)f->V) < 1e-10);
+    free(got);
+    free(want);
+    vkg_batch_context_free(b);
+
+    o.n_ctx = POSITIONS;
+    assert_int_not_equal(vkg_batch_context_new(f->model, &o, &b, &err), VKG_OK);
+    assert_null(b);
+}
+
+int main(void) {
+    const struct CMUnitTest cpu[] = {
+        cmocka_unit_test(test_context_takes_what_fits),
+        cmocka_unit_test(test_context_asked_for_all_refused),
+        cmocka_unit_test(test_batch_takes_what_fits),
+    };
+    const struct CMUnitTest vulkan[] = {
+        cmocka_unit_test(test_context_takes_what_fits),
+        cmocka_unit_test(test_context_asked_for_all_refused),
+        cmocka_unit_test(test_batch_takes_what_fits),
+    };
+    int failed = cmocka_run_group_tests_name("cpu", cpu, setup_cpu, teardown);
+    failed += cmocka_run_group_tests_name("vulkan", vulkan, setup_vulkan, teardown);
+    return failed;
+}
