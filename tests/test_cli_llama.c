@@ -50,6 +50,31 @@ static void test_dump_layers(void **state) {
     result_free(&r);
 }
 
+/* dump --decode --plan over a context longer than one binding holds (2^20 positions of llama-tiny:
+ * 256 MiB of cache a layer against 128 MiB) takes the largest half that fits and says so; a
+ * --ctx that does not fit is refused with the reason, and --ctx without --decode by name. */
+static void test_dump_long_context(void **state) {
+    (void)state;
+    need_binary();
+    const char *dir = in_tmp("llama-long");
+    result r = VKG("random", dir, "--shape", "llama-tiny", "--ctx", "1048576", "--force");
+    expect_ok(&r, "random --ctx 1048576");
+    result_free(&r);
+    r = VKG("dump", "-m", dir, "--decode", "--plan");
+    expect_ok(&r, "dump --decode --plan");
+    assert_non_null(strstr(r.err, "note: a KV cache of 524288 positions: the model's 1048576 do not fit"));
+    assert_non_null(strstr(r.out, "[2, 2, 524288, 16]"));
+    result_free(&r);
+    r = VKG("dump", "-m", dir, "--decode", "--plan", "--ctx", "1024");
+    expect_ok(&r, "dump --decode --plan --ctx 1024");
+    assert_null(strstr(r.err, "note:"));
+    assert_non_null(strstr(r.out, "[2, 2, 1024, 16]"));
+    result_free(&r);
+    expect_fail(VKG("dump", "-m", dir, "--decode", "--plan", "--ctx", "1048576"), "dump",
+                "more than the largest binding");
+    expect_fail(VKG("dump", "-m", dir, "--plan", "--ctx", "1024"), "dump", "--ctx needs --decode");
+}
+
 /* --group-by layer sums each layer's steps under "layer N"; the step table's node column holds
  * the long module names whole, the shape column aligned after it. */
 static void test_profile_layers(void **state) {
@@ -142,6 +167,7 @@ int main(void) {
         cmocka_unit_test(test_dump_layers),     cmocka_unit_test(test_profile_layers),
         cmocka_unit_test(test_compare),         cmocka_unit_test(test_attention_note),
         cmocka_unit_test(test_bench_random),    cmocka_unit_test(test_lesson_refuses),
+        cmocka_unit_test(test_dump_long_context),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,12 +9,15 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: vkgraph dump (--example block [--batch B] [--seq T] [--causal]\n"
-               "                    | -m DIR [--seq T | --decode] [--layers A:B])\n"
+               "                    | -m DIR [--seq T | --decode [--ctx N]] [--layers A:B])\n"
                "                    [--plan] [--format text|dot|json] [--no-fuse] [--no-inplace] [--device D]\n"
                "  --example block  the lesson's transformer block (d_model 64, 4 heads, d_ff 256) over an\n"
                "                   input [B, T, 64] (default [2, 10, 64])\n"
                "  -m DIR           a model folder: its forward pass over --seq tokens (default 10); with\n"
                "                   --decode, the one-token decode step over a KV cache of the context\n"
+               "  --ctx N          that cache's positions (default: the model's context; with --plan,\n"
+               "                   where no binding holds a cache that long, the largest half, quarter,\n"
+               "                   ... that one does, as a context left to the model takes)\n"
                "  --layers A:B     only layers A to B-1 (indices from 0, as --layer takes them; A:, :B and\n"
                "                   A alone work too), with the embedding when A is 0 and the head when B\n"
                "                   is the layer count\n"
@@ -51,7 +54,7 @@ static int parse_layers(const char *text, int n, vkg_dump_layers *out) {
 int cmd_dump(int argc, char **argv) {
     const char *example = NULL, *format = "text", *device = NULL, *model_dir = NULL, *layers = NULL;
     int plan = 0, causal = 0, decode = 0, seq_given = 0, batch_given = 0;
-    long batch = 2, seq = 10;
+    long batch = 2, seq = 10, ctx = 0;
     vkg_compile_options opts;
     vkg_compile_options_default(&opts);
     for (int i = 1; i < argc; i++) {
@@ -67,7 +70,10 @@ int cmd_dump(int argc, char **argv) {
         else if (!strcmp(a, "--causal")) causal = 1;
         else if (!strcmp(a, "--no-fuse")) opts.fuse = 0;
         else if (!strcmp(a, "--no-inplace")) opts.in_place = 0;
-        else if (!strcmp(a, "--batch") || !strcmp(a, "--seq")) {
+        else if (!strcmp(a, "--ctx")) {
+            const char *v = cli_value("dump", argc, argv, &i);
+            if (!v || cli_int("dump", a, v, 1, 1L << 30, &ctx)) return 1;
+        } else if (!strcmp(a, "--batch") || !strcmp(a, "--seq")) {
             const char *v = cli_value("dump", argc, argv, &i);
             if (!v || cli_int("dump", a, v, 1, 1 << 16, !strcmp(a, "--batch") ? &batch : &seq)) return 1;
             *(!strcmp(a, "--batch") ? &batch_given : &seq_given) = 1;
@@ -93,6 +99,7 @@ int cmd_dump(int argc, char **argv) {
         return cli_fail("dump", "%s is for --example block: a model runs one sequence, always causal",
                         batch_given ? "--batch" : "--causal");
     if (decode && seq_given) return cli_fail("dump", "--seq and --decode together: the decode step takes one token");
+    if (ctx && !decode) return cli_fail("dump", "--ctx needs --decode: a forward pass has no KV cache");
 
     int rc = 1;
     vkg_error err = {0};
@@ -103,18 +110,22 @@ int cmd_dump(int argc, char **argv) {
     vkg_plan *p = NULL;
     vkg_device *dev = NULL;
     vkg_dump_layers range = VKG_DUMP_ALL_LAYERS;
+    vkg_model_graph_options o;
+    vkg_model_graph_options_default(&o, decode ? 1 : (int)seq);
+    vkg_model_info info = {0};
     if (model_dir) {
-        vkg_model_graph_options o;
-        vkg_model_graph_options_default(&o, decode ? 1 : (int)seq);
         vkg_model_options mo;
         vkg_model_options_default(&mo);
         mo.no_tokenizer = 1; /* a graph of ids */
-        vkg_model_info info;
         if (vkg_model_open(model_dir, NULL, &mo, &model, &err) != VKG_OK || vkg_model_get_info(model, &info, &err) != VKG_OK) {
             vkg_model_free(model);
             return cli_fail("dump", "%s", err.message);
         }
-        if (decode) o.n_ctx = info.n_ctx;
+        if (ctx > info.n_ctx) {
+            vkg_model_free(model);
+            return cli_fail("dump", "--ctx %ld: the model's context holds %d positions", ctx, info.n_ctx);
+        }
+        if (decode) o.n_ctx = ctx ? (int)ctx : info.n_ctx;
         if (vkg_model_build_graph(model, &o, &g, &err) != VKG_OK) {
             vkg_model_free(model);
             return cli_fail("dump", "%s", err.message);
@@ -141,8 +152,24 @@ int cmd_dump(int argc, char **argv) {
         rc = 1;
     } else {
         if (dev) vkg_device_compile_options(dev, &opts);
-        if (vkg_plan_compile(g, &opts, &p, &err) != VKG_OK) cli_fail("dump", "%s", err.message);
-        else rc = vkg_plan_dump_layers(p, stdout, fmt, range) != VKG_OK;
+        vkg_status st = vkg_plan_compile(g, &opts, &p, &err);
+        /* A cache of the model's whole context that no binding holds: the largest half, quarter,
+         * ... that one does, as a context left to the model takes (vkg_context_options). */
+        while (st == VKG_ERR_UNSUPPORTED && decode && !ctx && o.n_ctx > 256) {
+            vkg_graph_free(g);
+            g = NULL;
+            o.n_ctx = o.n_ctx / 2 > 256 ? o.n_ctx / 2 : 256;
+            st = vkg_model_build_graph(model, &o, &g, &err);
+            if (st == VKG_OK) st = vkg_plan_compile(g, &opts, &p, &err);
+        }
+        if (st != VKG_OK) {
+            cli_fail("dump", "%s", err.message);
+        } else {
+            if (decode && !ctx && o.n_ctx < info.n_ctx)
+                fprintf(stderr, "vkgraph dump: note: a KV cache of %d positions: the model's %d do not fit %s (--ctx "
+                        "N sets it)\n", o.n_ctx, info.n_ctx, dev ? vkg_device_name(dev) : "the portable limits");
+            rc = vkg_plan_dump_layers(p, stdout, fmt, range) != VKG_OK;
+        }
     }
     vkg_plan_free(p);
     cli_close_device("dump", dev);
