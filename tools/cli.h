@@ -44,8 +44,8 @@ int cli_device_options_from_env(const char *cmd, vkg_device_options *o);
  * printing errors.  With --profile, every session on it records the time of each step. */
 int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device **dev);
 /* When a context the model's length was asked for came out shorter (the device holds no cache
- * that long: vkg_context_options' n_ctx 0), says so on stderr, with `hint` (the option that sets
- * the length) in brackets. */
+ * that long: vkg_context_options' n_ctx 0), says so on stderr, with `hint` in brackets (the
+ * option that sets the length, or what the shorter cache means). */
 void cli_note_context(const char *cmd, int n_ctx, int model_ctx, const char *hint, const vkg_device *dev);
 /* Frees a device opened by cli_open_device; with --profile, first prints its profile to stderr
  * and writes the Chrome trace (--trace FILE, default vkgraph-trace.json). */
