@@ -306,3 +306,7 @@ void cli_note_context(const char *cmd, int n_ctx, int model_ctx, const char *hin
         fprintf(stderr, "vkgraph %s: note: a KV cache of %d positions: the model's %d do not fit %s (%s)\n", cmd,
                 n_ctx, model_ctx, vkg_device_name(dev), hint);
 }
+
+const char *cli_memory_hint(vkg_status st, const char *hint) {
+    return st == VKG_ERR_OUT_OF_DEVICE_MEMORY || st == VKG_ERR_OUT_OF_MEMORY ? hint : "";
+}

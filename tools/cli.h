@@ -47,6 +47,8 @@ int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device *
  * that long: vkg_context_options' n_ctx 0), says so on stderr, with `hint` in brackets (the
  * option that sets the length, or what the shorter cache means). */
 void cli_note_context(const char *cmd, int n_ctx, int model_ctx, const char *hint, const vkg_device *dev);
+/* `hint` where st says memory ran short (a shorter KV cache may fit), else "". */
+const char *cli_memory_hint(vkg_status st, const char *hint);
 /* Frees a device opened by cli_open_device; with --profile, first prints its profile to stderr
  * and writes the Chrome trace (--trace FILE, default vkgraph-trace.json). */
 void cli_close_device(const char *cmd, vkg_device *dev);

@@ -46,7 +46,7 @@ static void usage(FILE *f) {
             "  --system TEXT       the system message, first in every rendering\n"
             "  --ctx N             positions of the KV cache (default: the model's context, or\n"
             "                      generation_config.json's max_length when smaller; where the device\n"
-            "                      holds no cache that long, the largest half, quarter, ... it does)\n"
+            "                      cannot bind a cache that long, the largest half, quarter, ... it can)\n"
             "  --device D          cpu, vulkan, vulkan:N (default: the best Vulkan device, else the CPU)\n"
             "  --threads N         CPU executor threads (default: every core)\n"
             "  --dtype D           the weight matrices in memory: f32, f16 or bf16 (default: as stored)\n");
@@ -184,7 +184,9 @@ static int start(chat_run *r) {
     vkg_context_options co;
     vkg_context_options_default(&co);
     co.n_ctx = n_ctx == c->info.n_ctx ? 0 : n_ctx; /* 0: the model's, or the most this device holds */
-    if (vkg_context_new(c->model, &co, &r->ctx, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
+    vkg_status st = vkg_context_new(c->model, &co, &r->ctx, &err);
+    if (st != VKG_OK)
+        return cli_fail(CMD, "%s%s", err.message, cli_memory_hint(st, " (--ctx N sets a shorter KV cache)"));
     cli_note_context(CMD, vkg_context_size(r->ctx), c->info.n_ctx, "--ctx N sets it", c->dev);
     n_ctx = vkg_context_size(r->ctx);
     vkg_model_generate_defaults(c->model, &r->go);

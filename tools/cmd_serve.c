@@ -35,8 +35,8 @@ static void usage(FILE *f) {
             "  --parallel N      slots: sequences generated at once (default 1)\n"
             "  --queue N         requests that may wait for a slot (default 64)\n"
             "  --ctx-size N      positions of each slot's KV cache (default: the model's context, or\n"
-            "                    where the device holds no N slots that long, the largest half,\n"
-            "                    quarter, ... of it that it does; stderr says so)\n"
+            "                    where the device cannot bind N slots that long, the largest half,\n"
+            "                    quarter, ... of it that it can; stderr says so)\n"
             "  --prefill-chunk N prompt tokens run a step, over every new prompt (default %d; 0: each\n"
             "                    prompt whole): the streams decoding meanwhile wait for one chunk a step\n"
             "  --timeout S       close a connection idle for S seconds (default 30): a slow or stalled\n"
@@ -154,13 +154,15 @@ int cmd_serve(int argc, char **argv) {
     vkg_device *dev = NULL;
     vkg_model *m = NULL;
     int n_ctx_model = 0, rc = 0;
+    vkg_status st = VKG_OK;
     if (cli_open_device(CMD, device, (int)threads, &dev) || cli_check_threads(CMD, threads, dev) ||
         load_model(model_dir, dev, &m, &n_ctx_model))
         rc = 1;
     else if (ctx_size > n_ctx_model)
         rc = cli_fail(CMD, "--ctx-size %ld is more than the model's context of %d positions", ctx_size, n_ctx_model);
-    else if (srv_set_model(s, m, &err) != VKG_OK)
-        rc = cli_fail(CMD, "%s", err.message);
+    else if ((st = srv_set_model(s, m, &err)) != VKG_OK)
+        rc = cli_fail(CMD, "%s%s", err.message,
+                      cli_memory_hint(st, " (--ctx-size N sets shorter KV caches; --parallel N fewer of them)"));
     if (rc == 0) {
         if (!ctx_size) cli_note_context(CMD, srv_n_ctx(s), n_ctx_model, "--ctx-size N sets it", dev);
         fprintf(stderr, "vkgraph %s: ready: %ld slot%s of %d positions on %s\n", CMD, parallel, parallel == 1 ? "" : "s",
