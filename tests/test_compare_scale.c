@@ -233,16 +233,16 @@ static int count_steps(const vkg_plan *p, const char *prefix) {
 /* One batched decode step of 8 sequences of the open 2-layer model over caches of `cache`
  * positions: sequence r holds the first N - 1 - r k ids (k the spread `compare --batch 8` takes
  * for a prompt of N), so the rows sit at positions N - 1 down to `last`, each attending to its own
- * slot alone; every step agrees, and each layer has one cache write and one attention step for all
- * the rows. */
-static void batched_decode_8(int N, int cache, int last, const char *what) {
+ * slot alone; every step agrees, and each layer has one cache write (`write`: its label, the
+ * Llama family's is the rotation's own step) and one attention step for all the rows. */
+static void batched_decode_8(int N, int cache, int last, const char *what, const char *write) {
     enum { ROWS = 8 };
     int lengths[ROWS];
     for (int r = 0; r < ROWS; r++) lengths[r] = N - 1 - r * ((N - 2) / (ROWS - 1));
     assert_int_equal(lengths[ROWS - 1], last);
     decode_compare d;
     decode_compare_setup(&d, model, gpu, cpu, ids, lengths, ROWS, cache);
-    assert_int_equal(expect_agreement(d.test, d.ref, vkg_plan_step_count(d.plan), what, "write_at"), 2);
+    assert_int_equal(expect_agreement(d.test, d.ref, vkg_plan_step_count(d.plan), what, write), 2);
     assert_int_equal(count_steps(d.plan, "attention"), 2);
     decode_compare_free(&d);
     close_model();
@@ -262,7 +262,7 @@ static void test_batched_decode_8(void **state) {
     o.seed = 8;
     if (vkg_random_gpt2_write(two, &o, &err) != VKG_OK) fail_msg("%s", err.message);
     open_model_from(two, 0);
-    batched_decode_8(1001, T_MAX, 6, "batched decode, 8 rows at 1000 down to 6");
+    batched_decode_8(1001, T_MAX, 6, "batched decode, 8 rows at 1000 down to 6", "write_at");
     assert_int_equal(test_remove_tree(two), 0);
     free(two);
 }
@@ -297,7 +297,7 @@ static void test_smollm2_forward_2048(void **state) {
 static void test_smollm2_batched_decode_8(void **state) {
     (void)state;
     open_model_from(llama_dir, 0);
-    batched_decode_8(T_LLAMA - 1, T_LLAMA, 2, "SmolLM2 batched decode, 8 rows at 2046 down to 2");
+    batched_decode_8(T_LLAMA - 1, T_LLAMA, 2, "SmolLM2 batched decode, 8 rows at 2046 down to 2", "rope+write");
 }
 
 /* The constant region of the weight named name. */

@@ -12,6 +12,7 @@
 
 #include "cpu/kernels.h"
 #include "graph/graph_build.h"
+#include "graph/plan.h"
 #include "models/layers.h"
 #include "models/rope.h"
 #include "support/test_util.h"
@@ -128,7 +129,7 @@ static void test_rope_far_positions(void **state) {
             vkg_rope_params p = {.T = 1, .D = (uint32_t)D, .batch0 = 1, .batch1 = 1, .x_offset = (uint32_t)(r * 3 * D + D),
                                  .x_stride_t = (uint32_t)(3 * D), .x_stride_d = 1, .positions = P, .dyn_index = 0,
                                  .out_offset = (uint32_t)(r * D), .rotated = 1};
-            vkg_cpu_rope(&p, x, table, out, &index, NULL, 0, 1);
+            vkg_cpu_rope(&p, x, table, out, &index, NULL, NULL, 0, 1);
             double want[128], size = 0;
             ref_rotate(x + r * 3 * D + D, 1, D, (double)pos[r], inv, want);
             for (int i = 0; i < D; i++) size = fmax(size, fabs(want[i]));
@@ -142,13 +143,13 @@ static void test_rope_far_positions(void **state) {
         const vkg_rope_params pr = {.T = ROWS, .D = (uint32_t)D, .batch0 = 1, .batch1 = 1, .x_offset = (uint32_t)D,
                                     .x_stride_t = (uint32_t)(3 * D), .x_stride_d = 1, .positions = P,
                                     .dyn_index = VKG_NO_INDEX, .rotated = 1, .row_positions = 1};
-        vkg_cpu_rope(&pr, x, table, rows_out, NULL, pos, 0, ROWS);
+        vkg_cpu_rope(&pr, x, table, rows_out, NULL, pos, NULL, 0, ROWS);
         assert_memory_equal(rows_out, out, (size_t)ROWS * D * sizeof *out);
         /* the row past the table: NaN, nothing read outside it */
         const int32_t past = P;
         vkg_rope_params p = {.T = 1, .D = (uint32_t)D, .batch0 = 1, .batch1 = 1, .x_stride_t = (uint32_t)D, .x_stride_d = 1,
                              .positions = P, .dyn_index = 0, .rotated = 1};
-        vkg_cpu_rope(&p, x, table, out, &past, NULL, 0, 1);
+        vkg_cpu_rope(&p, x, table, out, &past, NULL, NULL, 0, 1);
         for (int i = 0; i < D; i++) assert_true(isnan(out[i]));
         free(table);
     }
@@ -171,8 +172,8 @@ static void test_rope_in_place_batches(void **state) {
     vkg_rope_params p = {.T = T, .D = D, .batch0 = B0, .batch1 = B1, .x_stride_t = D, .x_stride_d = 1,
                          .x_stride_b1 = T * D, .x_stride_b0 = B1 * T * D, .positions = P, .pos_offset = 4, .dyn_index = 0,
                          .rotated = 2};
-    vkg_cpu_rope(&p, x, table, x, &index, NULL, 0, 7);
-    vkg_cpu_rope(&p, x, table, x, &index, NULL, 7, B0 * B1 * T); /* cut anywhere */
+    vkg_cpu_rope(&p, x, table, x, &index, NULL, NULL, 0, 7);
+    vkg_cpu_rope(&p, x, table, x, &index, NULL, NULL, 7, B0 * B1 * T); /* cut anywhere */
     for (int r = 0; r < B0 * B1 * T; r++) {
         double want[D];
         if (r / T % B1 == 2) {
@@ -461,6 +462,69 @@ static void test_rope_index_refused(void **state) {
     vkg_device_free(dev);
 }
 
+/* The keys and values a rope step rotates go into the KV cache from that step ("rope+write": no
+ * write step of their own), into slot 1 of 2 at the runtime position, the rest of the cache kept,
+ * on the CPU and on Vulkan; a position that would put a row past the cache is refused before the
+ * run on the CPU (the Vulkan executor trusts its indices, as for every write). */
+static void rope_writes_the_cache(const char *device) {
+    enum { T = 3, H = 4, HKV = 2, B1 = H + 2 * HKV, D = 4, S = 8, P = 16, CACHE = 4 * HKV * S * D };
+    vkg_device *dev = strcmp(device, "cpu") ? vk_test_open() : test_open_cpu();
+    assert_non_null(dev);
+    vkg_error err;
+    static float table[P * D], x_data[T * B1 * D], before[CACHE], cache[CACHE], heads[B1 * T * D];
+    fill(table, P * D, 1);
+    fill(x_data, T * B1 * D, 2);
+    fill(before, CACHE, 3);
+    vkg_graph *g = vkg_graph_new();
+    vkg_tensor x = vkg_input(g, "x", VKG_F32, 2, (int64_t[]){T, B1 * D});
+    x = vkg_permute(g, vkg_reshape(g, x, 3, (int64_t[]){T, B1, D}), (const int[]){1, 0, 2});
+    vkg_tensor pos = vkg_index(g, "pos");
+    vkg_tensor table_t = vkg_constant(g, "cos_sin", VKG_F32, 2, (int64_t[]){P, D}, table);
+    vkg_tensor y = vkg_rope_heads(g, x, table_t, 0, pos, VKG_NONE, H + HKV);
+    vkg_tensor kv = vkg_reshape(g, vkg_slice(g, y, 0, H, 2 * HKV), 4, (int64_t[]){2, HKV, T, D});
+    vkg_tensor state = vkg_state(g, "cache", 4, (int64_t[]){4, HKV, S, D});
+    vkg_tensor written = vkg_write_at_block(g, state, kv, 2, 0, pos, 0, 2);
+    assert_int_equal(vkg_output(g, "heads", y), VKG_OK);
+    assert_int_equal(vkg_output(g, "cache_after", vkg_copy(g, written)), VKG_OK);
+    vkg_plan *p = NULL;
+    vkg_session *s = test_session_for(dev, g, &p);
+    int fused = 0;
+    for (int i = 0; i < vkg_plan_step_count(p); i++) {
+        fused += !strcmp(p->steps[i].label, "rope+write");
+        assert_string_not_equal(p->steps[i].label, "write_at");
+    }
+    assert_int_equal(fused, 1);
+    assert_int_equal(vkg_session_set_input(s, vkg_find(g, "x"), x_data, sizeof x_data, &err), VKG_OK);
+    assert_int_equal(vkg_session_set_state(s, state, before, sizeof before, &err), VKG_OK);
+    assert_int_equal(vkg_session_set_index(s, pos, 2, &err), VKG_OK);
+    if (vkg_session_run(s, &err) != VKG_OK) fail_msg("%s", err.message);
+    assert_int_equal(vkg_session_get_output(s, y, heads, sizeof heads, &err), VKG_OK);
+    assert_int_equal(vkg_session_get_output(s, vkg_find(g, "cache_after"), cache, sizeof cache, &err), VKG_OK);
+    for (int plane = 0; plane < 4; plane++)
+        for (int h = 0; h < HKV; h++)
+            for (int r = 0; r < S; r++)
+                for (int i = 0; i < D; i++) {
+                    const size_t at = (((size_t)plane * HKV + h) * S + r) * D + i;
+                    const int row = r - 2; /* the run's rows at positions 2, 3, 4 */
+                    const float want = plane >= 2 && row >= 0 && row < T
+                                           ? heads[((size_t)(H + (plane - 2) * HKV + h) * T + row) * D + i]
+                                           : before[at];
+                    if (cache[at] != want) fail_msg("cache [%d, %d, %d, %d]: %g, want %g", plane, h, r, i, cache[at], want);
+                }
+    if (!strcmp(device, "cpu")) {
+        assert_int_equal(vkg_session_set_index(s, pos, S - T + 1, &err), VKG_OK);
+        assert_int_equal(vkg_session_run(s, &err), VKG_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(err.message, "rope+write"));
+    }
+    vkg_session_free(s);
+    vkg_plan_free(p);
+    vkg_graph_free(g);
+    if (strcmp(device, "cpu")) vk_test_close(dev);
+    else vkg_device_free(dev);
+}
+static void test_rope_writes_the_cache_cpu(void **state) { (void)state; rope_writes_the_cache("cpu"); }
+static void test_rope_writes_the_cache_vulkan(void **state) { (void)state; rope_writes_the_cache("vulkan"); }
+
 /* ---- the attention layer: rope, grouped heads, a window, a KV cache ------------------------- */
 
 enum { LH = 6, LHKV = 2, LD = 8, LT = 5, LS = 16, LRUNS = 2, LWIN = 6 };
@@ -555,6 +619,7 @@ int main(void) {
         cmocka_unit_test(test_attention_gqa_window), cmocka_unit_test(test_builder_refusals),
         cmocka_unit_test(test_rope_index_refused),   cmocka_unit_test(test_layer_cpu),
         cmocka_unit_test(test_layer_vulkan),
+        cmocka_unit_test(test_rope_writes_the_cache_cpu), cmocka_unit_test(test_rope_writes_the_cache_vulkan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,8 +11,14 @@
  * read outside the table).  Rows with b1 >= rotated are copied as they are: the values that share
  * a projection with the queries and keys pass through the one step that rotates those.
  * x is read through strides; out is contiguous [b0, b1, T, D].
+ * With cache_heads > 0 (and batch0 1), rows with b1 >= cache_first (the keys and values of a
+ * q/k/v projection) are also stored in a KV cache: row (b1, t), j = b1 - cache_first split as
+ * j = g cache_heads + a, at cache_offset + g cache_stride_g + a cache_stride_a + t cache_stride_t
+ * (+ indices[cache_index] cache_dyn_stride, or with cache_rows indices[cache_index + t]: each row
+ * its own position, the rows of a batch's decode step), so that the cache write costs no step of
+ * its own.
  * Each output pair is written by the invocation that read its two inputs: in place is safe.
- * Bindings: 0 x, 1 table, 2 out, 3 runtime indices (i32), 4 row positions (i32). */
+ * Bindings: 0 x, 1 table, 2 out, 3 runtime indices (i32), 4 row positions (i32), 5 the cache. */
 #ifndef VKG_PARAMS_ROPE_H
 #define VKG_PARAMS_ROPE_H
 #include "common.h"
@@ -27,6 +33,12 @@ VKG_PARAMS_BEGIN(vkg_rope_params)
     vkg_u32 rotated;                    /* rows with b1 below this are rotated, the rest copied */
     vkg_u32 row_positions;              /* 1: row t at positions[positions_offset + t]       */
     vkg_u32 positions_offset;
+    vkg_u32 cache_first;                /* rows with b1 from this also go to the cache        */
+    vkg_u32 cache_heads;                /* b1 - cache_first = g cache_heads + a; 0: no cache   */
+    vkg_u32 cache_offset, cache_stride_g, cache_stride_a, cache_stride_t;
+    vkg_u32 cache_index;                /* runtime index moving the rows, or VKG_NO_INDEX      */
+    vkg_u32 cache_dyn_stride;           /* elements the cache moves per unit of that index    */
+    vkg_u32 cache_rows;                 /* 1: row t at indices[cache_index + t]                */
 VKG_PARAMS_END(vkg_rope_params)
 
 #endif

@@ -545,6 +545,33 @@ static void kv_cache_write_rows(conf_build *b, const int64_t *d) {
     projection_kv(b, R, d[1], d[3], 2 * (R + 1), d[2], &kv, &cache);
     conf_output(b, vkg_copy(b->g, vkg_write_rows(b->g, cache, kv, row_positions(b, R, d[2]), (int)R)));
 }
+/* A q/k/v projection's heads rotated, d = {Hkv, G, T, Dh} ([T, (G + 2) Hkv Dh] viewed [(G + 2) Hkv,
+ * T, Dh], the values copied), with the keys and values written into a KV cache by the rotation's
+ * own step (rope+write, params/rope.h): into slot 1 of 2 [4, Hkv, T + 5, Dh] at a runtime position
+ * (a prompt or a decode step); with rows, d = {Hkv, G, S, Dh} and 5 rows (a batch's decode step),
+ * each rotated at a position of its own and written into its slot of a cache of 6 [12, Hkv, S, Dh]
+ * at its own index.  The rotation and the cache are both compared. */
+static void rope_into_cache(conf_build *b, const int64_t *d, int rows) {
+    const int64_t Hkv = d[0], H = d[0] * d[1], T = rows ? 5 : d[2], Dh = d[3], Sk = rows ? d[2] : d[2] + 5;
+    vkg_tensor x = rope_heads(b, S(T, H + 2 * Hkv, Dh)), table = conf_constant(b, 2, S(Sk, Dh), CONF_FILL_NORMAL);
+    vkg_tensor cache = conf_state(b, 4, S(rows ? 12 : 4, Hkv, Sk, Dh));
+    vkg_tensor heads, kv;
+    if (rows) {
+        heads = vkg_rope_heads(b->g, x, table, 0, VKG_NONE, conf_ids(b, 1, S(T), Sk, 0), H + Hkv);
+        kv = vkg_reshape(b->g, vkg_slice(b->g, heads, 0, H, 2 * Hkv), 4, S(2, Hkv, T, Dh));
+        kv = vkg_permute(b->g, kv, (const int[]){2, 0, 1, 3});
+        cache = vkg_write_rows(b->g, cache, kv, row_positions(b, T, Sk), (int)T);
+    } else {
+        const vkg_tensor pos = conf_index(b, 3);
+        heads = vkg_rope_heads(b->g, x, table, 0, pos, VKG_NONE, H + Hkv);
+        kv = vkg_reshape(b->g, vkg_slice(b->g, heads, 0, H, 2 * Hkv), 4, S(2, Hkv, T, Dh));
+        cache = vkg_write_at_block(b->g, cache, kv, 2, 0, pos, 0, 2);
+    }
+    conf_output(b, heads);
+    conf_output(b, vkg_copy(b->g, cache));
+}
+static void rope_cache(conf_build *b, const int64_t *d) { rope_into_cache(b, d, 0); }
+static void rope_cache_rows(conf_build *b, const int64_t *d) { rope_into_cache(b, d, 1); }
 /* d = {H, T, Dh}: the heads merged back, [H, T, Dh] -> [T, H Dh], as attention's output is. */
 static void merge_heads(conf_build *b, const int64_t *d) {
     vkg_tensor x = conf_input(b, 3, S(d[0], d[1], d[2]), CONF_FILL_NORMAL);
@@ -1058,6 +1085,8 @@ static const conf_case_def cases[] = {
     {"attention", "GQA, a batch's rows at their positions", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_rows, sweep_gqa_rows},
     {"attention", "GQA, a batch's rows, probs: unfused", RED, gqa_rows_unfused, sweep_gqa_rows},
     {"attention", "GQA, a batch's rows, window", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_rows_window, sweep_gqa_rows_window},
+    {"rope", "q, k, v; keys, values into the cache", EW, rope_cache, sweep_llama_gqa},
+    {"rope", "a batch's rows, each into its slot", EW, rope_cache_rows, sweep_gqa_rows},
 };
 
 int vkg_conformance_case_count(void) { return (int)(sizeof cases / sizeof cases[0]); }

@@ -46,6 +46,7 @@ typedef struct step_job {
 #define BIND_ARGS_3(b) BIND_ARGS_2(b), b[2]
 #define BIND_ARGS_4(b) BIND_ARGS_3(b), b[3]
 #define BIND_ARGS_5(b) BIND_ARGS_4(b), b[4]
+#define BIND_ARGS_6(b) BIND_ARGS_5(b), b[5]
 #define VKG_KERNEL(ENUM, name, n_bindings, units, cost, ...)                                 \
     static void name##_range(void *ctx, size_t begin, size_t end) {                          \
         const step_job *j = ctx;                                                             \
@@ -253,6 +254,10 @@ static vkg_status run_range(cpu_session *s, int first, int count, vkg_step_times
         void *const *bind = s->bind[i];
         if (step->kernel == VKG_KERNEL_UNARY && step->params.unary.dyn_index != VKG_NO_INDEX) {
             vkg_status st = vkg_cpu_check_runtime_index(p, i, bind[2], err);
+            if (st != VKG_OK) return st;
+        }
+        if (step->kernel == VKG_KERNEL_ROPE && step->params.rope.cache_index != VKG_NO_INDEX) {
+            vkg_status st = vkg_cpu_check_runtime_index(p, i, bind[3], err);
             if (st != VKG_OK) return st;
         }
         if (times) times->begin_ns[i] = vkg_clock_ns();

@@ -133,8 +133,26 @@ static int rope_uses(const vkg_rope_params *p, slot_use *u, char *why, size_t si
     /* a position outside the table's rows reads nothing (the row comes out NaN) */
     if (p->positions) use(&u[1], sat_add(p->table_offset, sat_mul(p->positions, p->D)));
     use(&u[2], sat_add(p->out_offset, sat_mul(rows, p->D)));
-    if (p->dyn_index != VKG_NO_INDEX) use(&u[3], (uint64_t)p->dyn_index + 1);
+    uint64_t indices = p->dyn_index != VKG_NO_INDEX ? (uint64_t)p->dyn_index + 1 : 0;
     if (p->row_positions) use(&u[4], sat_add(p->positions_offset, p->T));
+    if (p->cache_heads) {
+        if (p->batch0 != 1 || p->cache_first >= p->batch1)
+            return snprintf(why, size, "rope rows into the cache from head %u of %u (batch0 %u): the last heads of "
+                            "one batch entry go there", p->cache_first, p->batch1, p->batch0), -1;
+        if (p->cache_rows && p->cache_index == VKG_NO_INDEX)
+            return snprintf(why, size, "rope rows into the cache each at its own index, without an index"), -1;
+        const uint64_t n = p->batch1 - p->cache_first;
+        const uint64_t ce[4] = {(n + p->cache_heads - 1) / p->cache_heads, n < p->cache_heads ? n : p->cache_heads,
+                                p->T, p->D};
+        const uint64_t cs[4] = {p->cache_stride_g, p->cache_stride_a, p->cache_stride_t, 1};
+        /* With a runtime index the rows move; vkg_cpu_check_runtime_index checks each value. */
+        use(&u[5], reach(p->cache_offset, 4, ce, cs));
+        if (p->cache_index != VKG_NO_INDEX) {
+            const uint64_t cache = (uint64_t)p->cache_index + (p->cache_rows ? p->T : 1u);
+            if (cache > indices) indices = cache;
+        }
+    }
+    if (indices) use(&u[3], indices);
     return 0;
 }
 static int layernorm_uses(const vkg_layernorm_params *p, slot_use *u, char *why, size_t size) {
@@ -264,8 +282,34 @@ vkg_status vkg_cpu_check_plan(const vkg_plan *p, vkg_error *err) {
     return VKG_OK;
 }
 
+static vkg_status moved_outside(int step, const vkg_step *s, int64_t index, uint64_t bound, vkg_error *err) {
+    return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                         "step %d (%s): runtime index %" PRId64 " moves the write outside its output (%" PRIu64
+                         " elements); the index is out of range for it", step, s->label, index, bound);
+}
+
+/* A rope step's rows into the cache (params/rope.h): each moved by its index stays in binding 5. */
+static vkg_status rope_cache_index(int step, const vkg_step *s, const int32_t *indices, vkg_error *err) {
+    const vkg_rope_params *r = &s->params.rope;
+    if (!r->cache_heads || r->cache_index == VKG_NO_INDEX || r->cache_first >= r->batch1 || r->T == 0) return VKG_OK;
+    const uint64_t bound = s->bind[5].bytes / 4, n = r->batch1 - r->cache_first;
+    const uint64_t e[3] = {(n + r->cache_heads - 1) / r->cache_heads, n < r->cache_heads ? n : r->cache_heads, r->D};
+    const uint64_t st[3] = {r->cache_stride_g, r->cache_stride_a, 1};
+    /* One index moves every row; with cache_rows row t moves by its own. */
+    const uint32_t parts = r->cache_rows ? r->T : 1u;
+    for (uint32_t t = 0; t < parts; t++) {
+        const int64_t index = indices[r->cache_index + t];
+        const int64_t first = (int64_t)r->cache_offset + (int64_t)t * r->cache_stride_t + index * (int64_t)r->cache_dyn_stride;
+        const uint64_t last_t = r->cache_rows ? 0 : (uint64_t)(r->T - 1) * r->cache_stride_t;
+        if (first < 0 || sat_add(reach((uint64_t)first, 3, e, st), last_t) > bound)
+            return moved_outside(step, s, index, bound, err);
+    }
+    return VKG_OK;
+}
+
 vkg_status vkg_cpu_check_runtime_index(const vkg_plan *p, int step, const int32_t *indices, vkg_error *err) {
     const vkg_step *s = &p->steps[step];
+    if (s->kernel == VKG_KERNEL_ROPE) return rope_cache_index(step, s, indices, err);
     if (s->kernel != VKG_KERNEL_UNARY) return VKG_OK;
     const vkg_unary_params *u = &s->params.unary;
     if (u->dyn_index == VKG_NO_INDEX || u->out_dyn_stride == 0 || numel4(u->shape) == 0) return VKG_OK;
@@ -278,10 +322,7 @@ vkg_status vkg_cpu_check_runtime_index(const vkg_plan *p, int step, const int32_
         /* |index| < 2^31 and the stride < 2^32, so neither the product nor the sum overflows. */
         const int64_t first = (int64_t)u->out_offset + (int64_t)i0 * u->out_strides[0] + index * (int64_t)u->out_dyn_stride;
         if (first < 0 || reach4((uint64_t)first, part, u->out_strides) > bound)
-            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
-                                 "step %d (%s): runtime index %" PRId64 " moves the write outside its "
-                                 "output (%" PRIu64 " elements); the index is out of range for it",
-                                 step, s->label, index, bound);
+            return moved_outside(step, s, index, bound, err);
     }
     return VKG_OK;
 }

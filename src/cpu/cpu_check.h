@@ -12,8 +12,8 @@
 vkg_status vkg_cpu_check_plan(const vkg_plan *p, vkg_error *err);
 
 /* For a step whose output position moves with a runtime index (a unary step with
- * out_dyn_stride), checks that the index values in `indices` (the step's binding 2) keep the
- * writes inside the output binding. */
+ * out_dyn_stride, binding 2 its indices; a rope step's rows into the cache, binding 3), checks that
+ * the index values in `indices` (that binding) keep the writes inside their binding. */
 vkg_status vkg_cpu_check_runtime_index(const vkg_plan *p, int step, const int32_t *indices, vkg_error *err);
 
 #endif

@@ -151,7 +151,7 @@ void vkg_cpu_layernorm(const vkg_layernorm_params *p, const float *in, float *ou
 /* rope: units are rows (b0, b1, t), params/rope.h. */
 size_t vkg_cpu_rope_units(const vkg_rope_params *p);
 void vkg_cpu_rope(const vkg_rope_params *p, const float *x, const float *table, float *out, const int32_t *indices,
-                  const int32_t *positions, size_t row_begin, size_t row_end);
+                  const int32_t *positions, float *cache, size_t row_begin, size_t row_end);
 
 /* embedding: units are ids (one output row each).  The table holds floats, or 16-bit elements
  * with VKG_EMBEDDING_TABLE_F16 / _BF16 (widened exactly). */

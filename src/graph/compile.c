@@ -204,6 +204,7 @@ static void compiler_free(vkg_compiler *c) {
     free(c->index_max);
     free(c->steps);
     free(c->alias);
+    free(c->written_by_rope);
 }
 
 static vkg_status compiler_init(vkg_compiler *c, const vkg_graph *g, const vkg_compile_options *opts,
@@ -233,7 +234,8 @@ static vkg_status compiler_init(vkg_compiler *c, const vkg_graph *g, const vkg_c
     c->index_slot = malloc(n * sizeof *c->index_slot);
     c->index_max = malloc(n * sizeof *c->index_max);
     c->alias = malloc(n * sizeof *c->alias);
-    if (!c->keep || !c->consumers || !c->role || !c->fused_scale || !c->fused_mask || !c->fused_bias ||
+    c->written_by_rope = calloc(n, 1);
+    if (!c->written_by_rope || !c->keep || !c->consumers || !c->role || !c->fused_scale || !c->fused_mask || !c->fused_bias ||
         !c->fused_residual || !c->fused_activation || !c->fused_input || !c->fused_softmax || !c->materialize || !c->own_storage ||
         !c->placed_in || !c->placed_at || !c->view || !c->index_slot || !c->index_max || !c->alias)
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling a graph of %d nodes", c->n);

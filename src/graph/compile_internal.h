@@ -59,6 +59,7 @@ typedef struct vkg_compiler {
     vkg_sym_step *steps;
     int n_steps, cap_steps;
     vkg_tensor *alias;               /* in-place: storage shared with this node; else self  */
+    char *written_by_rope;           /* a write_at the rope step before it does (its cache rows) */
 } vkg_compiler;
 
 /* The VKG_UNARY_* code of an activation op (vkg_gelu, vkg_relu, ...); VKG_UNARY_COPY for any

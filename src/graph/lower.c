@@ -435,6 +435,11 @@ static vkg_status lower_layernorm(vkg_compiler *c, vkg_tensor t) {
     return VKG_OK;
 }
 
+typedef struct write_target write_target;
+static write_target write_target_of(vkg_compiler *c, vkg_tensor t);
+static void limit_write_index(vkg_compiler *c, vkg_tensor t);
+static void fuse_cache_write(vkg_compiler *c, vkg_tensor t, vkg_sym_step *s);
+
 /* x [.., T, D] through its view's strides (padded to [b0, b1, T, D]) into its own contiguous rows. */
 static vkg_status lower_rope(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
@@ -466,6 +471,8 @@ static vkg_status lower_rope(vkg_compiler *c, vkg_tensor t) {
         int64_t room = (int64_t)p->positions - (int64_t)p->T - p->pos_offset;
         if (room < c->index_max[n->src[2]]) c->index_max[n->src[2]] = room;
     }
+    p->cache_index = VKG_NO_INDEX;
+    fuse_cache_write(c, t, s);
     return VKG_OK;
 }
 
@@ -527,59 +534,131 @@ static vkg_status lower_concat(vkg_compiler *c, vkg_tensor t) {
     return VKG_OK;
 }
 
-/* vkg_write_rows: x [R, G, A, D] into the state's planes [0, R G) as [R, G, A, D] with a plane
- * stride of G, each r at its own index along the position axis (dyn_rows). */
-static vkg_status lower_write_rows(vkg_compiler *c, vkg_tensor t) {
+/* Where a write_at node t puts x: dst (x's shape at the state's strides and offsets), the span
+ * every value of its index can reach (reach), and that index with the elements one unit of it
+ * moves the write (VKG_NONE: none); rows: vkg_write_rows, each i0 at its own index from `index`. */
+struct write_target {
+    vkg_view dst, reach;
+    vkg_tensor index;
+    int64_t dyn_stride;
+    int rows;
+};
+
+static write_target write_target_of(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
     const vkg_node *x = &c->g->nodes[n->src[1]];
     const vkg_view state = c->view[t];
-    vkg_view dst = state;
-    memcpy(dst.shape, x->shape, sizeof dst.shape);
-    const int64_t strides[4] = {x->shape[1] * state.strides[0], state.strides[0], state.strides[1], state.strides[3]};
-    memcpy(dst.strides, strides, sizeof strides);
-    vkg_status st = emit_unary(c, t, "write_at", VKG_UNARY_COPY, &c->view[n->src[1]], &dst);
-    if (st != VKG_OK) return st;
-    vkg_sym_step *s = &c->steps[c->n_steps - 1];
-    vkg_view reach = state; /* the planes every row can reach, whole along the position axis */
-    reach.shape[0] = x->shape[0] * x->shape[1];
-    vkg_view_span(&reach, &s->sym[1].lo, &s->sym[1].hi);
-    const vkg_tensor first = n->src[2];
-    s->step.params.unary.dyn_index = (uint32_t)c->index_slot[first];
-    s->step.params.unary.dyn_rows = 1;
-    s->step.params.unary.out_dyn_stride = (uint32_t)state.strides[2];
-    bind_index(s, 2, first);
-    for (int r = 0; r < n->attr.write_at.rows; r++)
-        if (n->shape[2] - 1 < c->index_max[first + r]) c->index_max[first + r] = n->shape[2] - 1;
-    return VKG_OK;
+    write_target w = {.dst = state, .reach = state, .index = n->src[2], .rows = n->attr.write_at.rows};
+    memcpy(w.dst.shape, x->shape, sizeof w.dst.shape);
+    if (w.rows) { /* x [R, G, A, D] into the state's planes [0, R G) with a plane stride of G */
+        const int64_t strides[4] = {x->shape[1] * state.strides[0], state.strides[0], state.strides[1],
+                                    state.strides[3]};
+        memcpy(w.dst.strides, strides, sizeof strides);
+        w.reach.shape[0] = x->shape[0] * x->shape[1]; /* the planes every row can reach, whole along positions */
+        w.dyn_stride = state.strides[2];
+    } else {
+        const int axis = n->attr.write_at.axis;
+        w.dst.offset += n->attr.write_at.offset * w.dst.strides[axis];
+        w.dst.offset += n->attr.write_at.lead_offset * w.dst.strides[n->attr.write_at.lead_axis];
+        /* The destination moves along the axis: the whole state along it, and along the others x's
+         * extent at its offsets (one slot's block of a cache that holds several). */
+        w.reach = c->view[n->src[0]];
+        for (int i = 0; i < w.reach.ndim; i++)
+            if (i != axis) w.reach.shape[i] = x->shape[i];
+        w.reach.offset += n->attr.write_at.lead_offset * w.reach.strides[n->attr.write_at.lead_axis];
+        w.dyn_stride = w.dst.strides[axis];
+    }
+    return w;
 }
 
-/* state[.., offset + index : .., ..] = x: a copy whose destination moves with a runtime index. */
-static vkg_status lower_write_at(vkg_compiler *c, vkg_tensor t) {
+/* The most each index of write_at t may hold: its write stays inside the state. */
+static void limit_write_index(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
-    if (n->attr.write_at.rows) return lower_write_rows(c, t);
     const vkg_node *x = &c->g->nodes[n->src[1]];
-    int axis = n->attr.write_at.axis;
-    vkg_view dst = c->view[t];
-    memcpy(dst.shape, x->shape, sizeof dst.shape);
-    dst.offset += n->attr.write_at.offset * dst.strides[axis];
-    dst.offset += n->attr.write_at.lead_offset * dst.strides[n->attr.write_at.lead_axis];
-    vkg_status st = emit_unary(c, t, "write_at", VKG_UNARY_COPY, &c->view[n->src[1]], &dst);
+    if (n->src[2] == VKG_NONE) return;
+    const int axis = n->attr.write_at.rows ? 2 : n->attr.write_at.axis;
+    const int64_t room = c->g->nodes[n->src[0]].shape[axis] - (n->attr.write_at.rows ? 1 : x->shape[axis]) -
+                         (n->attr.write_at.rows ? 0 : n->attr.write_at.offset);
+    for (int r = 0; r < (n->attr.write_at.rows ? n->attr.write_at.rows : 1); r++)
+        if (room < c->index_max[n->src[2] + r]) c->index_max[n->src[2] + r] = room;
+}
+
+/* The write_at after rope t that stores the rope's last heads (a q/k/v projection's keys and
+ * values) into a KV cache, with no step between them: VKG_NONE, or the write and in *first its
+ * first head.  x must be those heads of the rope's output as the attention layers view them: [G,
+ * A, T, D] (a write at a position) or [T, G, A, D] (vkg_write_rows, row t its own position). */
+static vkg_tensor cache_write_after(const vkg_compiler *c, vkg_tensor t, int64_t *first) {
+    const vkg_graph *g = c->g;
+    const vkg_view *out = &c->view[t];
+    if (out->ndim < 3 || !vkg_view_is_contiguous(out)) return VKG_NONE;
+    const int64_t T = out->shape[out->ndim - 2], D = out->shape[out->ndim - 1], B1 = out->shape[out->ndim - 3];
+    if (vkg_shape_numel(out->ndim, out->shape) != B1 * T * D) return VKG_NONE; /* one batch entry */
+    for (int i = t + 1; i < c->n; i++) {
+        const vkg_node *n = &g->nodes[i];
+        if (!c->keep[i] || n->op == VKG_OP_INPUT || n->op == VKG_OP_CONSTANT || n->op == VKG_OP_STATE ||
+            n->op == VKG_OP_INDEX || (is_view_op(n->op) && !c->materialize[i]))
+            continue;
+        if (n->op != VKG_OP_WRITE_AT || c->role[i] == VKG_FUSE_ABSORBED) return VKG_NONE;
+        const vkg_view *x = &c->view[n->src[1]];
+        if (x->base != out->base || x->ndim != 4 || x->shape[3] != D || x->strides[3] != 1) return VKG_NONE;
+        const int rows = n->attr.write_at.rows != 0;
+        const int64_t G = x->shape[rows], A = x->shape[rows + 1], heads = G * A;
+        const int64_t want[4] = {rows ? D : A * T * D, rows ? A * T * D : T * D, rows ? T * D : D, 1};
+        *first = B1 - heads;
+        if (x->shape[rows ? 0 : 2] != T || *first < 0 || x->offset != out->offset + *first * T * D ||
+            memcmp(x->strides, want, sizeof want))
+            return VKG_NONE;
+        return i;
+    }
+    return VKG_NONE;
+}
+
+/* Where the write_at after rope t stores the rope's keys and values, the rope step s does it
+ * instead (params/rope.h's cache rows): one step fewer a layer.  The rope's output keeps them too,
+ * for dumps and compare. */
+static void fuse_cache_write(vkg_compiler *c, vkg_tensor t, vkg_sym_step *s) {
+    int64_t first = 0;
+    const vkg_tensor wr = c->opts.fuse ? cache_write_after(c, t, &first) : VKG_NONE;
+    if (wr == VKG_NONE) return;
+    const write_target w = write_target_of(c, wr);
+    const int rows = w.rows != 0;
+    if (w.dst.strides[3] != 1) return;
+    vkg_rope_params *p = &s->step.params.rope;
+    p->cache_first = (uint32_t)first;
+    p->cache_heads = (uint32_t)w.dst.shape[rows + 1];
+    p->cache_stride_g = (uint32_t)w.dst.strides[rows];
+    p->cache_stride_a = (uint32_t)w.dst.strides[rows + 1];
+    p->cache_stride_t = (uint32_t)w.dst.strides[rows ? 0 : 2];
+    vkg_compile_bind(s, 5, &w.dst, WORD(vkg_rope_params, cache_offset));
+    vkg_view_span(&w.reach, &s->sym[5].lo, &s->sym[5].hi);
+    if (w.index != VKG_NONE) {
+        p->cache_index = (uint32_t)c->index_slot[w.index];
+        p->cache_rows = (uint32_t)rows;
+        p->cache_dyn_stride = (uint32_t)w.dyn_stride;
+        bind_index(s, 3, w.index);
+        limit_write_index(c, wr);
+    }
+    c->written_by_rope[wr] = 1;
+    snprintf(s->step.label, sizeof s->step.label, "rope+write");
+}
+
+/* state[.., offset + index : .., ..] = x: a copy whose destination moves with a runtime index;
+ * with rows (vkg_write_rows), each i0 at its own index (dyn_rows).  Nothing where the rope step
+ * that computes x wrote it already (lower_rope). */
+static vkg_status lower_write_at(vkg_compiler *c, vkg_tensor t) {
+    if (c->written_by_rope[t]) return VKG_OK;
+    const vkg_node *n = &c->g->nodes[t];
+    const write_target w = write_target_of(c, t);
+    vkg_status st = emit_unary(c, t, "write_at", VKG_UNARY_COPY, &c->view[n->src[1]], &w.dst);
     if (st != VKG_OK) return st;
     vkg_sym_step *s = &c->steps[c->n_steps - 1];
-    /* The destination moves along the axis: bind the whole state along it, and along the others
-     * x's extent at its offsets (one slot's block of a cache that holds several). */
-    vkg_view reach = c->view[n->src[0]];
-    for (int i = 0; i < reach.ndim; i++)
-        if (i != axis) reach.shape[i] = x->shape[i];
-    reach.offset += n->attr.write_at.lead_offset * reach.strides[n->attr.write_at.lead_axis];
-    vkg_view_span(&reach, &s->sym[1].lo, &s->sym[1].hi);
-    if (n->src[2] != VKG_NONE) {
-        vkg_tensor idx = n->src[2];
-        s->step.params.unary.dyn_index = (uint32_t)c->index_slot[idx];
-        s->step.params.unary.out_dyn_stride = (uint32_t)dst.strides[axis];
-        bind_index(s, 2, idx);
-        int64_t room = c->g->nodes[n->src[0]].shape[axis] - x->shape[axis] - n->attr.write_at.offset;
-        if (room < c->index_max[idx]) c->index_max[idx] = room;
+    vkg_view_span(&w.reach, &s->sym[1].lo, &s->sym[1].hi);
+    if (w.index != VKG_NONE) {
+        s->step.params.unary.dyn_index = (uint32_t)c->index_slot[w.index];
+        s->step.params.unary.dyn_rows = (uint32_t)(w.rows != 0);
+        s->step.params.unary.out_dyn_stride = (uint32_t)w.dyn_stride;
+        bind_index(s, 2, w.index);
+        limit_write_index(c, t);
     }
     return VKG_OK;
 }

@@ -57,7 +57,7 @@ static inline int vkg_region_widens(const vkg_region *r) {
     return r->kind == VKG_REGION_CONSTANT && r->dtype != r->host_dtype;
 }
 
-#define VKG_MAX_BINDINGS 5
+#define VKG_MAX_BINDINGS 6
 
 typedef struct vkg_binding {
     int32_t region;        /* -1: unused slot                                                */

@@ -359,7 +359,7 @@ static vkg_status rope_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
                                uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
     (void)spec, (void)n_spec;
     const vkg_rope_params *r = &st->params.rope;
-    *sh = VKG_SH_ROPE;
+    *sh = r->cache_heads ? VKG_SH_ROPE_CACHE : VKG_SH_ROPE;
     return elementwise_groups(c, st, (uint64_t)r->batch0 * r->batch1 * r->T * (r->D / 2), g, err);
 }
 static vkg_status embedding_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
