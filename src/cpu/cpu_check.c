@@ -123,6 +123,16 @@ static int softmax_uses(const vkg_softmax_params *p, slot_use *u, char *why, siz
     return 0;
 }
 
+/* One past the last cache element the rope's cache rows (b1 >= cache_first) reach from `first`,
+ * over `rows` of its rows t. */
+static uint64_t cache_reach(const vkg_rope_params *p, uint64_t first, uint64_t rows) {
+    const uint64_t n = p->batch1 - p->cache_first;
+    const uint64_t e[4] = {(n + p->cache_heads - 1) / p->cache_heads, n < p->cache_heads ? n : p->cache_heads, rows,
+                           p->D};
+    const uint64_t s[4] = {p->cache_stride_g, p->cache_stride_a, p->cache_stride_t, 1};
+    return reach(first, 4, e, s);
+}
+
 static int rope_uses(const vkg_rope_params *p, slot_use *u, char *why, size_t size) {
     if (p->D % 2) return snprintf(why, size, "rope rows of odd width %u", p->D), -1;
     const uint64_t rows = sat_mul(sat_mul(p->batch0, p->batch1), p->T);
@@ -141,12 +151,8 @@ static int rope_uses(const vkg_rope_params *p, slot_use *u, char *why, size_t si
                             "one batch entry go there", p->cache_first, p->batch1, p->batch0), -1;
         if (p->cache_rows && p->cache_index == VKG_NO_INDEX)
             return snprintf(why, size, "rope rows into the cache each at its own index, without an index"), -1;
-        const uint64_t n = p->batch1 - p->cache_first;
-        const uint64_t ce[4] = {(n + p->cache_heads - 1) / p->cache_heads, n < p->cache_heads ? n : p->cache_heads,
-                                p->T, p->D};
-        const uint64_t cs[4] = {p->cache_stride_g, p->cache_stride_a, p->cache_stride_t, 1};
         /* With a runtime index the rows move; vkg_cpu_check_runtime_index checks each value. */
-        use(&u[5], reach(p->cache_offset, 4, ce, cs));
+        use(&u[5], cache_reach(p, p->cache_offset, p->T));
         if (p->cache_index != VKG_NO_INDEX) {
             const uint64_t cache = (uint64_t)p->cache_index + (p->cache_rows ? p->T : 1u);
             if (cache > indices) indices = cache;
@@ -292,16 +298,13 @@ static vkg_status moved_outside(int step, const vkg_step *s, int64_t index, uint
 static vkg_status rope_cache_index(int step, const vkg_step *s, const int32_t *indices, vkg_error *err) {
     const vkg_rope_params *r = &s->params.rope;
     if (!r->cache_heads || r->cache_index == VKG_NO_INDEX || r->cache_first >= r->batch1 || r->T == 0) return VKG_OK;
-    const uint64_t bound = s->bind[5].bytes / 4, n = r->batch1 - r->cache_first;
-    const uint64_t e[3] = {(n + r->cache_heads - 1) / r->cache_heads, n < r->cache_heads ? n : r->cache_heads, r->D};
-    const uint64_t st[3] = {r->cache_stride_g, r->cache_stride_a, 1};
+    const uint64_t bound = s->bind[5].bytes / 4;
     /* One index moves every row; with cache_rows row t moves by its own. */
     const uint32_t parts = r->cache_rows ? r->T : 1u;
     for (uint32_t t = 0; t < parts; t++) {
         const int64_t index = indices[r->cache_index + t];
         const int64_t first = (int64_t)r->cache_offset + (int64_t)t * r->cache_stride_t + index * (int64_t)r->cache_dyn_stride;
-        const uint64_t last_t = r->cache_rows ? 0 : (uint64_t)(r->T - 1) * r->cache_stride_t;
-        if (first < 0 || sat_add(reach((uint64_t)first, 3, e, st), last_t) > bound)
+        if (first < 0 || cache_reach(r, (uint64_t)first, r->cache_rows ? 1u : r->T) > bound)
             return moved_outside(step, s, index, bound, err);
     }
     return VKG_OK;

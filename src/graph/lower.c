@@ -576,10 +576,10 @@ static void limit_write_index(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
     const vkg_node *x = &c->g->nodes[n->src[1]];
     if (n->src[2] == VKG_NONE) return;
-    const int axis = n->attr.write_at.rows ? 2 : n->attr.write_at.axis;
-    const int64_t room = c->g->nodes[n->src[0]].shape[axis] - (n->attr.write_at.rows ? 1 : x->shape[axis]) -
-                         (n->attr.write_at.rows ? 0 : n->attr.write_at.offset);
-    for (int r = 0; r < (n->attr.write_at.rows ? n->attr.write_at.rows : 1); r++)
+    const int rows = n->attr.write_at.rows; /* each its one row at the position axis (2) */
+    const int axis = rows ? 2 : n->attr.write_at.axis;
+    const int64_t room = c->g->nodes[n->src[0]].shape[axis] - (rows ? 1 : x->shape[axis] + n->attr.write_at.offset);
+    for (int r = 0; r < (rows ? rows : 1); r++)
         if (room < c->index_max[n->src[2] + r]) c->index_max[n->src[2] + r] = room;
 }
 
