@@ -1,7 +1,8 @@
 /* The Vulkan device layer: opening and describing devices, the device list, the on-disk pipeline
  * cache (a damaged, truncated or foreign file is ignored and does no harm; no_pipeline_cache
  * writes nothing), the run timeout (timeout_ms) failing cleanly and the session recovering,
- * and the executor's own barrier check catching a plan that lacks a barrier. */
+ * the executor's own barrier check catching a plan that lacks a barrier, and a device whose
+ * per-stage limits a shader passes refused by name. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -390,6 +391,35 @@ static void test_region_too_large(void **state) {
     vk_test_close(d);
 }
 
+/* A device that allows a shader fewer buffers per stage than it binds is refused by name before
+ * the driver sees the layout (Vulkan promises 4 storage buffers; a rope that writes the cache
+ * binds 6). */
+static void test_stage_limits(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    VkPhysicalDeviceLimits *limits = &vk_test_context(d)->props.limits;
+    const uint32_t storage = limits->maxPerStageDescriptorStorageBuffers;
+    vk_test_plan tp;
+    vk_test_plan_init(&tp);
+    int r = vk_test_region(&tp, VKG_REGION_ARENA, 64, NULL);
+    vkg_step *s = vk_test_step(&tp, VKG_KERNEL_UNARY);
+    s->params.unary.dyn_index = VKG_NO_INDEX;
+    for (int i = 0; i < 4; i++) s->params.unary.shape[i] = 1;
+    vk_test_bind(&tp, s, 0, r, 0);
+    vk_test_bind(&tp, s, 1, r, 1);
+    s->bind[0].bytes = s->bind[1].bytes = 4;
+    limits->maxPerStageDescriptorStorageBuffers = 1;
+    void *session = NULL;
+    vkg_error err = {0};
+    assert_int_equal(d->ops->session_new(d->impl, &tp.plan, NULL, NULL, &session, &err), VKG_ERR_UNSUPPORTED);
+    assert_null(session);
+    if (!strstr(err.message, "allows 1,")) fail_msg("%s", err.message);
+    limits->maxPerStageDescriptorStorageBuffers = storage;
+    void *host[16] = {0};
+    vk_test_run(d, &tp.plan, host, NULL);
+    vk_test_close(d);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_and_limits),
@@ -399,6 +429,7 @@ int main(void) {
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_barrier_check),
         cmocka_unit_test(test_region_too_large),
+        cmocka_unit_test(test_stage_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

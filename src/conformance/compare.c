@@ -195,6 +195,9 @@ vkg_status vkg_session_compare(vkg_session *test, vkg_session *reference, vkg_st
     if (!cmp || !l.test_buf || !l.ref_buf || !l.drift_buf)
         st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory comparing steps of up to %llu bytes",
                            (unsigned long long)largest);
+    /* the free-running session copies the test session's indices */
+    if (st == VKG_OK) st = vkg_session_check_indices(test, err);
+    if (st == VKG_OK) st = vkg_session_check_indices(reference, err);
     if (st == VKG_OK) st = drift_session_new(&l, err);
     for (int i = 0; i < p->n_steps && st == VKG_OK; i++) {
         st = take_inputs(&l, i, err);

@@ -201,6 +201,7 @@ static void compiler_free(vkg_compiler *c) {
     free(c->placed_at);
     free(c->view);
     free(c->index_slot);
+    free(c->index_min);
     free(c->index_max);
     free(c->steps);
     free(c->alias);
@@ -232,12 +233,13 @@ static vkg_status compiler_init(vkg_compiler *c, const vkg_graph *g, const vkg_c
     c->placed_at = calloc(n, sizeof *c->placed_at);
     c->view = calloc(n, sizeof *c->view);
     c->index_slot = malloc(n * sizeof *c->index_slot);
+    c->index_min = malloc(n * sizeof *c->index_min);
     c->index_max = malloc(n * sizeof *c->index_max);
     c->alias = malloc(n * sizeof *c->alias);
     c->written_by_rope = calloc(n, 1);
     if (!c->written_by_rope || !c->keep || !c->consumers || !c->role || !c->fused_scale || !c->fused_mask || !c->fused_bias ||
         !c->fused_residual || !c->fused_activation || !c->fused_input || !c->fused_softmax || !c->materialize || !c->own_storage ||
-        !c->placed_in || !c->placed_at || !c->view || !c->index_slot || !c->index_max || !c->alias)
+        !c->placed_in || !c->placed_at || !c->view || !c->index_slot || !c->index_min || !c->index_max || !c->alias)
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling a graph of %d nodes", c->n);
     for (int i = 0; i < c->n; i++) {
         c->fused_scale[i] = c->fused_mask[i] = c->fused_bias[i] = c->fused_residual[i] = VKG_NONE;
@@ -246,6 +248,7 @@ static vkg_status compiler_init(vkg_compiler *c, const vkg_graph *g, const vkg_c
         c->fused_softmax[i] = VKG_NONE;
         c->placed_in[i] = VKG_NONE;
         c->index_slot[i] = -1;
+        c->index_min[i] = INT32_MIN;
         c->index_max[i] = INT32_MAX;
         c->alias[i] = i;
     }

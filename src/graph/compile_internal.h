@@ -55,7 +55,7 @@ typedef struct vkg_compiler {
     vkg_view *view;                  /* how each node's value is read                       */
     int *index_slot;                 /* runtime indices: slot in the indices region         */
     int n_indices;
-    int64_t *index_max;
+    int64_t *index_min, *index_max;  /* runtime indices: the values every use can take     */
     vkg_sym_step *steps;
     int n_steps, cap_steps;
     vkg_tensor *alias;               /* in-place: storage shared with this node; else self  */

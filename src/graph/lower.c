@@ -438,6 +438,12 @@ static vkg_status lower_layernorm(vkg_compiler *c, vkg_tensor t) {
 typedef struct write_target write_target;
 static write_target write_target_of(vkg_compiler *c, vkg_tensor t);
 static void limit_write_index(vkg_compiler *c, vkg_tensor t);
+
+/* Narrows the values index i may hold to [lo, hi]. */
+static void limit_index(vkg_compiler *c, vkg_tensor i, int64_t lo, int64_t hi) {
+    if (lo > c->index_min[i]) c->index_min[i] = lo;
+    if (hi < c->index_max[i]) c->index_max[i] = hi;
+}
 static void fuse_cache_write(vkg_compiler *c, vkg_tensor t, vkg_sym_step *s);
 
 /* x [.., T, D] through its view's strides (padded to [b0, b1, T, D]) into its own contiguous rows. */
@@ -466,10 +472,7 @@ static vkg_status lower_rope(vkg_compiler *c, vkg_tensor t) {
         vkg_compile_bind(s, 4, &c->view[n->src[2]], WORD(vkg_rope_params, positions_offset));
     } else if (n->src[2] != VKG_NONE) {
         p->dyn_index = (uint32_t)c->index_slot[n->src[2]];
-        bind_index(s, 3, n->src[2]);
-        /* the session refuses an index whose last row's position has no row in the table */
-        int64_t room = (int64_t)p->positions - (int64_t)p->T - p->pos_offset;
-        if (room < c->index_max[n->src[2]]) c->index_max[n->src[2]] = room;
+        bind_index(s, 3, n->src[2]);   /* a row whose position has no row in the table rotates to NaN */
     }
     p->cache_index = VKG_NO_INDEX;
     fuse_cache_write(c, t, s);
@@ -571,16 +574,17 @@ static write_target write_target_of(vkg_compiler *c, vkg_tensor t) {
     return w;
 }
 
-/* The most each index of write_at t may hold: its write stays inside the state. */
+/* The values each index of write_at t may hold: its write stays inside the state along its axis
+ * (inside the state's bytes is not enough: a row's position past its slot lands in the next). */
 static void limit_write_index(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
     const vkg_node *x = &c->g->nodes[n->src[1]];
     if (n->src[2] == VKG_NONE) return;
     const int rows = n->attr.write_at.rows; /* each its one row at the position axis (2) */
     const int axis = rows ? 2 : n->attr.write_at.axis;
-    const int64_t room = c->g->nodes[n->src[0]].shape[axis] - (rows ? 1 : x->shape[axis] + n->attr.write_at.offset);
-    for (int r = 0; r < (rows ? rows : 1); r++)
-        if (room < c->index_max[n->src[2] + r]) c->index_max[n->src[2] + r] = room;
+    const int64_t offset = rows ? 0 : n->attr.write_at.offset;
+    const int64_t room = c->g->nodes[n->src[0]].shape[axis] - (rows ? 1 : x->shape[axis]) - offset;
+    for (int r = 0; r < (rows ? rows : 1); r++) limit_index(c, n->src[2] + r, -offset, room);
 }
 
 /* The write_at after rope t that stores the rope's last heads (a q/k/v projection's keys and

@@ -92,7 +92,8 @@ typedef struct vkg_placement {
     uint64_t offset;        /* bytes, start of the node's storage                             */
     uint64_t bytes;
     int32_t first_step, last_step;  /* lifetime in steps (arena tensors)                       */
-    int64_t index_max;      /* runtime indices: the largest value every use can take           */
+    int64_t index_min, index_max; /* runtime indices: the values every use can take (the session
+                                     refuses a run with one outside)                           */
     vkg_tensor within;      /* computed straight into its part of this concat, whose bytes
                                hold its own; else VKG_NONE                                     */
 } vkg_placement;

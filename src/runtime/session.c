@@ -11,7 +11,7 @@
 /* For each region of p: the region of `with`'s plan holding the same constant or state (same
  * kind, name and size; constants also the same host data), or -1. */
 static int *match_regions(const vkg_plan *p, const vkg_plan *q) {
-    int *map = malloc((size_t)(p->n_regions ? p->n_regions : 1) * sizeof *map);
+    int *map = malloc((size_t)(p->n_regions > 0 ? p->n_regions : 1) * sizeof *map);
     if (!map) return NULL;
     for (int r = 0; r < p->n_regions; r++) {
         const vkg_region *a = &p->regions[r];
@@ -78,6 +78,11 @@ vkg_status vkg_session_new_shared(vkg_device *d, const vkg_plan *p, vkg_session 
     if (!s) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a session");
     s->device = d;
     s->plan = p;
+    for (int r = 0; r < p->n_regions; r++)
+        if (p->regions[r].kind == VKG_REGION_INDICES && !(s->indices = calloc(p->regions[r].bytes / 4, 4))) {
+            free(s);
+            return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a session");
+        }
     int *map = NULL;
     if (with && !(map = match_regions(p, with->plan))) {
         free(s);
@@ -86,6 +91,7 @@ vkg_status vkg_session_new_shared(vkg_device *d, const vkg_plan *p, vkg_session 
     vkg_status st = d->ops->session_new(d->impl, p, with ? with->impl : NULL, map, &s->impl, err);
     free(map);
     if (st != VKG_OK) {
+        free(s->indices);
         free(s);
         return st;
     }
@@ -103,6 +109,7 @@ void vkg_session_free(vkg_session *s) {
     s->device->ops->session_free(s->impl);
     free(s->times.begin_ns);
     free(s->times.end_ns);
+    free(s->indices);
     free(s);
 }
 
@@ -140,13 +147,32 @@ vkg_status vkg_session_set_index(vkg_session *s, vkg_tensor index, int32_t value
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "tensor %d is not a runtime index", (int)index);
     const vkg_placement *pl = &p->place[index];
     if (pl->region < 0) return VKG_OK; /* no step reads it */
-    return s->device->ops->write(s->impl, pl->region, pl->offset, &value, sizeof value, err);
+    vkg_status st = s->device->ops->write(s->impl, pl->region, pl->offset, &value, sizeof value, err);
+    if (st == VKG_OK) s->indices[pl->offset / 4] = value;
+    return st;
+}
+
+vkg_status vkg_session_check_indices(const vkg_session *s, vkg_error *err) {
+    const vkg_plan *p = s->plan;
+    for (int i = 0; s->indices && i < p->graph->n_nodes; i++) {
+        const vkg_placement *pl = &p->place[i];
+        if (p->graph->nodes[i].op != VKG_OP_INDEX || pl->region < 0) continue;
+        const int32_t value = s->indices[pl->offset / 4];
+        if (value < pl->index_min || value > pl->index_max)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                                 "runtime index '%s' holds %d, outside the %" PRId64 " .. %" PRId64 " its uses take "
+                                 "(each write it places stays inside its state)",
+                                 vkg_tensor_name(p->graph, i), (int)value, pl->index_min, pl->index_max);
+    }
+    return VKG_OK;
 }
 
 vkg_status vkg_session_run(vkg_session *s, vkg_error *err) {
+    vkg_status st = vkg_session_check_indices(s, err);
+    if (st != VKG_OK) return st;
     if (!s->profile_id) return s->device->ops->run(s->impl, NULL, err);
     uint64_t begin = vkg_clock_ns();
-    vkg_status st = s->device->ops->run(s->impl, &s->times, err);
+    st = s->device->ops->run(s->impl, &s->times, err);
     uint64_t end = vkg_clock_ns();
     if (st == VKG_OK) vkg_profile_add_run(&s->device->profile, s->profile_id, begin, end, &s->times);
     return st;

@@ -251,9 +251,29 @@ static vkg_status get_module(vkg_vk_context *c, vkg_vk_shader s, VkShaderModule 
     return VKG_OK;
 }
 
+/* A shader binds up to VKG_MAX_BINDINGS buffers, more than the 4 storage buffers per stage that
+ * Vulkan promises: a device with fewer is refused by name rather than failing somewhere inside
+ * the driver.  Uniform texel buffers count against the sampled images. */
+static vkg_status check_stage_limits(const vkg_vk_context *c, vkg_vk_shader s, vkg_error *err) {
+    const VkPhysicalDeviceLimits *l = &c->props.limits;
+    const uint32_t n = vkg_vk_shader_bindings(s);
+    uint32_t texel = 0;
+    for (uint32_t i = 0; i < n; i++) texel += (shader_info[s].texel_mask >> i) & 1u;
+    if (n - texel <= l->maxPerStageDescriptorStorageBuffers && texel <= l->maxPerStageDescriptorSampledImages &&
+        n <= l->maxPerStageResources)
+        return VKG_OK;
+    return vkg_error_set(err, VKG_ERR_UNSUPPORTED,
+                         "shader %s binds %u storage buffers and %u uniform texel buffers, but %s allows %u, %u and "
+                         "%u resources in all per shader stage", shader_info[s].file, n - texel, texel,
+                         c->props.deviceName, l->maxPerStageDescriptorStorageBuffers,
+                         l->maxPerStageDescriptorSampledImages, l->maxPerStageResources);
+}
+
 static vkg_status make_layouts(vkg_vk_context *c, vkg_vk_pipeline *p, vkg_error *err) {
     VkDescriptorSetLayoutBinding b[VKG_MAX_BINDINGS];
     uint32_t n = vkg_vk_shader_bindings(p->shader);
+    vkg_status st = check_stage_limits(c, p->shader, err);
+    if (st != VKG_OK) return st;
     for (uint32_t i = 0; i < n; i++)
         b[i] = (VkDescriptorSetLayoutBinding){
             .binding = i,
