@@ -1,5 +1,6 @@
 /* Batches of sequences (vkg_batch_*), on the CPU and on Vulkan, for GPT-2 and the Llama family
- * (grouped-query attention; Mistral with a sliding window shorter than the prompts): sequences
+ * (grouped-query attention; Qwen3's q/k norms; Mistral with a sliding window shorter than the
+ * prompts): sequences
  * at different positions joining and leaving mid-way, batches of 1, 2, 3 and 8 (and 12 of Llama
  * on the CPU), each
  * sequence's logits against the same sequence run alone through a plain context (bit for bit
@@ -87,6 +88,8 @@ static int setup_gpt2_cpu(void **state) { return setup(state, "cpu", NULL, 0); }
 static int setup_gpt2_vulkan(void **state) { return setup(state, "vulkan", NULL, 0); }
 static int setup_llama_cpu(void **state) { return setup(state, "cpu", "llama-tiny", 0); }
 static int setup_llama_vulkan(void **state) { return setup(state, "vulkan", "llama-tiny", 0); }
+static int setup_qwen3_cpu(void **state) { return setup(state, "cpu", "qwen3-tiny", 0); }
+static int setup_qwen3_vulkan(void **state) { return setup(state, "vulkan", "qwen3-tiny", 0); }
 static int setup_mistral_cpu(void **state) { return setup(state, "cpu", "mistral-tiny", 5); }
 static int setup_mistral_vulkan(void **state) { return setup(state, "vulkan", "mistral-tiny", 5); }
 
@@ -428,6 +431,8 @@ int main(void) {
         BATCH_TESTS(setup_gpt2_vulkan),
         BATCH_TESTS(setup_llama_cpu),
         BATCH_TESTS(setup_llama_vulkan),
+        BATCH_TESTS(setup_qwen3_cpu),
+        BATCH_TESTS(setup_qwen3_vulkan),
         cmocka_unit_test_setup_teardown(test_batch_of_12, setup_llama_cpu, teardown),
         cmocka_unit_test_setup_teardown(test_join_and_leave, setup_mistral_cpu, teardown),
         cmocka_unit_test_setup_teardown(test_join_and_leave, setup_mistral_vulkan, teardown),

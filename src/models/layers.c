@@ -122,9 +122,15 @@ static vkg_tensor heads_of(vkg_layers *b, vkg_tensor x, int64_t col, int64_t n, 
     return vkg_layers_name(b, vkg_permute(g, x, axes), which);
 }
 
-/* Heads [.., T, D] rotated at positions pos + t (a->rope set), else as they are. */
+/* Heads [.., T, D] rotated (a->rope set), else as they are: row t at position pos + t, or with
+ * several sequences' rows (a->rows > 1) at positions[t], every row in one step. */
 static vkg_tensor rotated(vkg_layers *b, const vkg_attention *a, vkg_tensor heads, const char *name) {
     if (a->rope == VKG_NONE) return heads;
+    if (a->rows > 1) { /* heads [n, T, D] */
+        int64_t shape[VKG_MAX_DIMS];
+        const int nd = vkg_tensor_shape(b->g, heads, shape);
+        return vkg_layers_name(b, vkg_rope_heads(b->g, heads, a->rope, 0, VKG_NONE, *a->positions, shape[nd - 3]), name);
+    }
     vkg_tensor pos = a->kv_cache != VKG_NONE ? a->pos : VKG_NONE;
     return vkg_layers_name(b, vkg_rope(b->g, heads, a->rope, 0, pos), name);
 }
@@ -307,7 +313,8 @@ static vkg_tensor attend_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor 
  * computes each sequence's rows in place there).  A decode step (decode_rows) takes one step for
  * every row's write (write_rows) and one for every row's attention (attend_rows).  q, k and v of
  * one projection are rotated for every row in one step, each row at its own position
- * (*a->positions); apart, with rotary embeddings (Qwen3), a sequence's rows at a time. */
+ * (*a->positions); q and k apart (Qwen3's, each through its norm) one step each in a decode
+ * step, else a sequence's rows at a time. */
 static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tensor q, int64_t q_col, vkg_tensor k,
                                  int64_t k_col, vkg_tensor v, int64_t v_col) {
     vkg_graph *g = b->g;
@@ -317,7 +324,7 @@ static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tens
     vkg_attention one = *a;
     one.rows = 0;
     vkg_tensor state = a->kv_cache;
-    const int decode = (joint || a->rope == VKG_NONE) && decode_rows(b, a, 2 * (int64_t)a->rows);
+    const int decode = (joint || a->rope == VKG_NONE || a->positions) && decode_rows(b, a, 2 * (int64_t)a->rows);
     if (decode) {
         vkg_tensor kv;
         if (joint) split_qkv(b, a, all, NULL, &kv);
@@ -338,8 +345,9 @@ static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tens
     }
     if (decode && a->mask == VKG_NONE && a->causal) {
         vkg_tensor qh; /* [R, H D] */
-        if (joint) { /* [H, R, D] -> [R, H, D] */
-            qh = vkg_layers_name(b, vkg_slice(g, all, 0, 0, H), "attn.q.slice");
+        if (joint || a->rope != VKG_NONE) { /* [H, R, D] -> [R, H, D] */
+            qh = joint ? vkg_layers_name(b, vkg_slice(g, all, 0, 0, H), "attn.q.slice")
+                       : rotated(b, a, heads_of(b, q, q_col, H, 1, D, "attn.q"), "attn.q.rope");
             qh = vkg_layers_name(b, vkg_permute(g, qh, (const int[]){1, 0, 2}), "attn.q.rows");
         } else {
             qh = columns(b, q, q_col, W, "attn.q.slice");
