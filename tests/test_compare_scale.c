@@ -11,7 +11,9 @@
  *     49152 tokens, tied; 2 of its 30 layers): the forward pass over 2048 tokens, its rms_norm,
  *     rope, grouped-query attention and gated-MLP steps among them; and the same model with one
  *     weight (layer 1's fused q/k/v projection) damaged on the Vulkan device only, found at the one step that
- *     reads it and at no other.
+ *     reads it and at no other;
+ *   - a model of Qwen3-0.6B's shapes (2 of its 28 layers; heads of 128, 16 over 8, q/k norms):
+ *     the batched decode step of 8 sequences over caches of 2048.
  * Every step must stay within its op's threshold, and the free-running drift of the last step
  * (the logits) within the threshold a whole model is held to.  Each run prints its closest step
  * and its drift.
@@ -300,6 +302,26 @@ static void test_smollm2_batched_decode_8(void **state) {
     batched_decode_8(T_LLAMA - 1, T_LLAMA, 2, "SmolLM2 batched decode, 8 rows at 2046 down to 2", "rope+write");
 }
 
+/* At Qwen3-0.6B's shapes, 2 layers (heads of 128, 16 query heads over 8, q and k each through a
+ * norm of its own before the rotation: each rotated for every row in a step of its own): rows at
+ * positions 2046 down to 2 of caches of 2048. */
+static void test_qwen3_batched_decode_8(void **state) {
+    (void)state;
+    char *qwen3 = test_tmpdir("comparescale-qwen3");
+    assert_non_null(qwen3);
+    vkg_random_model_options o;
+    vkg_random_model_options_default(&o);
+    o.shape = "qwen3-0.6b";
+    o.n_layer = 2;
+    o.seed = 6;
+    vkg_error err = {0};
+    if (vkg_random_model_write(qwen3, &o, &err) != VKG_OK) fail_msg("%s", err.message);
+    open_model_from(qwen3, 0);
+    batched_decode_8(T_LLAMA - 1, T_LLAMA, 2, "Qwen3 batched decode, 8 rows at 2046 down to 2", "write_at");
+    assert_int_equal(test_remove_tree(qwen3), 0);
+    free(qwen3);
+}
+
 /* The constant region of the weight named name. */
 static int weight_region(const vkg_plan *p, const vkg_graph *g, const char *name) {
     for (int r = 0; r < p->n_regions; r++)
@@ -372,6 +394,7 @@ int main(void) {
         cmocka_unit_test(test_batched_decode_8),
         cmocka_unit_test(test_smollm2_forward_2048),
         cmocka_unit_test(test_smollm2_batched_decode_8),
+        cmocka_unit_test(test_qwen3_batched_decode_8),
         cmocka_unit_test(test_smollm2_corrupted_weight),
     };
     /* one case alone: VKG_SCALE_CASE=test_smollm2* (cmocka's pattern) */
