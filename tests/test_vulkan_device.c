@@ -363,21 +363,27 @@ static void test_barrier_check(void **state) {
     vk_test_close(d);
 }
 
+/* A plan of one step copying the first element of region r (an arena of `bytes`) onto itself. */
+static vkg_step *one_copy(vk_test_plan *tp, uint64_t bytes, int *r) {
+    vk_test_plan_init(tp);
+    *r = vk_test_region(tp, VKG_REGION_ARENA, bytes, NULL);
+    vkg_step *s = vk_test_step(tp, VKG_KERNEL_UNARY);
+    s->params.unary.dyn_index = VKG_NO_INDEX;
+    for (int i = 0; i < 4; i++) s->params.unary.shape[i] = 1;
+    vk_test_bind(tp, s, 0, *r, 0);
+    vk_test_bind(tp, s, 1, *r, 1);
+    s->bind[0].bytes = s->bind[1].bytes = 4;
+    return s;
+}
+
 /* A region larger than the device's largest allocation is refused with a message that says so;
  * nothing is allocated and the device stays usable. */
 static void test_region_too_large(void **state) {
     (void)state;
     vkg_device *d = vk_test_open();
-    uint64_t max = vk_test_context(d)->max_allocation;
     vk_test_plan tp;
-    vk_test_plan_init(&tp);
-    int big = vk_test_region(&tp, VKG_REGION_ARENA, max + 4096, NULL);
-    vkg_step *s = vk_test_step(&tp, VKG_KERNEL_UNARY);
-    s->params.unary.dyn_index = VKG_NO_INDEX;
-    for (int i = 0; i < 4; i++) s->params.unary.shape[i] = 1;
-    vk_test_bind(&tp, s, 0, big, 0);
-    vk_test_bind(&tp, s, 1, big, 1);
-    s->bind[0].bytes = s->bind[1].bytes = 4;
+    int big;
+    vkg_step *s = one_copy(&tp, vk_test_context(d)->max_allocation + 4096, &big);
     void *session = NULL;
     vkg_error err = {0};
     assert_int_equal(d->ops->session_new(d->impl, &tp.plan, NULL, NULL, &session, &err), VKG_ERR_UNSUPPORTED);
@@ -400,14 +406,8 @@ static void test_stage_limits(void **state) {
     VkPhysicalDeviceLimits *limits = &vk_test_context(d)->props.limits;
     const uint32_t storage = limits->maxPerStageDescriptorStorageBuffers;
     vk_test_plan tp;
-    vk_test_plan_init(&tp);
-    int r = vk_test_region(&tp, VKG_REGION_ARENA, 64, NULL);
-    vkg_step *s = vk_test_step(&tp, VKG_KERNEL_UNARY);
-    s->params.unary.dyn_index = VKG_NO_INDEX;
-    for (int i = 0; i < 4; i++) s->params.unary.shape[i] = 1;
-    vk_test_bind(&tp, s, 0, r, 0);
-    vk_test_bind(&tp, s, 1, r, 1);
-    s->bind[0].bytes = s->bind[1].bytes = 4;
+    int r;
+    one_copy(&tp, 64, &r);
     limits->maxPerStageDescriptorStorageBuffers = 1;
     void *session = NULL;
     vkg_error err = {0};
