@@ -154,7 +154,8 @@ static vkg_status make_regions(vkg_compiler *c, vkg_plan *p) {
                                                           .host_dtype = VKG_I32};
             }
             p->place[i] = (vkg_placement){.region = indices_region, .offset = 4u * (uint64_t)c->index_slot[i],
-                                          .bytes = 4, .first_step = -1, .last_step = -1, .index_min = c->index_min[i], .index_max = c->index_max[i],
+                                          .bytes = 4, .first_step = -1, .last_step = -1,
+                                          .index_min = c->index_min[i], .index_max = c->index_max[i],
                                           .within = VKG_NONE};
             continue;
         } else continue;

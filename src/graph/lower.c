@@ -438,12 +438,6 @@ static vkg_status lower_layernorm(vkg_compiler *c, vkg_tensor t) {
 typedef struct write_target write_target;
 static write_target write_target_of(vkg_compiler *c, vkg_tensor t);
 static void limit_write_index(vkg_compiler *c, vkg_tensor t);
-
-/* Narrows the values index i may hold to [lo, hi]. */
-static void limit_index(vkg_compiler *c, vkg_tensor i, int64_t lo, int64_t hi) {
-    if (lo > c->index_min[i]) c->index_min[i] = lo;
-    if (hi < c->index_max[i]) c->index_max[i] = hi;
-}
 static void fuse_cache_write(vkg_compiler *c, vkg_tensor t, vkg_sym_step *s);
 
 /* x [.., T, D] through its view's strides (padded to [b0, b1, T, D]) into its own contiguous rows. */
@@ -572,6 +566,12 @@ static write_target write_target_of(vkg_compiler *c, vkg_tensor t) {
         w.dyn_stride = w.dst.strides[axis];
     }
     return w;
+}
+
+/* Narrows the values index i may hold to [lo, hi]. */
+static void limit_index(vkg_compiler *c, vkg_tensor i, int64_t lo, int64_t hi) {
+    if (lo > c->index_min[i]) c->index_min[i] = lo;
+    if (hi < c->index_max[i]) c->index_max[i] = hi;
 }
 
 /* The values each index of write_at t may hold: its write stays inside the state along its axis
