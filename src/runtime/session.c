@@ -78,13 +78,12 @@ vkg_status vkg_session_new_shared(vkg_device *d, const vkg_plan *p, vkg_session 
     if (!s) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a session");
     s->device = d;
     s->plan = p;
+    int *map = NULL, short_of_memory = 0;
     for (int r = 0; r < p->n_regions; r++)
-        if (p->regions[r].kind == VKG_REGION_INDICES && !(s->indices = calloc(p->regions[r].bytes / 4, 4))) {
-            free(s);
-            return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a session");
-        }
-    int *map = NULL;
-    if (with && !(map = match_regions(p, with->plan))) {
+        if (p->regions[r].kind == VKG_REGION_INDICES && !(s->indices = calloc(p->regions[r].bytes / 4, 4)))
+            short_of_memory = 1;
+    if (short_of_memory || (with && !(map = match_regions(p, with->plan)))) {
+        free(s->indices);
         free(s);
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a session");
     }
