@@ -43,6 +43,21 @@ static int state_size_mismatch(const vkg_plan *p, const vkg_plan *q) {
     return -1;
 }
 
+/* s->indices for s->plan: each slot's index node, every value 0 (as the device's region starts).
+ * 0 when short of memory. */
+static int hold_indices(vkg_session *s) {
+    const vkg_plan *p = s->plan;
+    for (int r = 0; r < p->n_regions; r++)
+        if (p->regions[r].kind == VKG_REGION_INDICES) s->n_indices = (int)(p->regions[r].bytes / 4);
+    if (!s->n_indices) return 1;
+    if (!(s->indices = calloc((size_t)s->n_indices, sizeof *s->indices))) return 0;
+    for (int k = 0; k < s->n_indices; k++) s->indices[k].node = VKG_NONE;
+    for (int i = 0; i < p->graph->n_nodes; i++)
+        if (p->graph->nodes[i].op == VKG_OP_INDEX && p->place[i].region >= 0)
+            s->indices[p->place[i].offset / 4].node = i;
+    return 1;
+}
+
 vkg_status vkg_session_new(vkg_device *d, const vkg_plan *p, vkg_session **out, vkg_error *err) {
     return vkg_session_new_shared(d, p, NULL, out, err);
 }
@@ -78,11 +93,8 @@ vkg_status vkg_session_new_shared(vkg_device *d, const vkg_plan *p, vkg_session 
     if (!s) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a session");
     s->device = d;
     s->plan = p;
-    int *map = NULL, short_of_memory = 0;
-    for (int r = 0; r < p->n_regions; r++)
-        if (p->regions[r].kind == VKG_REGION_INDICES && !(s->indices = calloc(p->regions[r].bytes / 4, 4)))
-            short_of_memory = 1;
-    if (short_of_memory || (with && !(map = match_regions(p, with->plan)))) {
+    int *map = NULL;
+    if (!hold_indices(s) || (with && !(map = match_regions(p, with->plan)))) {
         free(s->indices);
         free(s);
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory creating a session");
@@ -147,16 +159,17 @@ vkg_status vkg_session_set_index(vkg_session *s, vkg_tensor index, int32_t value
     const vkg_placement *pl = &p->place[index];
     if (pl->region < 0) return VKG_OK; /* no step reads it */
     vkg_status st = s->device->ops->write(s->impl, pl->region, pl->offset, &value, sizeof value, err);
-    if (st == VKG_OK) s->indices[pl->offset / 4] = value;
+    if (st == VKG_OK) s->indices[pl->offset / 4].value = value;
     return st;
 }
 
 vkg_status vkg_session_check_indices(const vkg_session *s, vkg_error *err) {
     const vkg_plan *p = s->plan;
-    for (int i = 0; s->indices && i < p->graph->n_nodes; i++) {
+    for (int k = 0; k < s->n_indices; k++) {
+        const vkg_tensor i = s->indices[k].node;
+        if (i == VKG_NONE) continue;
         const vkg_placement *pl = &p->place[i];
-        if (p->graph->nodes[i].op != VKG_OP_INDEX || pl->region < 0) continue;
-        const int32_t value = s->indices[pl->offset / 4];
+        const int32_t value = s->indices[k].value;
         if (value < pl->index_min || value > pl->index_max)
             return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                                  "runtime index '%s' holds %d, outside the %" PRId64 " .. %" PRId64 " its uses take "
