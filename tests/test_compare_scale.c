@@ -46,6 +46,25 @@ static vkg_model *model;
 static int32_t ids[T_LLAMA], positions[T_LLAMA];
 static vkg_device *cpu, *gpu;
 
+/* A fresh folder holding 2 layers of a Llama-family model of `shape` with random weights; NULL
+ * (the reason printed) if it cannot be written. */
+static char *random_llama(const char *name, const char *shape, uint64_t seed) {
+    char *d = test_tmpdir(name);
+    vkg_random_model_options o;
+    vkg_random_model_options_default(&o);
+    o.shape = shape;
+    o.n_layer = 2;
+    o.seed = seed;
+    vkg_error err = {0};
+    if (d && vkg_random_model_write(d, &o, &err) != VKG_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        test_remove_tree(d);
+        free(d);
+        d = NULL;
+    }
+    return d;
+}
+
 static int setup(void **state) {
     (void)state;
     dir = test_tmpdir("comparescale");
@@ -59,16 +78,7 @@ static int setup(void **state) {
         fprintf(stderr, "%s\n", err.message);
         return -1;
     }
-    llama_dir = test_tmpdir("comparescale-llama");
-    vkg_random_model_options lo;
-    vkg_random_model_options_default(&lo);
-    lo.shape = "smollm2-135m";
-    lo.n_layer = 2;
-    lo.seed = 135;
-    if (!llama_dir || vkg_random_model_write(llama_dir, &lo, &err) != VKG_OK) {
-        fprintf(stderr, "%s\n", err.message);
-        return -1;
-    }
+    if (!(llama_dir = random_llama("comparescale-llama", "smollm2-135m", 135))) return -1;
     vkg_rng rng;
     vkg_rng_seed(&rng, 2024);
     /* ids below GPT-2's vocabulary, which is the smaller */
@@ -307,15 +317,8 @@ static void test_smollm2_batched_decode_8(void **state) {
  * positions 2046 down to 2 of caches of 2048. */
 static void test_qwen3_batched_decode_8(void **state) {
     (void)state;
-    char *qwen3 = test_tmpdir("comparescale-qwen3");
+    char *qwen3 = random_llama("comparescale-qwen3", "qwen3-0.6b", 6);
     assert_non_null(qwen3);
-    vkg_random_model_options o;
-    vkg_random_model_options_default(&o);
-    o.shape = "qwen3-0.6b";
-    o.n_layer = 2;
-    o.seed = 6;
-    vkg_error err = {0};
-    if (vkg_random_model_write(qwen3, &o, &err) != VKG_OK) fail_msg("%s", err.message);
     open_model_from(qwen3, 0);
     batched_decode_8(T_LLAMA - 1, T_LLAMA, 2, "Qwen3 batched decode, 8 rows at 2046 down to 2", "write_at");
     assert_int_equal(test_remove_tree(qwen3), 0);
