@@ -324,7 +324,7 @@ static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tens
     vkg_attention one = *a;
     one.rows = 0;
     vkg_tensor state = a->kv_cache;
-    const int decode = (joint || a->rope == VKG_NONE || a->positions) && decode_rows(b, a, 2 * (int64_t)a->rows);
+    const int decode = (a->rope == VKG_NONE || a->positions) && decode_rows(b, a, 2 * (int64_t)a->rows);
     if (decode) {
         vkg_tensor kv;
         if (joint) split_qkv(b, a, all, NULL, &kv);
@@ -345,7 +345,7 @@ static vkg_tensor attention_rows(vkg_layers *b, const vkg_attention *a, vkg_tens
     }
     if (decode && a->mask == VKG_NONE && a->causal) {
         vkg_tensor qh; /* [R, H D] */
-        if (joint || a->rope != VKG_NONE) { /* [H, R, D] -> [R, H, D] */
+        if (a->rope != VKG_NONE) { /* [H, R, D] -> [R, H, D] */
             qh = joint ? vkg_layers_name(b, vkg_slice(g, all, 0, 0, H), "attn.q.slice")
                        : rotated(b, a, heads_of(b, q, q_col, H, 1, D, "attn.q"), "attn.q.rope");
             qh = vkg_layers_name(b, vkg_permute(g, qh, (const int[]){1, 0, 2}), "attn.q.rows");
