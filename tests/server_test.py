@@ -325,6 +325,31 @@ def check_split_characters(tiny, tmp):
             check(status == 200 and text.endswith("data: [DONE]\n\n"), "the stream of split characters ends")
             check(took >= 1 or not comments, "no keep-alive comment in a stream of %.2f s (%d sent)" %
                   (took, len(comments)))
+        # with return_tokens, each token's id goes out at once, its text still held back
+        events, done = srv.stream({"prompt": [15496, 995], "max_tokens": 6, "temperature": 0, "return_tokens": True})
+        check(done and [e["choices"][0]["tokens"] for e in events] == [[447]] * 6,
+              "one event per token with its id while its text waits: %r" % events)
+    finally:
+        srv.stop()
+
+
+def check_no_tokenizer(tmp):
+    """A folder without a tokenizer takes prompts as ids and answers with the generated ids (its
+    text is empty): those `vkgraph generate` gives, whole and streamed."""
+    d = os.path.join(tmp, "bare")
+    subprocess.run([VKG, "random", d, "--shape", "llama-tiny", "--ctx", "64"], check=True, capture_output=True)
+    want = generate_cli(d, [5, 6, 7], 6)
+    srv = Server(d, key=None)
+    try:
+        st, body = srv.json("POST", "/v1/completions", {"prompt": [5, 6, 7], "max_tokens": 6, "temperature": 0})
+        choice = body["choices"][0] if st == 200 else {}
+        check(choice.get("tokens") == want and choice.get("text") == "",
+              "a folder without a tokenizer answers with the ids %r: %r" % (want, body))
+        events, done = srv.stream({"prompt": [5, 6, 7], "max_tokens": 6, "temperature": 0})
+        check(done and [t for e in events for t in e["choices"][0]["tokens"]] == want,
+              "streamed ids without a tokenizer: %r" % events)
+        check(error_of(*srv.json("POST", "/v1/completions", {"prompt": "some text"}), 400, "prompt"),
+              "a text prompt without a tokenizer")
     finally:
         srv.stop()
 
@@ -396,6 +421,15 @@ def main():
     check(not events[-1]["choices"] and events[-1]["usage"]["completion_tokens"] == 12, "the usage chunk")
     events, done = s.stream({"prompt": prompt_ids, "max_tokens": 3, "temperature": 0})
     check(done and all("usage" not in e for e in events), "no usage chunk without include_usage")
+    # return_tokens: the ids `vkgraph generate` gives, whole and streamed (and no ids unasked)
+    st, body = s.json("POST", "/v1/completions", {"prompt": prompt_ids, "max_tokens": 12, "temperature": 0,
+                                                  "return_tokens": True})
+    check(st == 200 and body["choices"][0]["tokens"] == want_ids and body["choices"][0]["text"] == text,
+          "return_tokens lists the generated ids: %r" % body)
+    check("tokens" not in as_text["choices"][0], "no ids without return_tokens")
+    events, done = s.stream({"prompt": prompt_ids, "max_tokens": 12, "temperature": 0, "return_tokens": True})
+    check(done and [t for e in events for t in e["choices"][0]["tokens"]] == want_ids,
+          "the streamed events' ids add up to the generated ids")
 
     # a stop string: the text ends before it, finish_reason "stop"
     stop = text[len(text) // 2:len(text) // 2 + 3]
@@ -416,6 +450,8 @@ def main():
     check(error_of(*s.json("POST", P, {"prompt": "x", "max_tokens": "5"}), 400, "max_tokens"), "max_tokens a string")
     check(error_of(*s.json("POST", P, {"prompt": "x", "temperature": [1]}), 400, "temperature"), "temperature array")
     check(error_of(*s.json("POST", P, {"prompt": "x", "stream": 1}), 400, "stream"), "stream a number")
+    check(error_of(*s.json("POST", P, {"prompt": "x", "return_tokens": 1}), 400, "return_tokens"),
+          "return_tokens a number")
     check(error_of(*s.json("POST", P, {"prompt": "x", "stop": 3}), 400, "stop"), "stop a number")
     check(error_of(*s.json("POST", P, {"prompt": "x", "n": 2}), 400, "n"), "n = 2 refused")
     check(error_of(*s.json("POST", P, {"prompt": "x", "presence_penalty": 2.5}), 400, "presence_penalty"),
@@ -448,6 +484,7 @@ def main():
     check_penalties(s, tiny, tmp)
     check_chunked_prefill(tiny)
     check_split_characters(tiny, tmp)
+    check_no_tokenizer(tmp)
 
     # ---- concurrent greedy clients: each gets what it gets alone, and what vkgraph generate gives
     prompts = [[15496 + 7 * i, 995, 11 + i] for i in range(8)]

@@ -42,6 +42,8 @@ typedef struct completion_request {
     char *stops[SRV_MAX_STOPS]; /* owned */
     int n_stops;
     int stream, include_usage;
+    int return_tokens;          /* each choice lists its generated ids ("tokens"); the default
+                                   without a tokenizer, whose text is empty */
 } completion_request;
 
 /* Parses a /v1/completions body.  Returns 0, or -1 with e filled in (e->http_status 400). */

@@ -44,6 +44,11 @@ static void choice(sbuf *o, const resp_completion *c, int chunk, int role_delta,
         }
         sbuf_adds(o, "}");
     }
+    if (c->with_tokens) {
+        sbuf_adds(o, ",\"tokens\":[");
+        if (c->tokens) sbuf_add(o, c->tokens, c->tokens_len);
+        sbuf_adds(o, "]");
+    }
     sbuf_adds(o, ",\"index\":0,\"logprobs\":null,\"finish_reason\":");
     if (c->finish_reason) sbuf_json_string(o, c->finish_reason, strlen(c->finish_reason));
     else sbuf_adds(o, "null");

@@ -15,6 +15,10 @@ typedef struct resp_completion {
     const char *model;
     const char *finish_reason;  /* "stop", "length", or NULL (a chunk before the end) */
     int prompt_tokens, completion_tokens;
+    int with_tokens;            /* the choice lists "tokens" (return_tokens): */
+    const char *tokens;         /* the ids generated since the last chunk (all of them in a body),
+                                   as JSON numbers between commas ("15496,995"; NULL: none) */
+    size_t tokens_len;
 } resp_completion;
 
 /* The whole completion (stream false). */
