@@ -1,5 +1,6 @@
 /* The one place where settings come from the environment: the VKG_* variables the tool honours,
- * mapped onto vkg_device_options (the library itself reads none).  A flag is on when set to
+ * mapped onto vkg_device_options and the CPU kernels' instruction set (vkg_cpu_set_max_isa; the
+ * library itself reads none).  A flag is on when set to
  * anything but "" or "0"; a value the tool cannot read is an error, never ignored. */
 #include "cli.h"
 
@@ -27,6 +28,10 @@ int cli_device_options_from_env(const char *cmd, vkg_device_options *o) {
         if (cli_int(cmd, "VKG_TIMEOUT_MS", timeout, 1, 86400000L, &ms)) return 1;
         o->timeout_ms = (uint32_t)ms;
     }
+    const char *isa = getenv("VKG_MAX_CPU_ISA");
+    vkg_error err = {0};
+    if (isa && *isa && vkg_cpu_set_max_isa(isa, &err) != VKG_OK)
+        return cli_fail(cmd, "VKG_MAX_CPU_ISA=%s: use avx512, avx2, portable or native", isa);
     const char *mm = getenv("VKG_MATMUL");
     if (mm && *mm) {
         if (strcmp(mm, "texel") == 0) o->matmul = VKG_MATMUL_SHADERS_TEXEL;

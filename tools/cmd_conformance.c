@@ -79,14 +79,17 @@ int cmd_conformance(int argc, char **argv) {
      * over threads is what is tested. */
     vkg_device_options dopts = {.cpu_threads = strcmp(spec, "cpu") ? (int)threads : 1, .quiet = 1};
     vkg_error err = {0};
-    if (vkg_device_open("cpu", &dopts, &ref, &err) != VKG_OK)
-        return cli_fail("conformance", "cannot open the CPU reference: %s", err.message);
+    /* The device first: it reads the environment, VKG_MAX_CPU_ISA included, which the reference's
+     * kernels follow too. */
     if (cli_open_device("conformance", spec, (int)threads, &dut)) {
-        vkg_device_free(ref);
         if (!strncmp(spec, "vulkan", 6))
             fprintf(stderr, "vkgraph conformance: no Vulkan device to test; nothing was checked "
                             "(--device cpu checks the CPU executor against itself)\n");
         return 1;
+    }
+    if (vkg_device_open("cpu", &dopts, &ref, &err) != VKG_OK) {
+        vkg_device_free(dut);
+        return cli_fail("conformance", "cannot open the CPU reference: %s", err.message);
     }
     if (verbose) {
         printf("reference %s, device under test %s\n", vkg_device_name(ref), vkg_device_name(dut));

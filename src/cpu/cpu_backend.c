@@ -307,7 +307,7 @@ vkg_status vkg_cpu_device_open(struct vkg_device *d, vkg_error *err) {
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "cannot start %d CPU worker threads", threads);
     d->ops = &cpu_ops;
     d->impl = pool;
-    snprintf(d->name, sizeof d->name, "CPU (%d thread%s)", threads, threads == 1 ? "" : "s");
+    snprintf(d->name, sizeof d->name, "CPU (%d thread%s, %s)", threads, threads == 1 ? "" : "s", vkg_cpu_isa());
     d->alignment = 16;
     d->max_binding_bytes = 0;
     d->read_16bit = 1;

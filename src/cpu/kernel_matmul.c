@@ -29,6 +29,10 @@
  *     sums whatever the vector width (two vectors of AVX2, one of AVX-512, four of 4 floats). */
 #include "cpu/kernels.h"
 
+#include <stdatomic.h>
+#include <string.h>
+
+#include "base/error.h"
 #include "cpu/cpu_features.h"
 #include "cpu/matmul_variant.h"
 #include "vkgraph_model.h"
@@ -70,11 +74,28 @@ int vkg_cpu_matmul_variant_runs(int v) {
     return v >= 0 && v < VKG_CPU_MATMUL_VARIANTS && variants[v].fn && variants[v].runs();
 }
 
+/* The widest variant the kernels may take (vkg_cpu_set_max_isa). */
+static atomic_int max_variant = VKG_CPU_MATMUL_VARIANTS - 1;
+
 int vkg_cpu_matmul_best_variant(void) {
-    for (int v = VKG_CPU_MATMUL_VARIANTS - 1; v > 0; v--)
+    for (int v = atomic_load_explicit(&max_variant, memory_order_relaxed); v > 0; v--)
         if (vkg_cpu_matmul_variant_runs(v)) return v;
     return VKG_CPU_MATMUL_PORTABLE;
 }
+
+vkg_status vkg_cpu_set_max_isa(const char *isa, vkg_error *err) {
+    int v = -1;
+    if (!isa || strcmp(isa, "native") == 0) v = VKG_CPU_MATMUL_VARIANTS - 1;
+    for (int i = 0; i < VKG_CPU_MATMUL_VARIANTS && v < 0; i++)
+        if (strcmp(isa, variants[i].name) == 0) v = i;
+    if (v < 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "CPU instruction set '%.40s': use avx512, avx2, portable "
+                             "or native", isa);
+    atomic_store_explicit(&max_variant, v, memory_order_relaxed);
+    return VKG_OK;
+}
+
+const char *vkg_cpu_isa(void) { return vkg_cpu_matmul_variant_name(vkg_cpu_matmul_best_variant()); }
 
 vkg_mm_view vkg_mm_view_of_batch(const vkg_matmul_params *p, const float *A, const void *B, float *C,
                                  const float *R, size_t batch) {
