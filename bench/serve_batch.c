@@ -5,6 +5,7 @@
  * steps in turn, so the ratios hold on a noisy machine where absolute times do not.
  *
  *   serve_batch MODEL_DIR [--device cpu|vulkan|vulkan:N] [--steps N] [--ctx N] [--threads N]
+ *                         [--cpu-isa avx512|avx2|portable]   (vkg_cpu_set_max_isa)
  *                         [--profile]   (then the time of each op kind, summed over every run)
  *
  * A model of GPT-2 124M's shapes with random weights: `vkgraph gpt2-random --size gpt2 DIR`.
@@ -28,7 +29,8 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: serve_batch MODEL_DIR [--device D] [--steps N] [--ctx N] [--threads N] [--profile]\n");
+    fprintf(stderr, "usage: serve_batch MODEL_DIR [--device D] [--steps N] [--ctx N] [--threads N] [--cpu-isa ISA] "
+                    "[--profile]\n");
     return 1;
 }
 
@@ -92,7 +94,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--ctx")) ctx = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
-        else return usage();
+        else if (!strcmp(argv[i], "--cpu-isa")) {
+            vkg_error err = {0};
+            if (vkg_cpu_set_max_isa(argv[++i], &err) != VKG_OK) {
+                fprintf(stderr, "serve_batch: %s\n", err.message);
+                return 1;
+            }
+        } else return usage();
     }
     if (steps < 1 || steps > 100000 || ctx < steps + 10) {
         fprintf(stderr, "serve_batch: --steps 1 to 100000 and --ctx at least steps + 10\n");
