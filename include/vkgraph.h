@@ -295,16 +295,6 @@ vkg_status vkg_device_open(const char *spec, const vkg_device_options *opts, vkg
 void vkg_device_free(vkg_device *d);
 const char *vkg_device_name(const vkg_device *d);
 int vkg_device_is_cpu(const vkg_device *d);
-/* The widest instruction set the CPU executor's kernels may use, for the whole process (as
- * oneDNN's dnnl_set_max_cpu_isa): "avx512", "avx2", "portable" (vectors of 4 floats, plain C),
- * or "native" / NULL (every one this CPU has: the default).  It answers what a machine without
- * AVX-512 gets, on one with it, and lets the variants be compared: AVX2 and AVX-512 give the same
- * bits, the portable one (no fused multiply-adds) differs by rounding.  A name not among these is
- * VKG_ERR_INVALID_ARGUMENT.  Call it before sessions run: a kernel that is running keeps its
- * variant. */
-vkg_status vkg_cpu_set_max_isa(const char *isa, vkg_error *err);
-/* The instruction set the CPU executor's kernels use: "avx512", "avx2" or "portable". */
-const char *vkg_cpu_isa(void);
 uint64_t vkg_device_validation_errors(const vkg_device *d);
 /* The most bytes of device memory (Vulkan allocations of sessions and staging) held at once
  * since d opened; 0 on the CPU executor, whose memory is the host's. */
@@ -315,6 +305,17 @@ uint64_t vkg_device_peak_memory_bytes(const vkg_device *d);
 int vkg_device_prefers_transposed_weights(const vkg_device *d);
 /* Writes the limits that shape a plan for this device (alignment, largest binding) to opts. */
 void vkg_device_compile_options(const vkg_device *d, vkg_compile_options *opts);
+
+/* The widest instruction set the CPU executor's kernels may use, for the whole process (as
+ * oneDNN's dnnl_set_max_cpu_isa): "avx512", "avx2", "portable" (vectors of 4 floats, plain C),
+ * or "native" / NULL (every one this CPU has: the default).  It answers what a machine without
+ * AVX-512 gets, on one with it, and lets the variants be compared: AVX2 and AVX-512 give the same
+ * bits, the portable one (no fused multiply-adds) differs by rounding.  A name not among these is
+ * VKG_ERR_INVALID_ARGUMENT.  Call it before sessions run: a kernel that is running keeps its
+ * variant. */
+vkg_status vkg_cpu_set_max_isa(const char *isa, vkg_error *err);
+/* The instruction set the CPU executor's kernels use: "avx512", "avx2" or "portable". */
+const char *vkg_cpu_isa(void);
 
 /* Prints every Vulkan device (name, type, driver, limits, features) to f. */
 vkg_status vkg_devices_print(FILE *f, vkg_error *err);

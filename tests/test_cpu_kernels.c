@@ -398,7 +398,9 @@ static void test_executor_runs_a_plan(void **state) {
     tiny_plan_init(&t, W);
     struct vkg_device d;
     open_cpu(&d, 3);
-    assert_string_equal(d.name, "CPU (3 threads)");
+    char name[64];
+    snprintf(name, sizeof name, "CPU (3 threads, %s)", vkg_cpu_isa()); /* the kernels' instruction set */
+    assert_string_equal(d.name, name);
     assert_string_equal(d.ops->name, "cpu");
 
     vkg_error err;
