@@ -50,19 +50,6 @@ static void expect_close(const float *got, const double *want, size_t n, double 
             fail_msg("%s[%zu]: %.7g, the reference %.7g", what, i, (double)got[i], want[i]);
 }
 
-static vkg_device *open_device(const char *spec) {
-    if (strcmp(spec, "cpu") != 0) return vk_test_open();
-    vkg_device_options o = {.quiet = 1};
-    vkg_device *d = NULL;
-    vkg_error err;
-    if (vkg_device_open("cpu", &o, &d, &err) != VKG_OK) fail_msg("%s", err.message);
-    return d;
-}
-
-static void close_device(vkg_device *d) {
-    if (vkg_device_is_cpu(d)) vkg_device_free(d);
-    else vk_test_close(d);
-}
 
 static vkg_plan *compile(vkg_device *dev, const vkg_graph *g) {
     vkg_error err;
@@ -100,7 +87,7 @@ static void fill(float *x, size_t n, uint64_t seed) {
  * input; apart, they are copied side by side first ("attn.kv.concat"). */
 static void gqa_cached_on(const char *spec, int side_by_side) {
     enum { T = 3, S = 8, RUNS = 2, KW = HKV * D };
-    vkg_device *dev = open_device(spec);
+    vkg_device *dev = vk_test_open_named(spec);
     vkg_graph *g = vkg_graph_new();
     vkg_layers L = {.g = g};
     vkg_layers_prefix(&L, "h.0.");
@@ -149,14 +136,14 @@ static void gqa_cached_on(const char *spec, int side_by_side) {
     vkg_session_free(s);
     vkg_plan_free(p);
     vkg_graph_free(g);
-    close_device(dev);
+    vk_test_close_any(dev);
 }
 
 /* Without a cache, the probabilities as an output [H, T, T]: head h's rows are those of key/value
  * head h / 2. */
 static void gqa_probs_on(const char *spec) {
     enum { T = 5 };
-    vkg_device *dev = open_device(spec);
+    vkg_device *dev = vk_test_open_named(spec);
     vkg_graph *g = vkg_graph_new();
     vkg_layers L = {.g = g};
     const int W = (H + 2 * HKV) * D;
@@ -193,13 +180,13 @@ static void gqa_probs_on(const char *spec) {
     vkg_session_free(s);
     vkg_plan_free(p);
     vkg_graph_free(g);
-    close_device(dev);
+    vk_test_close_any(dev);
 }
 
 /* RMS norm and the gated MLP, down(silu(gate(x)) * up(x)) with torch.nn.Linear weights. */
 static void rmsnorm_mlp_on(const char *spec) {
     enum { T = 3, C = 16, I = 24 };
-    vkg_device *dev = open_device(spec);
+    vkg_device *dev = vk_test_open_named(spec);
     vkg_graph *g = vkg_graph_new();
     vkg_layers L = {.g = g};
     static float gamma[C], wg[I * C], wu[I * C], wd[C * I], x[T * C];
@@ -251,7 +238,7 @@ static void rmsnorm_mlp_on(const char *spec) {
     vkg_session_free(s);
     vkg_plan_free(p);
     vkg_graph_free(g);
-    close_device(dev);
+    vk_test_close_any(dev);
 }
 
 static void test_gqa_cached_cpu(void **state) {

@@ -468,8 +468,7 @@ static void test_rope_index_refused(void **state) {
  * run on both. */
 static void rope_writes_the_cache(const char *device) {
     enum { T = 3, H = 4, HKV = 2, B1 = H + 2 * HKV, D = 4, S = 8, P = 16, CACHE = 4 * HKV * S * D };
-    vkg_device *dev = strcmp(device, "cpu") ? vk_test_open() : test_open_cpu();
-    assert_non_null(dev);
+    vkg_device *dev = vk_test_open_named(device);
     vkg_error err;
     static float table[P * D], x_data[T * B1 * D], before[CACHE], cache[CACHE], heads[B1 * T * D];
     fill(table, P * D, 1);
@@ -517,8 +516,7 @@ static void rope_writes_the_cache(const char *device) {
     vkg_session_free(s);
     vkg_plan_free(p);
     vkg_graph_free(g);
-    if (strcmp(device, "cpu")) vk_test_close(dev);
-    else vkg_device_free(dev);
+    vk_test_close_any(dev);
 }
 static void test_rope_writes_the_cache_cpu(void **state) { (void)state; rope_writes_the_cache("cpu"); }
 static void test_rope_writes_the_cache_vulkan(void **state) { (void)state; rope_writes_the_cache("vulkan"); }
@@ -556,14 +554,8 @@ static void ref_layer(const float *qs, const float *ks, const float *vs, int run
 }
 
 static void layer_on(const char *spec) {
-    vkg_device *dev = NULL;
+    vkg_device *dev = vk_test_open_named(spec);
     vkg_error err;
-    if (strcmp(spec, "cpu") == 0) {
-        vkg_device_options o = {.quiet = 1};
-        if (vkg_device_open("cpu", &o, &dev, &err) != VKG_OK) fail_msg("%s", err.message);
-    } else {
-        dev = vk_test_open();
-    }
     double inv[LD / 2], attn;
     const vkg_rope_config rc = {.type = VKG_ROPE_DEFAULT, .theta = 10000.0, .dim = LD};
     assert_int_equal(vkg_rope_inv_freq(&rc, inv, &attn, &err), VKG_OK);
@@ -602,8 +594,7 @@ static void layer_on(const char *spec) {
     vkg_session_free(s);
     vkg_plan_free(p);
     vkg_graph_free(g);
-    if (strcmp(spec, "cpu") == 0) vkg_device_free(dev);
-    else vk_test_close(dev);
+    vk_test_close_any(dev);
 }
 
 static void test_layer_cpu(void **state) { (void)state; layer_on("cpu"); }

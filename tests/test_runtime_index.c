@@ -20,21 +20,6 @@
 
 enum { S = 4, D = 8, R = 3 };
 
-static vkg_device *open_device(const char *device) {
-    vkg_device *dev = strcmp(device, "cpu") ? vk_test_open() : test_open_cpu();
-    assert_non_null(dev);
-    return dev;
-}
-
-static void close_device(const char *device, vkg_device *dev) {
-    if (strcmp(device, "cpu")) {
-        assert_int_equal(vkg_device_validation_errors(dev), 0);
-        vk_test_close(dev);
-    } else {
-        vkg_device_free(dev);
-    }
-}
-
 /* Runs s expecting a refusal naming index `name` and its value; the state then still holds `want`. */
 static void expect_refused(vkg_session *s, vkg_tensor state, const float *want, size_t n, const char *name,
                            int32_t value) {
@@ -51,7 +36,7 @@ static void expect_refused(vkg_session *s, vkg_tensor state, const float *want, 
 
 /* x [1, D] into state [S, D] at row pos: 0 .. S - 1 run, S and -1 are refused. */
 static void write_at(const char *device) {
-    vkg_device *dev = open_device(device);
+    vkg_device *dev = vk_test_open_named(device);
     vkg_graph *g = vkg_graph_new();
     vkg_tensor state = vkg_state(g, "cache", 2, (int64_t[]){S, D});
     vkg_tensor x = vkg_input(g, "x", VKG_F32, 2, (int64_t[]){1, D}), pos = vkg_index(g, "pos");
@@ -76,13 +61,13 @@ static void write_at(const char *device) {
     vkg_session_free(s);
     vkg_plan_free(p);
     vkg_graph_free(g);
-    close_device(device, dev);
+    vk_test_close_any(dev);
 }
 
 /* The rows of a decode step, x [R, 2, 1, D], each into its slot of state [2 R, 1, S, D] at its own
  * position: one row out of range refuses the whole run. */
 static void write_rows(const char *device) {
-    vkg_device *dev = open_device(device);
+    vkg_device *dev = vk_test_open_named(device);
     vkg_graph *g = vkg_graph_new();
     vkg_tensor state = vkg_state(g, "cache", 4, (int64_t[]){2 * R, 1, S, D});
     vkg_tensor x = vkg_input(g, "x", VKG_F32, 4, (int64_t[]){R, 2, 1, D});
@@ -118,12 +103,12 @@ static void write_rows(const char *device) {
     vkg_session_free(s);
     vkg_plan_free(p);
     vkg_graph_free(g);
-    close_device(device, dev);
+    vk_test_close_any(dev);
 }
 
 /* vkg_session_compare refuses to step through a plan whose index would move a write outside. */
 static void compare_refuses(const char *device) {
-    vkg_device *dev = open_device(device), *cpu = test_open_cpu();
+    vkg_device *dev = vk_test_open_named(device), *cpu = test_open_cpu();
     vkg_graph *g = vkg_graph_new();
     vkg_tensor state = vkg_state(g, "cache", 2, (int64_t[]){S, D});
     vkg_tensor x = vkg_input(g, "x", VKG_F32, 2, (int64_t[]){1, D}), pos = vkg_index(g, "pos");
@@ -149,7 +134,7 @@ static void compare_refuses(const char *device) {
     vkg_plan_free(p);
     vkg_graph_free(g);
     vkg_device_free(cpu);
-    close_device(device, dev);
+    vk_test_close_any(dev);
 }
 
 static void test_write_at_cpu(void **state) { (void)state; write_at("cpu"); }

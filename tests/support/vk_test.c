@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "support/vk_test.h"
+#include "support/test_util.h"
 
 #include "base/error.h"
 #include "vkgraph.h"
@@ -77,6 +78,17 @@ vkg_vk_context *vk_test_context(vkg_device *d) { return (vkg_vk_context *)d->imp
 void vk_test_close(vkg_device *d) {
     uint64_t messages = close_counting(d);
     if (messages) fail_msg("%llu validation messages (printed above), teardown included", (unsigned long long)messages);
+}
+
+vkg_device *vk_test_open_named(const char *device) {
+    vkg_device *d = strcmp(device, "cpu") ? vk_test_open() : test_open_cpu();
+    assert_non_null(d);
+    return d;
+}
+
+void vk_test_close_any(vkg_device *d) {
+    if (vkg_device_is_cpu(d)) vkg_device_free(d);
+    else vk_test_close(d);
 }
 
 int vk_test_group_setup(void **state) {

@@ -26,6 +26,11 @@ vkg_device *vk_test_open_with(vkg_device_options opts);
 /* Frees the device and asserts that validation reported no error or warning, including the
  * messages of its teardown (objects leaked, for example). */
 void vk_test_close(vkg_device *d);
+/* For a test run on each executor by name: "cpu" the CPU device of test_open_cpu, else
+ * vk_test_open(); fails the test where none opens.  vk_test_close_any closes either, the Vulkan
+ * one as vk_test_close does. */
+vkg_device *vk_test_open_named(const char *device);
+void vk_test_close_any(vkg_device *d);
 vkg_vk_context *vk_test_context(vkg_device *d);
 
 /* One validated device for a whole CMocka group (pipelines compile once per device, and a cold
