@@ -538,8 +538,17 @@ def main():
     body = json.dumps({"prompt": [1], "max_tokens": 1000, "temperature": 0, "stream": True}).encode()
     sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
                  + str(len(body)).encode() + b"\r\n\r\n" + body)
-    first = sock.recv(4096)
-    check(b"200 OK" in first, "the long stream starts")
+    # Its first event, not just the headers (sent as soon as the request is queued): from then
+    # on it holds the slot, so "no sequence active" below means its slot was freed, not that it
+    # was still waiting for the scheduler.
+    first, t0 = b"", time.time()
+    sock.settimeout(10)
+    while b"data: " not in first and time.time() - t0 < 10:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        first += chunk
+    check(b"200 OK" in first and b"data: " in first, "the long stream starts")
     st, busy = s.json("POST", P, {"prompt": [1], "max_tokens": 2})
     check(error_of(st, busy, 503, code="server_busy"), "a request beyond the slots and the queue: 503")
     sock.close()  # gone mid-stream
