@@ -301,7 +301,7 @@ uint64_t vkg_device_validation_errors(const vkg_device *d);
 uint64_t vkg_device_peak_memory_bytes(const vkg_device *d);
 /* 1 when d's matmuls read a weight matrix faster as [N, K] (each output's weights contiguous,
  * y = x @ W^T with VKG_TRANSPOSE_B) than as [K, N]: a model free to choose (GPT-2's projections,
- * stored [K, N]) holds its matrices that way for d.  0 on the CPU executor and on GPUs. */
+ * stored [K, N]) holds its matrices that way for d.  1 on the CPU executor and lavapipe, 0 on GPUs. */
 int vkg_device_prefers_transposed_weights(const vkg_device *d);
 /* Writes the limits that shape a plan for this device (alignment, largest binding) to opts. */
 void vkg_device_compile_options(const vkg_device *d, vkg_compile_options *opts);

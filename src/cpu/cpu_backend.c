@@ -311,5 +311,9 @@ vkg_status vkg_cpu_device_open(struct vkg_device *d, vkg_error *err) {
     d->alignment = 16;
     d->max_binding_bytes = 0;
     d->read_16bit = 1;
+    /* The matmul's dot-product path (a weight's k contiguous, [N, K]) streams a decode step's
+     * weights at the memory's pace, where [K, N] rows read 4 at a time across pages fall behind
+     * it on machines with fast memory: GPT-2 124M f16 decode 1.4-1.6x faster (PERFORMANCE.md). */
+    d->transposed_weights = 1;
     return VKG_OK;
 }

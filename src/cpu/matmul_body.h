@@ -15,7 +15,8 @@
  *
  * Three paths:
  *   - few rows (M <= VKG_MM_FEW_ROWS) with B's columns contiguous ([K, N], GPT-2's Conv1D
- *     weights; decoding: the work is reading B): B is read in place, row by row over wide blocks
+ *     weights as stored, which a model opened for the CPU executor holds transposed; decoding:
+ *     the work is reading B): B is read in place, row by row over wide blocks
  *     of columns with software prefetch (sums in L1, rows of A VKG_MM_PASS_ROWS at a time);
  *   - up to VKG_MM_DOT_ROWS rows with B's k contiguous ([N, K]: Hugging Face's Linear weights,
  *     every Llama-family matmul, every tied LM head; decoding, one sequence or a batch of them):
