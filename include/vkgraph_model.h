@@ -217,6 +217,12 @@ typedef struct vkg_model_graph_options {
 void vkg_model_graph_options_default(vkg_model_graph_options *o, int tokens);
 vkg_status vkg_model_build_graph(const vkg_model *m, const vkg_model_graph_options *o, vkg_graph **out,
                                  vkg_error *err);
+/* The graph of o (a cache of o->n_ctx > 0 positions) and its plan for opts, with the cache as a
+ * context left to the model sizes it: o->n_ctx where the plan fits opts' limits, else the largest
+ * half, quarter, ... of it that does (down to 256 positions and o->tokens); o->n_ctx says which
+ * was taken.  On failure the reason of the last size tried, and *graph and *plan NULL. */
+vkg_status vkg_model_compile_fitted(const vkg_model *m, vkg_model_graph_options *o, const vkg_compile_options *opts,
+                                    vkg_graph **graph, vkg_plan **plan, vkg_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * GPT-2 checkpoints with random weights, written exactly as Hugging Face lays a GPT-2 folder out

@@ -3,7 +3,8 @@
  * (2 x 2 heads x 16 floats a position and layer) is 256 MiB a layer against the 128 MiB one
  * binding spans.  The context and the batch context take the largest half, quarter, ... that
  * fits, and compute what a context of a few positions computes; asked for the whole length, they
- * refuse it, saying why.  On the CPU and on Vulkan. */
+ * refuse it, saying why; a decode plan compiled with vkg_model_compile_fitted takes the same size.
+ * On the CPU and on Vulkan. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -171,16 +172,58 @@ static void test_batch_takes_what_fits(void **state) {
     assert_null(b);
 }
 
+/* A decode plan compiled for the device takes the largest half, quarter, ... of the model's
+ * positions that fits, as a context left to the model does, and says so in o.n_ctx.  With no size
+ * to start from, or a limit no size mends (bindings of 4 KiB), it fails with the reason and leaves
+ * nothing behind. */
+static void test_compile_fitted(void **state) {
+    fixture *f = *state;
+    vkg_model_graph_options o;
+    vkg_model_graph_options_default(&o, 1);
+    o.n_ctx = POSITIONS;
+    vkg_compile_options opts;
+    vkg_compile_options_default(&opts);
+    vkg_device_compile_options(f->dev, &opts);
+    vkg_graph *g = NULL;
+    vkg_plan *p = NULL;
+    vkg_error err = {0};
+    check(vkg_model_compile_fitted(f->model, &o, &opts, &g, &p, &err), &err);
+    assert_non_null(g);
+    assert_non_null(p);
+    assert_halved(o.n_ctx);
+    /* A context's prefill plans take their share of the limits too (lavapipe's loop lengths), so
+     * the decode plan alone fits at least the context's size; on the CPU, only the binding. */
+    int ctx_size = 0;
+    free(run_context(f, 0, &ctx_size));
+    assert_true(o.n_ctx >= ctx_size);
+    if (f->cpu) assert_int_equal(o.n_ctx, 1 << 19);
+    vkg_plan_free(p);
+    vkg_graph_free(g);
+
+    o.n_ctx = 0;
+    assert_int_equal(vkg_model_compile_fitted(f->model, &o, &opts, &g, &p, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "n_ctx is 0"));
+    o.n_ctx = POSITIONS;
+    opts.max_binding_bytes = 4096;
+    assert_int_equal(vkg_model_compile_fitted(f->model, &o, &opts, &g, &p, &err), VKG_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "the least tried"));
+    assert_null(g);
+    assert_null(p);
+    assert_int_equal(o.n_ctx, 256);
+}
+
 int main(void) {
     const struct CMUnitTest cpu[] = {
         cmocka_unit_test(test_context_takes_what_fits),
         cmocka_unit_test(test_context_asked_for_all_refused),
         cmocka_unit_test(test_batch_takes_what_fits),
+        cmocka_unit_test(test_compile_fitted),
     };
     const struct CMUnitTest vulkan[] = {
         cmocka_unit_test(test_context_takes_what_fits),
         cmocka_unit_test(test_context_asked_for_all_refused),
         cmocka_unit_test(test_batch_takes_what_fits),
+        cmocka_unit_test(test_compile_fitted),
     };
     int failed = cmocka_run_group_tests_name("cpu", cpu, setup_cpu, teardown);
     failed += cmocka_run_group_tests_name("vulkan", vulkan, setup_vulkan, teardown);

@@ -152,15 +152,13 @@ int cmd_dump(int argc, char **argv) {
         rc = 1;
     } else {
         if (dev) vkg_device_compile_options(dev, &opts);
-        vkg_status st = vkg_plan_compile(g, &opts, &p, &err);
-        /* A cache of the model's whole context that no binding holds: the largest half, quarter,
-         * ... that one does, as a context left to the model takes (vkg_context_options). */
-        while (st == VKG_ERR_UNSUPPORTED && decode && !ctx && o.n_ctx > 256) {
+        vkg_status st;
+        if (decode && !ctx) { /* the model's whole context, or what a context left to it would take */
             vkg_graph_free(g);
             g = NULL;
-            o.n_ctx = o.n_ctx / 2 > 256 ? o.n_ctx / 2 : 256;
-            st = vkg_model_build_graph(model, &o, &g, &err);
-            if (st == VKG_OK) st = vkg_plan_compile(g, &opts, &p, &err);
+            st = vkg_model_compile_fitted(model, &o, &opts, &g, &p, &err);
+        } else {
+            st = vkg_plan_compile(g, &opts, &p, &err);
         }
         if (st != VKG_OK) {
             cli_fail("dump", "%s", err.message);

@@ -256,6 +256,47 @@ vkg_status vkg_model_build_graph(const vkg_model *m, const vkg_model_graph_optio
     return VKG_OK;
 }
 
+typedef struct compile_args {
+    const vkg_model *m;
+    vkg_model_graph_options *o;
+    const vkg_compile_options *opts;
+    vkg_graph **graph;
+    vkg_plan **plan;
+} compile_args;
+
+/* vkg_fit_context's make: the graph and plan with a cache of n_ctx positions. */
+static vkg_status compile_make(void *arg, int n_ctx, vkg_error *err) {
+    compile_args *a = arg;
+    vkg_plan_free(*a->plan);
+    vkg_graph_free(*a->graph);
+    *a->plan = NULL;
+    *a->graph = NULL;
+    a->o->n_ctx = n_ctx;
+    vkg_status st = vkg_model_build_graph(a->m, a->o, a->graph, err);
+    if (st == VKG_OK) st = vkg_plan_compile(*a->graph, a->opts, a->plan, err);
+    return st;
+}
+
+vkg_status vkg_model_compile_fitted(const vkg_model *m, vkg_model_graph_options *o, const vkg_compile_options *opts,
+                                    vkg_graph **graph, vkg_plan **plan, vkg_error *err) {
+    if (graph) *graph = NULL;
+    if (plan) *plan = NULL;
+    if (!m || !o || !opts || !graph || !plan)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_compile_fitted: NULL argument");
+    if (o->n_ctx < 1)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_model_compile_fitted: n_ctx is %d: a cache to fit "
+                             "needs a size to start from", o->n_ctx);
+    compile_args a = {m, o, opts, graph, plan};
+    vkg_status st = vkg_fit_context(o->n_ctx, o->tokens, compile_make, &a, err);
+    if (st != VKG_OK) {
+        vkg_plan_free(*plan);
+        vkg_graph_free(*graph);
+        *plan = NULL;
+        *graph = NULL;
+    }
+    return st;
+}
+
 /* ---- contexts ------------------------------------------------------------------------------- */
 
 void vkg_context_options_default(vkg_context_options *o) {
