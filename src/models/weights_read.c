@@ -135,6 +135,12 @@ vkg_status vkg_weights_read(const vkg_checkpoint *ck, vkg_weight_want *w, int n,
     void *block = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (block == MAP_FAILED)
         return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the weights (%zu MB)", total >> 20);
+#ifdef MADV_HUGEPAGE
+    /* Every page of the block is written at load and read by every token, a decode step streaming
+     * all of it: in huge pages where the kernel has them (a hint; a kernel without them ignores
+     * it), the reads miss the TLB 512 times less often. */
+    (void)madvise(block, total, MADV_HUGEPAGE);
+#endif
     *block_out = block;
     *bytes = total;
     /* A matrix held transposed is read (and checked, so that messages name the file's rows and
