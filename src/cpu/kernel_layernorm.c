@@ -28,8 +28,7 @@
 /* Layer norm's sums run in LANES partial sums, element c into lane c % LANES (so they vectorize
  * without reassociating any one sum), then the lanes are added by halves: lane i + lane i + 8,
  * then i + 4, i + 2, i + 1.  The order is fixed, so a row's result depends on neither the thread
- * count nor the instruction set; with 16 independent sums a row of 768 takes a tenth of one
- * running sum's time (each add waits for the one before). */
+ * count nor the instruction set, and no add waits for the one before it as in one running sum. */
 enum { LANES = 16 };
 
 static float lanes_sum(float lane[LANES]) {
@@ -51,20 +50,12 @@ static float row_max_abs(const float *x, size_t n) {
     return m;
 }
 
-#if defined(__clang__)
-#define VKG_NO_ALIAS_LOOP _Pragma("clang loop vectorize(assume_safety)")
-#else
-#define VKG_NO_ALIAS_LOOP _Pragma("GCC ivdep")
-#endif
-
 /* y[c] = ((x[c] a - x0) - mean) rstd, times g[c] (G), plus b[c] (B): G and B constants at each
- * call, so the loop is straight-line code the compiler vectorizes.  y may be x: element c is read
- * before it is written and no element depends on another, which the pragma tells the compiler
- * (its overlap check would otherwise send an in-place row down the scalar loop). */
+ * call, so the loop is straight-line code the compiler vectorizes; y may be x. */
 static inline __attribute__((always_inline)) void norm_row_out(int G, int B, float *y, const float *x, const float *g,
                                                               const float *b, size_t n, float a, float x0, float mean,
                                                               float rstd) {
-    VKG_NO_ALIAS_LOOP
+    VKG_CPU_INDEPENDENT_LOOP
     for (size_t c = 0; c < n; c++) {
         float v = ((x[c] * a - x0) - mean) * rstd;
         if (G) v *= g[c];

@@ -44,6 +44,15 @@ static inline float vkg_cpu_bits_float(uint32_t u) {
     return x;
 }
 
+/* Before a loop whose iterations are independent though its pointers may be equal (an output
+ * written in place over an input, element j read before it is written): vectorize it without the
+ * compiler's overlap check, which an in-place call fails, sending it down the scalar loop. */
+#if defined(__clang__)
+#define VKG_CPU_INDEPENDENT_LOOP _Pragma("clang loop vectorize(assume_safety)")
+#else
+#define VKG_CPU_INDEPENDENT_LOOP _Pragma("GCC ivdep")
+#endif
+
 /* e^x in float, within about 1 ulp (Cephes' expf): x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in
  * two parts, so r is exact), e^r by its degree-7 minimax polynomial, times 2^n built in two halves
  * (so that n = 128 and the subnormal range need no branch).  +inf above 88.7228, 0 below -103.97,

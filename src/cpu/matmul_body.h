@@ -116,11 +116,7 @@ INLINE void epilogue_row(uint32_t ACT, int BIAS, int RES, float *c, const float 
         for (size_t j = 0; j < cols; j++) MM_EPILOGUE_ELEMENT(j);
         return;
     }
-#if defined(__clang__)
-#pragma clang loop vectorize(assume_safety)
-#else
-#pragma GCC ivdep
-#endif
+    VKG_CPU_INDEPENDENT_LOOP
     for (size_t j = 0; j < cols; j++) MM_EPILOGUE_ELEMENT(j);
 }
 #undef MM_EPILOGUE_ELEMENT
