@@ -332,6 +332,22 @@ static problem nonfinite(vkg_rng *rng, const int *keys, int n_keys, float x, int
     return pr;
 }
 
+/* Each variant's rows computed one at a time give its whole run's bits: a lone row takes the
+ * kernels' few-rows path (keys in the vector lanes), the group of 4 the row-lanes path, so -inf
+ * and NaN scores meet both. */
+static void check_rows_alone(const problem *pr) {
+    for (int i = 0; i < n_variants; i++) {
+        float *whole = run_whole(variants[i], pr), *alone = calloc(pr->out_n, sizeof *alone);
+        assert_non_null(alone);
+        for (size_t r = 0; r < units(pr); r++) run_range(variants[i], pr, alone, r, r + 1);
+        /* NaN where the whole run has NaN; every other element the same bits */
+        for (size_t e = 0; e < pr->out_n; e++)
+            if (isnan(whole[e]) ? !isnan(alone[e]) : memcmp(&whole[e], &alone[e], sizeof(float)))
+                fail_msg("%s: element %zu is %g alone, %g in its group", name_of(variants[i]), e, alone[e], whole[e]);
+        free(whole), free(alone);
+    }
+}
+
 static void test_nonfinite_scores(void **state) {
     (void)state;
     vkg_rng rng;
@@ -342,11 +358,13 @@ static void test_nonfinite_scores(void **state) {
         /* -inf scores weigh 0, and their v rows (NaN) are not read into the sums */
         problem pr = nonfinite(&rng, (const int[]){0, 3, 17, 31, 32, 39}, 6, -INFINITY, causal);
         check_problem(&pr, 1);
+        check_rows_alone(&pr);
         problem_free(&pr);
         /* all keys -inf: zeros; so too the first block alone (the second then starts the sums) */
         for (int n = 32; n <= 40; n += 8) {
             pr = nonfinite(&rng, all, n, -INFINITY, causal);
             check_problem(&pr, 1);
+            check_rows_alone(&pr);
             for (int i = 0; i < n_variants; i++) {
                 float *out = run_whole(variants[i], &pr);
                 for (int e = 0; e < 4 * 64; e++) {
@@ -363,6 +381,7 @@ static void test_nonfinite_scores(void **state) {
         for (int c = 0; c < 3; c++) {
             pr = nonfinite(&rng, nan_keys[c], 2, values[c], causal);
             if (c == 2) pr.x[3 * 192 + 64] = -INFINITY;
+            check_rows_alone(&pr);
             for (int i = 0; i < n_variants; i++) {
                 float *out = run_whole(variants[i], &pr);
                 for (int e = 0; e < 4 * 64; e++)

@@ -47,23 +47,6 @@
 _Static_assert(TILE_N % NR == 0, "tiles hold whole strips of columns (a tile's last row strip may be short)");
 _Static_assert(VKG_MM_FEW_ROWS <= TILE_M && VKG_MM_DOT_ROWS <= TILE_M, "the few-rows paths have one row tile");
 
-#if defined(__clang__)
-#define MM_SHUFFLE4(x, y, i0, i1, i2, i3) __builtin_shufflevector(x, y, i0, i1, i2, i3)
-#else
-#define MM_SHUFFLE4(x, y, i0, i1, i2, i3) __builtin_shuffle(x, y, (mm_i4){i0, i1, i2, i3})
-#endif
-
-/* r[q] holds element q of four rows r[0..3]; afterwards r[q] holds element q of each row, lane j
- * from row j.  Pure data movement. */
-INLINE void transpose4(mm_x4 r[4]) {
-    mm_x4 lo01 = MM_SHUFFLE4(r[0], r[1], 0, 4, 1, 5), lo23 = MM_SHUFFLE4(r[2], r[3], 0, 4, 1, 5);
-    mm_x4 hi01 = MM_SHUFFLE4(r[0], r[1], 2, 6, 3, 7), hi23 = MM_SHUFFLE4(r[2], r[3], 2, 6, 3, 7);
-    r[0] = MM_SHUFFLE4(lo01, lo23, 0, 1, 4, 5);
-    r[1] = MM_SHUFFLE4(lo01, lo23, 2, 3, 6, 7);
-    r[2] = MM_SHUFFLE4(hi01, hi23, 0, 1, 4, 5);
-    r[3] = MM_SHUFFLE4(hi01, hi23, 2, 3, 6, 7);
-}
-
 /* ---- B's elements as floats (T, a VKG_MM_* type, is a constant at every call) ---------------- */
 
 INLINE float b_one(int T, const void *b, size_t i) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu/kernels.h"
+#include "cpu/vec_x4.h"
 
 enum {
     VKG_MM_KC = 128,       /* k per packed block: a packed strip of B (KC x NR) stays in L1     */
@@ -34,10 +35,6 @@ enum {
                               of B (or each band of columns on the dot-product path)         */
 };
 
-/* Four floats in one 128-bit register (a GNU C vector: lanes are independent IEEE operations);
- * the packing of B with contiguous k moves 4 x 4 blocks through these on every variant. */
-typedef float mm_x4 __attribute__((vector_size(16)));
-typedef int mm_i4 __attribute__((vector_size(16)));
 
 /* 1 when every element of p is summed by the dot-product path (matmul_body.h, dot_group): B's k
  * contiguous and not its columns (a [N, K] weight, Hugging Face's Linear layout, or a tied head),
