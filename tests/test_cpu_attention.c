@@ -410,10 +410,17 @@ static void test_cuts_and_threads(void **state) {
     (void)state;
     vkg_rng rng;
     vkg_rng_seed(&rng, 16);
-    problem probs[3] = {gpt2_prompt(&rng, 12, 100, 1), gpt2_prompt(&rng, 3, 77, 0), gpt2_cached(&rng, 12, 1, 600)};
+    problem probs[4] = {gpt2_prompt(&rng, 12, 100, 1), gpt2_prompt(&rng, 3, 77, 0), gpt2_cached(&rng, 12, 1, 600),
+                        gpt2_cached(&rng, 12, 1, 600)};
+    /* the last decodes with query heads sharing a KV head in pairs (grouped-query attention, as
+     * Qwen3-0.6B's): a pair's two rows take the few-rows path together, a lone row alone */
+    vkg_attention_params *gqa = &probs[3].p;
+    gqa->batch0 = 6, gqa->batch1 = 2;
+    gqa->q_stride_b0 = gqa->o_stride_b0 = 2 * 64, gqa->q_stride_b1 = gqa->o_stride_b1 = 64;
+    gqa->k_stride_b0 = gqa->v_stride_b0 = 2 * 1024 * 64, gqa->k_stride_b1 = gqa->v_stride_b1 = 0;
     vkg_threadpool *pools[3] = {vkg_threadpool_new(1), vkg_threadpool_new(2), vkg_threadpool_new(3)};
     for (int i = 0; i < 3; i++) assert_non_null(pools[i]);
-    for (int pi = 0; pi < 3; pi++) {
+    for (int pi = 0; pi < 4; pi++) {
         const problem *pr = &probs[pi];
         const size_t n = units(pr);
         for (int i = 0; i < n_variants; i++) {
@@ -441,7 +448,8 @@ static void test_cuts_and_threads(void **state) {
             free(whole), free(cut);
         }
     }
-    for (int i = 0; i < 3; i++) vkg_threadpool_free(pools[i]), problem_free(&probs[i]);
+    for (int i = 0; i < 3; i++) vkg_threadpool_free(pools[i]);
+    for (int i = 0; i < 4; i++) problem_free(&probs[i]);
 }
 
 /* ---- through a session ------------------------------------------------------------------------- */
