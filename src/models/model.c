@@ -13,6 +13,7 @@
 #include "models/gpt2_random.h"
 #include "models/model_handles.h"
 #include "models/context_fit.h"
+#include "runtime/backend.h"
 #include "models/model_run.h"
 #include "models/sampling.h"
 #include "models/stop_strings.h"
@@ -152,7 +153,9 @@ vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_opti
 void vkg_model_free(vkg_model *m) {
     if (!m) return;
     vkg_tokenizer_free(m->tok);
-    if (m->dec) m->dec->free((void *)m->dec->model);
+    /* A run that timed out and never finished may still read the weights (imported where they
+     * lie): then they, and the decoder that owns them, stay for the rest of the process. */
+    if (m->dec && !vkg_device_keeps_host_memory(m->dev)) m->dec->free((void *)m->dec->model);
     free(m);
 }
 

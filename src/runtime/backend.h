@@ -34,6 +34,10 @@ typedef struct vkg_backend_ops {
      * write before it runs and reads them back with read). */
     vkg_status (*run_steps)(void *session, int first, int count, vkg_error *err);
     void (*device_free)(void *device);
+    /* 1 when work that may still be running reads host memory the device was given (a session
+     * freed after its run timed out twice): that memory must stay allocated for the rest of the
+     * process.  NULL: never (the CPU executor's runs end before they return). */
+    int (*keeps_host_memory)(void *device);
 } vkg_backend_ops;
 
 /* Memory a device's sessions hold on it (Vulkan allocations; the CPU executor's memory is the
@@ -57,6 +61,9 @@ struct vkg_device {
     vkg_memory_count device_memory;
     vkg_profile profile;          /* step times of every profiled run                       */
 };
+
+/* d's keeps_host_memory (0 for NULL): a model does not free weights a device may still read. */
+int vkg_device_keeps_host_memory(const struct vkg_device *d);
 
 /* Backends' constructors; each fills d->ops, d->impl, d->name and the limits. */
 vkg_status vkg_cpu_device_open(struct vkg_device *d, vkg_error *err);

@@ -56,6 +56,10 @@ void vkg_device_free(vkg_device *d) {
     free(d);
 }
 
+int vkg_device_keeps_host_memory(const vkg_device *d) {
+    return d && d->ops && d->ops->keeps_host_memory && d->ops->keeps_host_memory(d->impl);
+}
+
 const char *vkg_device_name(const vkg_device *d) { return d->name; }
 int vkg_device_is_cpu(const vkg_device *d) { return strcmp(d->ops->name, "cpu") == 0; }
 uint64_t vkg_device_validation_errors(const vkg_device *d) { return d->validation_errors; }

@@ -438,6 +438,10 @@ vkg_status vkg_vk_context_create(int index, const vkg_device_options *opts, uint
 
 void vkg_vk_context_free(vkg_vk_context *c) {
     if (!c) return;
+    if (c->abandoned) { /* work still running on it: destroying the device under it is undefined */
+        free(c);
+        return;
+    }
     if (c->device) {
         if (c->lost != VKG_VK_HUNG) vkDeviceWaitIdle(c->device); /* a hung queue may never be idle */
         vkg_vk_pipelines_free(c, c->pipelines);

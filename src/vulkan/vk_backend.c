@@ -139,7 +139,8 @@ static void session_free(void *impl) {
     /* Never an unbounded wait: a run that timed out may never finish.  When it still has not
      * after one more timeout, its command buffers, fence, descriptors and memory may be in use:
      * they are left alone (a leak, not a destroyed object the device still reads, and not a
-     * process that hangs at exit); the host memory is freed. */
+     * process that hangs at exit), and so are the device and the host memory it imported (the
+     * model's weights: vkg_device_keeps_host_memory); the session's own host memory is freed. */
     int in_use = 0;
     if (s->pending) {
         vkg_error ignored;
@@ -147,6 +148,7 @@ static void session_free(void *impl) {
     }
     if (s->lost && c->lost != VKG_VK_HUNG) vkDeviceWaitIdle(c->device);
     if (in_use) {
+        if (c->lost == VKG_VK_HUNG) c->abandoned = 1;
         free(s->views);
         free(s->own);
         vkg_vk_memory_abandon(&s->memory);
@@ -334,6 +336,8 @@ static vkg_status session_run_steps(void *impl, int first, int count, vkg_error 
 
 static void device_free(void *impl) { vkg_vk_context_free(impl); }
 
+static int keeps_host_memory(void *impl) { return ((const vkg_vk_context *)impl)->abandoned; }
+
 static const vkg_backend_ops vulkan_ops = {
     .name = "vulkan",
     .session_new = session_new,
@@ -344,6 +348,7 @@ static const vkg_backend_ops vulkan_ops = {
     .run = session_run,
     .run_steps = session_run_steps,
     .device_free = device_free,
+    .keeps_host_memory = keeps_host_memory,
 };
 
 vkg_status vkg_vulkan_device_open(struct vkg_device *d, int index, vkg_error *err) {
