@@ -35,12 +35,13 @@ def check(cond, what):
 
 
 class Server:
-    def __init__(self, model, *args, key=KEY):
-        cmd = [VKG, "serve", "-m", model, "--port", "0", "--device", "cpu"] + list(args)
+    def __init__(self, model, *args, key=KEY, device="cpu", env=None):
+        cmd = [VKG, "serve", "-m", model, "--port", "0", "--device", device] + list(args)
         if key:
             cmd += ["--api-key", key]
         self.key = key
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, **env) if env else None)
         servers.append(self.proc)
         self.log = []
         line = self.proc.stderr.readline()
@@ -381,6 +382,20 @@ def check_chunked_prefill(tiny):
     check(bad.returncode == 1 and "--prefill-chunk" in bad.stderr, "--prefill-chunk -1 refused: %r" % bad.stderr)
 
 
+def check_device_timeout(tiny):
+    """A Vulkan run past its timeout (VKG_TIMEOUT_MS=1): the request gets a 500 error object, and
+    the server, whose timed-out work may still be running when it stops, exits 0 on SIGTERM."""
+    s = Server(tiny, key=None, device="vulkan", env={"VKG_TIMEOUT_MS": "1"})
+    st, body = s.json("POST", "/v1/completions", {"prompt": list(range(60)), "max_tokens": 4})
+    if st == 200:
+        print("note: the device ran a 60-token prompt within 1 ms: the timeout not exercised")
+    else:
+        check(error_of(st, body, 500) and "did not finish" in body["error"]["message"],
+              "a run past its timeout: a 500 error object: %r %r" % (st, body))
+    rc, _ = s.stop(signal.SIGTERM)
+    check(rc == 0, "SIGTERM after a run past its timeout: exit 0 (rc %r)" % rc)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="vkg-server-")
     tiny = os.path.join(tmp, "tiny")  # 64 positions, GPT-2's vocabulary
@@ -576,6 +591,7 @@ def main():
     check(out.get("events", (None, False))[1], "a stream cut by SIGTERM still ends with [DONE]")
 
     check_chat(tmp)
+    check_device_timeout(tiny)
 
     print("server tests: %d failure(s)" % len(failures))
     return 1 if failures else 0
