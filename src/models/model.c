@@ -4,9 +4,8 @@
  * this one holds the handles, the tokens of a context and the stage timings. */
 #include "vkgraph_model.h"
 
-#include <pthread.h>
-
 #include "base/error.h"
+#include "base/keep.h"
 #include "io/tokenizer.h"
 #include "base/json.h"
 #include "models/checkpoint.h"
@@ -152,31 +151,13 @@ vkg_status vkg_model_open(const char *dir, vkg_device *dev, const vkg_model_opti
     return VKG_OK;
 }
 
-/* Decoders whose weights a device's abandoned work may still read (vkg_model_free): kept, and
- * reachable, for the rest of the process. */
-typedef struct kept_decoder {
-    const vkg_decoder *dec;
-    struct kept_decoder *next;
-} kept_decoder;
-static kept_decoder *kept_decoders;
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-
 void vkg_model_free(vkg_model *m) {
     if (!m) return;
     vkg_tokenizer_free(m->tok);
-    if (m->dec && vkg_device_keeps_host_memory(m->dev)) {
-        /* A run that timed out and never finished may still read the weights (imported where
-         * they lie): they, and the decoder that owns them, stay. */
-        kept_decoder *k = malloc(sizeof *k);
-        if (k) {
-            pthread_mutex_lock(&kept_lock);
-            *k = (kept_decoder){m->dec, kept_decoders};
-            kept_decoders = k;
-            pthread_mutex_unlock(&kept_lock);
-        }
-    } else if (m->dec) {
-        m->dec->free((void *)m->dec->model);
-    }
+    /* A run that timed out and never finished may still read the weights (imported where they
+     * lie): then they, and the model that owns them, stay. */
+    if (m->dec && vkg_device_keeps_host_memory(m->dev)) vkg_keep_forever(m->dec->model);
+    else if (m->dec) m->dec->free((void *)m->dec->model);
     free(m);
 }
 

@@ -3,6 +3,7 @@
 #include "vulkan/context.h"
 
 #include "base/error.h"
+#include "base/keep.h"
 #include "vulkan/pipelines.h"
 
 #include <stdio.h>
@@ -439,7 +440,7 @@ vkg_status vkg_vk_context_create(int index, const vkg_device_options *opts, uint
 void vkg_vk_context_free(vkg_vk_context *c) {
     if (!c) return;
     if (c->abandoned) { /* work still running on it: destroying the device under it is undefined */
-        free(c);
+        vkg_keep_forever(c);
         return;
     }
     if (c->device) {
