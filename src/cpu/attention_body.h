@@ -219,6 +219,11 @@ static void narrow_scores(group *G, size_t g, size_t D, float scale) {
     for (; r < g; r++) narrow_tile(1, G->qT, r, D, G->kT, scale, G->sn + r * KB);
 }
 
+/* How many of a row's first `keys` keys fall in the block of nb keys from key j0. */
+INLINE size_t keys_in_block(size_t keys, size_t j0, size_t nb) {
+    return keys <= j0 ? 0 : keys - j0 < nb ? keys - j0 : nb;
+}
+
 /* A block's weights (rows in the vector lanes): the scores of its nb keys from kr (key j0) for
  * rows 0 .. g - 1 (lanes of them computed), masked, into G->s; the online softmax's step into
  * G->p, m, l and corr; and neg[r], the -inf scores among row r's KB (a hole for the P.V). */
@@ -227,7 +232,7 @@ static void wide_weights(group *G, size_t lanes, size_t g, size_t D, const float
     score_block(lanes, G->qT, D, kr, ks, kds, scale, G->s, nb);
     /* the mask: each row's keys past its last, and every row's past S */
     for (size_t r = 0; r < g; r++) {
-        const size_t keys = G->rows[r].keys, n = keys <= j0 ? 0 : keys - j0 < nb ? keys - j0 : nb;
+        const size_t n = keys_in_block(G->rows[r].keys, j0, nb);
         for (size_t j = n; j < nb; j++) G->s[j * GPAD + r] = -INFINITY;
         /* the window: keys before the row's first (a hole for the P.V below) */
         for (size_t j = 0; j < nb && j0 + j < G->rows[r].first; j++) G->s[j * GPAD + r] = -INFINITY;
@@ -268,7 +273,7 @@ static void narrow_weights(group *G, size_t g, size_t D, const float *kr, size_t
     narrow_scores(G, g, D, scale);
     for (size_t r = 0; r < g; r++) {
         float *sr = G->sn + r * KB, pr[KB] ALIGNED;
-        const size_t keys = G->rows[r].keys, n = keys <= j0 ? 0 : keys - j0 < nb ? keys - j0 : nb;
+        const size_t n = keys_in_block(G->rows[r].keys, j0, nb);
         for (size_t j = n; j < KB; j++) sr[j] = -INFINITY;
         for (size_t j = 0; j < nb && j0 + j < G->rows[r].first; j++) sr[j] = -INFINITY;
         float mx = -INFINITY;
@@ -332,10 +337,7 @@ static void run_group(group *G, const vkg_attention_params *p, const float *q, c
         }
         /* each row's keys in this block */
         size_t n[GPAD];
-        for (size_t r = 0; r < g; r++) {
-            const size_t keys = G->rows[r].keys;
-            n[r] = keys <= j0 ? 0 : keys - j0 < nb ? keys - j0 : nb;
-        }
+        for (size_t r = 0; r < g; r++) n[r] = keys_in_block(G->rows[r].keys, j0, nb);
         /* P.V: PV_ROWS rows at a time over the keys they all have, unless one has a hole; then
          * each row over the rest of its keys (a row without keys here stays as it is) */
         for (size_t r = 0; r < g;) {
