@@ -55,7 +55,8 @@ typedef enum vkg_status {
     VKG_ERR_FORMAT,             /* a file's contents are malformed                      */
     VKG_ERR_NO_DEVICE,          /* no Vulkan loader or no device matching the request   */
     VKG_ERR_DEVICE,             /* a Vulkan call failed                                 */
-    VKG_ERR_DEVICE_LOST,        /* VK_ERROR_DEVICE_LOST: the driver reset the GPU       */
+    VKG_ERR_DEVICE_LOST,        /* the driver reset the GPU, or a run that timed out never
+                                   finished: reopen the device                          */
     VKG_ERR_OUT_OF_DEVICE_MEMORY,
     VKG_ERR_TIMEOUT,            /* the GPU did not finish in time                       */
     VKG_ERR_UNSUPPORTED,        /* valid request the device or build cannot serve       */

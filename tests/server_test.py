@@ -382,16 +382,38 @@ def check_chunked_prefill(tiny):
     check(bad.returncode == 1 and "--prefill-chunk" in bad.stderr, "--prefill-chunk -1 refused: %r" % bad.stderr)
 
 
-def check_device_timeout(tiny):
-    """A Vulkan run past its timeout (VKG_TIMEOUT_MS=1): the request gets a 500 error object, and
-    the server, whose timed-out work may still be running when it stops, exits 0 on SIGTERM."""
-    s = Server(tiny, key=None, device="vulkan", env={"VKG_TIMEOUT_MS": "1"})
-    st, body = s.json("POST", "/v1/completions", {"prompt": list(range(60)), "max_tokens": 4})
+def check_device_timeout(tmp):
+    """A Vulkan run past its timeout (VKG_TIMEOUT_MS=1): the request gets a 500 error object.  The
+    next request waits for that run once more with the same 1 ms; a run that is still going then
+    counts as a lost device, and from there on every request and /health answer 503 (code
+    device_lost), so that a load balancer or orchestrator takes the replica out.  The server,
+    whose timed-out work may still be running when it stops, exits 0 on SIGTERM."""
+    model = os.path.join(tmp, "wide")  # a 1000-token prompt runs for tens of ms on lavapipe
+    subprocess.run([VKG, "gpt2-random", model, "--ctx", "1024", "--embd", "256"], check=True, capture_output=True)
+    s = Server(model, key=None, device="vulkan", env={"VKG_TIMEOUT_MS": "1"})
+    request = {"prompt": list(range(1000)), "max_tokens": 4}
+    st, body = s.json("POST", "/v1/completions", request)
     if st == 200:
-        print("note: the device ran a 60-token prompt within 1 ms: the timeout not exercised")
+        print("note: the device ran a 1000-token prompt within 1 ms: the timeout not exercised")
     else:
         check(error_of(st, body, 500) and "did not finish" in body["error"]["message"],
               "a run past its timeout: a 500 error object: %r %r" % (st, body))
+        for _ in range(4):
+            st, body = s.json("POST", "/v1/completions", request)
+            if st == 503:
+                break
+            check(error_of(st, body, 500), "a request while the device catches up: a 500 error object: %r" % body)
+        if st != 503:
+            print("note: the device caught up with every timed-out run within 1 ms: a lost device not exercised")
+        else:
+            check(error_of(st, body, 503, code="device_lost") and "restart" in body["error"]["message"],
+                  "a device lost for good: 503 device_lost: %r" % body)
+            st, body = s.json("GET", "/health")
+            check(error_of(st, body, 503, code="device_lost"), "/health once the device is lost: 503: %r %r" % (st, body))
+            st, body = s.json("POST", "/v1/completions", {"prompt": [1, 2], "max_tokens": 1})
+            check(error_of(st, body, 503, code="device_lost"), "every later request: 503 device_lost: %r" % body)
+            st, metrics = s.request("GET", "/metrics")
+            check(st == 200 and "\nvkgraph_device_lost 1\n" in metrics, "/metrics: vkgraph_device_lost 1")
     rc, _ = s.stop(signal.SIGTERM)
     check(rc == 0, "SIGTERM after a run past its timeout: exit 0 (rc %r)" % rc)
 
@@ -542,7 +564,7 @@ def main():
     check(st == 200 and re.search(r"^vkgraph_generated_tokens_total [1-9]", metrics, re.M) and
           re.search(r"^vkgraph_time_to_first_token_seconds_count [1-9]", metrics, re.M) and
           re.search(r"^vkgraph_time_per_output_token_seconds_bucket\{le=\"\+Inf\"\} [1-9]", metrics, re.M) and
-          "vkgraph_sequences_queued 0" in metrics and
+          "vkgraph_sequences_queued 0" in metrics and "\nvkgraph_device_lost 0\n" in metrics and
           re.search(r'^vkgraph_requests_total\{class="client_error"\} [1-9]', metrics, re.M), "metrics")
     rc, secs = s.stop(signal.SIGINT)
     check(rc == 0 and secs < 5, "SIGINT: exit 0 in %.1f s (rc %r)" % (secs, rc))
@@ -591,7 +613,7 @@ def main():
     check(out.get("events", (None, False))[1], "a stream cut by SIGTERM still ends with [DONE]")
 
     check_chat(tmp)
-    check_device_timeout(tiny)
+    check_device_timeout(tmp)
 
     print("server tests: %d failure(s)" % len(failures))
     return 1 if failures else 0

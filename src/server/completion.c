@@ -306,6 +306,7 @@ enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *bod
         answered(st);
         stream_unref(st);
         if (status == VKG_ERR_OUT_OF_MEMORY) srv_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+        else if (status == VKG_ERR_DEVICE_LOST) srv_device_lost(s, &e);
         else
             srv_error_set(&e, 503, "server_error", NULL, "server_busy",
                           "the server is busy: every slot is generating and the queue is full; try again later");

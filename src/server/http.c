@@ -187,12 +187,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     sbuf b = {0};
     switch (id) {
     case R_HEALTH:
+        if (srv_device_lost(s, &e)) return srv_reply_error(s, c, &e);
         sbuf_adds(&b, "{\"status\":\"ok\"}");
         return reply_json(s, c, &b);
     case R_METRICS: {
         sched_stats st = {0, 0};
         if (ready) sched_get_stats(s->sched, &st);
-        srv_metrics_write(s->metrics, st.active, st.queued, &b);
+        const int lost = ready && sched_device_lost(s->sched, NULL, 0);
+        srv_metrics_write(s->metrics, st.active, st.queued, lost, &b);
         enum MHD_Result res = b.oom ? MHD_NO : srv_reply(s, c, 200, "text/plain; version=0.0.4", b.data, b.len);
         sbuf_free(&b);
         return res;
@@ -210,6 +212,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return detokenize(s, c, body, u->body.len);
     }
     return MHD_NO;
+}
+
+int srv_device_lost(srv *s, srv_error *e) {
+    char why[sizeof ((vkg_error *)0)->message];
+    if (!sched_device_lost(s->sched, why, sizeof why)) return 0;
+    srv_error_set(e, 503, "server_error", NULL, "device_lost", "the device is lost (%s): restart the server", why);
+    return 1;
 }
 
 vkg_status srv_start(const srv_options *o, srv **out, vkg_error *err) {

@@ -72,7 +72,7 @@ static void write_histogram(sbuf *o, const char *name, const char *help, const h
                 h->total);
 }
 
-void srv_metrics_write(srv_metrics *m, int active, int queued, sbuf *o) {
+void srv_metrics_write(srv_metrics *m, int active, int queued, int device_lost, sbuf *o) {
     pthread_mutex_lock(&m->lock);
     sbuf_printf(o,
                 "# HELP vkgraph_requests_total HTTP requests answered, by class of status.\n"
@@ -91,9 +91,12 @@ void srv_metrics_write(srv_metrics *m, int active, int queued, sbuf *o) {
                 "vkgraph_sequences_active %d\n"
                 "# HELP vkgraph_sequences_queued Sequences waiting for a slot.\n"
                 "# TYPE vkgraph_sequences_queued gauge\n"
-                "vkgraph_sequences_queued %d\n",
+                "vkgraph_sequences_queued %d\n"
+                "# HELP vkgraph_device_lost 1 once the device is lost for good (a restart is due).\n"
+                "# TYPE vkgraph_device_lost gauge\n"
+                "vkgraph_device_lost %d\n",
                 m->requests_ok, m->requests_client_error, m->requests_server_error, m->prompt_tokens,
-                m->generated_tokens, active, queued);
+                m->generated_tokens, active, queued, device_lost);
     write_histogram(o, "vkgraph_time_to_first_token_seconds", "From a completion's arrival to its first token.",
                     &m->ttft);
     write_histogram(o, "vkgraph_time_per_output_token_seconds", "Between one generated token and the next.",

@@ -13,6 +13,6 @@ void srv_metrics_tokens(srv_metrics *m, long prompt, long generated);
 void srv_metrics_first_token(srv_metrics *m, double seconds);
 void srv_metrics_token_gap(srv_metrics *m, double seconds);
 /* active and queued are the scheduler's gauges at the time of the scrape. */
-void srv_metrics_write(srv_metrics *m, int active, int queued, sbuf *out);
+void srv_metrics_write(srv_metrics *m, int active, int queued, int device_lost, sbuf *out);
 
 #endif

@@ -34,13 +34,17 @@ int sched_n_ctx(const sched *s);
 /* Cancels everything, waits for the slots to stop and frees them.  NULL is fine. */
 void sched_free(sched *s);
 /* opts->prompt and opts->stops are copied.  Returns VKG_OK and a job (released with
- * sched_job_release once the caller is done with it), or VKG_ERR_UNSUPPORTED when the queue is
- * full or the scheduler is shutting down (the sink is then never called). */
+ * sched_job_release once the caller is done with it), VKG_ERR_UNSUPPORTED when the queue is
+ * full or the scheduler is shutting down, or VKG_ERR_DEVICE_LOST once the device is lost (the
+ * sink is then never called). */
 vkg_status sched_submit(sched *s, const vkg_generate_options *opts, const sched_sink *sink, sched_job **out);
 void sched_cancel(sched_job *j);
 void sched_job_release(sched_job *j);
 /* Cancels every job and refuses new ones (the first step of a shutdown). */
 void sched_stop(sched *s);
 void sched_get_stats(sched *s, sched_stats *out);
+/* 1 once a step found the device lost for good (every later request fails; a restart is the
+ * cure), with the reason in why[cap]; else 0. */
+int sched_device_lost(sched *s, char *why, size_t cap);
 
 #endif

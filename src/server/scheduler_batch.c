@@ -5,7 +5,9 @@
  * own, a chunk a step (vkg_batch_options' prefill_chunk, shared by every prompt in the step), so
  * that the sequences decoding meanwhile are held for a chunk, not a whole prompt; it joins the
  * batched steps after its last chunk.  A cancelled request (a client gone) ends and frees its
- * slot before the next step.
+ * slot before the next step.  A step that finds the device lost for good fails every request it
+ * ran; from then on queued requests fail as they reach a slot and new ones are refused
+ * (sched_device_lost), since no later step can succeed.
  *
  * Each running sequence chooses its tokens as vkg_context_generate does (the same sampler, stop
  * strings and end-of-text handling), so a request's tokens are those of `vkgraph generate`. */
@@ -48,6 +50,7 @@ struct sched {
     pthread_cond_t work;            /* a job was queued, or stopping */
     sched_job *head, *tail;
     int queued, max_queue, active, stopping;
+    char lost[sizeof ((vkg_error *)0)->message]; /* why the device is lost for good; "" while it works */
     vkg_model *model;
     const vkg_tokenizer *tok;
     vkg_batch_context *batch;
@@ -103,7 +106,9 @@ static int start(sched *s, int i, sched_job *j) {
     r->n_history = 0;
     vkg_error err = {0};
     vkg_status st = VKG_OK;
-    if (o->max_tokens < 0)
+    if (s->lost[0]) /* written by this thread only */
+        st = vkg_error_set(&err, VKG_ERR_DEVICE_LOST, "%s", s->lost);
+    else if (o->max_tokens < 0)
         st = vkg_error_set(&err, VKG_ERR_INVALID_ARGUMENT, "generate: max_tokens %d; use 0 or more", o->max_tokens);
     else if (o->n_stops && !s->tok)
         st = vkg_error_set(&err, VKG_ERR_INVALID_ARGUMENT, "generate: stop strings match text, and the model has no "
@@ -208,8 +213,14 @@ static void *engine_main(void *arg) {
         }
         if (!busy) continue;
         vkg_error err = {0};
-        if (vkg_batch_step(s->batch, &err) != VKG_OK) {
+        vkg_status st = vkg_batch_step(s->batch, &err);
+        if (st != VKG_OK) {
             /* a step that fails fails every request in it; the slots are emptied for the next */
+            if (st == VKG_ERR_DEVICE_LOST) {
+                pthread_mutex_lock(&s->lock);
+                snprintf(s->lost, sizeof s->lost, "%s", err.message);
+                pthread_mutex_unlock(&s->lock);
+            }
             for (int i = 0; i < s->n_slots; i++)
                 if (s->slots[i].job) finish(s, i, 0, err.message);
             continue;
@@ -318,11 +329,12 @@ vkg_status sched_submit(sched *s, const vkg_generate_options *opts, const sched_
     pthread_mutex_lock(&s->lock);
     /* A job may wait when a slot is free (it is about to be taken) or the queue has room. */
     int room = s->queued < (s->n_slots - s->active) + s->max_queue;
-    if (s->stopping || !room) {
+    if (s->stopping || !room || s->lost[0]) {
+        vkg_status refused = s->lost[0] ? VKG_ERR_DEVICE_LOST : VKG_ERR_UNSUPPORTED;
         pthread_mutex_unlock(&s->lock);
         j->refs = 1;
         job_unref(j);
-        return VKG_ERR_UNSUPPORTED;
+        return refused;
     }
     if (s->tail) s->tail->next = j;
     else s->head = j;
@@ -366,4 +378,12 @@ void sched_get_stats(sched *s, sched_stats *out) {
     out->active = s->active;
     out->queued = s->queued;
     pthread_mutex_unlock(&s->lock);
+}
+
+int sched_device_lost(sched *s, char *why, size_t cap) {
+    pthread_mutex_lock(&s->lock);
+    const int lost = s->lost[0] != 0;
+    if (lost && cap) snprintf(why, cap, "%s", s->lost);
+    pthread_mutex_unlock(&s->lock);
+    return lost;
 }

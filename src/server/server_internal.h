@@ -30,6 +30,9 @@ struct srv {
 enum MHD_Result srv_reply(srv *s, struct MHD_Connection *c, int status, const char *type, const char *body,
                           size_t len);
 enum MHD_Result srv_reply_error(srv *s, struct MHD_Connection *c, const srv_error *e);
+/* Once the device is lost for good (sched_device_lost), every request and /health answer 503
+ * with code device_lost: returns 1 with e set, else 0. */
+int srv_device_lost(srv *s, srv_error *e);
 
 /* POST /v1/completions (chat 0) or /v1/chat/completions (chat 1) with its whole body. */
 enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *body, size_t len, int chat);

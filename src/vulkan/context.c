@@ -495,8 +495,8 @@ vkg_status vkg_vk_late_fence(vkg_vk_context *c, VkFence fence, const char *what,
         return r == VK_SUCCESS ? VKG_OK : vkg_vk_fail(err, r, "vkResetFences");
     }
     c->lost = r == VK_TIMEOUT ? VKG_VK_HUNG : VKG_VK_LOST; /* for good: nothing clears it now */
-    if (r == VK_TIMEOUT)
-        return vkg_error_set(err, VKG_ERR_TIMEOUT,
+    if (r == VK_TIMEOUT) /* lost, not a timeout: waiting again cannot help */
+        return vkg_error_set(err, VKG_ERR_DEVICE_LOST,
                              "%s: work submitted earlier is still running after another %llu ms; the device counts "
                              "as lost: reopen it", what, (unsigned long long)(timeout / 1000000ull));
     return vkg_vk_fail(err, r, what);

@@ -110,8 +110,9 @@ typedef struct vkg_vk_context {
 enum { VKG_VK_LOST = 1, VKG_VK_HUNG = 2 };
 
 /* Waits, once more and with the timeout, for a fence whose submission timed out: VKG_OK (and
- * the device counts as working again) when it has signalled, else a status with a message,
- * the device then lost for good.  what names the waiter in the message. */
+ * the device counts as working again) when it has signalled, else VKG_ERR_DEVICE_LOST (or the
+ * driver's error) with a message, the device then lost for good.  what names the waiter in the
+ * message. */
 vkg_status vkg_vk_late_fence(vkg_vk_context *c, VkFence fence, const char *what, vkg_error *err);
 
 /* Opens Vulkan device `index` (enumeration order), or the best one when index < 0.  counter
