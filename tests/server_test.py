@@ -328,12 +328,22 @@ def check_split_characters(tiny, tmp):
                   (took, len(comments)))
         # with return_tokens, a token's id goes out at once, its text still held back (the first
         # token's bytes end inside a character); ids that come while the writer is busy share an
-        # event, and the last event may hold none (finish_reason alone)
-        events, done = srv.stream({"prompt": [15496, 995], "max_tokens": 6, "temperature": 0, "return_tokens": True})
-        first = events[0]["choices"][0] if events else {}
-        check(done and first.get("text") == "" and first.get("tokens", [])[:1] == [447] and
-              [t for e in events for t in e["choices"][0]["tokens"]] == [447] * 6,
-              "the ids go out while their text waits: %r" % events)
+        # event, and the last event may hold none (finish_reason alone).  On a busy machine all six
+        # tokens may come before the writer's first event, which then ends the stream too (its
+        # text the flush), or several before it: the holding back shows in a first event of one
+        # token, so other runs are tried again.
+        for attempt in range(5):
+            events, done = srv.stream({"prompt": [15496, 995], "max_tokens": 6, "temperature": 0,
+                                       "return_tokens": True})
+            check(done and [t for e in events for t in e["choices"][0]["tokens"]] == [447] * 6,
+                  "every id of a stream of split characters goes out: %r" % events)
+            with_tokens = [e["choices"][0] for e in events if e["choices"][0]["tokens"]]
+            if len(with_tokens) >= 2 and len(with_tokens[0]["tokens"]) == 1:
+                check(with_tokens[0]["text"] == "" and with_tokens[0]["tokens"] == [447],
+                      "the ids go out while their text waits: %r" % events)
+                break
+        else:
+            print("note: no stream of 6 tokens began with an event of one: the holding back not exercised")
     finally:
         srv.stop()
 
