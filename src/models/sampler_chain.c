@@ -249,7 +249,12 @@ vkg_status vkg_sampler_chain_run(vkg_sampler_chain *c, const float *logits, cons
     }
     vkg_sampling_set *set = &c->set;
     int32_t bad;
-    const int n = vkg_sampling_set_fill(set, row, &bad);
+    /* A chain that goes greedy first keeps the largest logit alone: found in the checking pass,
+     * without copying the row (the later stages, given one token, keep it). */
+    const stage *lead = first < c->n_stages ? &c->stages[first] : NULL;
+    const int greedy = lead && (lead->kind == GREEDY || (lead->kind == TEMPERATURE && lead->value <= 0.0f));
+    const int n = greedy ? vkg_sampling_set_fill_best(set, row, &bad) : vkg_sampling_set_fill(set, row, &bad);
+    first += greedy;
     if (bad >= 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "sampling: the logit of token %d is %s: no token can be "
                              "chosen from it", (int)bad, isnan(row[bad]) ? "NaN" : "+inf");

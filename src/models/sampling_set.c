@@ -84,12 +84,9 @@ static void forget_head(vkg_sampling_set *s) {
 #define WIDE_VECTORS
 #endif
 
-WIDE_VECTORS int vkg_sampling_set_fill(vkg_sampling_set *s, const float *logits, int32_t *bad_id) {
-    /* One pass that vectorizes: any NaN or +inf, how many -inf, the largest logit. */
-    const int V = s->cap;
-    *bad_id = -1;
-    s->n = 0;
-    if (V < 1) return 0;
+/* One pass that vectorizes over the V logits: *bad_id the first NaN or +inf (-1: none), *minus_inf
+ * how many are -inf, and the largest. */
+static inline __attribute__((always_inline)) float scan(const float *logits, int V, int32_t *bad_id, int *minus_inf_out) {
     /* The largest logit as the largest of integers that order like the floats (negative ones'
      * magnitude bits flipped): an integer maximum vectorizes where a float one may not. */
     int bad = 0, minus_inf = 0;
@@ -106,15 +103,25 @@ WIDE_VECTORS int vkg_sampling_set_fill(vkg_sampling_set *s, const float *logits,
     const uint32_t top_bits = top_key >= 0 ? (uint32_t)top_key : (uint32_t)top_key ^ 0x7fffffffu;
     float best;
     memcpy(&best, &top_bits, sizeof best);
-    if (bad) {
+    *bad_id = -1;
+    if (bad)
         for (int i = 0; i < V; i++)
             if (!(logits[i] < __builtin_inff()) && logits[i] != -__builtin_inff()) {
                 *bad_id = i;
                 break;
             }
-        return 0;
-    }
-    if (minus_inf == V) return 0;
+    *minus_inf_out = minus_inf;
+    return best;
+}
+
+WIDE_VECTORS int vkg_sampling_set_fill(vkg_sampling_set *s, const float *logits, int32_t *bad_id) {
+    const int V = s->cap;
+    *bad_id = -1;
+    s->n = 0;
+    if (V < 1) return 0;
+    int minus_inf;
+    const float best = scan(logits, V, bad_id, &minus_inf);
+    if (*bad_id >= 0 || minus_inf == V) return 0;
     int n = 0;
     if (!minus_inf) { /* every token: a copy */
         memcpy(s->l, logits, (size_t)V * sizeof *s->l);
@@ -136,6 +143,27 @@ WIDE_VECTORS int vkg_sampling_set_fill(vkg_sampling_set *s, const float *logits,
     s->have_p = 0;
     forget_head(s);
     return n;
+}
+
+WIDE_VECTORS int vkg_sampling_set_fill_best(vkg_sampling_set *s, const float *logits, int32_t *bad_id) {
+    const int V = s->cap;
+    *bad_id = -1;
+    s->n = 0;
+    if (V < 1) return 0;
+    int minus_inf;
+    const float best = scan(logits, V, bad_id, &minus_inf);
+    if (*bad_id >= 0 || minus_inf == V) return 0;
+    int32_t best_id = 0;
+    while (logits[best_id] != best) best_id++; /* the lowest id among equals */
+    s->l[0] = best;
+    s->id[0] = best_id;
+    s->n = 1;
+    s->best = best;
+    s->best_id = best_id;
+    s->t = 1.0f;
+    s->have_p = 0;
+    forget_head(s);
+    return 1;
 }
 
 /* a comes before b in the order. */

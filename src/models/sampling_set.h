@@ -56,6 +56,9 @@ void vkg_sampling_set_free(vkg_sampling_set *s);
 /* Every token with a finite logit; *bad_id gets the first NaN or +inf id (the set is then left
  * unusable), else -1.  Returns the tokens kept (0: every logit is -inf). */
 int vkg_sampling_set_fill(vkg_sampling_set *s, const float *logits, int32_t *bad_id);
+/* The same check, and the set that fill then keep_to(best) would leave, its one token the largest
+ * logit's (the lowest id among equals), without copying the others: greedy's whole work. */
+int vkg_sampling_set_fill_best(vkg_sampling_set *s, const float *logits, int32_t *bad_id);
 /* Keeps the tokens in order up to and including the entry `last` (which is in the set). */
 void vkg_sampling_set_keep_to(vkg_sampling_set *s, float last_logit, int32_t last_id);
 /* Keeps head[0..k) (1 <= k <= n_head): the set becomes exactly that head, sorted. */
