@@ -170,7 +170,8 @@ static vkg_status cpu_session_new(void *device, const vkg_plan *p, void *share, 
          * virtual machine).  Not states: a cache's rows are touched a few positions at a time,
          * in one run of memory per head, and a huge page per head would commit far more than
          * the positions used. */
-        if (m != MAP_FAILED && region->kind != VKG_REGION_STATE) (void)madvise(m, (size_t)region_bytes(region), MADV_HUGEPAGE);
+        if (m != MAP_FAILED && region->kind != VKG_REGION_STATE)
+            (void)madvise(m, (size_t)region_bytes(region), MADV_HUGEPAGE);
 #endif
         if (!s->region_base[r]) {
             cpu_session_free(s);

@@ -227,9 +227,9 @@ INLINE void stream_any_rows(int T, size_t rows, const float *a, size_t a_sm, siz
  * they lie, and added into vector sums held in registers; one horizontal sum per element at the
  * end.  Summing in k order instead needs the columns transposed into vector lanes, 8 x 8 blocks
  * of 16-bit values through a dozen shuffles, all on x86's one shuffle port (port 5): that
- * transposition, measured as this path's alternative, held the decode of Llama-family models to 15 GB/s
- * of weights where memory gives 25-30; the dot products need no shuffle but the one horizontal
- * sum per element.
+ * transposition, measured as this path's alternative, held the decode of Llama-family models to
+ * 15 GB/s of weights where memory gives 25-30; the dot products need no shuffle but the one
+ * horizontal sum per element.
  *
  * Each element is split over DOT_LANES = 16 partial sums whatever the vector width (element k of
  * the row into sum k % 16, one fused or unfused multiply-add at a time in k order), which are then

@@ -86,7 +86,8 @@ static void forget_head(vkg_sampling_set *s) {
 
 /* One pass that vectorizes over the V logits: *bad_id the first NaN or +inf (-1: none), *minus_inf
  * how many are -inf, and the largest. */
-static inline __attribute__((always_inline)) float scan(const float *logits, int V, int32_t *bad_id, int *minus_inf_out) {
+static inline __attribute__((always_inline)) float scan(const float *logits, int V, int32_t *bad_id,
+                                                      int *minus_inf_out) {
     /* The largest logit as the largest of integers that order like the floats (negative ones'
      * magnitude bits flipped): an integer maximum vectorizes where a float one may not. */
     int bad = 0, minus_inf = 0;
