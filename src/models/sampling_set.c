@@ -84,10 +84,15 @@ static void forget_head(vkg_sampling_set *s) {
 #define WIDE_VECTORS
 #endif
 
-/* One pass that vectorizes over the V logits: *bad_id the first NaN or +inf (-1: none), *minus_inf
- * how many are -inf, and the largest. */
-static inline __attribute__((always_inline)) float scan(const float *logits, int V, int32_t *bad_id,
-                                                      int *minus_inf_out) {
+/* The check both fills begin with, one pass that vectorizes over the row: *bad_id the first NaN or
+ * +inf (-1: none), *minus_inf how many logits are -inf, *best the largest.  Returns 0 when no token
+ * can be kept (a bad logit, every logit -inf, no vocabulary): the set is then empty. */
+static inline __attribute__((always_inline)) int scan(vkg_sampling_set *s, const float *logits, int32_t *bad_id,
+                                                      int *minus_inf_out, float *best_out) {
+    const int V = s->cap;
+    *bad_id = -1;
+    s->n = 0;
+    if (V < 1) return 0;
     /* The largest logit as the largest of integers that order like the floats (negative ones'
      * magnitude bits flipped): an integer maximum vectorizes where a float one may not. */
     int bad = 0, minus_inf = 0;
@@ -102,9 +107,7 @@ static inline __attribute__((always_inline)) float scan(const float *logits, int
         top_key = key > top_key ? key : top_key;
     }
     const uint32_t top_bits = top_key >= 0 ? (uint32_t)top_key : (uint32_t)top_key ^ 0x7fffffffu;
-    float best;
-    memcpy(&best, &top_bits, sizeof best);
-    *bad_id = -1;
+    memcpy(best_out, &top_bits, sizeof *best_out);
     if (bad)
         for (int i = 0; i < V; i++)
             if (!(logits[i] < __builtin_inff()) && logits[i] != -__builtin_inff()) {
@@ -112,17 +115,24 @@ static inline __attribute__((always_inline)) float scan(const float *logits, int
                 break;
             }
     *minus_inf_out = minus_inf;
-    return best;
+    return !bad && minus_inf < V;
+}
+
+/* The set's facts once its n tokens are in place, the largest logit best's (token best_id). */
+static void kept(vkg_sampling_set *s, int n, float best, int32_t best_id) {
+    s->n = n;
+    s->best = best;
+    s->best_id = best_id;
+    s->t = 1.0f;
+    s->have_p = 0;
+    forget_head(s);
 }
 
 WIDE_VECTORS int vkg_sampling_set_fill(vkg_sampling_set *s, const float *logits, int32_t *bad_id) {
-    const int V = s->cap;
-    *bad_id = -1;
-    s->n = 0;
-    if (V < 1) return 0;
     int minus_inf;
-    const float best = scan(logits, V, bad_id, &minus_inf);
-    if (*bad_id >= 0 || minus_inf == V) return 0;
+    float best;
+    if (!scan(s, logits, bad_id, &minus_inf, &best)) return 0;
+    const int V = s->cap;
     int n = 0;
     if (!minus_inf) { /* every token: a copy */
         memcpy(s->l, logits, (size_t)V * sizeof *s->l);
@@ -135,35 +145,21 @@ WIDE_VECTORS int vkg_sampling_set_fill(vkg_sampling_set *s, const float *logits,
                 s->id[n++] = i;
             }
     }
-    int32_t best_id = 0;
-    while (s->l[best_id] != best) best_id++; /* the lowest id among equals */
-    s->n = n;
-    s->best = best;
-    s->best_id = s->id[best_id];
-    s->t = 1.0f;
-    s->have_p = 0;
-    forget_head(s);
+    int32_t at = 0;
+    while (s->l[at] != best) at++; /* the lowest id among equals */
+    kept(s, n, best, s->id[at]);
     return n;
 }
 
 WIDE_VECTORS int vkg_sampling_set_fill_best(vkg_sampling_set *s, const float *logits, int32_t *bad_id) {
-    const int V = s->cap;
-    *bad_id = -1;
-    s->n = 0;
-    if (V < 1) return 0;
     int minus_inf;
-    const float best = scan(logits, V, bad_id, &minus_inf);
-    if (*bad_id >= 0 || minus_inf == V) return 0;
+    float best;
+    if (!scan(s, logits, bad_id, &minus_inf, &best)) return 0;
     int32_t best_id = 0;
     while (logits[best_id] != best) best_id++; /* the lowest id among equals */
     s->l[0] = best;
     s->id[0] = best_id;
-    s->n = 1;
-    s->best = best;
-    s->best_id = best_id;
-    s->t = 1.0f;
-    s->have_p = 0;
-    forget_head(s);
+    kept(s, 1, best, best_id);
     return 1;
 }
 
