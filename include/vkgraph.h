@@ -297,6 +297,12 @@ void vkg_device_free(vkg_device *d);
 const char *vkg_device_name(const vkg_device *d);
 int vkg_device_is_cpu(const vkg_device *d);
 uint64_t vkg_device_validation_errors(const vkg_device *d);
+/* 1 once a run that timed out was given up while it may still be running (VKG_ERR_DEVICE_LOST
+ * after VKG_ERR_TIMEOUT), else 0 (also for NULL).  Then the device, and the memory that work may
+ * read (a model's weights), are never freed; and a process should end with _exit once its output
+ * is flushed, since exit handlers tear down libraries the driver's threads may still be using
+ * (lavapipe's LLVM: a crash at exit). */
+int vkg_device_has_abandoned_work(const vkg_device *d);
 /* The most bytes of device memory (Vulkan allocations of sessions and staging) held at once
  * since d opened; 0 on the CPU executor, whose memory is the host's. */
 uint64_t vkg_device_peak_memory_bytes(const vkg_device *d);

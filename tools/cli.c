@@ -150,6 +150,8 @@ int cli_not_applicable(const char *cmd, const char *opt, const char *why) {
     return cli_fail(cmd, "%s does not apply to vkgraph %s: %s", opt, cmd, why);
 }
 
+static int abandoned_work; /* a device closed with work still running on it */
+
 void cli_close_device(const char *cmd, vkg_device *dev) {
     if (dev && profile_request.on) {
         const char *path = profile_request.trace ? profile_request.trace : CLI_TRACE_DEFAULT;
@@ -160,8 +162,11 @@ void cli_close_device(const char *cmd, vkg_device *dev) {
             cli_note_output_failure(); /* the results are out, but what was asked for is not */
         } else fprintf(stderr, "vkgraph %s: Chrome trace written to %s (open in chrome://tracing or Perfetto)\n", cmd, path);
     }
+    if (vkg_device_has_abandoned_work(dev)) abandoned_work = 1;
     vkg_device_free(dev);
 }
+
+int cli_device_work_abandoned(void) { return abandoned_work; }
 
 int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device **dev) {
     vkg_device_options o = {.cpu_threads = threads, .profile = profile_request.on};

@@ -52,6 +52,9 @@ const char *cli_memory_hint(vkg_status st, const char *hint);
 /* Frees a device opened by cli_open_device; with --profile, first prints its profile to stderr
  * and writes the Chrome trace (--trace FILE, default vkgraph-trace.json). */
 void cli_close_device(const char *cmd, vkg_device *dev);
+/* 1 when a device closed with cli_close_device still had work running (a run that timed out and
+ * was given up): main then ends with _exit (vkg_device_has_abandoned_work). */
+int cli_device_work_abandoned(void);
 /* Called first and last in main (cli_output.c): keeps descriptors 0-2 from being reused when
  * closed, and turns a failed write to stdout, or a failure noted with cli_note_output_failure
  * (its message already printed), into exit status 1. */

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const vkg_command commands[] = {
     {"devices", cmd_devices, "list every Vulkan device with its limits and features", CMD_DEVICE},
@@ -68,6 +69,10 @@ int main(int argc, char **argv) {
             if (rc == 0) rc = commands[i].run(n, args);
             rc = cli_output_finish(commands[i].name, rc);
             cli_args_free();
+            if (cli_device_work_abandoned()) { /* the driver's threads may still run: no exit handlers */
+                fflush(NULL);
+                _exit(rc);
+            }
             return rc;
         }
     const char *names[sizeof commands / sizeof commands[0]];

@@ -156,7 +156,7 @@ void vkg_model_free(vkg_model *m) {
     vkg_tokenizer_free(m->tok);
     /* A run that timed out and never finished may still read the weights (imported where they
      * lie): then they, and the model that owns them, stay. */
-    if (m->dec && vkg_device_keeps_host_memory(m->dev)) vkg_keep_forever(m->dec->model);
+    if (m->dec && vkg_device_has_abandoned_work(m->dev)) vkg_keep_forever(m->dec->model);
     else if (m->dec) m->dec->free((void *)m->dec->model);
     free(m);
 }

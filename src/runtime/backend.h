@@ -62,9 +62,6 @@ struct vkg_device {
     vkg_profile profile;          /* step times of every profiled run                       */
 };
 
-/* d's keeps_host_memory (0 for NULL): a model does not free weights a device may still read. */
-int vkg_device_keeps_host_memory(const struct vkg_device *d);
-
 /* Backends' constructors; each fills d->ops, d->impl, d->name and the limits. */
 vkg_status vkg_cpu_device_open(struct vkg_device *d, vkg_error *err);
 /* index < 0: the best device (discrete, integrated, virtual, then software). */

@@ -56,7 +56,7 @@ void vkg_device_free(vkg_device *d) {
     free(d);
 }
 
-int vkg_device_keeps_host_memory(const vkg_device *d) {
+int vkg_device_has_abandoned_work(const vkg_device *d) {
     return d && d->ops && d->ops->keeps_host_memory && d->ops->keeps_host_memory(d->impl);
 }
 

@@ -99,7 +99,7 @@ typedef struct vkg_vk_context {
     int lost;                                 /* 0, VKG_VK_LOST or VKG_VK_HUNG            */
     int abandoned;                            /* a session was freed while its work still ran:
                                                  the device and the host memory that work reads
-                                                 are never freed (vkg_device_keeps_host_memory) */
+                                                 are never freed (vkg_device_has_abandoned_work) */
 } vkg_vk_context;
 
 /* vkg_vk_context.lost.  VKG_VK_LOST: the driver reported the device lost.  VKG_VK_HUNG: a

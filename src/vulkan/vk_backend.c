@@ -140,7 +140,7 @@ static void session_free(void *impl) {
      * after one more timeout, its command buffers, fence, descriptors and memory may be in use:
      * they are left alone (a leak, not a destroyed object the device still reads, and not a
      * process that hangs at exit), and so are the device and the host memory it imported (the
-     * model's weights: vkg_device_keeps_host_memory); the session's own host memory is freed.
+     * model's weights: vkg_device_has_abandoned_work); the session's own host memory is freed.
      * Once a session was abandoned so, every session freed after it is too: the abandoned work
      * may read memory they own (a batch's plans share the first plan's caches). */
     int in_use = c->abandoned;
