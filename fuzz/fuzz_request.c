@@ -1,7 +1,8 @@
 /* Request bodies of `vkgraph serve` through its parser (src/server/request.c) with GPT-2's
  * tokenizer and a context of 64: any bytes are either a request within the model's limits (a
  * prompt of 1..n_ctx ids in the vocabulary, room for max_tokens, sampling options the sampler
- * accepts) or a 400 naming what is wrong; never a crash, a leak or a huge allocation.  The same
+ * accepts, logprobs within OpenAI's limit, a logit_bias of distinct ids in the vocabulary) or a
+ * 400 naming what is wrong; never a crash, a leak or a huge allocation.  The same
  * bytes go through /tokenize's and /detokenize's parsers, and through the chat completions'
  * parser (src/server/chat_prompt.c) with SmolLM2's test tokenizer and chat template. */
 #include "fuzz.h"
@@ -57,6 +58,12 @@ static void check_request(completion_request *r, const srv_model_facts *m) {
     vkg_error err;
     FUZZ_CHECK(vkg_sampling_options_check(&r->sampling, &err) == VKG_OK);
     FUZZ_CHECK(!r->include_usage || r->stream);
+    FUZZ_CHECK(r->logprobs >= -1 && r->logprobs <= SRV_MAX_TOP_LOGPROBS);
+    FUZZ_CHECK(r->n_bias >= 0 && r->n_bias <= SRV_MAX_LOGIT_BIAS);
+    for (int i = 0; i < r->n_bias; i++) {
+        FUZZ_CHECK(r->bias_ids[i] >= 0 && r->bias_ids[i] < m->n_vocab && r->bias[i] >= -100 && r->bias[i] <= 100);
+        for (int k = 0; k < i; k++) FUZZ_CHECK(r->bias_ids[k] != r->bias_ids[i]); /* one bias a token */
+    }
     completion_request_free(r);
 }
 

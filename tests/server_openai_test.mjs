@@ -3,7 +3,7 @@
  * `vkgraph serve` driven by OpenAI's official JavaScript client (the npm package `openai`, which
  * tools/fetch-openai-client.sh installs into models/openai-client; VKG_OPENAI_CLIENT names another
  * folder), as a user's program drives it: completions and chat completions, streamed and not,
- * models.list, and errors surfacing as the client's typed errors.
+ * logprobs and logit_bias, models.list, and errors surfacing as the client's typed errors.
  *
  *   node tests/server_openai_test.mjs VKGRAPH
  *
@@ -191,6 +191,32 @@ async function main() {
     const rs = await client.chat.completions.create({ model: 'smol-chat', messages, max_tokens: 40, temperature: 0, stop });
     check(rs.choices[0].finish_reason === 'stop' && rs.choices[0].message.content === wantChat.slice(0, wantChat.indexOf(stop)),
           `chat with stop ${JSON.stringify(stop)}: ${JSON.stringify(rs.choices[0])}`);
+  }
+  // logprobs as the client reads them: chat's content entries, whose bytes make up the answer, the
+  // most likely first (greedy); completions' parallel lists; logit_bias banning the greedy token
+  const lp = await client.chat.completions.create({ model: 'smol-chat', messages, max_tokens: 8, temperature: 0,
+                                                    logprobs: true, top_logprobs: 3 });
+  const entries = (lp.choices[0].logprobs && lp.choices[0].logprobs.content) || [];
+  check(entries.length === lp.usage.completion_tokens &&
+        Buffer.from(entries.flatMap((e) => e.bytes)).toString('utf-8') === lp.choices[0].message.content &&
+        entries.every((e) => e.logprob <= 0 && e.top_logprobs.length === 3 && e.top_logprobs[0].token === e.token &&
+                             e.top_logprobs[0].logprob === e.logprob &&
+                             e.top_logprobs.every((t, i) => i === 0 || t.logprob <= e.top_logprobs[i - 1].logprob)),
+        `chat logprobs: ${JSON.stringify(lp.choices[0].logprobs).slice(0, 300)}`);
+  const cl = await client.completions.create({ model: 'smol-chat', prompt: 'Hello world', max_tokens: 4, temperature: 0,
+                                               logprobs: 2 });
+  const clp = cl.choices[0].logprobs;
+  check(clp && clp.tokens.length === 4 && clp.token_logprobs.length === 4 && clp.text_offset.length === 4 &&
+        clp.top_logprobs.every((t) => Object.keys(t).length >= 1 && Object.keys(t).length <= 3) &&
+        clp.text_offset[0] === 0, `completions logprobs: ${JSON.stringify(clp)}`);
+  const first = entries.length ? entries[0].top_logprobs : [];
+  if (first.length === 3) {
+    const banned = (await post(s.base, '/tokenize', { content: first[0].token })).tokens;
+    const nb = await client.chat.completions.create({ model: 'smol-chat', messages, max_tokens: 1, temperature: 0,
+                                                      logit_bias: { [banned[0]]: -100 }, logprobs: true });
+    check(banned.length === 1 && nb.choices[0].logprobs.content[0].token === first[1].token,
+          `logit_bias -100 on ${JSON.stringify(first[0].token)}: the second choice ${JSON.stringify(first[1].token)} ` +
+          `comes first: ${JSON.stringify(nb.choices[0].logprobs)}`);
   }
   const sampled = { model: 'smol-chat', messages, max_tokens: 20, temperature: 0.8, top_p: 0.9, top_k: 50, min_p: 0.01,
                     seed: 11, presence_penalty: 0.5, frequency_penalty: 0.3 };

@@ -170,6 +170,79 @@ def check_penalties(s, model, tmp):
     check(changed, "the penalties changed at least one greedy choice (else the check above proves little)")
 
 
+def log_softmax(logits):
+    x = logits - logits.max()
+    return x - np.log(np.exp(x).sum())
+
+
+def check_logprobs(s, model, tmp):
+    """logprobs: every generated token's logprob and the top alternatives equal NumPy's float64
+    log-softmax of the logits `vkgraph logits` gives for the same ids (within 2e-5), greedy and
+    sampled (the logprobs are the model's, before the temperature); the streamed events add up
+    to the whole answer's."""
+    prompt = [15496, 995, 11, 314]
+    for temperature in [0, 1.5]:
+        req = {"prompt": prompt, "max_tokens": 5, "temperature": temperature, "seed": 3, "logprobs": 3,
+               "return_tokens": True}
+        st, body = s.json("POST", "/v1/completions", req)
+        ch = body["choices"][0] if st == 200 else {}
+        lp = ch.get("logprobs") or {}
+        ids = ch.get("tokens", [])
+        check(st == 200 and len(ids) == 5 and len(lp.get("token_logprobs", [])) == 5 and
+              len(lp["tokens"]) == 5 and len(lp["top_logprobs"]) == 5, "logprobs' shape: %r" % body)
+        if st != 200:
+            continue
+        texts = [s.json("POST", "/detokenize", {"tokens": [i]})[1]["content"] for i in ids]
+        check(lp["tokens"] == texts and "".join(texts) == ch["text"], "logprobs' tokens are the text's: %r" % lp)
+        offsets = [len("".join(texts[:k])) for k in range(5)]
+        check(lp["text_offset"] == offsets, "text_offset %r, want %r" % (lp["text_offset"], offsets))
+        for k in range(5):
+            want = log_softmax(logits_of(model, prompt + ids[:k], tmp))
+            order = np.argsort(-want, kind="stable")[:3]
+            top = lp["top_logprobs"][k]
+            want_top = {texts[k]: want[ids[k]]}
+            for i in order:
+                want_top.setdefault(s.json("POST", "/detokenize", {"tokens": [int(i)]})[1]["content"], want[i])
+            check(abs(lp["token_logprobs"][k] - want[ids[k]]) < 2e-5,
+                  "temperature %g token %d: logprob %.7f, NumPy's %.7f" % (temperature, k, lp["token_logprobs"][k],
+                                                                         want[ids[k]]))
+            check(set(top) == set(want_top) and all(abs(top[t] - want_top[t]) < 2e-5 for t in top),
+                  "temperature %g token %d: top_logprobs %r, NumPy's %r" % (temperature, k, top, want_top))
+            if temperature == 0:
+                check(ids[k] == int(order[0]), "greedy chooses the most likely token")
+        events, done = s.stream(req)
+        parts = [e["choices"][0]["logprobs"] for e in events if e["choices"] and e["choices"][0]["logprobs"]]
+        check(done and [v for p in parts for v in p["token_logprobs"]] == lp["token_logprobs"] and
+              [v for p in parts for v in p["text_offset"]] == lp["text_offset"],
+              "streamed logprobs add up to the whole answer's: %r" % parts)
+    st, body = s.json("POST", "/v1/completions", {"prompt": prompt, "max_tokens": 2, "logprobs": 0})
+    lp = body["choices"][0]["logprobs"]
+    check(st == 200 and all(list(t) == [w] for t, w in zip(lp["top_logprobs"], lp["tokens"])),
+          "logprobs 0: the chosen token alone in top_logprobs: %r" % lp)
+    st, body = s.json("POST", "/v1/completions", {"prompt": prompt, "max_tokens": 2})
+    check(st == 200 and body["choices"][0]["logprobs"] is None, "no logprobs unasked")
+
+
+def check_logit_bias(s, model, tmp):
+    """logit_bias is added to the logits before the sampler: the greedy choice is NumPy's argmax
+    of the logits plus the bias, for a ban (-100) of the favourite and a push (+8) of another."""
+    prompt = [15496, 995, 11, 314]
+    logits = logits_of(model, prompt, tmp)
+    best, tenth = int(np.argmax(logits)), int(np.argsort(-logits)[9])
+    for bias in [{best: -100}, {tenth: 8.0}, {best: -100, tenth: -100}]:
+        want = logits.copy()
+        for i, b in bias.items():
+            want[i] += b
+        st, body = s.json("POST", "/v1/completions", {"prompt": prompt, "max_tokens": 1, "temperature": 0,
+                                                      "return_tokens": True, "logprobs": 0,
+                                                      "logit_bias": {str(i): b for i, b in bias.items()}})
+        got = body["choices"][0]["tokens"] if st == 200 else None
+        check(got == [int(np.argmax(want))], "logit_bias %r: token %r, NumPy's %d" % (bias, got, int(np.argmax(want))))
+        if st == 200:  # the logprob is the model's, without the bias
+            check(abs(body["choices"][0]["logprobs"]["token_logprobs"][0] - log_softmax(logits)[got[0]]) < 2e-5,
+                  "logit_bias leaves the logprobs the model's")
+
+
 CHAT_CTX = 160  # room for the template's default system message (88 tokens) and an answer
 
 
@@ -213,9 +286,39 @@ def check_stop_ids(tmp, rendered):
     s.stop()
 
 
+def check_chat_logprobs(s, model, tmp, prompt):
+    """Chat's logprobs (logprobs true, top_logprobs 2): an entry per generated token whose bytes
+    make up the answer, its logprob and alternatives NumPy's log-softmax of `vkgraph logits`."""
+    req = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "temperature": 0, "logprobs": True,
+           "top_logprobs": 2, "return_tokens": True}
+    st, body = s.json("POST", "/v1/chat/completions", req)
+    ch = body["choices"][0] if st == 200 else {}
+    content = (ch.get("logprobs") or {}).get("content", [])
+    ids = ch.get("tokens", [])
+    check(st == 200 and len(content) == len(ids) == body["usage"]["completion_tokens"] > 0,
+          "chat logprobs: an entry per token: %r" % body)
+    check(bytes(b for e in content for b in e["bytes"]).decode(errors="replace") == ch["message"]["content"],
+          "chat logprobs' bytes make up the answer")
+    for k, e in enumerate(content):
+        want = log_softmax(logits_of(model, prompt + ids[:k], tmp))
+        order = [int(i) for i in np.argsort(-want, kind="stable")[:2]]
+        tops = e["top_logprobs"]
+        check(abs(e["logprob"] - want[ids[k]]) < 2e-5 and len(tops) == 2 and ids[k] == order[0] and
+              all(abs(t["logprob"] - want[i]) < 2e-5 for t, i in zip(tops, order)) and tops[0]["token"] == e["token"],
+              "chat token %d: %r, NumPy's %r" % (k, e, [(i, want[i]) for i in order]))
+    st, body = s.json("POST", "/v1/chat/completions", dict(req, top_logprobs=None))
+    check(st == 200 and all(e["top_logprobs"] == [] for e in body["choices"][0]["logprobs"]["content"]),
+          "chat logprobs without top_logprobs: no alternatives")
+    status, text = s.request("POST", "/v1/chat/completions", dict(req, stream=True))
+    events = [json.loads(b[6:]) for b in text.split("\n\n") if b.startswith("data: {")]
+    streamed = [e for ev in events for c in ev["choices"] for e in ((c.get("logprobs") or {}).get("content") or [])]
+    check(status == 200 and streamed == content, "streamed chat logprobs add up to the whole answer's")
+
+
 def check_chat(tmp):
     """/v1/chat/completions: the answer's shape and every way a chat request can be wrong."""
-    s = Server(chat_model(tmp, "chat"), "--parallel", "2")
+    d = chat_model(tmp, "chat")
+    s = Server(d, "--parallel", "2")
     C = "/v1/chat/completions"
     msgs = [{"role": "user", "content": "Hi"}]
     st, body = s.json("POST", C, {"messages": msgs, "max_tokens": 5, "temperature": 0})
@@ -227,6 +330,7 @@ def check_chat(tmp):
     n_rendered = len(s.json("POST", "/tokenize", {"content": rendered})[1]["tokens"])
     check(body["usage"]["prompt_tokens"] == n_rendered, "the template's default system message is rendered (%d, %d)" %
           (body["usage"]["prompt_tokens"], n_rendered))
+    check_chat_logprobs(s, d, tmp, s.json("POST", "/tokenize", {"content": rendered})[1]["tokens"])
     st, dev = s.json("POST", C, {"messages": [{"role": "developer", "content": "Be brief."}] + msgs, "max_tokens": 0})
     n_sys = len(s.json("POST", "/tokenize", {"content": "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi"
                                                         "<|im_end|>\n<|im_start|>assistant\n"})[1]["tokens"])
@@ -247,8 +351,10 @@ def check_chat(tmp):
         ({"messages": msgs, "max_completion_tokens": "3"}, "max_completion_tokens"),
         ({"messages": msgs, "max_completion_tokens": 3, "max_tokens": "x"}, "max_tokens"),
         ({"messages": msgs, "n": 3}, "n"),
-        ({"messages": msgs, "logprobs": True}, "logprobs"),
         ({"messages": msgs, "logprobs": "yes"}, "logprobs"),
+        ({"messages": msgs, "top_logprobs": 2}, "top_logprobs"),
+        ({"messages": msgs, "logprobs": False, "top_logprobs": 2}, "top_logprobs"),
+        ({"messages": msgs, "logprobs": True, "top_logprobs": 21}, "top_logprobs"),
         ({"messages": msgs, "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
         ({"messages": msgs, "response_format": {"type": "json_object"}}, "response_format"),
         ({"messages": msgs, "stream_options": {"include_usage": True}}, "stream_options"),
@@ -510,8 +616,13 @@ def main():
     check(error_of(*s.json("POST", P, {"prompt": "x", "frequency_penalty": "1"}), 400, "frequency_penalty"),
           "frequency_penalty a string")
     check(error_of(*s.json("POST", P, {"prompt": "x", "user": 5}), 400, "user"), "an OpenAI field of the wrong type")
-    check(error_of(*s.json("POST", P, {"prompt": "x", "logit_bias": {"50256": -100}}), 400, "logit_bias"),
-          "logit_bias refused")
+    for bias in [{"050": 1}, {"-1": 1}, {"x": 1}, {"50257": 1}, {"50": 101}, {"50": "1"}, [1],
+                 {str(i): 1 for i in range(1025)}]:
+        check(error_of(*s.json("POST", P, {"prompt": "x", "logit_bias": bias}), 400, "logit_bias"),
+              "logit_bias %.60r refused" % (bias,))
+    for lp in [21, -1, True, 2.5]:
+        check(error_of(*s.json("POST", P, {"prompt": "x", "logprobs": lp}), 400, "logprobs"), "logprobs %r" % (lp,))
+    check(error_of(*s.json("POST", P, {"prompt": "x", "logprobs": 1, "echo": True}), 400, "echo"), "echo refused")
     check(error_of(*s.json("POST", P, {"prompt": [1, 2, 99999]}), 400, "prompt"), "id outside the vocabulary")
     check(error_of(*s.json("POST", P, {"max_tokens": 3}), 400, "prompt"), "no prompt")
     check(error_of(*s.json("POST", P, {"prompt": [1] * 65}), 400, "prompt", "context_length_exceeded"),
@@ -533,6 +644,8 @@ def main():
     check(s.json("GET", "/health", key=None)[0] == 200, "/health needs no key")
 
     check_penalties(s, tiny, tmp)
+    check_logprobs(s, tiny, tmp)
+    check_logit_bias(s, tiny, tmp)
     check_chunked_prefill(tiny)
     check_split_characters(tiny, tmp)
     check_no_tokenizer(tmp)

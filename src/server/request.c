@@ -179,6 +179,8 @@ static int get_stops(const vkg_json *root, completion_request *r, srv_error *e) 
 
 void completion_request_free(completion_request *r) {
     free(r->ids);
+    free(r->bias_ids);
+    free(r->bias);
     for (int i = 0; i < r->n_stops; i++) free(r->stops[i]);
     memset(r, 0, sizeof *r);
 }
@@ -190,7 +192,7 @@ static const struct {
     vkg_json_type type;
 } checked_fields[] = {
     {"user", VKG_JSON_STRING},         {"metadata", VKG_JSON_OBJECT},         {"store", VKG_JSON_BOOL},
-    {"service_tier", VKG_JSON_STRING}, {"parallel_tool_calls", VKG_JSON_BOOL}, {"logit_bias", VKG_JSON_OBJECT},
+    {"service_tier", VKG_JSON_STRING}, {"parallel_tool_calls", VKG_JSON_BOOL},
 };
 
 static int check_types(const vkg_json *root, srv_error *e) {
@@ -205,9 +207,6 @@ static int check_types(const vkg_json *root, srv_error *e) {
 
 /* Chat's fields that would change the answer and that this server cannot honour. */
 static int refuse_for_chat(const vkg_json *root, srv_error *e) {
-    int logprobs = 0;
-    if (get_bool(root, "logprobs", &logprobs, e)) return -1;
-    if (logprobs) return BAD("logprobs", "'logprobs' is not supported by this server");
     const vkg_json *tools = field(root, "tools");
     if (tools && (vkg_json_type_of(tools) != VKG_JSON_ARRAY || vkg_json_length(tools) > 0))
         return BAD("tools", "'tools' (function calling) is not supported by this server");
@@ -230,7 +229,6 @@ static int refuse_for_chat(const vkg_json *root, srv_error *e) {
 
 /* The same for completions. */
 static int refuse_for_completions(const vkg_json *root, srv_error *e) {
-    if (field(root, "logprobs")) return BAD("logprobs", "'logprobs' is not supported by this server");
     int echo = 0;
     if (get_bool(root, "echo", &echo, e)) return -1;
     if (echo) return BAD("echo", "'echo' is not supported by this server");
@@ -243,9 +241,62 @@ static int refuse_for_completions(const vkg_json *root, srv_error *e) {
 
 static int refuse_unsupported(const vkg_json *root, int chat, srv_error *e) {
     if (check_types(root, e)) return -1;
-    if (vkg_json_length(field(root, "logit_bias")) > 0)
-        return BAD("logit_bias", "'logit_bias' is not supported by this server");
     return chat ? refuse_for_chat(root, e) : refuse_for_completions(root, e);
+}
+
+/* Completions' "logprobs": null or an integer, the alternatives listed beside each token.  Chat's
+ * "logprobs": true asks for them, "top_logprobs" says how many alternatives (OpenAI's rule: only
+ * with logprobs true). */
+static int get_logprobs(const vkg_json *root, int chat, completion_request *r, srv_error *e) {
+    long long top = -1;
+    r->logprobs = -1;
+    if (!chat) {
+        if (get_int(root, "logprobs", 0, SRV_MAX_TOP_LOGPROBS, &top, e)) return -1;
+        r->logprobs = (int)top;
+        return 0;
+    }
+    int on = 0;
+    if (get_bool(root, "logprobs", &on, e) || get_int(root, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &top, e))
+        return -1;
+    if (top >= 0 && !on) return BAD("top_logprobs", "'top_logprobs' needs \"logprobs\": true");
+    r->logprobs = on ? (top < 0 ? 0 : (int)top) : -1;
+    return 0;
+}
+
+/* "logit_bias": {"ID": BIAS, ...}, each ID a token id written in decimal (no sign, no leading
+ * zero, so no two keys name one token), each BIAS -100 to 100, added to that token's logit. */
+static int get_logit_bias(const vkg_json *root, const srv_model_facts *m, completion_request *r, srv_error *e) {
+    const vkg_json *b = field(root, "logit_bias");
+    if (!b) return 0;
+    if (vkg_json_type_of(b) != VKG_JSON_OBJECT)
+        return BAD("logit_bias", "'logit_bias' must be an object, not %s", vkg_json_type_name(vkg_json_type_of(b)));
+    const size_t n = vkg_json_length(b);
+    if (n > SRV_MAX_LOGIT_BIAS)
+        return BAD("logit_bias", "'logit_bias' holds %zu tokens; at most %d", n, SRV_MAX_LOGIT_BIAS);
+    if (!n) return 0;
+    r->bias_ids = malloc(n * sizeof *r->bias_ids);
+    r->bias = malloc(n * sizeof *r->bias);
+    if (!r->bias_ids || !r->bias) return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory"), -1;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *key = vkg_json_key_at(b, i, &len);
+        long long id = 0;
+        int digits = len > 0 && len <= 10 && (key[0] != '0' || len == 1);
+        for (size_t k = 0; digits && k < len; k++) {
+            digits = key[k] >= '0' && key[k] <= '9';
+            id = id * 10 + (key[k] - '0');
+        }
+        if (!digits || id >= m->n_vocab)
+            return BAD("logit_bias", "'logit_bias': the key \"%.*s\" is not a token id of this model (0 to %d)",
+                       (int)(len < 24 ? len : 24), key, m->n_vocab - 1);
+        const vkg_json *v = vkg_json_at(b, i);
+        const double x = vkg_json_number(v);
+        if (vkg_json_type_of(v) != VKG_JSON_NUMBER || !(x >= -100 && x <= 100))
+            return BAD("logit_bias", "'logit_bias' of token %lld must be a number from -100 to 100", id);
+        r->bias_ids[r->n_bias] = (int32_t)id;
+        r->bias[r->n_bias++] = (float)x;
+    }
+    return 0;
 }
 
 /* The fields both endpoints share: n, sampling, stream, stop.  *max_tokens is -1 when absent;
@@ -259,7 +310,7 @@ static int parse_options(const vkg_json *root, const srv_model_facts *m, int cha
     if (n != 1) return BAD("n", "'n' is %lld; this server generates one choice per request (n = 1)", n);
     if (!chat && get_int(root, "best_of", 1, 128, &best_of, e)) return -1;
     if (best_of != 1) return BAD("best_of", "'best_of' must be 1 on this server");
-    if (refuse_unsupported(root, chat, e)) return -1;
+    if (refuse_unsupported(root, chat, e) || get_logprobs(root, chat, r, e) || get_logit_bias(root, m, r, e)) return -1;
     const char *max_name = chat && field(root, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if (get_int(root, max_name, 0, 1e9, max_tokens, e) || get_number(root, "temperature", 0, 2, &temperature, e) ||
         get_number(root, "top_p", 0, 1, &top_p, e) || get_int(root, "top_k", -1, 1e9, &top_k, e) ||

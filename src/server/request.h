@@ -6,6 +6,7 @@
 #define VKG_SERVER_REQUEST_H
 
 #include "vkgraph_model.h"
+#include "server/logprobs.h"
 #include "vkgraph_template.h"
 
 #include <stddef.h>
@@ -13,6 +14,7 @@
 
 #define SRV_MAX_STOPS 4         /* OpenAI's limit on stop sequences */
 #define SRV_MAX_STOP_BYTES 256
+#define SRV_MAX_LOGIT_BIAS 1024 /* tokens a logit_bias may name */
 
 typedef struct srv_error {
     int http_status;            /* 400, 401, 404, ... */
@@ -44,6 +46,11 @@ typedef struct completion_request {
     int stream, include_usage;
     int return_tokens;          /* each choice lists its generated ids ("tokens"); the default
                                    without a tokenizer, whose text is empty */
+    int logprobs;               /* -1: none; else each token's logprob and that many alternatives
+                                   (completions' "logprobs", chat's "top_logprobs") */
+    int n_bias;                 /* logit_bias: bias[i] for token bias_ids[i] (owned) */
+    int32_t *bias_ids;
+    float *bias;
 } completion_request;
 
 /* Parses a /v1/completions body.  Returns 0, or -1 with e filled in (e->http_status 400). */

@@ -49,7 +49,9 @@ static void choice(sbuf *o, const resp_completion *c, int chunk, int role_delta,
         if (c->tokens) sbuf_add(o, c->tokens, c->tokens_len);
         sbuf_adds(o, "]");
     }
-    sbuf_adds(o, ",\"index\":0,\"logprobs\":null,\"finish_reason\":");
+    sbuf_adds(o, ",\"index\":0,\"logprobs\":");
+    srv_logprobs_json(o, c->chat, c->tok, c->logprobs, c->with_logprobs ? c->n_logprobs : 0);
+    sbuf_adds(o, ",\"finish_reason\":");
     if (c->finish_reason) sbuf_json_string(o, c->finish_reason, strlen(c->finish_reason));
     else sbuf_adds(o, "null");
     sbuf_adds(o, "}]");

@@ -19,6 +19,10 @@ typedef struct resp_completion {
     const char *tokens;         /* the ids generated since the last chunk (all of them in a body),
                                    as JSON numbers between commas ("15496,995"; NULL: none) */
     size_t tokens_len;
+    int with_logprobs;          /* the request asked for logprobs: */
+    const vkg_tokenizer *tok;   /* (NULL: tokens named by id) */
+    const srv_logprob_entry *logprobs; /* the entries of the tokens since the last chunk */
+    size_t n_logprobs;
 } resp_completion;
 
 /* The whole completion (stream false). */

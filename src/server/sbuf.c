@@ -74,6 +74,12 @@ static size_t utf8_char(const unsigned char *s, size_t n) {
     return len;
 }
 
+int sbuf_utf8_valid(const char *s, size_t n) {
+    for (size_t i = 0, len; i < n; i += len)
+        if (!(len = utf8_char((const unsigned char *)s + i, n - i))) return 0;
+    return 1;
+}
+
 void sbuf_json_string(sbuf *b, const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     sbuf_add(b, "\"", 1);

@@ -19,5 +19,7 @@ void sbuf_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2,
 /* s as a JSON string, quotes included.  Invalid UTF-8 (a token may end inside a character)
  * becomes U+FFFD, as Python's decode(errors="replace") does, so the output is always valid JSON. */
 void sbuf_json_string(sbuf *b, const char *s, size_t n);
+/* 1 when the n bytes at s are whole, valid UTF-8 characters. */
+int sbuf_utf8_valid(const char *s, size_t n);
 
 #endif

@@ -7,15 +7,27 @@
 #ifndef VKG_SERVER_SCHEDULER_H
 #define VKG_SERVER_SCHEDULER_H
 
+#include "server/logprobs.h"
 #include "vkgraph_model.h"
 
 typedef struct sched sched;
 typedef struct sched_job sched_job;
 
+/* What a request asks beyond vkg_generate_options. */
+typedef struct sched_extras {
+    int logprobs;               /* -1: none; 0 to SRV_MAX_TOP_LOGPROBS: each token's logprob and
+                                   that many of the most likely tokens' (srv_logprobs) */
+    int n_bias;                 /* logit_bias: bias[i] added to the logit of bias_ids[i] before
+                                   the sampler sees them (copied at submission) */
+    const int32_t *bias_ids;
+    const float *bias;
+} sched_extras;
+
 typedef struct sched_sink {
     void *user;
-    /* One generated token and the text that can be shown now (vkg_token_callback's text). */
-    void (*on_token)(void *user, int32_t id, const char *text, size_t len);
+    /* One generated token and the text that can be shown now (vkg_token_callback's text);
+     * lp is its logprobs when the request asked for them, else NULL. */
+    void (*on_token)(void *user, int32_t id, const char *text, size_t len, const srv_logprobs *lp);
     /* The end: result (generated, reason) is valid unless cancelled or failed (message set). */
     void (*on_done)(void *user, const vkg_generate_result *result, int cancelled, const char *failure);
 } sched_sink;
@@ -33,11 +45,12 @@ vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int prefill_chunk, in
 int sched_n_ctx(const sched *s);
 /* Cancels everything, waits for the slots to stop and frees them.  NULL is fine. */
 void sched_free(sched *s);
-/* opts->prompt and opts->stops are copied.  Returns VKG_OK and a job (released with
+/* opts->prompt, opts->stops and extras' bias (NULL extras: none) are copied.  Returns VKG_OK and a job (released with
  * sched_job_release once the caller is done with it), VKG_ERR_UNSUPPORTED when the queue is
  * full or the scheduler is shutting down, or VKG_ERR_DEVICE_LOST once the device is lost (the
  * sink is then never called). */
-vkg_status sched_submit(sched *s, const vkg_generate_options *opts, const sched_sink *sink, sched_job **out);
+vkg_status sched_submit(sched *s, const vkg_generate_options *opts, const sched_extras *extras, const sched_sink *sink,
+                        sched_job **out);
 void sched_cancel(sched_job *j);
 void sched_job_release(sched_job *j);
 /* Cancels every job and refuses new ones (the first step of a shutdown). */

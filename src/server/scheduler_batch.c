@@ -10,7 +10,9 @@
  * (sched_device_lost), since no later step can succeed.
  *
  * Each running sequence chooses its tokens as vkg_context_generate does (the same sampler, stop
- * strings and end-of-text handling), so a request's tokens are those of `vkgraph generate`. */
+ * strings and end-of-text handling), so a request's tokens are those of `vkgraph generate`; a
+ * request's logit_bias is added to the logits the sampler sees, and its logprobs come from the
+ * logits as the model gives them (logprobs.h). */
 #include "server/scheduler.h"
 
 #include "base/error.h"
@@ -31,6 +33,10 @@ struct sched_job {
     vkg_generate_options opts;
     int32_t *prompt;
     char **stops;
+    int logprobs;                   /* sched_extras' */
+    int n_bias;
+    int32_t *bias_ids;
+    float *bias;
     sched_sink sink;
 };
 
@@ -58,7 +64,9 @@ struct sched {
     int n_slots, n_ctx, n_vocab;
     int32_t stop_ids[16];           /* vkg_model_stop_ids: the ids that end a turn */
     int n_stop;
-    float *logits;                  /* [n_vocab] */
+    float *logits;                  /* [n_vocab]: a sequence's logits as the model gives them */
+    float *shaped;                  /* [n_vocab]: the same with a request's logit_bias (or
+                                       ignore_eos) applied, for its sampler */
     pthread_t thread;
     int started;
 };
@@ -72,6 +80,8 @@ static void job_unref(sched_job *j) {
     free(j->prompt);
     for (int i = 0; i < j->opts.n_stops; i++) free(j->stops[i]);
     free(j->stops);
+    free(j->bias_ids);
+    free(j->bias);
     free(j);
 }
 
@@ -84,7 +94,7 @@ static void finish(sched *s, int i, int cancelled, const char *failure) {
         /* A stop string that began but never completed is text after all. */
         size_t len = 0;
         const char *rest = vkg_stop_flush(&r->stop, &len);
-        if (len) j->sink.on_token(j->sink.user, VKG_NO_TOKEN, rest, len);
+        if (len) j->sink.on_token(j->sink.user, VKG_NO_TOKEN, rest, len, NULL);
     }
     vkg_sampler_free(&r->sampler); /* both zeroed: a request ended before start() has neither */
     vkg_stop_free(&r->stop);
@@ -116,6 +126,10 @@ static int start(sched *s, int i, sched_job *j) {
     else if (o->n_prompt < 1 || o->n_prompt > s->n_ctx)
         st = vkg_error_set(&err, VKG_ERR_INVALID_ARGUMENT, "generate: a prompt of %d tokens; the context holds 1 to %d",
                            o->n_prompt, s->n_ctx);
+    for (int k = 0; st == VKG_OK && k < j->n_bias; k++)
+        if (j->bias_ids[k] < 0 || j->bias_ids[k] >= s->n_vocab)
+            st = vkg_error_set(&err, VKG_ERR_INVALID_ARGUMENT, "generate: logit_bias for token %d, outside the "
+                               "vocabulary [0, %d)", (int)j->bias_ids[k], s->n_vocab);
     vkg_status sampler = VKG_ERR_INVALID_ARGUMENT, stop = VKG_ERR_INVALID_ARGUMENT;
     if (st == VKG_OK) st = sampler = vkg_sampler_init(&r->sampler, &o->sampling, s->n_vocab, &err);
     if (st == VKG_OK) st = stop = vkg_stop_init(&r->stop, o->stops, o->n_stops, &err);
@@ -141,10 +155,16 @@ static vkg_status next_token(sched *s, int i, int *end, vkg_error *err) {
     if (o->max_tokens == 0) return VKG_OK;
     vkg_status st = vkg_batch_get_logits(s->batch, i, s->logits, (size_t)s->n_vocab, err);
     if (st != VKG_OK) return st;
-    if (o->ignore_eos) /* as llama.cpp */
-        for (int k = 0; k < s->n_stop; k++) s->logits[s->stop_ids[k]] = -INFINITY;
+    float *logits = s->logits;
+    if (o->ignore_eos || j->n_bias) {
+        logits = s->shaped;
+        memcpy(logits, s->logits, (size_t)s->n_vocab * sizeof *logits);
+        for (int k = 0; k < j->n_bias; k++) logits[j->bias_ids[k]] += j->bias[k];
+        if (o->ignore_eos) /* as llama.cpp */
+            for (int k = 0; k < s->n_stop; k++) logits[s->stop_ids[k]] = -INFINITY;
+    }
     int32_t next;
-    st = vkg_sampler_next(&r->sampler, s->logits, r->history, r->n_history, &next, err);
+    st = vkg_sampler_next(&r->sampler, logits, r->history, r->n_history, &next, err);
     if (st != VKG_OK) return st;
     for (int k = 0; k < s->n_stop; k++)
         if (next == s->stop_ids[k]) {
@@ -157,7 +177,9 @@ static vkg_status next_token(sched *s, int i, int *end, vkg_error *err) {
     const char *bytes = s->tok ? vkg_tokenizer_token_bytes(s->tok, next, &len) : NULL, *ready = "";
     st = vkg_stop_push(&r->stop, bytes ? bytes : "", len, &ready, &ready_len, err);
     if (st != VKG_OK) return st;
-    j->sink.on_token(j->sink.user, next, ready, ready_len);
+    srv_logprobs lp;
+    if (j->logprobs >= 0) srv_logprobs_of(s->logits, s->n_vocab, next, j->logprobs, &lp);
+    j->sink.on_token(j->sink.user, next, ready, ready_len, j->logprobs >= 0 ? &lp : NULL);
     if (r->stop.matched >= 0) {
         r->res.reason = VKG_STOP_STRING;
         r->res.stop_index = r->stop.matched;
@@ -257,7 +279,8 @@ vkg_status sched_new(vkg_model *m, int n_slots, int n_ctx, int prefill_chunk, in
         s->n_ctx = vkg_batch_n_ctx(s->batch);
         s->slots = calloc((size_t)n_slots, sizeof *s->slots);
         s->logits = malloc((size_t)s->n_vocab * sizeof *s->logits);
-        if (!s->slots || !s->logits) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+        s->shaped = malloc((size_t)s->n_vocab * sizeof *s->shaped);
+        if (!s->slots || !s->logits || !s->shaped) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     }
     for (int i = 0; st == VKG_OK && i < n_slots; i++)
         if (!(s->slots[i].history = malloc(((size_t)s->n_ctx + 1) * sizeof *s->slots[i].history)))
@@ -300,22 +323,32 @@ void sched_free(sched *s) {
     for (int i = 0; s->slots && i < s->n_slots; i++) free(s->slots[i].history);
     free(s->slots);
     free(s->logits);
+    free(s->shaped);
     vkg_batch_context_free(s->batch);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->work);
     free(s);
 }
 
-vkg_status sched_submit(sched *s, const vkg_generate_options *opts, const sched_sink *sink, sched_job **out) {
+vkg_status sched_submit(sched *s, const vkg_generate_options *opts, const sched_extras *extras, const sched_sink *sink,
+                        sched_job **out) {
     *out = NULL;
     sched_job *j = calloc(1, sizeof *j);
     if (!j) return VKG_ERR_OUT_OF_MEMORY;
     j->owner = s;
     j->opts = *opts;
     j->sink = *sink;
+    j->logprobs = extras ? extras->logprobs : -1;
+    j->n_bias = extras ? extras->n_bias : 0;
     j->prompt = opts->n_prompt ? malloc((size_t)opts->n_prompt * sizeof *j->prompt) : NULL;
     j->stops = opts->n_stops ? calloc((size_t)opts->n_stops, sizeof *j->stops) : NULL;
-    int ok = (!opts->n_prompt || j->prompt) && (!opts->n_stops || j->stops);
+    j->bias_ids = j->n_bias ? malloc((size_t)j->n_bias * sizeof *j->bias_ids) : NULL;
+    j->bias = j->n_bias ? malloc((size_t)j->n_bias * sizeof *j->bias) : NULL;
+    int ok = (!opts->n_prompt || j->prompt) && (!opts->n_stops || j->stops) && (!j->n_bias || (j->bias_ids && j->bias));
+    if (ok && j->n_bias) {
+        memcpy(j->bias_ids, extras->bias_ids, (size_t)j->n_bias * sizeof *j->bias_ids);
+        memcpy(j->bias, extras->bias, (size_t)j->n_bias * sizeof *j->bias);
+    }
     if (j->prompt) memcpy(j->prompt, opts->prompt, (size_t)opts->n_prompt * sizeof *j->prompt);
     for (int i = 0; ok && i < opts->n_stops; i++) ok = (j->stops[i] = strdup(opts->stops[i])) != NULL;
     j->opts.prompt = j->prompt;
