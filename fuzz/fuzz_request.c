@@ -59,6 +59,7 @@ static void check_request(completion_request *r, const srv_model_facts *m) {
     FUZZ_CHECK(vkg_sampling_options_check(&r->sampling, &err) == VKG_OK);
     FUZZ_CHECK(!r->include_usage || r->stream);
     FUZZ_CHECK(r->logprobs >= -1 && r->logprobs <= SRV_MAX_TOP_LOGPROBS);
+    FUZZ_CHECK(r->echo || !r->echo_text);
     FUZZ_CHECK(r->n_bias >= 0 && r->n_bias <= SRV_MAX_LOGIT_BIAS);
     for (int i = 0; i < r->n_bias; i++) {
         FUZZ_CHECK(r->bias_ids[i] >= 0 && r->bias_ids[i] < m->n_vocab && r->bias[i] >= -100 && r->bias[i] <= 100);

@@ -433,6 +433,16 @@ vkg_status vkg_batch_step(vkg_batch_context *b, vkg_error *err);
  * logits overflowed (finite weights too large for its tokens), saying where; it alone fails (the
  * others in the step run on), and takes no tokens and no copies until removed. */
 vkg_status vkg_batch_get_logits(vkg_batch_context *b, int seq, float *out, size_t floats, vkg_error *err);
+/* The logits of every token of seq's prompt passes (a prompt's log-likelihood: an evaluation's
+ * "echo"): while fn is set, each prefill pass of seq (a chunk of its queued tokens, run alone)
+ * calls fn(user, seq, first, rows, logits) before vkg_batch_step returns, logits [rows, n_vocab]
+ * the predictions after the tokens at positions first .. first + rows - 1; a row that is not
+ * finite fails the sequence instead (vkg_batch_get_logits).  NULL fn stops it; so does
+ * vkg_batch_seq_remove.  Such a pass computes the LM head for every row (rows x n_vocab more
+ * work and output than the last row alone). */
+typedef void (*vkg_batch_rows_fn)(void *user, int seq, int32_t first, int rows, const float *logits);
+vkg_status vkg_batch_seq_watch_prompt(vkg_batch_context *b, int seq, vkg_batch_rows_fn fn, void *user,
+                                      vkg_error *err);
 /* Empties sequence seq and frees its slot (queued tokens dropped). */
 vkg_status vkg_batch_seq_remove(vkg_batch_context *b, int seq, vkg_error *err);
 /* Prompt caching: sequence dst (any slot but src; its queue must be empty) gets the first n

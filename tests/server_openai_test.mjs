@@ -209,6 +209,14 @@ async function main() {
   check(clp && clp.tokens.length === 4 && clp.token_logprobs.length === 4 && clp.text_offset.length === 4 &&
         clp.top_logprobs.every((t) => Object.keys(t).length >= 1 && Object.keys(t).length <= 3) &&
         clp.text_offset[0] === 0, `completions logprobs: ${JSON.stringify(clp)}`);
+  // echo with logprobs and no generation: a prompt's log-likelihood, as evaluation harnesses ask
+  const ev = await client.completions.create({ model: 'smol-chat', prompt: 'Hello world', max_tokens: 0, echo: true,
+                                               logprobs: 1 });
+  const evl = ev.choices[0].logprobs;
+  check(ev.choices[0].text === 'Hello world' && evl && evl.token_logprobs.length === ev.usage.prompt_tokens &&
+        evl.token_logprobs[0] === null && evl.top_logprobs[0] === null &&
+        evl.token_logprobs.slice(1).every((v) => v < 0) && ev.usage.completion_tokens === 0,
+        `echo: ${JSON.stringify(ev.choices[0])}`);
   const first = entries.length ? entries[0].top_logprobs : [];
   if (first.length === 3) {
     const banned = (await post(s.base, '/tokenize', { content: first[0].token })).tokens;

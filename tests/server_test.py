@@ -135,6 +135,14 @@ def generate_cli(model, ids, n):
     return lists[-1][len(ids):] if lists[-1][:len(ids)] == ids else lists[-1]
 
 
+def all_logits_of(model, ids, tmp):
+    """The logits after every position by `vkgraph logits --all`, [T, V]."""
+    out = os.path.join(tmp, "all-logits.npy")
+    subprocess.run([VKG, "logits", "-m", model, "--ids", json.dumps(ids), "-o", out, "--all", "--device", "cpu"],
+                   check=True, capture_output=True)
+    return np.load(out).reshape(len(ids), -1).astype(np.float64)
+
+
 def logits_of(model, ids, tmp):
     """The last position's logits by `vkgraph logits`."""
     out = os.path.join(tmp, "logits.npy")
@@ -475,23 +483,41 @@ def check_no_tokenizer(tmp):
         srv.stop()
 
 
-def check_chunked_prefill(tiny):
+def check_chunked_prefill(tiny, tmp):
     """Prompts of 41 and 29 tokens prefilled in chunks of 5 while short ones decode: every answer
-    is `vkgraph generate`'s."""
+    is `vkgraph generate`'s.  The two long ones and a short one echo their prompts with logprobs:
+    each prompt token's is NumPy's float64 log-softmax of the row before it in `vkgraph logits
+    --all` (within 2e-5), across the chunks' edges; the first token's is null."""
     s = Server(tiny, "--parallel", "4", "--prefill-chunk", "5", key=None)
     prompts = [[(37 * i + 11 * t) % 50257 for t in range(n)] for i, n in enumerate((41, 2, 29, 3))]
-    got = [None] * 4
+    got, echoed = [None] * 4, [None] * 4
 
     def client(i):
-        got[i] = s.json("POST", "/v1/completions", {"prompt": prompts[i], "max_tokens": 6,
-                                                    "temperature": 0})[1]["choices"][0]["text"]
+        echo = {"echo": True, "logprobs": 2} if i != 3 else {}
+        st, body = s.json("POST", "/v1/completions", dict({"prompt": prompts[i], "max_tokens": 6,
+                                                           "temperature": 0}, **echo))
+        got[i] = body["choices"][0]["text"] if st == 200 else None
+        echoed[i] = body["choices"][0]["logprobs"] if st == 200 else None
     threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     cli = [s.json("POST", "/detokenize", {"tokens": generate_cli(tiny, p, 6)})[1]["content"] for p in prompts]
-    check(got == cli, "answers with prompts in chunks of 5 equal vkgraph generate's")
+    cli = [(s.json("POST", "/detokenize", {"tokens": p})[1]["content"] if i != 3 else "") + c
+           for i, (p, c) in enumerate(zip(prompts, cli))]
+    check(got == cli, "answers with prompts in chunks of 5 equal vkgraph generate's (echoed prompts first)")
+    for i in (0, 1, 2):
+        lp, p = echoed[i], prompts[i]
+        if not lp:
+            continue
+        logits = all_logits_of(tiny, p, tmp)
+        want = [log_softmax(logits[k])[p[k + 1]] for k in range(len(p) - 1)]
+        got_lp = lp["token_logprobs"][:len(p)]
+        check(len(lp["token_logprobs"]) == len(p) + 6 and got_lp[0] is None and lp["top_logprobs"][0] is None and
+              lp["text_offset"][:2] == [0, len(s.json("POST", "/detokenize", {"tokens": p[:1]})[1]["content"])] and
+              max(abs(a - b) for a, b in zip(got_lp[1:], want)) < 2e-5,
+              "echoed prompt %d's logprobs: %r, NumPy's %r" % (i, got_lp, want))
     rc, _ = s.stop(signal.SIGTERM)
     check(rc == 0, "SIGTERM: exit 0")
     bad = subprocess.run([VKG, "serve", "-m", tiny, "--prefill-chunk", "-1"], capture_output=True, text=True)
@@ -622,7 +648,7 @@ def main():
               "logit_bias %.60r refused" % (bias,))
     for lp in [21, -1, True, 2.5]:
         check(error_of(*s.json("POST", P, {"prompt": "x", "logprobs": lp}), 400, "logprobs"), "logprobs %r" % (lp,))
-    check(error_of(*s.json("POST", P, {"prompt": "x", "logprobs": 1, "echo": True}), 400, "echo"), "echo refused")
+    check(error_of(*s.json("POST", P, {"prompt": "x", "echo": 1}), 400, "echo"), "echo a number")
     check(error_of(*s.json("POST", P, {"prompt": [1, 2, 99999]}), 400, "prompt"), "id outside the vocabulary")
     check(error_of(*s.json("POST", P, {"max_tokens": 3}), 400, "prompt"), "no prompt")
     check(error_of(*s.json("POST", P, {"prompt": [1] * 65}), 400, "prompt", "context_length_exceeded"),
@@ -646,7 +672,7 @@ def main():
     check_penalties(s, tiny, tmp)
     check_logprobs(s, tiny, tmp)
     check_logit_bias(s, tiny, tmp)
-    check_chunked_prefill(tiny)
+    check_chunked_prefill(tiny, tmp)
     check_split_characters(tiny, tmp)
     check_no_tokenizer(tmp)
 

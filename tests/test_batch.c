@@ -6,7 +6,8 @@
  * sequence's logits against the same sequence run alone through a plain context (bit for bit
  * on the CPU; on Vulkan within attention's conformance threshold, same argmax away from ties);
  * prompts prefilled in chunks while others decode; a copied cache prefix against a prefill of
- * the whole prompt; the batched steps on the CPU against Vulkan; logits that overflow failing
+ * the whole prompt; watched prompts' every row against a plain context's; the batched steps
+ * on the CPU against Vulkan; logits that overflow failing
  * their sequence alone; and the errors. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -159,6 +160,7 @@ static void test_chunked_prefill(void **state) {
         plans[i].join = join[i];
         plans[i].steps = steps[i];
     }
+    plans[0].watch = plans[5].watch = 1; /* 13 and 17 tokens: 3 and 4 passes, every row compared */
     f->c.prefill_chunk = 4;
     /* 13 and 17 tokens take 3 and 4 steps; 9 takes 2, or 3 behind another prompt's chunk */
     assert_true(batch_run_schedule(&f->c, plans, 6, 6) >= 2 + 3 + 1);
@@ -204,6 +206,55 @@ static void test_prefix_copy(void **state) {
     assert_int_equal(vkg_batch_seq_length(b, 0), 6);
     free(got);
     free(p.alone);
+    vkg_batch_context_free(b);
+}
+
+/* What a prompt watcher saw: rows [0, seen) of the prompt, in calls passes. */
+typedef struct watched {
+    int seen, calls;
+} watched;
+
+static void count_rows(void *user, int seq, int32_t first, int rows, const float *logits) {
+    (void)logits;
+    watched *w = user;
+    assert_int_equal(seq, 1);
+    assert_int_equal(first, w->seen); /* passes in order, none skipped */
+    w->seen += rows;
+    w->calls++;
+}
+
+/* A watched prompt's passes (vkg_batch_seq_watch_prompt; their rows are compared with a plain
+ * context's in test_chunked_prefill): 13 tokens in chunks of 4 beside a decoding sequence are
+ * three passes of 4 rows (the 13th token, alone, decodes); once the sequence is removed its slot
+ * is not watched; a slot outside the context is refused. */
+static void test_watched_prompt(void **state) {
+    fixture *f = *state;
+    int32_t prompt[13];
+    for (int i = 0; i < 13; i++) prompt[i] = (7 + 31 * i) % f->c.V;
+    vkg_batch_options o;
+    vkg_batch_options_default(&o);
+    o.n_seq = 2;
+    o.n_ctx = CTX;
+    o.prefill_chunk = 4;
+    vkg_batch_context *b = NULL;
+    vkg_error err = {0};
+    check(vkg_batch_context_new(f->c.model, &o, &b, &err), &err);
+    watched w = {0};
+    check(vkg_batch_add(b, 0, prompt, 1, &err), &err);
+    check(vkg_batch_seq_watch_prompt(b, 1, count_rows, &w, &err), &err);
+    check(vkg_batch_add(b, 1, prompt, 13, &err), &err);
+    for (int step = 0; vkg_batch_seq_queued(b, 1) > 0; step++) {
+        assert_true(step < 5);
+        check(vkg_batch_step(b, &err), &err);
+        if (vkg_batch_seq_queued(b, 0) == 0) check(vkg_batch_add(b, 0, prompt + 1, 1, &err), &err);
+    }
+    assert_int_equal(w.calls, 3);
+    assert_int_equal(w.seen, 12);
+    check(vkg_batch_seq_remove(b, 1, &err), &err);
+    check(vkg_batch_add(b, 1, prompt, 5, &err), &err);
+    check(vkg_batch_step(b, &err), &err);
+    assert_int_equal(w.calls, 3);
+    assert_int_equal(vkg_batch_seq_watch_prompt(b, 2, count_rows, &w, &err), VKG_ERR_INVALID_ARGUMENT);
     vkg_batch_context_free(b);
 }
 
@@ -423,7 +474,8 @@ static void test_overflow_vulkan(void **state) { (void)state; overflow_fails_one
         cmocka_unit_test_setup_teardown(test_batch_of_8, setup, teardown),                                             \
         cmocka_unit_test_setup_teardown(test_join_and_leave, setup, teardown),                                         \
         cmocka_unit_test_setup_teardown(test_chunked_prefill, setup, teardown),                                        \
-        cmocka_unit_test_setup_teardown(test_prefix_copy, setup, teardown)
+        cmocka_unit_test_setup_teardown(test_prefix_copy, setup, teardown),                                            \
+        cmocka_unit_test_setup_teardown(test_watched_prompt, setup, teardown)
 
 int main(void) {
     const struct CMUnitTest tests[] = {

@@ -2,7 +2,8 @@
  * 12 layers, f16 weights, a cache of 1024 positions) and SmolLM2-135M's (2 of its 30 layers, a
  * cache of 2048) with random weights, 8 sequences at positions from 1 to 600 joining and leaving
  * mid-way, the prompts of 301 and 600 tokens prefilled in the default chunks of 256 while the
- * others decode, each one's logits against the same sequence alone (tests/support/batch_check.h):
+ * others decode (the two watched: every row of their passes, vkg_batch_seq_watch_prompt), each
+ * one's logits against the same sequence alone (tests/support/batch_check.h):
  * bit for bit on the CPU, within attention's conformance threshold on Vulkan. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,6 +61,7 @@ static void run(const char *device, const char *llama_shape) {
         plans[i].join = join[i];
         plans[i].steps = 2 + i % 3;
     }
+    plans[0].watch = plans[7].watch = 1; /* every row of the 600- and 301-token prompts' passes */
     assert_true(batch_run_schedule(&c, plans, 8, 8) > 0); /* chunks ran beside decoding */
     vkg_model_free(c.model);
     const uint64_t messages = vkg_device_validation_errors(dev);

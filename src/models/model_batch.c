@@ -45,12 +45,15 @@ typedef struct seq_slot {
     int has_logits;
     float *logits;                       /* [V]: the prediction after the last token        */
     char failure[200];                   /* why the sequence failed ("": it has not)        */
+    vkg_batch_rows_fn rows_fn;           /* vkg_batch_seq_watch_prompt's (NULL: none)        */
+    void *rows_user;
 } seq_slot;
 
 /* A prefill plan: the chunks of `seqs` prompts in one run, chunk i of tokens[i] tokens into
- * slot slots[i]. */
+ * slot slots[i]; with all_rows (one chunk), the logits of every row. */
 typedef struct prefill_plan {
     int seqs;                            /* 0: no plan here                                  */
+    int all_rows;
     int slots[VKG_BATCH_MAX_SEQ], tokens[VKG_BATCH_MAX_SEQ];
     uint64_t last_run;                   /* the step it last ran in                          */
     vkg_runner runner;
@@ -70,6 +73,9 @@ struct vkg_batch_context {
     int32_t *ids, *positions;            /* [n_seq]: a step's rows                           */
     int32_t *prefill_ids, *prefill_positions; /* [COMBINED_ROWS]: a combined prefill's rows  */
     float *rows_logits;                  /* [n_seq, V]                                       */
+    float *watched_logits;               /* [watched_rows, V]: a watched prompt pass's rows,
+                                            kept for the next (up to prefill_chunk rows)      */
+    int watched_rows;
 };
 
 void vkg_batch_options_default(vkg_batch_options *o) {
@@ -209,6 +215,7 @@ void vkg_batch_context_free(vkg_batch_context *b) {
     free(b->prefill_ids);
     free(b->prefill_positions);
     free(b->rows_logits);
+    free(b->watched_logits);
     free(b);
 }
 
@@ -256,13 +263,14 @@ vkg_status vkg_batch_add(vkg_batch_context *b, int seq, const int32_t *ids, int 
 
 /* The prefill plan of n chunks (slots[i], tokens[i]): a kept one, else one compiled in place of
  * an empty or the least recently run. */
-static vkg_status prefill_plan_for(vkg_batch_context *b, int n, const int *slots, const int *tokens,
+static vkg_status prefill_plan_for(vkg_batch_context *b, int n, const int *slots, const int *tokens, int all_rows,
                                    vkg_runner **out, vkg_error *err) {
     prefill_plan *oldest = &b->prefills[0];
     const size_t bytes = (size_t)n * sizeof(int);
     for (int i = 0; i < PREFILL_PLANS; i++) {
         prefill_plan *p = &b->prefills[i];
-        if (p->seqs == n && !memcmp(p->slots, slots, bytes) && !memcmp(p->tokens, tokens, bytes)) {
+        if (p->seqs == n && p->all_rows == all_rows && !memcmp(p->slots, slots, bytes) &&
+            !memcmp(p->tokens, tokens, bytes)) {
             p->last_run = b->steps;
             *out = &p->runner;
             return VKG_OK;
@@ -281,9 +289,11 @@ static vkg_status prefill_plan_for(vkg_batch_context *b, int n, const int *slots
     o.first_slot = n == 1 ? slots[0] : 0;
     o.seq_tokens = n > 1 ? tokens : NULL;
     o.seq_slots = n > 1 ? slots : NULL;
+    o.all_logits = all_rows;
     vkg_status st = vkg_runner_new_shared(b->dec, b->model->dev, &o, b->plans[b->owner].session, &oldest->runner, err);
     if (st != VKG_OK) return st;
     oldest->seqs = n;
+    oldest->all_rows = all_rows;
     memcpy(oldest->slots, slots, bytes);
     memcpy(oldest->tokens, tokens, bytes);
     oldest->last_run = b->steps;
@@ -305,12 +315,40 @@ static void prefilled(vkg_batch_context *b, int seq, int tokens, const float *ro
     if (q->has_logits && row != q->logits) memcpy(q->logits, row, V * sizeof *q->logits);
 }
 
+/* A watched prompt's pass (vkg_batch_seq_watch_prompt) of `tokens` tokens: every row's logits
+ * read, checked and handed to the watcher; the last row's are the sequence's after its last chunk. */
+static vkg_status prefill_watched(vkg_batch_context *b, int seq, int tokens, vkg_runner *r, vkg_error *err) {
+    seq_slot *q = &b->slots[seq];
+    const size_t V = (size_t)b->dec->facts.n_vocab;
+    if (tokens > b->watched_rows) {
+        float *grown = realloc(b->watched_logits, (size_t)tokens * V * sizeof *grown);
+        if (!grown)
+            return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for the logits of %d prompt tokens",
+                                 tokens);
+        b->watched_logits = grown;
+        b->watched_rows = tokens;
+    }
+    const int32_t first = q->length;
+    vkg_status st = vkg_runner_run(r, q->queue, first, err);
+    if (st == VKG_OK)
+        st = vkg_session_get_output(r->session, r->gg.logits, b->watched_logits, (size_t)tokens * V * sizeof(float),
+                                    err);
+    if (st != VKG_OK) return st;
+    for (int t = 0; t < tokens; t++) /* a row that is not finite fails the sequence, as a last row does */
+        if (!check_row(b, seq, b->watched_logits + (size_t)t * V, V, first + t)) return VKG_OK;
+    q->rows_fn(q->rows_user, seq, first, tokens, b->watched_logits);
+    prefilled(b, seq, tokens, b->watched_logits + (size_t)(tokens - 1) * V);
+    return VKG_OK;
+}
+
 /* Chunks of n prompts (slots[i], tokens[i]) through one prefill pass; their logits are read. */
 static vkg_status prefill(vkg_batch_context *b, int n, const int *slots, const int *tokens, vkg_error *err) {
     const size_t V = (size_t)b->dec->facts.n_vocab;
+    const int watched = n == 1 && b->slots[slots[0]].rows_fn;
     vkg_runner *r;
-    vkg_status st = prefill_plan_for(b, n, slots, tokens, &r, err);
+    vkg_status st = prefill_plan_for(b, n, slots, tokens, watched, &r, err);
     if (st != VKG_OK) return st;
+    if (watched) return prefill_watched(b, slots[0], tokens[0], r, err);
     if (n == 1) {
         seq_slot *q = &b->slots[slots[0]];
         st = vkg_runner_run(r, q->queue, q->length, err);
@@ -337,11 +375,12 @@ static vkg_status prefill(vkg_batch_context *b, int n, const int *slots, const i
  * beside it; the slots take turns, from the one after the slot served first last time, and the
  * step takes chunks while they add up to at most prefill_chunk tokens (at least one chunk).
  * Chunks adding up to COMBINED_ROWS tokens or fewer run in one pass (each attending to its own
- * cache), others one pass each: up to that many rows the CPU matmul sums each row as it would
- * alone, so a sequence's logits keep their bits whatever it is prefilled with. */
+ * cache), others (and every chunk of a step with a watched prompt) one pass each: up to that many
+ * rows the CPU matmul sums each row as it would alone, so a sequence's logits keep their bits
+ * whatever it is prefilled with. */
 static vkg_status prefill_chunk(vkg_batch_context *b, vkg_error *err) {
     const int chunk = b->prefill_chunk;
-    int total = 0, first = -1, n = 0;
+    int total = 0, first = -1, n = 0, watched = 0;
     int slots[VKG_BATCH_MAX_SEQ], tokens[VKG_BATCH_MAX_SEQ];
     for (int i = 0; i < b->n_seq && total < chunk; i++) {
         const int s = (b->next_prefill + i) % b->n_seq;
@@ -350,11 +389,12 @@ static vkg_status prefill_chunk(vkg_batch_context *b, vkg_error *err) {
         slots[n] = s;
         tokens[n++] = t;
         total += t;
+        watched |= b->slots[s].rows_fn != NULL;
         if (first < 0) first = s;
     }
     if (first < 0) return VKG_OK;
     b->next_prefill = (first + 1) % b->n_seq;
-    if (total <= COMBINED_ROWS) return prefill(b, n, slots, tokens, err);
+    if (total <= COMBINED_ROWS && !watched) return prefill(b, n, slots, tokens, err);
     vkg_status st = VKG_OK;
     for (int i = 0; st == VKG_OK && i < n; i++) st = prefill(b, 1, slots + i, tokens + i, err);
     return st;
@@ -431,11 +471,22 @@ vkg_status vkg_batch_get_logits(vkg_batch_context *b, int seq, float *out, size_
     return VKG_OK;
 }
 
+vkg_status vkg_batch_seq_watch_prompt(vkg_batch_context *b, int seq, vkg_batch_rows_fn fn, void *user,
+                                      vkg_error *err) {
+    vkg_status st = check_seq(b, seq, "vkg_batch_seq_watch_prompt", err);
+    if (st != VKG_OK) return st;
+    b->slots[seq].rows_fn = fn;
+    b->slots[seq].rows_user = fn ? user : NULL;
+    return VKG_OK;
+}
+
 vkg_status vkg_batch_seq_remove(vkg_batch_context *b, int seq, vkg_error *err) {
     vkg_status st = check_seq(b, seq, "vkg_batch_seq_remove", err);
     if (st != VKG_OK) return st;
     seq_slot *q = &b->slots[seq];
     q->used = 0;
+    q->rows_fn = NULL;
+    q->rows_user = NULL;
     q->length = q->queued = q->has_logits = 0;
     q->last = 0;
     q->failure[0] = '\0';

@@ -75,10 +75,11 @@ static void stream_unref(stream *st) {
     free(st);
 }
 
-/* Called with st->lock held: token id's logprobs kept for the next chunk, its text_offset the
- * characters before it (a character split between tokens counts at the token holding its first
- * byte). */
+/* Called with st->lock held: token id's logprobs (NULL: an echoed prompt's first token, which
+ * has none) kept for the next chunk, its text_offset the characters before it (a character split
+ * between tokens counts at the token holding its first byte). */
 static void keep_logprobs(stream *st, int32_t id, const srv_logprobs *lp) {
+    static const srv_logprobs none = {0};
     if (st->n_lp == st->cap_lp) {
         const size_t cap = st->cap_lp ? 2 * st->cap_lp : 16;
         srv_logprob_entry *grown = realloc(st->lp, cap * sizeof *grown);
@@ -89,7 +90,8 @@ static void keep_logprobs(stream *st, int32_t id, const srv_logprobs *lp) {
         st->lp = grown;
         st->cap_lp = cap;
     }
-    st->lp[st->n_lp++] = (srv_logprob_entry){.id = id, .text_offset = st->chars, .lp = *lp};
+    st->lp[st->n_lp++] =
+        (srv_logprob_entry){.id = id, .text_offset = st->chars, .unpredicted = !lp, .lp = lp ? *lp : none};
     size_t len = 0;
     const char *bytes = st->s->facts.tok ? vkg_tokenizer_token_bytes(st->s->facts.tok, id, &len) : NULL;
     for (size_t i = 0; bytes && i < len; i++) st->chars += ((unsigned char)bytes[i] & 0xC0) != 0x80;
@@ -108,6 +110,15 @@ static void on_token(void *user, int32_t id, const char *text, size_t len, const
     if (id != VKG_NO_TOKEN && st->return_tokens) sbuf_printf(&st->ids, "%s%d", st->ids.len ? "," : "", (int)id);
     if (id != VKG_NO_TOKEN && lp) keep_logprobs(st, id, lp);
     sbuf_add(&st->text, text, len);
+    pthread_cond_broadcast(&st->changed);
+    pthread_mutex_unlock(&st->lock);
+}
+
+/* An echoed prompt's token (its text is in st->text from the start). */
+static void on_prompt_token(void *user, int32_t id, const srv_logprobs *lp) {
+    stream *st = user;
+    pthread_mutex_lock(&st->lock);
+    keep_logprobs(st, id, lp);
     pthread_cond_broadcast(&st->changed);
     pthread_mutex_unlock(&st->lock);
 }
@@ -322,6 +333,7 @@ enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *bod
     st->include_usage = req.include_usage;
     st->return_tokens = req.return_tokens;
     st->logprobs = req.logprobs >= 0;
+    if (req.echo_text) sbuf_add(&st->text, req.echo_text, req.echo_len); /* echo: the answer starts with the prompt */
     st->prompt_tokens = req.n_ids;
     st->created = (long)time(NULL);
     snprintf(st->id, sizeof st->id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
@@ -335,8 +347,9 @@ enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *bod
     g.n_prompt = req.n_ids;
     g.stops = (const char *const *)req.stops;
     g.n_stops = req.n_stops;
-    sched_extras x = {.logprobs = req.logprobs, .n_bias = req.n_bias, .bias_ids = req.bias_ids, .bias = req.bias};
-    sched_sink sink = {st, on_token, on_done};
+    sched_extras x = {.logprobs = req.logprobs, .prompt_logprobs = req.echo, .n_bias = req.n_bias,
+                      .bias_ids = req.bias_ids, .bias = req.bias};
+    sched_sink sink = {st, on_token, on_prompt_token, on_done};
     vkg_status status = sched_submit(s->sched, &g, &x, &sink, &st->job);
     completion_request_free(&req);
     if (status != VKG_OK) {

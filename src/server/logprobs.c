@@ -130,12 +130,14 @@ static void completion_json(sbuf *o, const vkg_tokenizer *tok, const srv_logprob
     sbuf_adds(o, "],\"token_logprobs\":[");
     for (size_t i = 0; i < n; i++) {
         if (i) sbuf_adds(o, ",");
-        number(o, e[i].lp.logprob);
+        if (e[i].unpredicted) sbuf_adds(o, "null");
+        else number(o, e[i].lp.logprob);
     }
     sbuf_adds(o, "],\"top_logprobs\":[");
     for (size_t i = 0; i < n; i++) {
         if (i) sbuf_adds(o, ",");
-        completion_top(o, tok, &e[i]);
+        if (e[i].unpredicted) sbuf_adds(o, "null");
+        else completion_top(o, tok, &e[i]);
     }
     sbuf_adds(o, "],\"text_offset\":[");
     for (size_t i = 0; i < n; i++) sbuf_printf(o, "%s%d", i ? "," : "", e[i].text_offset);

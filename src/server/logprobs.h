@@ -28,13 +28,14 @@ void srv_logprobs_of(const float *logits, int V, int32_t id, int n_top, srv_logp
 typedef struct srv_logprob_entry {
     int32_t id;
     int text_offset;                         /* characters of the answer before this token */
+    int unpredicted;                         /* an echoed prompt's first token: no logprobs */
     srv_logprobs lp;
 } srv_logprob_entry;
 
 /* The "logprobs" value of a choice for n entries: chat's {"content": [{"token", "logprob",
  * "bytes", "top_logprobs"}]}, or completions' {"tokens", "token_logprobs", "top_logprobs",
- * "text_offset"}; null when n is 0.  tok NULL (a model without a tokenizer): tokens are named
- * "token_id:N". */
+ * "text_offset"} (null logprob and alternatives for an unpredicted entry); null when n is 0.
+ * tok NULL (a model without a tokenizer): tokens are named "token_id:N". */
 void srv_logprobs_json(sbuf *o, int chat, const vkg_tokenizer *tok, const srv_logprob_entry *e, size_t n);
 
 #endif

@@ -138,8 +138,14 @@ static int get_prompt(const vkg_json *root, const srv_model_facts *m, completion
         size_t len;
         const char *s = vkg_json_string(p, &len);
         if (encode(m, "prompt", s, len, &r->ids, &n, e)) return -1;
+        if (r->echo && !(r->echo_text = malloc(len + 1)))
+            return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory"), -1;
+        if (r->echo) memcpy(r->echo_text, s, len), r->echo_len = len;
     } else if (vkg_json_type_of(p) == VKG_JSON_ARRAY) {
         if (get_ids(p, "prompt", m, &r->ids, &n, e)) return -1;
+        vkg_error err = {0};
+        if (r->echo && m->tok && n && vkg_tokenizer_decode(m->tok, r->ids, n, &r->echo_text, &r->echo_len, &err))
+            return srv_error_set(e, 500, "server_error", NULL, NULL, "%s", err.message), -1;
     } else {
         return BAD("prompt", "'prompt' must be a string or an array of token ids, not %s",
                    vkg_json_type_name(vkg_json_type_of(p)));
@@ -181,6 +187,7 @@ void completion_request_free(completion_request *r) {
     free(r->ids);
     free(r->bias_ids);
     free(r->bias);
+    free(r->echo_text);
     for (int i = 0; i < r->n_stops; i++) free(r->stops[i]);
     memset(r, 0, sizeof *r);
 }
@@ -229,9 +236,6 @@ static int refuse_for_chat(const vkg_json *root, srv_error *e) {
 
 /* The same for completions. */
 static int refuse_for_completions(const vkg_json *root, srv_error *e) {
-    int echo = 0;
-    if (get_bool(root, "echo", &echo, e)) return -1;
-    if (echo) return BAD("echo", "'echo' is not supported by this server");
     size_t suffix_len = 0;
     const vkg_json *suffix = field(root, "suffix");
     if (suffix && (!vkg_json_string(suffix, &suffix_len) || suffix_len > 0))
@@ -310,7 +314,9 @@ static int parse_options(const vkg_json *root, const srv_model_facts *m, int cha
     if (n != 1) return BAD("n", "'n' is %lld; this server generates one choice per request (n = 1)", n);
     if (!chat && get_int(root, "best_of", 1, 128, &best_of, e)) return -1;
     if (best_of != 1) return BAD("best_of", "'best_of' must be 1 on this server");
-    if (refuse_unsupported(root, chat, e) || get_logprobs(root, chat, r, e) || get_logit_bias(root, m, r, e)) return -1;
+    if (refuse_unsupported(root, chat, e) || get_logprobs(root, chat, r, e) || get_logit_bias(root, m, r, e) ||
+        (!chat && get_bool(root, "echo", &r->echo, e)))
+        return -1;
     const char *max_name = chat && field(root, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if (get_int(root, max_name, 0, 1e9, max_tokens, e) || get_number(root, "temperature", 0, 2, &temperature, e) ||
         get_number(root, "top_p", 0, 1, &top_p, e) || get_int(root, "top_k", -1, 1e9, &top_k, e) ||

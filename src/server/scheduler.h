@@ -17,6 +17,7 @@ typedef struct sched_job sched_job;
 typedef struct sched_extras {
     int logprobs;               /* -1: none; 0 to SRV_MAX_TOP_LOGPROBS: each token's logprob and
                                    that many of the most likely tokens' (srv_logprobs) */
+    int prompt_logprobs;        /* with logprobs: the prompt's tokens' too (on_prompt_token) */
     int n_bias;                 /* logit_bias: bias[i] added to the logit of bias_ids[i] before
                                    the sampler sees them (copied at submission) */
     const int32_t *bias_ids;
@@ -28,6 +29,9 @@ typedef struct sched_sink {
     /* One generated token and the text that can be shown now (vkg_token_callback's text);
      * lp is its logprobs when the request asked for them, else NULL. */
     void (*on_token)(void *user, int32_t id, const char *text, size_t len, const srv_logprobs *lp);
+    /* With prompt_logprobs, each prompt token in order before any generated one: lp NULL for the
+     * first (nothing predicts it). */
+    void (*on_prompt_token)(void *user, int32_t id, const srv_logprobs *lp);
     /* The end: result (generated, reason) is valid unless cancelled or failed (message set). */
     void (*on_done)(void *user, const vkg_generate_result *result, int cancelled, const char *failure);
 } sched_sink;

@@ -34,6 +34,7 @@ struct sched_job {
     int32_t *prompt;
     char **stops;
     int logprobs;                   /* sched_extras' */
+    int prompt_logprobs;
     int n_bias;
     int32_t *bias_ids;
     float *bias;
@@ -106,6 +107,21 @@ static void finish(sched *s, int i, int cancelled, const char *failure) {
     job_unref(j);
 }
 
+/* A watched prompt pass of slot seq (vkg_batch_seq_watch_prompt): the row at position p predicts
+ * the prompt's token p + 1, whose logprobs go to the sink; the first token, which nothing
+ * predicts, goes with the first pass. */
+static void prompt_rows(void *user, int seq, int32_t first, int rows, const float *logits) {
+    sched *s = user;
+    sched_job *j = s->slots[seq].job;
+    if (first == 0) j->sink.on_prompt_token(j->sink.user, j->prompt[0], NULL);
+    for (int r = 0; r < rows && first + r + 1 < j->opts.n_prompt; r++) {
+        srv_logprobs lp;
+        const int32_t next = j->prompt[first + r + 1];
+        srv_logprobs_of(logits + (size_t)r * (size_t)s->n_vocab, s->n_vocab, next, j->logprobs, &lp);
+        j->sink.on_prompt_token(j->sink.user, next, &lp);
+    }
+}
+
 /* Starts job j in free slot i: checks what vkg_context_generate checks, then queues its prompt
  * in the batch.  Returns 0 when the request ended here (answered). */
 static int start(sched *s, int i, sched_job *j) {
@@ -133,6 +149,10 @@ static int start(sched *s, int i, sched_job *j) {
     vkg_status sampler = VKG_ERR_INVALID_ARGUMENT, stop = VKG_ERR_INVALID_ARGUMENT;
     if (st == VKG_OK) st = sampler = vkg_sampler_init(&r->sampler, &o->sampling, s->n_vocab, &err);
     if (st == VKG_OK) st = stop = vkg_stop_init(&r->stop, o->stops, o->n_stops, &err);
+    if (st == VKG_OK && j->prompt_logprobs) {
+        st = vkg_batch_seq_watch_prompt(s->batch, i, prompt_rows, s, &err);
+        if (st == VKG_OK && o->n_prompt == 1) prompt_rows(s, i, 0, 0, NULL); /* no pass: the first token alone */
+    }
     if (st == VKG_OK) st = vkg_batch_add(s->batch, i, o->prompt, o->n_prompt, &err);
     if (st == VKG_OK) {
         memcpy(r->history, o->prompt, (size_t)o->n_prompt * sizeof *r->history);
@@ -339,6 +359,7 @@ vkg_status sched_submit(sched *s, const vkg_generate_options *opts, const sched_
     j->opts = *opts;
     j->sink = *sink;
     j->logprobs = extras ? extras->logprobs : -1;
+    j->prompt_logprobs = extras && extras->logprobs >= 0 && extras->prompt_logprobs;
     j->n_bias = extras ? extras->n_bias : 0;
     j->prompt = opts->n_prompt ? malloc((size_t)opts->n_prompt * sizeof *j->prompt) : NULL;
     j->stops = opts->n_stops ? calloc((size_t)opts->n_stops, sizeof *j->stops) : NULL;

@@ -25,6 +25,11 @@ typedef struct batch_seq {
     int n_prompt, join, steps;
     float *alone;                     /* [steps + 1, V]: logits after the prompt, then each token */
     int32_t tokens[BATCH_MAX_STEPS];  /* the greedy tokens of the sequence alone                  */
+    int watch;                        /* the batch watches its prompt (vkg_batch_seq_watch_prompt):
+                                         every row of its passes compared with the rows alone    */
+    float *prompt_rows;               /* [n_prompt, V]: with watch, the rows alone                */
+    float *watched;                   /* [n_prompt, V]: with watch, the rows the batch gave       */
+    int n_watched, n_vocab;
 } batch_seq;
 
 int batch_argmax(const float *x, int n);
