@@ -88,7 +88,8 @@ def start_nginx(nginx, tmp, replicas, procs):
 
 def completion(port, i, streamed):
     """(status, text, complete) of prompt i's greedy completion through the given port."""
-    body = {"prompt": PROMPTS[i % len(PROMPTS)], "max_tokens": MAX_TOKENS, "temperature": 0}
+    body = {"prompt": PROMPTS[i % len(PROMPTS)], "max_tokens": MAX_TOKENS, "temperature": 0,
+            "cache_prompt": False}  # each answer a cold run, as the one alone it is held to
     if streamed:
         status, events, done = serve_client.stream("127.0.0.1", port, body, timeout=120)
         return status, serve_client.stream_text(events) if status == 200 else events, done
@@ -124,7 +125,8 @@ def main(tmp, replicas, procs):
     alone, generated = [], []
     for p in PROMPTS:
         status, text = serve_client.request("127.0.0.1", ports[0], "POST", "/v1/completions",
-                                            {"prompt": p, "max_tokens": MAX_TOKENS, "temperature": 0})
+                                            {"prompt": p, "max_tokens": MAX_TOKENS, "temperature": 0,
+                                             "cache_prompt": False})
         assert status == 200, (status, text)
         alone.append(json.loads(text)["choices"][0]["text"])
         generated.append(json.loads(text)["usage"]["completion_tokens"])

@@ -192,6 +192,15 @@ async function main() {
     check(rs.choices[0].finish_reason === 'stop' && rs.choices[0].message.content === wantChat.slice(0, wantChat.indexOf(stop)),
           `chat with stop ${JSON.stringify(stop)}: ${JSON.stringify(rs.choices[0])}`);
   }
+  // a second turn resends the first: its prompt is found in the slot's cache (prompt caching)
+  const history = [...messages, { role: 'assistant', content: r.choices[0].message.content },
+                   { role: 'user', content: 'More' }];
+  const turn2 = await client.chat.completions.create({ model: 'smol-chat', max_tokens: 4, temperature: 0,
+                                                       messages: history });
+  const cachedTokens = turn2.usage.prompt_tokens_details && turn2.usage.prompt_tokens_details.cached_tokens;
+  check(cachedTokens >= r.usage.prompt_tokens && cachedTokens < turn2.usage.prompt_tokens,
+        `the second turn finds the first's prompt cached: ${JSON.stringify(turn2.usage)} after ` +
+        JSON.stringify(r.usage));
   // logprobs as the client reads them: chat's content entries, whose bytes make up the answer, the
   // most likely first (greedy); completions' parallel lists; logit_bias banning the greedy token
   const lp = await client.chat.completions.create({ model: 'smol-chat', messages, max_tokens: 8, temperature: 0,

@@ -231,6 +231,40 @@ def check_logprobs(s, model, tmp):
     check(st == 200 and body["choices"][0]["logprobs"] is None, "no logprobs unasked")
 
 
+def check_prompt_cache(s):
+    """Prompt caching: a second turn that resends the first's prompt and answer runs only what is
+    new (usage's cached_tokens: the first prompt and all but the last answer token); its answer
+    and logprobs are those of a cold run (cache_prompt false) within 1e-4; two conversations
+    alternating each find their own slot; /metrics counts the cached tokens."""
+    P = "/v1/completions"
+    turns = [[(101 + 13 * t + 977 * c) % 50257 for t in range(20)] for c in range(2)]
+    firsts = []
+    for c in range(2):
+        st, body = s.json("POST", P, {"prompt": turns[c], "max_tokens": 8, "temperature": 0, "return_tokens": True,
+                                      "cache_prompt": False})
+        firsts.append(body["choices"][0]["tokens"] if st == 200 else [])
+        check(st == 200 and body["usage"]["prompt_tokens_details"]["cached_tokens"] == 0, "cache_prompt false: %r" %
+              body.get("usage"))
+    for c in (0, 1, 0):  # the conversations alternate: each finds its slot again
+        second = turns[c] + firsts[c] + [7, 8, 9]
+        req = {"prompt": second, "max_tokens": 6, "temperature": 0, "return_tokens": True, "logprobs": 0}
+        st, warm = s.json("POST", P, req)
+        st2, cold = s.json("POST", P, dict(req, cache_prompt=False))
+        if st != 200 or st2 != 200:
+            check(False, "second turns: %r %r" % (warm, cold))
+            continue
+        cached = warm["usage"]["prompt_tokens_details"]["cached_tokens"]
+        check(cached >= len(turns[c]) + 7, "conversation %d's second turn found %d tokens cached, %d expected at least"
+              % (c, cached, len(turns[c]) + 7))
+        w, k = warm["choices"][0], cold["choices"][0]
+        check(w["tokens"] == k["tokens"] and
+              max(abs(a - b) for a, b in zip(w["logprobs"]["token_logprobs"], k["logprobs"]["token_logprobs"])) < 1e-4,
+              "a cached prefix gives a cold run's answer: %r, %r" % (w["logprobs"], k["logprobs"]))
+    st, metrics = s.request("GET", "/metrics")
+    n = re.search(r"\nvkgraph_prompt_tokens_cached_total (\d+)\n", metrics)
+    check(st == 200 and n and int(n.group(1)) >= 3 * 27, "/metrics counts cached tokens: %r" % (n and n.group(0)))
+
+
 def check_logit_bias(s, model, tmp):
     """logit_bias is added to the logits before the sampler: the greedy choice is NumPy's argmax
     of the logits plus the bias, for a ban (-100) of the favourite and a push (+8) of another."""
@@ -587,7 +621,8 @@ def main():
     check(st == 200 and body["object"] == "text_completion", "completion: %r" % body)
     text = body["choices"][0]["text"]
     check(text == det["content"], "greedy completion %r equals vkgraph generate's %r" % (text, det["content"]))
-    check(body["usage"] == {"prompt_tokens": 4, "completion_tokens": 12, "total_tokens": 16}, "usage %r" % body["usage"])
+    check(body["usage"] == {"prompt_tokens": 4, "completion_tokens": 12, "total_tokens": 16,
+                            "prompt_tokens_details": {"cached_tokens": 0}}, "usage %r" % body["usage"])
     check(body["choices"][0]["finish_reason"] == "length", "finish_reason length")
     st, as_text = s.json("POST", "/v1/completions", {"prompt": "Hello world, I", "max_tokens": 12, "temperature": 0,
                                                       "unknown_field": {"ignored": True}, "user": "x"})
@@ -672,6 +707,7 @@ def main():
     check_penalties(s, tiny, tmp)
     check_logprobs(s, tiny, tmp)
     check_logit_bias(s, tiny, tmp)
+    check_prompt_cache(s)
     check_chunked_prefill(tiny, tmp)
     check_split_characters(tiny, tmp)
     check_no_tokenizer(tmp)

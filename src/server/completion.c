@@ -35,6 +35,7 @@ typedef struct stream {
     char failure[256];
     double t_start, t_last;
     int chat, stream, include_usage, return_tokens, prompt_tokens;
+    int cached;                 /* of the prompt's tokens, those found in the slot's cache */
     int role_sent;              /* chat: the first event, the assistant's role, is out */
     char id[40];
     long created;
@@ -123,14 +124,15 @@ static void on_prompt_token(void *user, int32_t id, const srv_logprobs *lp) {
     pthread_mutex_unlock(&st->lock);
 }
 
-static void on_done(void *user, const vkg_generate_result *r, int cancelled, const char *failure) {
+static void on_done(void *user, const vkg_generate_result *r, int cached, int cancelled, const char *failure) {
     stream *st = user;
     pthread_mutex_lock(&st->lock);
     st->done = 1;
+    st->cached = cached;
     st->cancelled = cancelled;
     st->result = *r;
     if (failure) snprintf(st->failure, sizeof st->failure, "%s", failure);
-    srv_metrics_tokens(st->s->metrics, st->prompt_tokens, st->generated);
+    srv_metrics_tokens(st->s->metrics, st->prompt_tokens, cached, st->generated);
     pthread_cond_broadcast(&st->changed);
     pthread_mutex_unlock(&st->lock);
     stream_unref(st);
@@ -147,6 +149,7 @@ static void describe(const stream *st, resp_completion *c) {
     c->model = st->s->model_name;
     c->finish_reason = NULL;
     c->prompt_tokens = st->prompt_tokens;
+    c->cached_tokens = st->cached;
     c->completion_tokens = st->generated;
     c->with_tokens = st->return_tokens;
     c->tokens = st->ids.data;
@@ -347,8 +350,8 @@ enum MHD_Result srv_completion(srv *s, struct MHD_Connection *c, const char *bod
     g.n_prompt = req.n_ids;
     g.stops = (const char *const *)req.stops;
     g.n_stops = req.n_stops;
-    sched_extras x = {.logprobs = req.logprobs, .prompt_logprobs = req.echo, .n_bias = req.n_bias,
-                      .bias_ids = req.bias_ids, .bias = req.bias};
+    sched_extras x = {.logprobs = req.logprobs, .prompt_logprobs = req.echo, .cache_prompt = req.cache_prompt,
+                      .n_bias = req.n_bias, .bias_ids = req.bias_ids, .bias = req.bias};
     sched_sink sink = {st, on_token, on_prompt_token, on_done};
     vkg_status status = sched_submit(s->sched, &g, &x, &sink, &st->job);
     completion_request_free(&req);

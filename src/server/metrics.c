@@ -17,7 +17,7 @@ typedef struct histogram {
 struct srv_metrics {
     pthread_mutex_t lock;
     unsigned long requests_ok, requests_client_error, requests_server_error;
-    unsigned long prompt_tokens, generated_tokens;
+    unsigned long prompt_tokens, cached_tokens, generated_tokens;
     histogram ttft, token;
 };
 
@@ -41,9 +41,10 @@ void srv_metrics_request(srv_metrics *m, int status) {
     pthread_mutex_unlock(&m->lock);
 }
 
-void srv_metrics_tokens(srv_metrics *m, long prompt, long generated) {
+void srv_metrics_tokens(srv_metrics *m, long prompt, long cached, long generated) {
     pthread_mutex_lock(&m->lock);
     m->prompt_tokens += (unsigned long)prompt;
+    m->cached_tokens += (unsigned long)cached;
     m->generated_tokens += (unsigned long)generated;
     pthread_mutex_unlock(&m->lock);
 }
@@ -83,6 +84,9 @@ void srv_metrics_write(srv_metrics *m, int active, int queued, int device_lost, 
                 "# HELP vkgraph_prompt_tokens_total Prompt tokens of the completions served.\n"
                 "# TYPE vkgraph_prompt_tokens_total counter\n"
                 "vkgraph_prompt_tokens_total %lu\n"
+                "# HELP vkgraph_prompt_tokens_cached_total Prompt tokens found in a slot's cache (not run again).\n"
+                "# TYPE vkgraph_prompt_tokens_cached_total counter\n"
+                "vkgraph_prompt_tokens_cached_total %lu\n"
                 "# HELP vkgraph_generated_tokens_total Tokens generated.\n"
                 "# TYPE vkgraph_generated_tokens_total counter\n"
                 "vkgraph_generated_tokens_total %lu\n"
@@ -96,7 +100,7 @@ void srv_metrics_write(srv_metrics *m, int active, int queued, int device_lost, 
                 "# TYPE vkgraph_device_lost gauge\n"
                 "vkgraph_device_lost %d\n",
                 m->requests_ok, m->requests_client_error, m->requests_server_error, m->prompt_tokens,
-                m->generated_tokens, active, queued, device_lost);
+                m->cached_tokens, m->generated_tokens, active, queued, device_lost);
     write_histogram(o, "vkgraph_time_to_first_token_seconds", "From a completion's arrival to its first token.",
                     &m->ttft);
     write_histogram(o, "vkgraph_time_per_output_token_seconds", "Between one generated token and the next.",

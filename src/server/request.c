@@ -334,7 +334,9 @@ static int parse_options(const vkg_json *root, const srv_model_facts *m, int cha
         if (get_bool(so, "include_usage", &r->include_usage, e)) return -1;
     }
     r->return_tokens = m->tok == NULL;
-    if (get_bool(root, "return_tokens", &r->return_tokens, e)) return -1;
+    r->cache_prompt = 1;
+    if (get_bool(root, "return_tokens", &r->return_tokens, e) || get_bool(root, "cache_prompt", &r->cache_prompt, e))
+        return -1;
     if (get_stops(root, r, e)) return -1;
     if (r->n_stops && !m->tok) return BAD("stop", "the model has no tokenizer: stop strings cannot be matched");
 

@@ -48,6 +48,7 @@ typedef struct completion_request {
                                    without a tokenizer, whose text is empty */
     int logprobs;               /* -1: none; else each token's logprob and that many alternatives
                                    (completions' "logprobs", chat's "top_logprobs") */
+    int cache_prompt;           /* the prompt may start from a slot's cache (default 1) */
     int echo;                   /* completions' echo: the answer starts with the prompt, */
     char *echo_text;            /* its text as given, or its ids decoded (owned) */
     size_t echo_len;

@@ -58,8 +58,9 @@ static void choice(sbuf *o, const resp_completion *c, int chunk, int role_delta,
 }
 
 static void usage(sbuf *o, const resp_completion *c) {
-    sbuf_printf(o, ",\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}",
-                c->prompt_tokens, c->completion_tokens, c->prompt_tokens + c->completion_tokens);
+    sbuf_printf(o, ",\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d,"
+                "\"prompt_tokens_details\":{\"cached_tokens\":%d}}",
+                c->prompt_tokens, c->completion_tokens, c->prompt_tokens + c->completion_tokens, c->cached_tokens);
 }
 
 void resp_completion_body(sbuf *o, const resp_completion *c, const char *text, size_t len) {

@@ -15,6 +15,7 @@ typedef struct resp_completion {
     const char *model;
     const char *finish_reason;  /* "stop", "length", or NULL (a chunk before the end) */
     int prompt_tokens, completion_tokens;
+    int cached_tokens;          /* of prompt_tokens, those found in the slot's cache */
     int with_tokens;            /* the choice lists "tokens" (return_tokens): */
     const char *tokens;         /* the ids generated since the last chunk (all of them in a body),
                                    as JSON numbers between commas ("15496,995"; NULL: none) */

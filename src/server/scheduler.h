@@ -18,6 +18,7 @@ typedef struct sched_extras {
     int logprobs;               /* -1: none; 0 to SRV_MAX_TOP_LOGPROBS: each token's logprob and
                                    that many of the most likely tokens' (srv_logprobs) */
     int prompt_logprobs;        /* with logprobs: the prompt's tokens' too (on_prompt_token) */
+    int cache_prompt;           /* the prompt may start from a slot's cache (prompt caching) */
     int n_bias;                 /* logit_bias: bias[i] added to the logit of bias_ids[i] before
                                    the sampler sees them (copied at submission) */
     const int32_t *bias_ids;
@@ -32,8 +33,9 @@ typedef struct sched_sink {
     /* With prompt_logprobs, each prompt token in order before any generated one: lp NULL for the
      * first (nothing predicts it). */
     void (*on_prompt_token)(void *user, int32_t id, const srv_logprobs *lp);
-    /* The end: result (generated, reason) is valid unless cancelled or failed (message set). */
-    void (*on_done)(void *user, const vkg_generate_result *result, int cancelled, const char *failure);
+    /* The end: result (generated, reason) and cached (the prompt's tokens found in the slot's
+     * cache, not run again) are valid unless cancelled or failed (message set). */
+    void (*on_done)(void *user, const vkg_generate_result *result, int cached, int cancelled, const char *failure);
 } sched_sink;
 
 typedef struct sched_stats {

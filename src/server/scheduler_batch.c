@@ -9,6 +9,13 @@
  * ran; from then on queued requests fail as they reach a slot and new ones are refused
  * (sched_device_lost), since no later step can succeed.
  *
+ * Prompt caching: a slot whose request ended keeps its cache (the tokens in `history`), and a
+ * queued request takes the free slot whose cached tokens share the longest prefix with its
+ * prompt; only the rest of the prompt runs (at least its last token, whose logits choose the
+ * first new one).  A multi-turn conversation, which sends its whole history each time, runs
+ * only its new turn.  The logits then equal a run of the whole prompt's within rounding (a
+ * prompt's rows summed over other passes), not bit for bit; a request can ask for a cold run.
+ *
  * Each running sequence chooses its tokens as vkg_context_generate does (the same sampler, stop
  * strings and end-of-text handling), so a request's tokens are those of `vkgraph generate`; a
  * request's logit_bias is added to the logits the sampler sees, and its logprobs come from the
@@ -35,6 +42,7 @@ struct sched_job {
     char **stops;
     int logprobs;                   /* sched_extras' */
     int prompt_logprobs;
+    int cache_prompt;
     int n_bias;
     int32_t *bias_ids;
     float *bias;
@@ -49,6 +57,9 @@ typedef struct running {
     int32_t *history;               /* [n_ctx + 1]: the prompt and the tokens chosen (the
                                        penalties' window), the last one not yet in the cache */
     int n_history;
+    int n_cached;                   /* while the slot is free: its cache holds history's first
+                                       n_cached tokens (prompt caching) */
+    int cached;                     /* the request's prompt tokens found in the cache */
     vkg_generate_result res;
 } running;
 
@@ -86,11 +97,18 @@ static void job_unref(sched_job *j) {
     free(j);
 }
 
-/* Ends the request of slot i: its sink's on_done, its sequence removed (the slot free at once). */
+/* Ends the request of slot i: its sink's on_done; the slot is free at once, its cache kept for a
+ * later prompt when it holds a prefix of history (nothing queued, no failure), else emptied. */
 static void finish(sched *s, int i, int cancelled, const char *failure) {
     running *r = &s->slots[i];
     sched_job *j = r->job;
-    vkg_batch_seq_remove(s->batch, i, NULL);
+    const int length = vkg_batch_seq_length(s->batch, i);
+    vkg_batch_seq_watch_prompt(s->batch, i, NULL, NULL, NULL);
+    r->n_cached = 0;
+    if (failure || r->n_history == 0 || vkg_batch_seq_queued(s->batch, i) || length > r->n_history)
+        vkg_batch_seq_remove(s->batch, i, NULL); /* (n_history 0: start() did not get as far) */
+    else
+        r->n_cached = length;
     if (!cancelled && !failure && r->res.reason != VKG_STOP_STRING && r->res.reason != VKG_STOP_CALLBACK) {
         /* A stop string that began but never completed is text after all. */
         size_t len = 0;
@@ -103,8 +121,29 @@ static void finish(sched *s, int i, int cancelled, const char *failure) {
     r->job = NULL;
     s->active--;
     pthread_mutex_unlock(&s->lock);
-    j->sink.on_done(j->sink.user, &r->res, cancelled, failure);
+    j->sink.on_done(j->sink.user, &r->res, r->cached, cancelled, failure);
     job_unref(j);
+}
+
+/* The tokens a prompt shares with the start of slot i's cache. */
+static int common_prefix(const running *r, const sched_job *j) {
+    int k = 0;
+    while (k < r->n_cached && k < j->opts.n_prompt && r->history[k] == j->prompt[k]) k++;
+    return k;
+}
+
+/* The free slot for job j: the one whose cache shares the longest prefix with its prompt, else
+ * (none shares one) the one caching least, so that the others keep theirs; -1 when none is free.
+ * Called under s->lock. */
+static int slot_for(const sched *s, const sched_job *j) {
+    int best = -1, best_k = -1;
+    for (int i = 0; i < s->n_slots; i++) {
+        const running *r = &s->slots[i];
+        if (r->job) continue;
+        const int k = j->cache_prompt && !j->prompt_logprobs ? common_prefix(r, j) : 0;
+        if (k > best_k || (k == best_k && k == 0 && r->n_cached < s->slots[best].n_cached)) best = i, best_k = k;
+    }
+    return best;
 }
 
 /* A watched prompt pass of slot seq (vkg_batch_seq_watch_prompt): the row at position p predicts
@@ -130,6 +169,7 @@ static int start(sched *s, int i, sched_job *j) {
     memset(&r->res, 0, sizeof r->res);
     r->res.stop_index = -1;
     r->n_history = 0;
+    r->cached = 0;
     vkg_error err = {0};
     vkg_status st = VKG_OK;
     if (s->lost[0]) /* written by this thread only */
@@ -149,11 +189,18 @@ static int start(sched *s, int i, sched_job *j) {
     vkg_status sampler = VKG_ERR_INVALID_ARGUMENT, stop = VKG_ERR_INVALID_ARGUMENT;
     if (st == VKG_OK) st = sampler = vkg_sampler_init(&r->sampler, &o->sampling, s->n_vocab, &err);
     if (st == VKG_OK) st = stop = vkg_stop_init(&r->stop, o->stops, o->n_stops, &err);
+    if (st == VKG_OK) { /* the cached prefix stays; the last prompt token runs in any case */
+        int keep = j->cache_prompt && !j->prompt_logprobs && o->n_prompt > 0 ? common_prefix(r, j) : 0;
+        if (keep == o->n_prompt) keep--;
+        st = keep ? vkg_batch_seq_truncate(s->batch, i, keep, &err) : vkg_batch_seq_remove(s->batch, i, &err);
+        r->cached = st == VKG_OK ? keep : 0;
+    }
+    r->n_cached = 0;
     if (st == VKG_OK && j->prompt_logprobs) {
         st = vkg_batch_seq_watch_prompt(s->batch, i, prompt_rows, s, &err);
         if (st == VKG_OK && o->n_prompt == 1) prompt_rows(s, i, 0, 0, NULL); /* no pass: the first token alone */
     }
-    if (st == VKG_OK) st = vkg_batch_add(s->batch, i, o->prompt, o->n_prompt, &err);
+    if (st == VKG_OK) st = vkg_batch_add(s->batch, i, o->prompt + r->cached, o->n_prompt - r->cached, &err);
     if (st == VKG_OK) {
         memcpy(r->history, o->prompt, (size_t)o->n_prompt * sizeof *r->history);
         r->n_history = o->n_prompt;
@@ -234,18 +281,18 @@ static void *engine_main(void *arg) {
             pthread_mutex_unlock(&s->lock);
             return NULL;
         }
-        for (int i = 0; i < s->n_slots; i++) {
-            if (s->slots[i].job) {
-                cancelled[i] = s->slots[i].job->cancelled || s->stopping;
-            } else if (s->head && !s->stopping) { /* the next queued request takes this slot */
-                sched_job *j = s->head;
-                s->head = j->next;
-                if (!s->head) s->tail = NULL;
-                s->queued--;
-                s->active++;
-                s->slots[i].job = fresh[i] = j;
-                cancelled[i] = j->cancelled;
-            }
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i].job) cancelled[i] = s->slots[i].job->cancelled || s->stopping;
+        while (s->head && !s->stopping) { /* queued requests take the free slots */
+            const int i = slot_for(s, s->head);
+            if (i < 0) break;
+            sched_job *j = s->head;
+            s->head = j->next;
+            if (!s->head) s->tail = NULL;
+            s->queued--;
+            s->active++;
+            s->slots[i].job = fresh[i] = j;
+            cancelled[i] = j->cancelled;
         }
         pthread_mutex_unlock(&s->lock);
         for (int i = 0; i < s->n_slots; i++) {
@@ -330,7 +377,7 @@ void sched_stop(sched *s) {
     while (q) {
         sched_job *next = q->next;
         vkg_generate_result res = {0};
-        q->sink.on_done(q->sink.user, &res, 1, NULL);
+        q->sink.on_done(q->sink.user, &res, 0, 1, NULL);
         job_unref(q);
         q = next;
     }
@@ -360,6 +407,7 @@ vkg_status sched_submit(sched *s, const vkg_generate_options *opts, const sched_
     j->sink = *sink;
     j->logprobs = extras ? extras->logprobs : -1;
     j->prompt_logprobs = extras && extras->logprobs >= 0 && extras->prompt_logprobs;
+    j->cache_prompt = extras && extras->cache_prompt;
     j->n_bias = extras ? extras->n_bias : 0;
     j->prompt = opts->n_prompt ? malloc((size_t)opts->n_prompt * sizeof *j->prompt) : NULL;
     j->stops = opts->n_stops ? calloc((size_t)opts->n_stops, sizeof *j->stops) : NULL;
@@ -416,7 +464,7 @@ void sched_cancel(sched_job *j) {
     pthread_mutex_unlock(&s->lock);
     if (was_queued) {
         vkg_generate_result res = {0};
-        j->sink.on_done(j->sink.user, &res, 1, NULL);
+        j->sink.on_done(j->sink.user, &res, 0, 1, NULL);
         job_unref(j);
     }
 }
