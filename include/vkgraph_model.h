@@ -445,10 +445,11 @@ vkg_status vkg_batch_seq_watch_prompt(vkg_batch_context *b, int seq, vkg_batch_r
                                       vkg_error *err);
 /* Empties sequence seq and frees its slot (queued tokens dropped). */
 vkg_status vkg_batch_seq_remove(vkg_batch_context *b, int seq, vkg_error *err);
-/* Prompt caching within a slot: sequence seq (its queue empty) keeps its first n cached tokens
- * (0 <= n <= its length), as if it had been fed only them: the next tokens added go after them
- * and give the logits a prefill of all of them would (within rounding: a prompt's rows summed
- * over other passes).  Its logits are unknown until it runs again. */
+/* Prompt caching within a slot: sequence seq keeps its first n cached tokens (0 <= n <= its
+ * length; tokens queued and not yet run are dropped), as if it had been fed only them: the next
+ * tokens added go after them and give the logits a prefill of all of them would (within
+ * rounding: a prompt's rows summed over other passes).  Its logits are unknown until it runs
+ * again.  A failed sequence is refused (remove it). */
 vkg_status vkg_batch_seq_truncate(vkg_batch_context *b, int seq, int n, vkg_error *err);
 /* Prompt caching: sequence dst (any slot but src; its queue must be empty) gets the first n
  * cached tokens of src (0 <= n <= src's length), as if it had been fed them: the next tokens

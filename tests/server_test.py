@@ -757,7 +757,7 @@ def main():
     # ---- one slot, no queue: busy is 503; a client that leaves frees its slot at once
     s = Server(long_ctx, "--parallel", "1", "--queue", "0", key=None)
     sock = socket.create_connection(("127.0.0.1", s.port))
-    body = json.dumps({"prompt": [1], "max_tokens": 1000, "temperature": 0, "stream": True}).encode()
+    body = json.dumps({"prompt": [1, 2, 3], "max_tokens": 1000, "temperature": 0, "stream": True}).encode()
     sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
                  + str(len(body)).encode() + b"\r\n\r\n" + body)
     # Its first event, not just the headers (sent as soon as the request is queued): from then
@@ -779,7 +779,9 @@ def main():
         time.sleep(0.02)
     freed = time.time() - t0
     check(freed < 1.5, "a client gone mid-stream frees its slot (in %.2f s)" % freed)
-    check(s.json("POST", P, {"prompt": [1], "max_tokens": 2})[0] == 200, "the freed slot serves the next request")
+    st, body = s.json("POST", P, {"prompt": [1, 2, 3], "max_tokens": 2})
+    check(st == 200 and body["usage"]["prompt_tokens_details"]["cached_tokens"] == 2,
+          "the freed slot serves the next request, and kept what the gone one ran: %r" % body)
     st, metrics = s.request("GET", "/metrics")
     m = re.search(r"^vkgraph_generated_tokens_total (\d+)", metrics, re.M)
     check(m and int(m.group(1)) < 1000, "the gone client's sequence stopped early (%s tokens)" % (m and m.group(1)))

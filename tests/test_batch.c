@@ -227,10 +227,10 @@ static void test_prefix_copy(void **state) {
     vkg_batch_context_free(b);
 }
 
-/* Prompt caching within a slot: sequence 0 fed a prompt of 8 tokens and its first greedy token,
- * truncated back to 5 tokens and fed the prompt's last 3 again: the logits of a prefill of the
- * whole prompt (within rounding, as a copied prefix); truncating past the length or with tokens
- * queued is refused. */
+/* Prompt caching within a slot: sequence 0 fed a prompt of 8 tokens, its first greedy token
+ * queued, truncated back to 5 tokens (the queued token dropped) and fed the prompt's last 3
+ * again: the logits of a prefill of the whole prompt (within rounding, as a copied prefix);
+ * truncating past the length is refused. */
 static void test_truncate(void **state) {
     fixture *f = *state;
     const size_t V = (size_t)f->c.V;
@@ -243,12 +243,11 @@ static void test_truncate(void **state) {
     check(vkg_batch_add(b, 0, p.prompt, 8, &err), &err);
     check(vkg_batch_step(b, &err), &err);
     check(vkg_batch_add(b, 0, &p.tokens[0], 1, &err), &err);
-    assert_int_equal(vkg_batch_seq_truncate(b, 0, 5, &err), VKG_ERR_INVALID_ARGUMENT); /* a token queued */
-    check(vkg_batch_step(b, &err), &err);
-    assert_int_equal(vkg_batch_seq_truncate(b, 0, 10, &err), VKG_ERR_INVALID_ARGUMENT); /* past its 9 tokens */
-    assert_int_equal(vkg_batch_seq_truncate(b, 1, 1, &err), VKG_ERR_INVALID_ARGUMENT);  /* past an empty one */
+    assert_int_equal(vkg_batch_seq_truncate(b, 0, 9, &err), VKG_ERR_INVALID_ARGUMENT); /* past its 8 tokens */
+    assert_int_equal(vkg_batch_seq_truncate(b, 1, 1, &err), VKG_ERR_INVALID_ARGUMENT); /* past an empty one */
     check(vkg_batch_seq_truncate(b, 0, 5, &err), &err);
     assert_int_equal(vkg_batch_seq_length(b, 0), 5);
+    assert_int_equal(vkg_batch_seq_queued(b, 0), 0);
     assert_int_equal(vkg_batch_get_logits(b, 0, got, V, &err), VKG_ERR_INVALID_ARGUMENT);
     check(vkg_batch_add(b, 0, p.prompt + 5, 3, &err), &err);
     check(vkg_batch_step(b, &err), &err);

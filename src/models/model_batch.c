@@ -475,13 +475,13 @@ vkg_status vkg_batch_seq_truncate(vkg_batch_context *b, int seq, int n, vkg_erro
     vkg_status st = check_seq(b, seq, "vkg_batch_seq_truncate", err);
     if (st != VKG_OK) return st;
     seq_slot *q = &b->slots[seq];
-    if (q->queued || q->failure[0] || n < 0 || n > q->length)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_seq_truncate: sequence %d (%d tokens, %d "
-                             "queued%s) cannot keep %d", seq, (int)q->length, q->queued,
-                             q->failure[0] ? ", failed" : "", n);
+    if (q->failure[0] || n < 0 || n > q->length)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_batch_seq_truncate: sequence %d (%d tokens%s) "
+                             "cannot keep %d", seq, (int)q->length, q->failure[0] ? ", failed" : "", n);
     /* The cached rows past n are written again as tokens come; `last` only matters to a full
        slot's padding row (the top of this file), and a truncated slot is not full. */
     q->length = n;
+    q->queued = 0;
     q->has_logits = 0;
     return VKG_OK;
 }

@@ -98,14 +98,15 @@ static void job_unref(sched_job *j) {
 }
 
 /* Ends the request of slot i: its sink's on_done; the slot is free at once, its cache kept for a
- * later prompt when it holds a prefix of history (nothing queued, no failure), else emptied. */
+ * later prompt (what was queued and not run dropped: a request cancelled part-way keeps what it
+ * ran), else emptied after a failure. */
 static void finish(sched *s, int i, int cancelled, const char *failure) {
     running *r = &s->slots[i];
     sched_job *j = r->job;
     const int length = vkg_batch_seq_length(s->batch, i);
     vkg_batch_seq_watch_prompt(s->batch, i, NULL, NULL, NULL);
     r->n_cached = 0;
-    if (failure || r->n_history == 0 || vkg_batch_seq_queued(s->batch, i) || length > r->n_history)
+    if (failure || r->n_history == 0 || length > r->n_history || vkg_batch_seq_truncate(s->batch, i, length, NULL))
         vkg_batch_seq_remove(s->batch, i, NULL); /* (n_history 0: start() did not get as far) */
     else
         r->n_cached = length;
