@@ -37,7 +37,7 @@ typedef struct vkg_backend_ops {
     /* 1 when work that may still be running reads host memory the device was given (a session
      * freed after its run timed out twice): that memory must stay allocated for the rest of the
      * process.  NULL: never (the CPU executor's runs end before they return). */
-    int (*keeps_host_memory)(void *device);
+    int (*has_abandoned_work)(void *device);
 } vkg_backend_ops;
 
 /* Memory a device's sessions hold on it (Vulkan allocations; the CPU executor's memory is the

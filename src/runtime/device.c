@@ -57,7 +57,7 @@ void vkg_device_free(vkg_device *d) {
 }
 
 int vkg_device_has_abandoned_work(const vkg_device *d) {
-    return d && d->ops && d->ops->keeps_host_memory && d->ops->keeps_host_memory(d->impl);
+    return d && d->ops && d->ops->has_abandoned_work && d->ops->has_abandoned_work(d->impl);
 }
 
 const char *vkg_device_name(const vkg_device *d) { return d->name; }

@@ -338,7 +338,7 @@ static vkg_status session_run_steps(void *impl, int first, int count, vkg_error 
 
 static void device_free(void *impl) { vkg_vk_context_free(impl); }
 
-static int keeps_host_memory(void *impl) { return ((const vkg_vk_context *)impl)->abandoned; }
+static int has_abandoned_work(void *impl) { return ((const vkg_vk_context *)impl)->abandoned; }
 
 static const vkg_backend_ops vulkan_ops = {
     .name = "vulkan",
@@ -350,7 +350,7 @@ static const vkg_backend_ops vulkan_ops = {
     .run = session_run,
     .run_steps = session_run_steps,
     .device_free = device_free,
-    .keeps_host_memory = keeps_host_memory,
+    .has_abandoned_work = has_abandoned_work,
 };
 
 vkg_status vkg_vulkan_device_open(struct vkg_device *d, int index, vkg_error *err) {
