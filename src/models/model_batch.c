@@ -74,7 +74,7 @@ struct vkg_batch_context {
     int32_t *prefill_ids, *prefill_positions; /* [COMBINED_ROWS]: a combined prefill's rows  */
     float *rows_logits;                  /* [n_seq, V]                                       */
     float *watched_logits;               /* [watched_rows, V]: a watched prompt pass's rows,
-                                            kept for the next (up to prefill_chunk rows)      */
+                                            kept while a slot is watched (set_watcher)        */
     int watched_rows;
 };
 
@@ -486,12 +486,23 @@ vkg_status vkg_batch_seq_truncate(vkg_batch_context *b, int seq, int n, vkg_erro
     return VKG_OK;
 }
 
+/* Sets slot seq's watcher; the watched passes' logits (up to a chunk's rows times the vocabulary:
+ * 155 MB for Qwen's) are freed once no slot is watched. */
+static void set_watcher(vkg_batch_context *b, int seq, vkg_batch_rows_fn fn, void *user) {
+    b->slots[seq].rows_fn = fn;
+    b->slots[seq].rows_user = fn ? user : NULL;
+    for (int s = 0; s < b->n_seq; s++)
+        if (b->slots[s].rows_fn) return;
+    free(b->watched_logits);
+    b->watched_logits = NULL;
+    b->watched_rows = 0;
+}
+
 vkg_status vkg_batch_seq_watch_prompt(vkg_batch_context *b, int seq, vkg_batch_rows_fn fn, void *user,
                                       vkg_error *err) {
     vkg_status st = check_seq(b, seq, "vkg_batch_seq_watch_prompt", err);
     if (st != VKG_OK) return st;
-    b->slots[seq].rows_fn = fn;
-    b->slots[seq].rows_user = fn ? user : NULL;
+    set_watcher(b, seq, fn, user);
     return VKG_OK;
 }
 
@@ -500,8 +511,7 @@ vkg_status vkg_batch_seq_remove(vkg_batch_context *b, int seq, vkg_error *err) {
     if (st != VKG_OK) return st;
     seq_slot *q = &b->slots[seq];
     q->used = 0;
-    q->rows_fn = NULL;
-    q->rows_user = NULL;
+    set_watcher(b, seq, NULL, NULL);
     q->length = q->queued = q->has_logits = 0;
     q->last = 0;
     q->failure[0] = '\0';
