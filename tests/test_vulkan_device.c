@@ -15,6 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
+
 #include "support/test_util.h"
 #include "support/vk_test.h"
 #include "vulkan/pipelines.h"
@@ -469,8 +473,12 @@ int main(void) {
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (kept_a) { /* test_timeout left work running on the driver's threads: no exit handlers, as
-                   * the vkgraph tool ends (lavapipe's exit handlers tear down what that work uses) */
+                   * the vkgraph tool ends (lavapipe's exit handlers tear down what that work uses);
+                   * the leak check that exit would run, now */
         fflush(NULL);
+#ifdef __SANITIZE_ADDRESS__
+        __lsan_do_leak_check();
+#endif
         _exit(failed);
     }
     return failed;

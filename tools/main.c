@@ -3,6 +3,9 @@
 #include "commands.h"
 #include "vkgraph.h"
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -69,8 +72,12 @@ int main(int argc, char **argv) {
             if (rc == 0) rc = commands[i].run(n, args);
             rc = cli_output_finish(commands[i].name, rc);
             cli_args_free();
-            if (cli_device_work_abandoned()) { /* the driver's threads may still run: no exit handlers */
+            if (cli_device_work_abandoned()) { /* the driver's threads may still run: no exit handlers,
+                                                  * but the leak check that exit would run */
                 fflush(NULL);
+#ifdef __SANITIZE_ADDRESS__
+                __lsan_do_leak_check();
+#endif
                 _exit(rc);
             }
             return rc;
