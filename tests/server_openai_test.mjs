@@ -3,7 +3,7 @@
  * `vkgraph serve` driven by OpenAI's official JavaScript client (the npm package `openai`, which
  * tools/fetch-openai-client.sh installs into models/openai-client; VKG_OPENAI_CLIENT names another
  * folder), as a user's program drives it: completions and chat completions, streamed and not,
- * logprobs and logit_bias, models.list, and errors surfacing as the client's typed errors.
+ * logprobs and logit_bias, models.list and retrieve, and errors surfacing as the client's typed errors.
  *
  *   node tests/server_openai_test.mjs VKGRAPH
  *
@@ -121,6 +121,9 @@ async function main() {
   for await (const m of client.models.list()) models.push(m);
   check(models.length === 1 && models[0].id === 'smol-chat' && models[0].object === 'model',
         `models.list: ${JSON.stringify(models)}`);
+  const one = await client.models.retrieve('smol-chat');
+  check(one.id === 'smol-chat' && one.object === 'model' && one.created === models[0].created,
+        `models.retrieve: ${JSON.stringify(one)}`);
 
   // ---- completions, whole and streamed, against vkgraph generate
   const promptIds = (await post(s.base, '/tokenize', { content: 'Hello world' })).tokens;
@@ -250,7 +253,8 @@ async function main() {
                     'a string temperature');
   const wrongKey = new OpenAI({ baseURL: s.base + '/v1', apiKey: 'nope', maxRetries: 0 });
   await expectError(wrongKey.models.list(), OpenAI.AuthenticationError, 401, 'a wrong API key');
-  await expectError(client.models.retrieve('no-such-model'), OpenAI.NotFoundError, 404, 'an unknown path');
+  await expectError(client.models.retrieve('no-such-model'), OpenAI.NotFoundError, 404, 'an unknown model',
+                    'model_not_found');
 
   // ---- a model without a chat template: chat is a 400, completions still work
   const p = await startServer(plainDir);

@@ -118,7 +118,8 @@ static enum MHD_Result detokenize(srv *s, struct MHD_Connection *c, const char *
 }
 
 /* The routes: path, method, whether it needs the model, whether it needs the key. */
-typedef enum { R_HEALTH, R_METRICS, R_MODELS, R_COMPLETIONS, R_CHAT, R_TOKENIZE, R_DETOKENIZE } route_id;
+typedef enum { R_HEALTH, R_METRICS, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_TOKENIZE, R_DETOKENIZE } route_id;
+/* A path ending in '/' takes any last segment: the model's name for /v1/models/{model}. */
 static const struct {
     const char *path, *method;
     route_id id;
@@ -126,12 +127,20 @@ static const struct {
     {"/health", "GET", R_HEALTH},
     {"/metrics", "GET", R_METRICS},
     {"/v1/models", "GET", R_MODELS},
+    {"/v1/models/", "GET", R_MODEL},
     {"/v1/completions", "POST", R_COMPLETIONS},
     {"/v1/chat/completions", "POST", R_CHAT},
     {"/tokenize", "POST", R_TOKENIZE},
     {"/detokenize", "POST", R_DETOKENIZE},
 };
 #define N_ROUTES ((int)(sizeof routes / sizeof routes[0]))
+
+/* url is path, or path ends in '/' and url adds one segment to it (not empty, no '/'). */
+static int route_matches(const char *path, const char *url) {
+    const size_t n = strlen(path);
+    if (path[n - 1] != '/') return strcmp(url, path) == 0;
+    return strncmp(url, path, n) == 0 && url[n] && !strchr(url + n, '/');
+}
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *data, size_t *data_size, void **con_cls) {
@@ -162,7 +171,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
 
     int r = 0;
-    while (r < N_ROUTES && strcmp(url, routes[r].path) != 0) r++;
+    while (r < N_ROUTES && !route_matches(routes[r].path, url)) r++;
     if (r == N_ROUTES) {
         srv_error_set(&e, 404, "invalid_request_error", NULL, "not_found", "no endpoint %s %s", method, url);
         return srv_reply_error(s, c, &e);
@@ -202,6 +211,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     case R_MODELS:
         resp_models(&b, s->model_name, s->started);
         return reply_json(s, c, &b);
+    case R_MODEL: {
+        const char *name = url + strlen(routes[r].path);
+        if (strcmp(name, s->model_name) != 0) {
+            srv_error_set(&e, 404, "invalid_request_error", "model", "model_not_found",
+                          "the model '%.200s' does not exist: this server serves '%s'", name, s->model_name);
+            return srv_reply_error(s, c, &e);
+        }
+        resp_model(&b, s->model_name, s->started);
+        return reply_json(s, c, &b);
+    }
     case R_COMPLETIONS:
         return srv_completion(s, c, body, u->body.len, 0);
     case R_CHAT:

@@ -91,8 +91,14 @@ void resp_usage_chunk(sbuf *o, const resp_completion *c) {
     sbuf_adds(o, "}\n\n");
 }
 
-void resp_models(sbuf *o, const char *model, long created) {
-    sbuf_adds(o, "{\"object\":\"list\",\"data\":[{\"id\":");
+void resp_model(sbuf *o, const char *model, long created) {
+    sbuf_adds(o, "{\"id\":");
     sbuf_json_string(o, model, strlen(model));
-    sbuf_printf(o, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"vkgraph\"}]}", created);
+    sbuf_printf(o, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"vkgraph\"}", created);
+}
+
+void resp_models(sbuf *o, const char *model, long created) {
+    sbuf_adds(o, "{\"object\":\"list\",\"data\":[");
+    resp_model(o, model, created);
+    sbuf_adds(o, "]}");
 }

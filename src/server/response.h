@@ -35,6 +35,8 @@ void resp_completion_chunk(sbuf *o, const resp_completion *c, const char *text, 
 void resp_chat_role_chunk(sbuf *o, const resp_completion *c);
 /* The usage event of stream_options.include_usage: no choices, the usage. */
 void resp_usage_chunk(sbuf *o, const resp_completion *c);
+/* GET /v1/models/{model}: the model object; GET /v1/models: the list of it alone. */
+void resp_model(sbuf *o, const char *model, long created);
 void resp_models(sbuf *o, const char *model, long created);
 
 #endif
