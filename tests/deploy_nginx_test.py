@@ -22,17 +22,11 @@ import time
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(REPO, "tools"))
 import serve_client  # noqa: E402  (tools/serve_client.py)
+from serve_client import check, failures  # noqa: E402
 
 VKG = sys.argv[1]
 PROMPTS = [[15496 + 7 * i, 995, 11 + i] for i in range(4)]
 MAX_TOKENS = 12
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def documented_site(replicas, port):

@@ -24,17 +24,11 @@ import numpy as np
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(REPO, "tools"))
 import serve_client  # noqa: E402  (tools/serve_client.py)
+from serve_client import check, failures  # noqa: E402
 
 VKG = sys.argv[1]
 N_PROMPT, N_NEW, CTX = 2030, 10, 2048
 TOLERANCE = 1e-4
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def post(port, body):

@@ -22,16 +22,12 @@ import urllib.request
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from serve_client import check, failures  # noqa: E402  (tools/serve_client.py)
+
 VKG = sys.argv[1]
 KEY = "s3cret-key"
-failures = []
 servers = []  # killed at exit whatever happens, so that no server outlives the test
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 class Server:

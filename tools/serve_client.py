@@ -1,6 +1,6 @@
 """A `vkgraph serve` process and a streaming client for it, for the programs that drive servers:
-bench/serve-load and tests/deploy_nginx_test.py.  Python's standard library only (http.client),
-so that they run wherever python3 does.
+bench/serve-load, bench/serve-cache and the server's tests (which also share check()).  Python's
+standard library only (http.client), so that they run wherever python3 does.
 
 Import it with the tools folder on sys.path:
     sys.path.insert(0, os.path.join(REPO, "tools")); import serve_client
@@ -11,6 +11,16 @@ import re
 import subprocess
 import threading
 import time
+
+failures = []  # what check() found false, for the test's summary and exit status
+
+
+def check(cond, what):
+    """A test's check: a false one is printed and kept in failures, and the test goes on, so that
+    one run reports every failure."""
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
 
 
 class ServeProcess:
