@@ -117,9 +117,9 @@ static enum MHD_Result detokenize(srv *s, struct MHD_Connection *c, const char *
     return reply_json(s, c, &b);
 }
 
-/* The routes: path, method, whether it needs the model, whether it needs the key. */
+/* The routes: path and method.  A path ending in '/' takes one more segment: the model's name
+ * of /v1/models/{model} (route_matches). */
 typedef enum { R_HEALTH, R_METRICS, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_TOKENIZE, R_DETOKENIZE } route_id;
-/* A path ending in '/' takes any last segment: the model's name for /v1/models/{model}. */
 static const struct {
     const char *path, *method;
     route_id id;
