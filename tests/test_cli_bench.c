@@ -45,9 +45,10 @@ static double positive(const vkg_json *obj, const char *key) {
     return v;
 }
 
-/* x printed with 6 significant digits against what it must be. */
+/* x printed with 6 significant digits against what it must be, want computed from up to two other
+ * printed figures: each carries up to 5e-6 of itself in rounding, so the three up to 1.5e-5. */
 static void near(const char *what, double x, double want) {
-    if (fabs(x - want) > 1e-5 * fabs(want)) fail_msg("%s is %.9g; %.9g expected", what, x, want);
+    if (fabs(x - want) > 2e-5 * fabs(want)) fail_msg("%s is %.9g; %.9g expected", what, x, want);
 }
 
 static void check_ids(const vkg_json *a, size_t n) {
