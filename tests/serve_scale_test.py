@@ -35,7 +35,8 @@ def post(port, body):
     status, text = serve_client.request("127.0.0.1", port, "POST", "/v1/completions", body, timeout=1200)
     if status != 200:
         raise RuntimeError(f"POST /v1/completions answered {status}: {text[:300]}")
-    return json.loads(text)["choices"][0], json.loads(text)["usage"]
+    answer = json.loads(text)
+    return answer["choices"][0], answer["usage"]
 
 
 def two_turns(model, device, prompt, new):

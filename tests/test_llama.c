@@ -311,6 +311,61 @@ static void test_hostile_index(void **state) {
     free(dir);
 }
 
+/* A tiny Llama written with o adjusted by `adjust`, its config.json then edited (the first `from`
+ * replaced by `to`, when given): the folder (the caller frees it). */
+static char *edited_model(const char *name, void (*adjust)(vkg_llama_random_options *), const char *from,
+                          const char *to) {
+    char *dir = path_in(name);
+    vkg_llama_random_options o;
+    memset(&o, 0, sizeof o);
+    vkg_error err = {0};
+    assert_int_equal(vkg_llama_random_shape("llama-tiny", &o, &err), VKG_OK);
+    o.dtype = VKG_ST_F32;
+    o.seed = 5;
+    adjust(&o);
+    if (vkg_llama_write_random(dir, &o, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (from) {
+        char *config = malloc(strlen(dir) + 16);
+        assert_non_null(config);
+        sprintf(config, "%s/config.json", dir);
+        char *text = test_read_file(config, NULL), *edited = replace(text, from, to);
+        write_text(config, edited);
+        free(edited);
+        free(text);
+        free(config);
+    }
+    return dir;
+}
+static void with_rotary_buffers(vkg_llama_random_options *o) { o->rotary_buffers = 1; }
+static void untied(vkg_llama_random_options *o) { o->config.tie_word_embeddings = 0; }
+static void biased(vkg_llama_random_options *o) { o->config.qkv_bias = o->config.o_bias = 1; }
+
+/* Every tensor of a checkpoint is read, or one the model may leave: older files' rotary buffers,
+ * the copy of a tied head.  A weight left unread means config.json is another model's. */
+static void test_unread_tensors(void **state) {
+    (void)state;
+    vkg_llama *m = NULL;
+    vkg_error err = {0};
+    char *dir = edited_model("rotary-buffers", with_rotary_buffers, NULL, NULL);
+    if (vkg_llama_load(dir, -1, NULL, &m, &err) != VKG_OK) fail_msg("rotary buffers: %s", err.message);
+    vkg_llama_free(m);
+    free(dir);
+    /* an lm_head.weight beside a tied head: transformers ties, the embedding is the head */
+    dir = edited_model("tied-with-head", untied, "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true");
+    if (vkg_llama_load(dir, -1, NULL, &m, &err) != VKG_OK) fail_msg("tied with a head: %s", err.message);
+    assert_ptr_equal(m->global[VKG_LLAMA_LM_HEAD], m->global[VKG_LLAMA_EMBED]);
+    vkg_llama_free(m);
+    free(dir);
+    /* biases the config leaves out */
+    dir = edited_model("unread-bias", biased, "\"attention_bias\": true", "\"attention_bias\": false");
+    assert_int_equal(vkg_llama_load(dir, -1, NULL, &m, &err), VKG_ERR_FORMAT);
+    assert_null(m);
+    if (!strstr(err.message, "tensor model.layers.0.self_attn.q_proj.bias is not a weight of the model config.json "
+                             "describes (LlamaForCausalLM with 2 layers"))
+        fail_msg("unread bias: \"%s\"", err.message);
+    free(dir);
+}
+
 /* ---- whole models against the NumPy reference ------------------------------------------ */
 
 static int32_t ids[T];
@@ -452,7 +507,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_defaults),   cmocka_unit_test(test_config_refused),
         cmocka_unit_test(test_unknown_architecture), cmocka_unit_test(test_rope_table_of_model),
-        cmocka_unit_test(test_hostile_index),     cmocka_unit_test(test_models),
+        cmocka_unit_test(test_hostile_index),     cmocka_unit_test(test_unread_tensors),
+        cmocka_unit_test(test_models),
         cmocka_unit_test(test_model_info),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

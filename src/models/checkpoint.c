@@ -44,6 +44,7 @@ void vkg_checkpoint_close(vkg_checkpoint *c) {
 
 const char *vkg_checkpoint_path(const vkg_checkpoint *c) { return c->path; }
 int vkg_checkpoint_shards(const vkg_checkpoint *c) { return c->n; }
+const vkg_safetensors *vkg_checkpoint_shard(const vkg_checkpoint *c, int i) { return c->files[i]; }
 
 const vkg_st_tensor *vkg_checkpoint_find(const vkg_checkpoint *c, const char *name, const vkg_safetensors **file) {
     for (int i = 0; c && i < c->n; i++) {

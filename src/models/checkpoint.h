@@ -33,6 +33,8 @@ const vkg_st_tensor *vkg_checkpoint_find(const vkg_checkpoint *c, const char *na
 /* "dir/model.safetensors" or "dir/model.safetensors.index.json": what messages name. */
 const char *vkg_checkpoint_path(const vkg_checkpoint *c);
 int vkg_checkpoint_shards(const vkg_checkpoint *c);
+/* Shard i (0 <= i < vkg_checkpoint_shards), to walk every tensor the checkpoint holds. */
+const vkg_safetensors *vkg_checkpoint_shard(const vkg_checkpoint *c, int i);
 /* VKG_ERR_IO naming the file unless every file is as it was at open. */
 vkg_status vkg_checkpoint_check_unchanged(const vkg_checkpoint *c, vkg_error *err);
 

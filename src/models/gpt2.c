@@ -55,7 +55,9 @@ static vkg_status match_tensors(const vkg_gpt2 *m, const vkg_checkpoint *ck, vkg
              c->n_embd, vkg_gpt2_inner_size(c), c->vocab_size, c->n_positions);
     snprintf(shapes, sizeof shapes, "n_embd %d, n_inner %d, vocab_size %d, n_positions %d", c->n_embd,
              vkg_gpt2_inner_size(c), c->vocab_size, c->n_positions);
-    const vkg_weights_note note = {.missing = missing, .shapes = shapes};
+    /* the attention's causal-mask buffers, which older files hold */
+    static const char *const not_read[] = {".attn.bias", ".attn.masked_bias", NULL};
+    const vkg_weights_note note = {.missing = missing, .shapes = shapes, .not_read = not_read};
     return vkg_weights_match(ck, m->transformer_prefix ? "transformer." : "", w, n, &note, err);
 }
 

@@ -83,7 +83,10 @@ static vkg_status load_into(vkg_llama *m, const char *dir, int dtype, const vkg_
                  "%d, vocab_size %d", c->hidden_size, c->n_head, c->head_dim, c->n_kv_head, c->intermediate_size,
                  c->vocab_size);
         snprintf(missing, sizeof missing, "%s with %d layers, %s", vkg_llama_arch_class(c->arch), c->n_layer, shapes);
-        const vkg_weights_note note = {.missing = missing, .shapes = shapes};
+        /* transformers computes the rotary frequencies (older files hold them), and a tied head
+         * reads the embedding whatever lm_head.weight the file may also hold */
+        const char *const not_read[] = {".rotary_emb.inv_freq", m->tied_head ? "lm_head.weight" : NULL, NULL};
+        const vkg_weights_note note = {.missing = missing, .shapes = shapes, .not_read = not_read};
         st = vkg_weights_match(ck, "", w, n, &note, err);
     }
     if (st == VKG_OK) {

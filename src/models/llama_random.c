@@ -111,6 +111,12 @@ vkg_status vkg_llama_write_random(const char *dir, const vkg_llama_random_option
     for (int l = 0; st == VKG_OK && l < c.n_layer; l++)
         for (int w = 0; st == VKG_OK && w < VKG_LLAMA_N_WEIGHTS; w++)
             if (vkg_llama_weights[w].per_layer) st = draw(&s, &c, tied, (vkg_llama_weight)w, l, err);
+    for (int l = 0; st == VKG_OK && o->rotary_buffers && l < c.n_layer; l++) {
+        char name[96];
+        const int64_t half = c.head_dim / 2;
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.rotary_emb.inv_freq", l);
+        st = vkg_random_tensors_add(&s, name, 1, &half, VKG_FILL_CONSTANT, 1.0f, 0.0f, err);
+    }
     if (st == VKG_OK) st = draw(&s, &c, tied, VKG_LLAMA_NORM, 0, err);
     if (st == VKG_OK) st = draw(&s, &c, tied, VKG_LLAMA_LM_HEAD, 0, err);
     if (st == VKG_OK) st = vkg_random_tensors_write(&s, dir, o->shards, err);

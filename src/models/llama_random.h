@@ -19,6 +19,8 @@ typedef struct vkg_llama_random_options {
     uint64_t seed;
     vkg_st_dtype dtype;   /* F32, F16 or BF16 */
     int shards;           /* <= 1: model.safetensors; else that many shards and the index */
+    int rotary_buffers;   /* also each layer's self_attn.rotary_emb.inv_freq, as files saved before
+                             transformers 4.32 hold (ones: the loader reads none of them)        */
 } vkg_llama_random_options;
 
 /* The real models' shapes by name (all layers; set config.n_layer for fewer):

@@ -18,6 +18,43 @@ static const vkg_st_tensor *find(const vkg_checkpoint *ck, const char *prefix, c
     return vkg_checkpoint_find(ck, full, file);
 }
 
+static int ptr_order(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(const void *const *)a, y = (uintptr_t)*(const void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int ends_with(const char *s, const char *end) {
+    size_t ls = strlen(s), le = strlen(end);
+    return ls >= le && memcmp(s + ls - le, end, le) == 0;
+}
+
+/* Every tensor of ck is one of w's or ends as note->not_read lists: a tensor the model would
+ * leave unread is a weight of another model or configuration, which would answer wrongly.  The
+ * matched tensors are sorted once (a checkpoint holds thousands at most), each tensor looked up. */
+static vkg_status check_all_read(const vkg_checkpoint *ck, const vkg_weight_want *w, int n,
+                                 const vkg_weights_note *note, vkg_error *err) {
+    const vkg_st_tensor **read = malloc((size_t)(n > 0 ? n : 1) * sizeof *read);
+    if (!read) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < n; i++) read[i] = w[i].found;
+    qsort(read, (size_t)n, sizeof *read, ptr_order);
+    vkg_status st = VKG_OK;
+    for (int f = 0; st == VKG_OK && f < vkg_checkpoint_shards(ck); f++) {
+        const vkg_safetensors *file = vkg_checkpoint_shard(ck, f);
+        for (int j = 0; st == VKG_OK && j < vkg_safetensors_count(file); j++) {
+            const vkg_st_tensor *t = vkg_safetensors_tensor(file, j);
+            if (bsearch(&t, read, (size_t)n, sizeof *read, ptr_order)) continue;
+            int listed = 0;
+            for (const char *const *e = note->not_read; e && *e && !listed; e++) listed = ends_with(t->name, *e);
+            if (!listed)
+                st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: tensor %s is not a weight of the model config.json "
+                                   "describes (%s): the file is of another architecture or configuration",
+                                   vkg_safetensors_path(file), t->name, note->missing);
+        }
+    }
+    free(read);
+    return st;
+}
+
 vkg_status vkg_weights_match(const vkg_checkpoint *ck, const char *prefix, vkg_weight_want *w, int n,
                              const vkg_weights_note *note, vkg_error *err) {
     for (int i = 0; i < n; i++) {
@@ -44,7 +81,7 @@ vkg_status vkg_weights_match(const vkg_checkpoint *ck, const char *prefix, vkg_w
         w[i].found = t;
         w[i].file = file;
     }
-    return VKG_OK;
+    return check_all_read(ck, w, n, note, err);
 }
 
 static vkg_st_dtype file_dtype_of(vkg_dtype d) {

@@ -31,15 +31,20 @@ typedef struct vkg_weight_want {
 } vkg_weight_want;
 
 /* What config.json says, for the messages of vkg_weights_match: `missing` follows "config.json
- * says " when a tensor is missing (the file may be of another model), `shapes` follows "from
- * config.json: " when a shape differs. */
+ * says " when a tensor is missing or one is not the model's (the file may be of another model or
+ * configuration), `shapes` follows "from config.json: " when a shape differs.  `not_read`: the
+ * endings of the names of tensors a checkpoint may hold that the model does not read (buffers
+ * transformers computes itself, a tied head's copy), NULL-terminated; NULL for none. */
 typedef struct vkg_weights_note {
     const char *missing, *shapes;
+    const char *const *not_read;
 } vkg_weights_note;
 
 /* Finds each of w[0..n) in ck as prefix + name, else as name alone, and checks its shape and
- * that its dtype converts (F32, F16, BF16).  Errors (VKG_ERR_FORMAT, VKG_ERR_UNSUPPORTED) name the
- * file, the tensor and the shapes. */
+ * that its dtype converts (F32, F16, BF16); then that ck holds no other tensor but those that end
+ * as note->not_read lists (a weight the model would not read means config.json describes another
+ * model: biases it leaves out, a Qwen3's q_norm under a Llama config).  Errors (VKG_ERR_FORMAT,
+ * VKG_ERR_UNSUPPORTED) name the file, the tensor and the shapes. */
 vkg_status vkg_weights_match(const vkg_checkpoint *ck, const char *prefix, vkg_weight_want *w, int n,
                              const vkg_weights_note *note, vkg_error *err);
 
