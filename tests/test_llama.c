@@ -1,5 +1,6 @@
 /* The Llama family at small sizes, fast enough for the sanitizer leg: config.json read and refused
- * as transformers' config classes would have it, hostile shard indexes refused, and each
+ * as transformers' config classes would have it, hostile shard indexes refused, tensors the
+ * config leaves unread refused (older files' rotary buffers and a tied head's copy passed over), and each
  * architecture (llama with llama3 rope scaling, mistral, qwen2 with biases, qwen3 with q/k norms;
  * grouped-query attention; head_dim wider than the width over the heads; tied and untied heads;
  * F32, F16, BF16; one file and shards) against the
