@@ -225,9 +225,22 @@ static void test_rope_table_of_model(void **state) {
     free(dir);
 }
 
-/* ---- hostile shard indexes ------------------------------------------------------------- */
+/* ---- checkpoints: hostile shard indexes, tensors left unread -------------------------- */
 
-static char *sharded_model(const char *name) {
+/* s with its first `from` replaced by `to` (the caller frees it). */
+static char *replace(const char *s, const char *from, const char *to) {
+    const char *at = strstr(s, from);
+    assert_non_null(at);
+    char *out = malloc(strlen(s) + strlen(to) + 1);
+    assert_non_null(out);
+    sprintf(out, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    return out;
+}
+
+/* A tiny Llama written with o adjusted by `adjust`, its config.json then edited (the first `from`
+ * replaced by `to`, when given): the folder (the caller frees it). */
+static char *edited_model(const char *name, void (*adjust)(vkg_llama_random_options *), const char *from,
+                          const char *to) {
     char *dir = path_in(name);
     vkg_llama_random_options o;
     memset(&o, 0, sizeof o);
@@ -235,10 +248,21 @@ static char *sharded_model(const char *name) {
     assert_int_equal(vkg_llama_random_shape("llama-tiny", &o, &err), VKG_OK);
     o.dtype = VKG_ST_F32;
     o.seed = 3;
-    o.shards = 2;
+    adjust(&o);
     if (vkg_llama_write_random(dir, &o, &err) != VKG_OK) fail_msg("%s", err.message);
+    if (from) {
+        char *config = malloc(strlen(dir) + 16);
+        assert_non_null(config);
+        sprintf(config, "%s/config.json", dir);
+        char *text = test_read_file(config, NULL), *edited = replace(text, from, to);
+        write_text(config, edited);
+        free(edited);
+        free(text);
+        free(config);
+    }
     return dir;
 }
+static void two_shards(vkg_llama_random_options *o) { o->shards = 2; }
 
 static void expect_index_refused(const char *dir, const char *index, const char *words) {
     char *p = malloc(strlen(dir) + 64);
@@ -255,19 +279,9 @@ static void expect_index_refused(const char *dir, const char *index, const char 
     free(p);
 }
 
-/* s with its first `from` replaced by `to` (the caller frees it). */
-static char *replace(const char *s, const char *from, const char *to) {
-    const char *at = strstr(s, from);
-    assert_non_null(at);
-    char *out = malloc(strlen(s) + strlen(to) + 1);
-    assert_non_null(out);
-    sprintf(out, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
-    return out;
-}
-
 static void test_hostile_index(void **state) {
     (void)state;
-    char *dir = sharded_model("shards");
+    char *dir = edited_model("shards", two_shards, NULL, NULL);
     vkg_llama *m = NULL;
     vkg_error err = {0};
     assert_int_equal(vkg_llama_load(dir, -1, NULL, &m, &err), VKG_OK); /* as written it loads */
@@ -312,31 +326,6 @@ static void test_hostile_index(void **state) {
     free(dir);
 }
 
-/* A tiny Llama written with o adjusted by `adjust`, its config.json then edited (the first `from`
- * replaced by `to`, when given): the folder (the caller frees it). */
-static char *edited_model(const char *name, void (*adjust)(vkg_llama_random_options *), const char *from,
-                          const char *to) {
-    char *dir = path_in(name);
-    vkg_llama_random_options o;
-    memset(&o, 0, sizeof o);
-    vkg_error err = {0};
-    assert_int_equal(vkg_llama_random_shape("llama-tiny", &o, &err), VKG_OK);
-    o.dtype = VKG_ST_F32;
-    o.seed = 5;
-    adjust(&o);
-    if (vkg_llama_write_random(dir, &o, &err) != VKG_OK) fail_msg("%s", err.message);
-    if (from) {
-        char *config = malloc(strlen(dir) + 16);
-        assert_non_null(config);
-        sprintf(config, "%s/config.json", dir);
-        char *text = test_read_file(config, NULL), *edited = replace(text, from, to);
-        write_text(config, edited);
-        free(edited);
-        free(text);
-        free(config);
-    }
-    return dir;
-}
 static void with_rotary_buffers(vkg_llama_random_options *o) { o->rotary_buffers = 1; }
 static void untied(vkg_llama_random_options *o) { o->config.tie_word_embeddings = 0; }
 static void biased(vkg_llama_random_options *o) { o->config.qkv_bias = o->config.o_bias = 1; }
