@@ -74,14 +74,15 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
     t->elementwise_wg = clamp_u32(256, 1, max_x);
     t->row_wg = clamp_u32(cpu ? sg : 256, 1, max_x);
     /* Each workgroup costs a software rasteriser about 20 us, but one element of these shaders
-     * costs it tens of ns (loads lane by lane, index arithmetic): at least 2048 elements a
-     * workgroup spreads a decoding step of 8 sequences over the threads.  Measured on llvmpipe
-     * (2 threads), 8 rows, against 8192 elements a workgroup: GPT-2 124M's layer norm (768 wide)
-     * 241-310 -> 201-210 us, its cache write (12288 elements) 242-305 -> 186-200 us;
-     * SmolLM2-135M's RMS norm (576 wide) 164-201 -> 149-163 us.  (3072: GPT-2's layer norm in
-     * two workgroups, 172-177 us, but SmolLM2's in one.) */
+     * costs it tens of ns (loads lane by lane, index arithmetic): at least 1024 elements a
+     * workgroup spreads a decoding step of 8 sequences over the threads, where a one-row step's
+     * norms and rotations stay one workgroup.  Profiled on llvmpipe (2 threads), 8 rows, against
+     * 8192 elements a workgroup: GPT-2 124M's layer norm (768 wide) 241-310 -> 195-219 us, its
+     * cache write (12288 elements) 242-305 -> 220-250 us; SmolLM2-135M's RMS norm (576 wide)
+     * 164-201 -> 108-141 us, its rotation and cache write 285-312 -> 210-229 us.  (2048:
+     * SmolLM2's 139-160 and 266-279 us, GPT-2's the same.) */
     t->max_groups = cpu ? 16 : 0;
-    t->min_group_work = cpu ? 2048 : 0;
+    t->min_group_work = cpu ? 1024 : 0;
     t->matmul_texel = cpu && texel_ok;
     t->texel_16bit = texel16_ok;
     t->texel_16bit_x8 = texel16_ok && texel_u4_ok;
