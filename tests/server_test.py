@@ -231,7 +231,8 @@ def check_prompt_cache(s):
     """Prompt caching: a second turn that resends the first's prompt and answer runs only what is
     new (usage's cached_tokens: the first prompt and all but the last answer token); its answer
     and logprobs are those of a cold run (cache_prompt false) within 1e-4; two conversations
-    alternating each find their own slot; /metrics counts the cached tokens."""
+    alternating, and four one after another, each find their cache again; /metrics counts the
+    cached tokens."""
     P = "/v1/completions"
     turns = [[(101 + 13 * t + 977 * c) % 50257 for t in range(20)] for c in range(2)]
     firsts = []
@@ -256,6 +257,19 @@ def check_prompt_cache(s):
         check(w["tokens"] == k["tokens"] and
               max(abs(a - b) for a, b in zip(w["logprobs"]["token_logprobs"], k["logprobs"]["token_logprobs"])) < 1e-4,
               "a cached prefix gives a cold run's answer: %r, %r" % (w["logprobs"], k["logprobs"]))
+    # Four conversations one after another: each request runs in the lowest free slot (the
+    # smallest decode plan), and the cache it displaces moves to the least recently used slot,
+    # so with four slots every conversation finds its first turn again.
+    four = [[(3 + 7 * t + 1009 * c) % 50257 for t in range(12)] for c in range(4)]
+    answers = []
+    for c in range(4):
+        st, body = s.json("POST", P, {"prompt": four[c], "max_tokens": 4, "temperature": 0, "return_tokens": True})
+        answers.append(body["choices"][0]["tokens"] if st == 200 else [])
+    for c in range(4):
+        st, body = s.json("POST", P, {"prompt": four[c] + answers[c] + [5], "max_tokens": 1, "temperature": 0})
+        cached = body["usage"]["prompt_tokens_details"]["cached_tokens"] if st == 200 else -1
+        check(cached >= len(four[c]) + 3, "conversation %d of 4 found %d tokens cached, %d expected at least"
+              % (c, cached, len(four[c]) + 3))
     st, metrics = s.request("GET", "/metrics")
     n = re.search(r"\nvkgraph_prompt_tokens_cached_total (\d+)\n", metrics)
     check(st == 200 and n and int(n.group(1)) >= 3 * 27, "/metrics counts cached tokens: %r" % (n and n.group(0)))

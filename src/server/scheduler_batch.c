@@ -9,10 +9,13 @@
  * ran; from then on queued requests fail as they reach a slot and new ones are refused
  * (sched_device_lost), since no later step can succeed.
  *
- * Prompt caching: a slot whose request ended keeps its cache (the tokens in `history`), and a
- * queued request takes the free slot whose cached tokens share the longest prefix with its
- * prompt; only the rest of the prompt runs (at least its last token, whose logits choose the
- * first new one).  A multi-turn conversation, which sends its whole history each time, runs
+ * Prompt caching: a slot whose request ended keeps its cache (the tokens in `history`).  A
+ * queued request takes the free slot whose cache holds the longest prefix of its prompt (copied
+ * into a lower empty slot where there is one); a request that finds none takes the lowest free
+ * slot, whose cache first moves to the slot used least recently (slot_for, gather_cache): a step
+ * runs the plan covering the highest slot stepping (vkgraph_model.h), so a lone request in slot
+ * 7 would pay an 8-row step for every token.  Only the rest of the prompt runs (at least its last
+ * token, whose logits choose the first new one).  A multi-turn conversation, which sends its whole history each time, runs
  * only its new turn.  The logits then equal a run of the whole prompt's within rounding (a
  * prompt's rows summed over other passes), not bit for bit; a request can ask for a cold run.
  *
@@ -59,6 +62,7 @@ typedef struct running {
     int n_history;
     int n_cached;                   /* while the slot is free: its cache holds history's first
                                        n_cached tokens (prompt caching) */
+    unsigned long used_at;          /* ... from the request that ended at s->clock = used_at */
     int cached;                     /* the request's prompt tokens found in the cache */
     vkg_generate_result res;
 } running;
@@ -68,6 +72,7 @@ struct sched {
     pthread_cond_t work;            /* a job was queued, or stopping */
     sched_job *head, *tail;
     int queued, max_queue, active, stopping;
+    unsigned long clock;            /* requests ended in a slot that keeps their cache */
     char lost[sizeof ((vkg_error *)0)->message]; /* why the device is lost for good; "" while it works */
     vkg_model *model;
     const vkg_tokenizer *tok;
@@ -109,7 +114,7 @@ static void finish(sched *s, int i, int cancelled, const char *failure) {
     if (failure || r->n_history == 0 || length > r->n_history || vkg_batch_seq_truncate(s->batch, i, length, NULL))
         vkg_batch_seq_remove(s->batch, i, NULL); /* (n_history 0: start() did not get as far) */
     else
-        r->n_cached = length;
+        r->n_cached = length, r->used_at = ++s->clock;
     if (!cancelled && !failure && r->res.reason != VKG_STOP_STRING && r->res.reason != VKG_STOP_CALLBACK) {
         /* A stop string that began but never completed is text after all. */
         size_t len = 0;
@@ -133,18 +138,60 @@ static int common_prefix(const running *r, const sched_job *j) {
     return k;
 }
 
-/* The free slot for job j: the one whose cache shares the longest prefix with its prompt, else
- * (none shares one) the one caching least, so that the others keep theirs; -1 when none is free.
- * Called under s->lock. */
+/* Whether job j reads and keeps the cache (usage's cached tokens; prompt logprobs need every
+ * row, so they run cold). */
+static int caching(const sched_job *j) { return j->cache_prompt && !j->prompt_logprobs && j->opts.n_prompt > 0; }
+
+/* The free slot for job j, -1 when none is free: the one whose cache holds the longest prefix of
+ * its prompt, unless a lower slot is empty (gather_cache copies the prefix there); else the
+ * lowest free slot, since a step runs the plan covering the highest slot stepping
+ * (vkgraph_model.h).  Called under s->lock. */
 static int slot_for(const sched *s, const sched_job *j) {
-    int best = -1, best_k = -1;
-    for (int i = 0; i < s->n_slots; i++) {
-        const running *r = &s->slots[i];
-        if (r->job) continue;
-        const int k = j->cache_prompt && !j->prompt_logprobs ? common_prefix(r, j) : 0;
-        if (k > best_k || (k == best_k && k == 0 && r->n_cached < s->slots[best].n_cached)) best = i, best_k = k;
+    int lowest = -1, src = -1, best = 0;
+    for (int t = 0; t < s->n_slots; t++) {
+        if (s->slots[t].job) continue;
+        if (lowest < 0) lowest = t;
+        const int k = caching(j) ? common_prefix(&s->slots[t], j) : 0;
+        if (k > best) src = t, best = k;
     }
-    return best;
+    return src >= 0 && (src < lowest || s->slots[lowest].n_cached) ? src : lowest;
+}
+
+/* Copies the first n tokens of free slot src's cache into slot dst (the device's copy and the
+ * history); 0 on success. */
+static int copy_cached(sched *s, int src, int dst, int n) {
+    if (vkg_batch_seq_copy(s->batch, src, dst, n, NULL) != VKG_OK) return -1;
+    running *to = &s->slots[dst];
+    memcpy(to->history, s->slots[src].history, (size_t)n * sizeof *to->history);
+    to->n_cached = n;
+    to->used_at = s->slots[src].used_at;
+    return 0;
+}
+
+/* Before job j starts in slot i (slot_for's): the longest prefix of its prompt that another
+ * free slot's cache holds is copied in (from a higher slot into an empty one), and a cache slot
+ * i holds that the job would overwrite first moves to the free slot used least recently (an
+ * empty one first) unless that one's is newer: a new prompt in the lowest slot displaces the
+ * oldest cache, not the one it found there.  Looked up again here, since the jobs started
+ * before this one in the same round may have moved caches.  A copy that fails costs a cache,
+ * never the request. */
+static void gather_cache(sched *s, int i, const sched_job *j) {
+    running *r = &s->slots[i];
+    int src = -1, best = caching(j) ? common_prefix(r, j) : 0;
+    for (int t = 0; caching(j) && t < s->n_slots; t++)
+        if (t != i && !s->slots[t].job && common_prefix(&s->slots[t], j) > best)
+            src = t, best = common_prefix(&s->slots[t], j);
+    if (r->n_cached > (src < 0 ? best : 0)) {
+        int spare = -1;
+        unsigned long spare_at = 0;
+        for (int t = 0; t < s->n_slots; t++) {
+            const running *u = &s->slots[t];
+            const unsigned long at = u->n_cached ? u->used_at : 0;
+            if (t != i && t != src && !u->job && (spare < 0 || at < spare_at)) spare = t, spare_at = at;
+        }
+        if (spare >= 0 && spare_at < r->used_at) copy_cached(s, i, spare, r->n_cached);
+    }
+    if (src >= 0 && copy_cached(s, src, i, best)) r->n_cached = 0;
 }
 
 /* A watched prompt pass of slot seq (vkg_batch_seq_watch_prompt): the row at position p predicts
@@ -191,7 +238,8 @@ static int start(sched *s, int i, sched_job *j) {
     if (st == VKG_OK) st = sampler = vkg_sampler_init(&r->sampler, &o->sampling, s->n_vocab, &err);
     if (st == VKG_OK) st = stop = vkg_stop_init(&r->stop, o->stops, o->n_stops, &err);
     if (st == VKG_OK) { /* the cached prefix stays; the last prompt token runs in any case */
-        int keep = j->cache_prompt && !j->prompt_logprobs && o->n_prompt > 0 ? common_prefix(r, j) : 0;
+        gather_cache(s, i, j);
+        int keep = caching(j) ? common_prefix(r, j) : 0;
         if (keep == o->n_prompt) keep--;
         st = keep ? vkg_batch_seq_truncate(s->batch, i, keep, &err) : vkg_batch_seq_remove(s->batch, i, &err);
         r->cached = st == VKG_OK ? keep : 0;
