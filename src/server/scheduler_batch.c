@@ -15,9 +15,10 @@
  * slot, whose cache first moves to the slot used least recently (slot_for, gather_cache): a step
  * runs the plan covering the highest slot stepping (vkgraph_model.h), so a lone request in slot
  * 7 would pay an 8-row step for every token.  Only the rest of the prompt runs (at least its last
- * token, whose logits choose the first new one).  A multi-turn conversation, which sends its whole history each time, runs
- * only its new turn.  The logits then equal a run of the whole prompt's within rounding (a
- * prompt's rows summed over other passes), not bit for bit; a request can ask for a cold run.
+ * token, whose logits choose the first new one).  A multi-turn conversation, which sends its
+ * whole history each time, runs only its new turn.  The logits then equal a run of the whole
+ * prompt's within rounding (a prompt's rows summed over other passes), not bit for bit; a
+ * request can ask for a cold run.
  *
  * Each running sequence chooses its tokens as vkg_context_generate does (the same sampler, stop
  * strings and end-of-text handling), so a request's tokens are those of `vkgraph generate`; a
@@ -62,7 +63,7 @@ typedef struct running {
     int n_history;
     int n_cached;                   /* while the slot is free: its cache holds history's first
                                        n_cached tokens (prompt caching) */
-    unsigned long used_at;          /* ... from the request that ended at s->clock = used_at */
+    unsigned long used_at;          /* ... since the request that ended when s->clock was this */
     int cached;                     /* the request's prompt tokens found in the cache */
     vkg_generate_result res;
 } running;
@@ -154,7 +155,7 @@ static int slot_for(const sched *s, const sched_job *j) {
         const int k = caching(j) ? common_prefix(&s->slots[t], j) : 0;
         if (k > best) src = t, best = k;
     }
-    return src >= 0 && (src < lowest || s->slots[lowest].n_cached) ? src : lowest;
+    return src >= 0 && s->slots[lowest].n_cached ? src : lowest;
 }
 
 /* Copies the first n tokens of free slot src's cache into slot dst (the device's copy and the
@@ -178,9 +179,10 @@ static int copy_cached(sched *s, int src, int dst, int n) {
 static void gather_cache(sched *s, int i, const sched_job *j) {
     running *r = &s->slots[i];
     int src = -1, best = caching(j) ? common_prefix(r, j) : 0;
-    for (int t = 0; caching(j) && t < s->n_slots; t++)
-        if (t != i && !s->slots[t].job && common_prefix(&s->slots[t], j) > best)
-            src = t, best = common_prefix(&s->slots[t], j);
+    for (int t = 0; caching(j) && t < s->n_slots; t++) {
+        const int k = t != i && !s->slots[t].job ? common_prefix(&s->slots[t], j) : 0;
+        if (k > best) src = t, best = k;
+    }
     if (r->n_cached > (src < 0 ? best : 0)) {
         int spare = -1;
         unsigned long spare_at = 0;
