@@ -143,18 +143,26 @@ static int common_prefix(const running *r, const sched_job *j) {
  * row, so they run cold). */
 static int caching(const sched_job *j) { return j->cache_prompt && !j->prompt_logprobs && j->opts.n_prompt > 0; }
 
+/* The free slot but `skip` whose cache holds a longer prefix of job j's prompt than *k tokens,
+ * the longest (*k set to its length); -1 when none does or j does not use the cache. */
+static int longest_prefix(const sched *s, const sched_job *j, int skip, int *k) {
+    int best = -1;
+    for (int t = 0; caching(j) && t < s->n_slots; t++) {
+        const int n = t != skip && !s->slots[t].job ? common_prefix(&s->slots[t], j) : 0;
+        if (n > *k) best = t, *k = n;
+    }
+    return best;
+}
+
 /* The free slot for job j, -1 when none is free: the one whose cache holds the longest prefix of
  * its prompt, unless a lower slot is empty (gather_cache copies the prefix there); else the
  * lowest free slot, since a step runs the plan covering the highest slot stepping
  * (vkgraph_model.h).  Called under s->lock. */
 static int slot_for(const sched *s, const sched_job *j) {
-    int lowest = -1, src = -1, best = 0;
-    for (int t = 0; t < s->n_slots; t++) {
-        if (s->slots[t].job) continue;
-        if (lowest < 0) lowest = t;
-        const int k = caching(j) ? common_prefix(&s->slots[t], j) : 0;
-        if (k > best) src = t, best = k;
-    }
+    int lowest = 0, best = 0;
+    while (lowest < s->n_slots && s->slots[lowest].job) lowest++;
+    if (lowest == s->n_slots) return -1;
+    const int src = longest_prefix(s, j, -1, &best);
     return src >= 0 && s->slots[lowest].n_cached ? src : lowest;
 }
 
@@ -178,11 +186,8 @@ static int copy_cached(sched *s, int src, int dst, int n) {
  * never the request. */
 static void gather_cache(sched *s, int i, const sched_job *j) {
     running *r = &s->slots[i];
-    int src = -1, best = caching(j) ? common_prefix(r, j) : 0;
-    for (int t = 0; caching(j) && t < s->n_slots; t++) {
-        const int k = t != i && !s->slots[t].job ? common_prefix(&s->slots[t], j) : 0;
-        if (k > best) src = t, best = k;
-    }
+    int best = caching(j) ? common_prefix(r, j) : 0;
+    const int src = longest_prefix(s, j, i, &best);
     if (r->n_cached > (src < 0 ? best : 0)) {
         int spare = -1;
         unsigned long spare_at = 0;
