@@ -100,7 +100,8 @@ static void test_naming_variants(void **state) {
     vkg_gpt2_free(base);
 }
 
-/* An untied head is read from lm_head.weight (never prefixed); the rest is the tied model's. */
+/* An untied head is read from lm_head.weight (never prefixed); the rest is the tied model's.  A
+ * tied one is wte, whatever the file stores. */
 static void test_untied_head(void **state) {
     (void)state;
     write_model("base", VKG_ST_F32, 0, 0, 0);
@@ -120,6 +121,19 @@ static void test_untied_head(void **state) {
     copy.tied_head = 1;
     vkg_gpt2_decoder_init(&copy); /* the decoder of the copy, not of m */
     logits_of(&copy, swapped);
+    assert_memory_equal(swapped, tied, sizeof tied);
+    vkg_gpt2_free(m);
+    /* The same file with config.json tying the head: the stored lm_head.weight is passed over, as
+       transformers ties over it, and the model is the tied one. */
+    vkg_gpt2_random_options o;
+    vkg_gpt2_random_options_default(&o);
+    vkg_error err = {0};
+    if (vkg_gpt2_config_write_tied(path_in("untied", "config.json"), &o.config, 1, &err) != VKG_OK)
+        fail_msg("%s", err.message);
+    m = load("untied");
+    assert_true(m->tied_head);
+    assert_ptr_equal(m->lm_head, m->wte);
+    logits_of(m, swapped);
     assert_memory_equal(swapped, tied, sizeof tied);
     vkg_gpt2_free(m);
     vkg_gpt2_free(base);

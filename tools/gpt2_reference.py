@@ -11,7 +11,8 @@ Usage:
     /usr/bin/python3 tools/gpt2_reference.py MODEL_DIR --ids 1,2,3 --logits OUT.npy [--attention OUT.npy]
 
 MODEL_DIR holds config.json and model.safetensors in Hugging Face's GPT-2 layout (names with or
-without "transformer.", head tied to wte unless lm_head.weight is present; F32, F16 or BF16).
+without "transformer.", the head tied to wte unless config.json's tie_word_embeddings is false,
+as transformers ties it over any stored lm_head.weight; F32, F16 or BF16).
 config.json is read as transformers' GPT2Config reads it: n_inner (null: 4 * n_embd),
 activation_function by its ACT2FN name, layer_norm_epsilon, scale_attn_weights and
 scale_attn_by_inverse_layer_idx.  Needs only Python 3 and NumPy (Debian's python3-numpy).
@@ -41,6 +42,7 @@ def read_config(path):
             "activation": c.get("activation_function") or "gelu_new",
             "scale_attn_weights": c.get("scale_attn_weights") is not False,  # null or absent: True
             "scale_by_layer": bool(c.get("scale_attn_by_inverse_layer_idx")),
+            "tied": c.get("tie_word_embeddings", True) is not False,
         }
         cfg["n_inner"] = int(c["n_inner"]) if c.get("n_inner") is not None else 4 * cfg["n_embd"]
     except KeyError as e:
@@ -107,7 +109,7 @@ def forward(cfg, w, ids, want_attention=True):
         hidden = act(m @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"])  # [T, n_inner]
         x = x + hidden @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
     x = layer_norm(x, w["ln_f.weight"], w["ln_f.bias"], cfg["eps"])
-    head = w.get("lm_head.weight", w["wte.weight"])  # [V, C]; tied to wte when absent
+    head = w["wte.weight"] if cfg["tied"] else w["lm_head.weight"]  # [V, C]
     return x @ head.T, attention
 
 
@@ -126,7 +128,7 @@ def load_model(model_dir):
                          p + "attn.c_proj.bias": (C,), p + "mlp.c_fc.weight": (C, I),
                          p + "mlp.c_fc.bias": (I,), p + "mlp.c_proj.weight": (I, C),
                          p + "mlp.c_proj.bias": (C,)})
-    if "lm_head.weight" in w:
+    if not cfg["tied"]:
         expected["lm_head.weight"] = (V, C)
     check_shapes(model_dir, w, expected)
     return cfg, w

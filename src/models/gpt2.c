@@ -55,8 +55,9 @@ static vkg_status match_tensors(const vkg_gpt2 *m, const vkg_checkpoint *ck, vkg
              c->n_embd, vkg_gpt2_inner_size(c), c->vocab_size, c->n_positions);
     snprintf(shapes, sizeof shapes, "n_embd %d, n_inner %d, vocab_size %d, n_positions %d", c->n_embd,
              vkg_gpt2_inner_size(c), c->vocab_size, c->n_positions);
-    /* the attention's causal-mask buffers, which older files hold */
-    static const char *const not_read[] = {".attn.bias", ".attn.masked_bias", NULL};
+    /* the attention's causal-mask buffers, which older files hold; a stored head the config ties
+       to wte (transformers ties it after loading, so the stored one is never used) */
+    const char *const not_read[] = {".attn.bias", ".attn.masked_bias", m->tied_head ? "lm_head.weight" : NULL, NULL};
     const vkg_weights_note note = {.missing = missing, .shapes = shapes, .not_read = not_read};
     return vkg_weights_match(ck, m->transformer_prefix ? "transformer." : "", w, n, &note, err);
 }
@@ -99,15 +100,14 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_op
     if (st == VKG_OK && list_tensors(&l) != VKG_OK) st = vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory");
     vkg_weight_want *w = l.w;
     if (st == VKG_OK) {
-        /* The head: lm_head.weight when the file has it (never prefixed), else tied to wte. */
-        m->tied_head = !vkg_checkpoint_find(ck, "lm_head.weight", NULL) &&
-                       !vkg_checkpoint_find(ck, "transformer.lm_head.weight", NULL);
-        if (!m->tied_head) {
-            st = want(&l, VKG_GPT2_LM_HEAD, 0);
-        } else if (!tie) {
+        /* The head: wte when config.json ties them (its default), else lm_head.weight. */
+        m->tied_head = tie;
+        if (!tie && !vkg_checkpoint_find(ck, "lm_head.weight", NULL) &&
+            !vkg_checkpoint_find(ck, "transformer.lm_head.weight", NULL))
             st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: config.json sets tie_word_embeddings to false, but the file "
                                "has no lm_head.weight for the untied output head", vkg_checkpoint_path(ck));
-        }
+        else if (!tie)
+            st = want(&l, VKG_GPT2_LM_HEAD, 0);
     }
     if (st == VKG_OK) st = match_tensors(m, ck, w, l.n, err);
     if (st == VKG_OK) {

@@ -50,7 +50,7 @@ typedef struct vkg_gpt2_weight_spec {
     size_t slot;               /* offset of its pointer in vkg_gpt2 (or, per layer, in
                                   vkg_gpt2_layer): const void * for a matrix, const float * for
                                   a vector                                                      */
-    int optional;              /* lm_head: absent means tied to wte; never prefixed            */
+    int optional;              /* lm_head: read only when config.json unties it from wte       */
     int conv1d;                /* a projection, [in, out] in the file (Conv1D): may be held
                                   [out, in] (vkg_gpt2.transposed), read with VKG_TRANSPOSE_B   */
     vkg_gpt2_init init;
