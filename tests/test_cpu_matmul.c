@@ -515,7 +515,7 @@ static void test_matmul_fused_variants_agree(void **state) {
 static void test_matmul_rows_independent_of_m(void **state) {
     (void)state;
     enum { MAX_M = VKG_MM_DOT_ROWS, N = 203, K = 581 };
-    static const uint32_t Ms[] = {1, 2, 3, 7, 8, 9, 12, 16, 17, 31, 33, 63};
+    static const uint32_t Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 31, 33, 63};
     static const uint32_t types[] = {0, VKG_MATMUL_B_F16, VKG_MATMUL_B_BF16};
     vkg_threadpool *pool = vkg_threadpool_new(2);
     assert_non_null(pool);

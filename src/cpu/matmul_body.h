@@ -289,14 +289,20 @@ INLINE void dot_group(int ROWS, int COLS, int T, int AC, const float *a, size_t 
         for (int c = 0; c < COLS; c++) /* (past B's end near its last columns: a prefetch never faults) */
             __builtin_prefetch((const void *)((uintptr_t)b_at(T, b, c * b_cn + k) + DOT_PREFETCH));
 #pragma GCC unroll 4
-        for (int c = 0; c < COLS; c++)
+        for (int d = 0; d < DV; d++) {
+            vf x[DOT_MAX_COLS];
 #pragma GCC unroll 4
-            for (int d = 0; d < DV; d++) {
-                const vf x = b_vec(T, b, c * b_cn + k + d * VL);
+            for (int c = 0; c < COLS; c++) x[c] = b_vec(T, b, c * b_cn + k + d * VL);
 #pragma GCC unroll 8
-                for (int i = 0; i < ROWS; i++)
-                    s[i][c][d] = vmadd(AC ? vload(a + i * a_sm + k + d * VL) : vload(ag + d * VL), x, s[i][c][d]);
+            for (int i = 0; i < ROWS; i++) {
+                vf y = AC ? vload(a + i * a_sm + k + d * VL) : vload(ag + d * VL);
+                vkeep(&y); /* one load of A for the COLS columns: the compiler would otherwise fold a
+                              load into each multiply-add, and the loads, not the multiply-adds,
+                              would bound AVX2's 3 x 2 block */
+#pragma GCC unroll 4
+                for (int c = 0; c < COLS; c++) s[i][c][d] = vmadd(y, x[c], s[i][c][d]);
             }
+        }
     }
     if (k < K) {
         const size_t n = K - k;
@@ -341,7 +347,10 @@ INLINE void dot_rows_at(int ROWS, int RB, int REST, int COLS, int T, const float
  * in the same pages) read at two thirds of the speed, one row of f16 weights beyond any cache. */
 INLINE void dot_rows(int ROWS, int T, const float *a, size_t a_sm, const void *b, size_t b_sn, size_t K, size_t W,
                      float *acc) {
-    const int RB = ROWS < DOT_RB ? ROWS : DOT_RB, REST = ROWS % RB, COLS = DOT_COLS(RB);
+    /* as few register blocks as DOT_RB allows, as even as they can be (4 rows: 2 + 2, not 3 + 1,
+       whose one-row block converts as much of B for a third of the multiply-adds) */
+    const int groups = (ROWS + DOT_RB - 1) / DOT_RB, RB = (ROWS + groups - 1) / groups, REST = ROWS % RB,
+              COLS = DOT_COLS(RB);
     const size_t band = W / COLS;
     for (size_t j = 0; j < band; j++) dot_rows_at(ROWS, RB, REST, COLS, T, a, a_sm, b, b_sn, K, W, acc, j, band);
     for (size_t j = band * COLS; j < W; j++) dot_rows_at(ROWS, RB, REST, 1, T, a, a_sm, b, b_sn, K, W, acc, j, 0);
