@@ -102,12 +102,13 @@ static vkg_status load_into(vkg_gpt2 *m, const char *dir, const vkg_gpt2_load_op
     if (st == VKG_OK) {
         /* The head: wte when config.json ties them (its default), else lm_head.weight. */
         m->tied_head = tie;
-        if (!tie && !vkg_checkpoint_find(ck, "lm_head.weight", NULL) &&
-            !vkg_checkpoint_find(ck, "transformer.lm_head.weight", NULL))
-            st = vkg_error_set(err, VKG_ERR_FORMAT, "%s: config.json sets tie_word_embeddings to false, but the file "
-                               "has no lm_head.weight for the untied output head", vkg_checkpoint_path(ck));
-        else if (!tie)
-            st = want(&l, VKG_GPT2_LM_HEAD, 0);
+        const int has_head = vkg_checkpoint_find(ck, "lm_head.weight", NULL) ||
+                             vkg_checkpoint_find(ck, "transformer.lm_head.weight", NULL);
+        if (!tie)
+            st = has_head ? want(&l, VKG_GPT2_LM_HEAD, 0)
+                          : vkg_error_set(err, VKG_ERR_FORMAT, "%s: config.json sets tie_word_embeddings to false, "
+                                          "but the file has no lm_head.weight for the untied output head",
+                                          vkg_checkpoint_path(ck));
     }
     if (st == VKG_OK) st = match_tensors(m, ck, w, l.n, err);
     if (st == VKG_OK) {
