@@ -14,9 +14,9 @@
  * names them, with or without the "transformer." prefix (GPT2LMHeadModel vs GPT2Model files).
  * Conv1D weights are stored [in, out], so each projection is x @ W + b.  Other tensors (the
  * attn.bias / attn.masked_bias buffers of older checkpoints, a stored lm_head the config ties) are
- * ignored, never read; any other tensor is refused.  The tensors are read (pread, never mapped) into one page-aligned block the model owns
- * (vkg_gpt2.weights), each at a 256-byte aligned offset, so the block can be handed to a device
- * that imports host memory; after the load the file is closed and may change or vanish without
+ * ignored, never read; any other tensor is refused.  The tensors are read (pread, never mapped)
+ * into one page-aligned block the model owns (vkg_gpt2.weights), each at a 256-byte aligned
+ * offset, so the block can be handed to a device that imports host memory; after the load the file is closed and may change or vanish without
  * harm.  A file that changes while it is read is VKG_ERR_IO saying so.  The weight matrices
  * (wte, wpe, lm_head, each layer's four projections) are kept as the file stores them (F32, F16
  * or BF16) unless the load options ask for another dtype; biases and layer norms are always f32
