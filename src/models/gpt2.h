@@ -8,21 +8,21 @@
  * (S <= P).
  *
  * Weights (vkg_gpt2_load).  dir/config.json gives the hyperparameters (gpt2_config.h) and
- * dir/model.safetensors the tensors gpt2_weights.c's table lists (wte, wpe, each layer's
- * ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj, then ln_f, and lm_head unless
- * config.json's tie_word_embeddings (default true) ties the head to wte), named as Hugging Face
- * names them, with or without the "transformer." prefix (GPT2LMHeadModel vs GPT2Model files).
- * Conv1D weights are stored [in, out], so each projection is x @ W + b.  Other tensors (the
- * attn.bias / attn.masked_bias buffers of older checkpoints, a stored lm_head the config ties) are
- * ignored, never read; any other tensor is refused.  The tensors are read (pread, never mapped)
- * into one page-aligned block the model owns (vkg_gpt2.weights), each at a 256-byte aligned
- * offset, so the block can be handed to a device that imports host memory; after the load the file is closed and may change or vanish without
- * harm.  A file that changes while it is read is VKG_ERR_IO saying so.  The weight matrices
- * (wte, wpe, lm_head, each layer's four projections) are kept as the file stores them (F32, F16
- * or BF16) unless the load options ask for another dtype; biases and layer norms are always f32
- * (the kernels that read them read f32, and they are 0.1% of the weights).  A missing or
- * mis-shaped tensor is VKG_ERR_FORMAT naming it, the shape expected and the shape found; so is a
- * NaN or Inf, also one that converting to f16 made (a value beyond +-65504).
+ * dir/model.safetensors the tensors gpt2_weights.c's table lists (wte, wpe, each layer's ln_1,
+ * attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj, then ln_f, and lm_head unless config.json's
+ * tie_word_embeddings (default true) ties the head to wte), named as Hugging Face names them, with
+ * or without the "transformer." prefix (GPT2LMHeadModel vs GPT2Model files).  Conv1D weights are
+ * stored [in, out], so each projection is x @ W + b.  Other tensors (the attn.bias /
+ * attn.masked_bias buffers of older checkpoints, a stored lm_head the config ties) are ignored,
+ * never read; any other tensor is refused.  The tensors are read (pread, never mapped) into one
+ * page-aligned block the model owns (vkg_gpt2.weights), each at a 256-byte aligned offset, so the
+ * block can be handed to a device that imports host memory; after the load the file is closed and
+ * may change or vanish without harm.  A file that changes while it is read is VKG_ERR_IO saying so.
+ * The weight matrices (wte, wpe, lm_head, each layer's four projections) are kept as the file
+ * stores them (F32, F16 or BF16) unless the load options ask for another dtype; biases and layer
+ * norms are always f32 (the kernels that read them read f32, and they are 0.1% of the weights).  A
+ * missing or mis-shaped tensor is VKG_ERR_FORMAT naming it, the shape expected and the shape found;
+ * so is a NaN or Inf, also one that converting to f16 made (a value beyond +-65504).
  *
  * The graph (vkg_gpt2_build_graph, called by vkg_decoder_build), pre-LayerNorm blocks as GPT-2
  * has them:
