@@ -9,8 +9,11 @@
 
 #include <cmocka.h>
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/backend.h"
 #include "cpu/kernels.h"
@@ -345,6 +348,48 @@ static void test_threadpool_covers_each_index_once(void **state) {
     assert_null(vkg_threadpool_new(0));
 }
 
+/* Index 0 waits until the other indices done number more than the other threads' equal shares
+ * of [0, n) (or 10 s pass): they can only get there by taking pieces the waiting thread would
+ * otherwise run, as they must when the OS holds a thread up. */
+typedef struct held_job {
+    size_t n;
+    int threads;
+    atomic_size_t done;
+    int others_took_over;
+} held_job;
+
+static void hold_index_0(void *ctx, size_t begin, size_t end) {
+    held_job *h = ctx;
+    for (size_t i = begin; i < end; i++) {
+        if (i != 0) {
+            atomic_fetch_add(&h->done, 1);
+            continue;
+        }
+        const size_t beyond_shares = h->n - h->n / (size_t)h->threads + 1;
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        do {
+            sched_yield();
+            clock_gettime(CLOCK_MONOTONIC, &now);
+        } while (atomic_load(&h->done) < beyond_shares && now.tv_sec - start.tv_sec < 10);
+        h->others_took_over = atomic_load(&h->done) >= beyond_shares;
+    }
+}
+
+static void test_threadpool_others_take_a_held_threads_share(void **state) {
+    (void)state;
+    for (int threads = 2; threads <= 3; threads++) {
+        vkg_threadpool *pool = vkg_threadpool_new(threads);
+        assert_non_null(pool);
+        held_job h = {.n = 96, .threads = threads};
+        atomic_init(&h.done, 0);
+        vkg_threadpool_for(pool, h.n, hold_index_0, &h);
+        assert_true(h.others_took_over);
+        assert_int_equal(atomic_load(&h.done), h.n - 1);
+        vkg_threadpool_free(pool);
+    }
+}
+
 /* ---- the executor -------------------------------------------------------------------------- */
 
 /* Two steps: arena = x [4, 8] @ W [8, 4]; y = causal softmax(arena) whose offset is the runtime
@@ -530,6 +575,7 @@ int main(void) {
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_threadpool_covers_each_index_once),
+        cmocka_unit_test(test_threadpool_others_take_a_held_threads_share),
         cmocka_unit_test(test_executor_runs_a_plan),
         cmocka_unit_test(test_executor_rejects_bad_plans),
     };

@@ -1,8 +1,12 @@
-/* The pool: a job is posted by bumping a generation number; workers notice it, run their chunk,
- * and count themselves out.  A model runs hundreds of short steps per token, so both sides first
- * poll the atomics for a short while (a wake-up through a condition variable costs tens of
- * microseconds) and only then sleep.  Each poll yields the core, so polling costs little when
- * the machine has more runnable threads than cores. */
+/* The pool: a job is posted by bumping a generation number; workers notice it, take pieces of
+ * [0, n) from a shared counter until none is left, and count themselves out.  Pieces, not one
+ * fixed chunk per thread: on a machine shared with other threads (a server's connections, its
+ * clients) a thread the OS preempts mid-job would otherwise hold up the whole job by as long as
+ * it waits for its core, while here the others take over its remaining pieces.
+ * A model runs hundreds of short steps per token, so both sides first poll the atomics for a
+ * short while (a wake-up through a condition variable costs tens of microseconds) and only then
+ * sleep.  Each poll yields the core, so polling costs little when the machine has more runnable
+ * threads than cores. */
 #include "cpu/threadpool.h"
 
 #include <pthread.h>
@@ -11,7 +15,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-enum { POLLS = 200 }; /* polls (each a sched_yield) before sleeping */
+enum {
+    POLLS = 200,          /* polls (each a sched_yield) before sleeping                         */
+    PIECES_PER_THREAD = 4 /* a job's pieces: enough to even out a preempted thread, few enough
+                             that taking them (an atomic on a shared cache line) costs nothing */
+};
 
 struct vkg_threadpool {
     int threads;                     /* including the calling thread                       */
@@ -23,20 +31,20 @@ struct vkg_threadpool {
     atomic_uint_fast64_t generation; /* bumped (after the job fields are set) per job      */
     atomic_int pending;              /* workers still running the current job              */
     atomic_int shutdown;
-    size_t n;                        /* the current job; written before generation moves   */
+    atomic_size_t next;              /* the current job's first index not yet taken         */
+    size_t n, piece;                 /* the current job; written before generation moves   */
     vkg_parallel_fn fn;
     void *ctx;
 };
 
-typedef struct worker_arg {
-    vkg_threadpool *pool;
-    int index;                       /* chunk number this worker runs */
-} worker_arg;
-
-static void run_chunk(size_t n, int chunk, int chunks, vkg_parallel_fn fn, void *ctx) {
-    size_t begin = n * (size_t)chunk / (size_t)chunks;
-    size_t end = n * (size_t)(chunk + 1) / (size_t)chunks;
-    if (begin < end) fn(ctx, begin, end);
+/* Runs pieces of the current job until every index is taken. */
+static void run_pieces(vkg_threadpool *pool) {
+    const size_t n = pool->n, piece = pool->piece;
+    for (;;) {
+        const size_t begin = atomic_fetch_add_explicit(&pool->next, piece, memory_order_relaxed);
+        if (begin >= n) return;
+        pool->fn(pool->ctx, begin, n - begin < piece ? n : begin + piece);
+    }
 }
 
 /* Waits until the generation differs from seen or the pool shuts down; returns the generation. */
@@ -54,14 +62,12 @@ static uint64_t wait_for_job(vkg_threadpool *pool, uint64_t seen) {
 }
 
 static void *worker_main(void *arg) {
-    worker_arg self = *(worker_arg *)arg;
-    free(arg);
-    vkg_threadpool *pool = self.pool;
+    vkg_threadpool *pool = arg;
     uint64_t seen = 0;
     for (;;) {
         seen = wait_for_job(pool, seen);
         if (atomic_load(&pool->shutdown)) break;
-        run_chunk(pool->n, self.index, pool->threads, pool->fn, pool->ctx);
+        run_pieces(pool);
         if (atomic_fetch_sub(&pool->pending, 1) == 1) {
             /* Taking the lock orders this signal after the caller's check-then-wait. */
             pthread_mutex_lock(&pool->lock);
@@ -103,18 +109,13 @@ vkg_threadpool *vkg_threadpool_new(int threads) {
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->pending, 0);
     atomic_init(&pool->shutdown, 0);
+    atomic_init(&pool->next, 0);
     pthread_mutex_init(&pool->run_lock, NULL);
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
     for (int i = 0; i < threads - 1; i++) {
-        worker_arg *arg = malloc(sizeof *arg);
-        if (arg) {
-            arg->pool = pool;
-            arg->index = i + 1;
-        }
-        if (!arg || pthread_create(&pool->workers[i], NULL, worker_main, arg) != 0) {
-            free(arg);
+        if (pthread_create(&pool->workers[i], NULL, worker_main, pool) != 0) {
             stop_workers(pool, i);
             destroy_sync(pool);
             free(pool->workers);
@@ -142,9 +143,12 @@ void vkg_threadpool_for(vkg_threadpool *pool, size_t n, vkg_parallel_fn fn, void
         return;
     }
     pthread_mutex_lock(&pool->run_lock);
+    const size_t pieces = (size_t)pool->threads * PIECES_PER_THREAD;
     pool->n = n;
+    pool->piece = n / pieces + (n % pieces != 0);
     pool->fn = fn;
     pool->ctx = ctx;
+    atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
     atomic_store(&pool->pending, pool->threads - 1);
     /* Under the lock, so a worker between its check and its wait cannot miss the wake-up. */
     pthread_mutex_lock(&pool->lock);
@@ -152,7 +156,7 @@ void vkg_threadpool_for(vkg_threadpool *pool, size_t n, vkg_parallel_fn fn, void
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
 
-    run_chunk(n, 0, pool->threads, fn, ctx);
+    run_pieces(pool);
 
     for (int i = 0; i < POLLS && atomic_load(&pool->pending) > 0; i++) sched_yield();
     if (atomic_load(&pool->pending) > 0) {
