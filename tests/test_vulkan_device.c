@@ -15,10 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#endif
-
+#include "base/end_now.h"
 #include "support/test_util.h"
 #include "support/vk_test.h"
 #include "vulkan/pipelines.h"
@@ -472,14 +469,6 @@ int main(void) {
         cmocka_unit_test(test_stage_limits),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    if (kept_a) { /* test_timeout left work running on the driver's threads: no exit handlers, as
-                   * the vkgraph tool ends (lavapipe's exit handlers tear down what that work uses);
-                   * the leak check that exit would run, now */
-        fflush(NULL);
-#ifdef __SANITIZE_ADDRESS__
-        __lsan_do_leak_check();
-#endif
-        _exit(failed);
-    }
+    if (kept_a) vkg_end_now(failed); /* test_timeout left work running on the driver's threads */
     return failed;
 }

@@ -1,14 +1,11 @@
 /* vkgraph: the command-line tool.  Dispatches to one function per command. */
+#include "base/end_now.h"
 #include "cli.h"
 #include "commands.h"
 #include "vkgraph.h"
 
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#endif
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static const vkg_command commands[] = {
     {"devices", cmd_devices, "list every Vulkan device with its limits and features", CMD_DEVICE},
@@ -72,14 +69,7 @@ int main(int argc, char **argv) {
             if (rc == 0) rc = commands[i].run(n, args);
             rc = cli_output_finish(commands[i].name, rc);
             cli_args_free();
-            if (cli_device_work_abandoned()) { /* the driver's threads may still run: no exit handlers,
-                                                  * but the leak check that exit would run */
-                fflush(NULL);
-#ifdef __SANITIZE_ADDRESS__
-                __lsan_do_leak_check();
-#endif
-                _exit(rc);
-            }
+            if (cli_device_work_abandoned()) vkg_end_now(rc); /* the driver's threads may still run */
             return rc;
         }
     const char *names[sizeof commands / sizeof commands[0]];
