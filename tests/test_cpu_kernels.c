@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "runtime/backend.h"
 #include "cpu/kernels.h"
@@ -366,12 +365,8 @@ static void hold_index_0(void *ctx, size_t begin, size_t end) {
             continue;
         }
         const size_t beyond_shares = h->n - h->n / (size_t)h->threads + 1;
-        struct timespec start, now;
-        clock_gettime(CLOCK_MONOTONIC, &start);
-        do {
-            sched_yield();
-            clock_gettime(CLOCK_MONOTONIC, &now);
-        } while (atomic_load(&h->done) < beyond_shares && now.tv_sec - start.tv_sec < 10);
+        const double give_up = vkg_clock_seconds() + 10.0;
+        while (atomic_load(&h->done) < beyond_shares && vkg_clock_seconds() < give_up) sched_yield();
         h->others_took_over = atomic_load(&h->done) >= beyond_shares;
     }
 }
