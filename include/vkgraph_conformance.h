@@ -53,8 +53,9 @@ typedef struct vkg_conformance_options {
     const char *op;      /* run only this op's cases (see vkg_conformance_op_name); NULL: all   */
     uint64_t seed;       /* seeds the inputs                                                   */
     FILE *progress;      /* when non-NULL, one line per case as it finishes                    */
-    /* Checking the checker: when non-zero, every output the device under test returns is
-     * multiplied by (1 + perturb) before the comparison, so a working suite must report FAIL. */
+    /* Checking the checker: when non-zero, every output x the device under test returns moves
+     * up by perturb (|x| + 1) before the comparison (a relative error of at least perturb that
+     * zeros get too), so a working suite must report FAIL. */
     double perturb;
 } vkg_conformance_options;
 

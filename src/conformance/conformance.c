@@ -140,7 +140,8 @@ static vkg_status run_case(vkg_device *ref, vkg_device *dut, const conf_build *b
     for (int i = 0; st == VKG_OK && !c->error[0] && i < b->n_out; i++) {
         size_t n = output_bytes(b, i) / sizeof(float);
         if (o->perturb != 0)
-            for (size_t k = 0; k < n; k++) dut_out[i][k] *= (float)(1.0 + o->perturb);
+            for (size_t k = 0; k < n; k++)
+                dut_out[i][k] = (float)(dut_out[i][k] + o->perturb * (fabs(dut_out[i][k]) + 1.0));
         vkg_conformance_diff d;
         vkg_conformance_compare(dut_out[i], ref_out[i], n, &d);
         if (!(d.nmse <= c->nmse)) c->nmse = d.nmse;   /* the worst output; NaN never hides */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What values an input or constant gets. */
+/* What values an input or constant gets (N(0, 1) stands for conf_normal's draws, below). */
 typedef enum conf_fill {
     CONF_FILL_NORMAL = 0,   /* N(0, 1)                                                      */
     CONF_FILL_WIDE,         /* N(0, 5^2): reaches the tails of gelu and softmax             */
@@ -54,6 +54,10 @@ typedef struct conf_build {
     char shape[96];              /* set by the case to override the automatic description  */
     int out_of_memory;
 } conf_build;
+
+/* A draw of mean 0 and standard deviation 1 shaped like a normal, bounded by 6 (cheap; inputs
+ * only). */
+float conf_normal(vkg_rng *r);
 
 /* Each returns the new tensor, or VKG_NONE (with b->out_of_memory or the graph in error). */
 vkg_tensor conf_input(conf_build *b, int ndim, const int64_t *shape, conf_fill fill);

@@ -140,7 +140,7 @@ void conf_gpt2_batched_decode(conf_build *b, const int64_t *d) {
     const size_t floats = (size_t)vkg_shape_numel(nd, shape);
     for (int c = 0; c < gg.n_layer; c++) {
         float *kv = conf_state_data(b, gg.kv_cache[c], floats * sizeof *kv);
-        for (size_t i = 0; kv && i < floats; i++) kv[i] = vkg_rng_normal(b->rng);
+        for (size_t i = 0; kv && i < floats; i++) kv[i] = conf_normal(b->rng);
     }
     b->out[b->n_out++] = gg.logits;   /* [rows, V] */
     vkg_forward_graph_free(&gg);
