@@ -1,5 +1,7 @@
-/* Tests of the seeded generator (src/core/rng.c): reproducibility, a value worked out by hand
- * from the algorithm's definition, and the moments of the uniform and normal draws. */
+/* Tests of the seeded generator (src/base/rng.c): reproducibility, a value worked out by hand
+ * from the algorithm's definition, the moments of the uniform and normal draws, skipping ahead,
+ * and the random checkpoint writer's fill, drawn in blocks on several threads, equal to one fill
+ * on one. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "models/random_tensors.h"
 #include "vkgraph.h"
 
 enum { DRAWS = 100000 };
@@ -118,6 +121,47 @@ static void test_fill_normal_scales(void **state) {
     free(x);
 }
 
+/* Skipping n normals leaves the generator where drawing them does. */
+static void test_skip_normals_lands_where_drawing_does(void **state) {
+    (void)state;
+    const size_t counts[] = {0, 1, 2, 7, 1000};
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+        vkg_rng drawn, skipped;
+        vkg_rng_seed(&drawn, 5 + c);
+        vkg_rng_seed(&skipped, 5 + c);
+        for (size_t i = 0; i < counts[c]; i++) vkg_rng_normal(&drawn);
+        vkg_rng_skip_normals(&skipped, counts[c]);
+        for (int k = 0; k < 4; k++) assert_true(drawn.s[k] == skipped.s[k]);
+        assert_true(vkg_rng_normal(&drawn) == vkg_rng_normal(&skipped));
+    }
+}
+
+/* The writer's normal fill (blocks of 65536 values on every core; here a partial last block)
+ * holds exactly what one vkg_rng_fill_normal of the same seed gives, and leaves the generator
+ * where that fill does, so the next tensor draws on from the same place. */
+static void test_random_tensors_fill_matches_one_fill(void **state) {
+    (void)state;
+    enum { ROWS = 3, COLS = 65536 + 2, N = ROWS * COLS };
+    const int64_t shape[2] = {ROWS, COLS};
+    vkg_random_tensors s;
+    vkg_random_tensors_init(&s, VKG_ST_F32, 42);
+    vkg_error err = {0};
+    assert_int_equal(vkg_random_tensors_add(&s, "w", 2, shape, VKG_FILL_NORMAL, 0.5f, 0.02f, &err), VKG_OK);
+    assert_int_equal(vkg_random_tensors_add(&s, "b", 1, shape, VKG_FILL_NORMAL, 0.0f, 1.0f, &err), VKG_OK);
+    float *x = malloc(N * sizeof *x);
+    assert_non_null(x);
+    vkg_rng one;
+    vkg_rng_seed(&one, 42);
+    vkg_rng_fill_normal(&one, x, N, 0.02f);
+    const float *w = s.items[0].data;
+    for (size_t i = 0; i < N; i++) assert_true(w[i] == x[i] + 0.5f);
+    vkg_rng_fill_normal(&one, x, 3, 1.0f);
+    const float *b = s.items[1].data;
+    for (size_t i = 0; i < 3; i++) assert_true(b[i] == x[i]);
+    free(x);
+    vkg_random_tensors_free(&s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_seed_same_sequence),
@@ -126,6 +170,8 @@ int main(void) {
         cmocka_unit_test(test_uniform_range_and_moments),
         cmocka_unit_test(test_normal_moments),
         cmocka_unit_test(test_fill_normal_scales),
+        cmocka_unit_test(test_skip_normals_lands_where_drawing_does),
+        cmocka_unit_test(test_random_tensors_fill_matches_one_fill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,6 +52,8 @@ float vkg_rng_uniform(vkg_rng *r) {
  * hides outside the struct.  u1 is taken in (0, 1] so that log(u1) is finite; the tail is cut
  * at sqrt(-2 ln 2^-24) ~ 5.77 standard deviations, far beyond what initialisation or sampling
  * needs.  The arithmetic is done in double and rounded once to float. */
+enum { DRAWS_PER_NORMAL = 2 };  /* vkg_rng_normal's two uniforms: vkg_rng_skip_normals counts on it */
+
 float vkg_rng_normal(vkg_rng *r) {
     const double two_pi = 6.283185307179586476925286766559;
     double u1 = 1.0 - (double)vkg_rng_uniform(r);
@@ -61,4 +63,9 @@ float vkg_rng_normal(vkg_rng *r) {
 
 void vkg_rng_fill_normal(vkg_rng *r, float *x, size_t n, float std) {
     for (size_t i = 0; i < n; i++) x[i] = std * vkg_rng_normal(r);
+}
+
+void vkg_rng_skip_normals(vkg_rng *r, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < DRAWS_PER_NORMAL; k++) vkg_rng_next(r);
 }

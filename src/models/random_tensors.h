@@ -4,7 +4,7 @@
  * model.safetensors.index.json ({"metadata": {"total_size": bytes}, "weight_map": {name: shard}})
  * that save_pretrained writes.  Every model's random writer (gpt2_random.c, llama_random.c) uses
  * it; the values come from vkg_rng seeded once, in the order the tensors are added, so the same
- * options give the same files on every machine.
+ * options give the same files on every machine (however many threads draw them).
  */
 #ifndef VKG_MODELS_RANDOM_TENSORS_H
 #define VKG_MODELS_RANDOM_TENSORS_H
@@ -17,6 +17,7 @@ typedef struct vkg_random_tensors {
     int n, cap;
     vkg_st_dtype dtype;         /* F32, F16 or BF16                                   */
     vkg_rng rng;
+    struct vkg_threadpool *pool; /* draws the blocks of a normal fill; NULL: this thread   */
 } vkg_random_tensors;
 
 typedef enum vkg_fill_kind {
