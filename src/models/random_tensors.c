@@ -30,8 +30,8 @@ void vkg_random_tensors_free(vkg_random_tensors *s) {
     vkg_threadpool_free(s->pool);
 }
 
-/* Values per block of a normal fill.  Box-Muller's log and cosine cost some 20 times what the
- * draws do, so the generator's state at each block's start is found here by skipping ahead and
+/* Values per block of a normal fill.  Box-Muller's log and cosine cost over ten times what its
+ * two draws do, so the generator's state at each block's start is found here by skipping ahead and
  * the blocks are drawn on every core: the same values as one vkg_rng_fill_normal over it all. */
 enum { NORMAL_BLOCK = 1 << 16 };
 
