@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "base/half.h"
 #include "models/random_tensors.h"
 #include "vkgraph.h"
 
@@ -137,8 +138,9 @@ static void test_skip_normals_lands_where_drawing_does(void **state) {
 }
 
 /* The writer's normal fill (blocks of 65536 values on every core; here a partial last block)
- * holds exactly what one vkg_rng_fill_normal of the same seed gives, and leaves the generator
- * where that fill does, so the next tensor draws on from the same place. */
+ * holds exactly what one vkg_rng_fill_normal of the same seed gives (rounded once to f16 for an
+ * f16 writer), and leaves the generator where that fill does, so the next tensor draws on from
+ * the same place. */
 static void test_random_tensors_fill_matches_one_fill(void **state) {
     (void)state;
     enum { ROWS = 3, COLS = 65536 + 2, N = ROWS * COLS };
@@ -155,6 +157,12 @@ static void test_random_tensors_fill_matches_one_fill(void **state) {
     vkg_rng_fill_normal(&one, x, N, 0.02f);
     const float *w = s.items[0].data;
     for (size_t i = 0; i < N; i++) assert_true(w[i] == x[i] + 0.5f);
+    vkg_random_tensors half;
+    vkg_random_tensors_init(&half, VKG_ST_F16, 42);
+    assert_int_equal(vkg_random_tensors_add(&half, "w", 2, shape, VKG_FILL_NORMAL, 0.5f, 0.02f, &err), VKG_OK);
+    const uint16_t *w16 = half.items[0].data;
+    for (size_t i = 0; i < N; i++) assert_true(w16[i] == vkg_f32_to_f16(x[i] + 0.5f));
+    vkg_random_tensors_free(&half);
     vkg_rng_fill_normal(&one, x, 3, 1.0f);
     const float *b = s.items[1].data;
     for (size_t i = 0; i < 3; i++) assert_true(b[i] == x[i]);
