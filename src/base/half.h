@@ -55,4 +55,9 @@ static inline uint16_t vkg_f32_to_bf16(float f) {
     return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
+/* n floats rounded to bf16 (bf16 != 0) or f16, into h. */
+static inline void vkg_f32_to_16bit_n(const float *x, uint16_t *h, size_t n, int bf16) {
+    for (size_t i = 0; i < n; i++) h[i] = bf16 ? vkg_f32_to_bf16(x[i]) : vkg_f32_to_f16(x[i]);
+}
+
 #endif

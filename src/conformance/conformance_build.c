@@ -114,8 +114,7 @@ vkg_tensor conf_constant16(conf_build *b, int ndim, const int64_t *shape, conf_f
     }
     size_t cols = ndim >= 1 ? (size_t)shape[ndim - 1] : 1, rows = ndim >= 2 ? (size_t)shape[ndim - 2] : 1;
     fill_values(b->rng, x, n, rows, cols, fill);
-    uint16_t *h = d->host;
-    for (size_t i = 0; i < n; i++) h[i] = dtype == VKG_BF16 ? vkg_f32_to_bf16(x[i]) : vkg_f32_to_f16(x[i]);
+    vkg_f32_to_16bit_n(x, d->host, n, dtype == VKG_BF16);
     free(x);
     char name[32];
     snprintf(name, sizeof name, "c%d", b->n_data - 1);

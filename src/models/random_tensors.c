@@ -3,6 +3,7 @@
 #include "models/random_tensors.h"
 
 #include "base/error.h"
+#include "base/half.h"
 #include "cpu/threadpool.h"
 #include "models/checkpoint.h"
 
@@ -30,11 +31,6 @@ void vkg_random_tensors_free(vkg_random_tensors *s) {
     vkg_threadpool_free(s->pool);
 }
 
-/* x as the writer's 16-bit dtype. */
-static void to_16bit(vkg_st_dtype dtype, const float *x, uint16_t *h, size_t n) {
-    for (size_t i = 0; i < n; i++) h[i] = dtype == VKG_ST_F16 ? vkg_f32_to_f16(x[i]) : vkg_f32_to_bf16(x[i]);
-}
-
 /* Values per block of a normal fill.  Box-Muller's log and cosine cost over ten times what its
  * two draws do, so the generator's state at each block's start is found here by skipping ahead and
  * the blocks are drawn (and converted) on every core: the same values as one vkg_rng_fill_normal
@@ -44,8 +40,8 @@ enum { NORMAL_BLOCK = 1 << 16 };
 typedef struct normal_fill {
     const vkg_rng *starts;   /* the generator at each block's first value */
     float *x;
-    uint16_t *h;             /* NULL: f32, else x converted to dtype      */
-    vkg_st_dtype dtype;
+    uint16_t *h;             /* NULL: f32, else x converted to 16 bits    */
+    int bf16;                /* h holds bf16, else f16                    */
     size_t n;
     float mean, std;
 } normal_fill;
@@ -57,7 +53,7 @@ static void fill_normal_blocks(void *ctx, size_t begin, size_t end) {
         vkg_rng r = f->starts[b];
         vkg_rng_fill_normal(&r, f->x + lo, hi - lo, f->std);
         for (size_t i = lo; i < hi; i++) f->x[i] += f->mean;
-        if (f->h) to_16bit(f->dtype, f->x + lo, f->h + lo, hi - lo);
+        if (f->h) vkg_f32_to_16bit_n(f->x + lo, f->h + lo, hi - lo, f->bf16);
     }
 }
 
@@ -69,7 +65,7 @@ static vkg_status fill_normal(vkg_random_tensors *s, float *x, uint16_t *h, size
         starts[b] = s->rng;
         vkg_rng_skip_normals(&s->rng, b + 1 < blocks ? NORMAL_BLOCK : n - b * NORMAL_BLOCK);
     }
-    normal_fill f = {.starts = starts, .x = x, .h = h, .dtype = s->dtype, .n = n, .mean = mean, .std = std};
+    normal_fill f = {.starts = starts, .x = x, .h = h, .bf16 = s->dtype == VKG_ST_BF16, .n = n, .mean = mean, .std = std};
     if (s->pool && blocks > 1)
         vkg_threadpool_for(s->pool, blocks, fill_normal_blocks, &f);
     else
@@ -94,21 +90,23 @@ vkg_status vkg_random_tensors_add(vkg_random_tensors *s, const char *name, int n
     float *x = malloc(numel * sizeof *x + 1);
     uint16_t *h = s->dtype != VKG_ST_F32 ? malloc(numel * sizeof *h + 1) : NULL;
     char *full = strdup(name);
-    if (!x || (s->dtype != VKG_ST_F32 && !h) || !full ||
-        (kind == VKG_FILL_NORMAL && fill_normal(s, x, h, numel, mean, std) != VKG_OK)) {
-        free(x);
-        free(h);
-        free(full);
-        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for tensor %s (%zu elements)", name, numel);
-    }
-    if (kind != VKG_FILL_NORMAL) {
+    vkg_status st = x && (h || s->dtype == VKG_ST_F32) && full ? VKG_OK : VKG_ERR_OUT_OF_MEMORY;
+    if (st == VKG_OK && kind == VKG_FILL_NORMAL) {
+        st = fill_normal(s, x, h, numel, mean, std);   /* converts into h itself */
+    } else if (st == VKG_OK) {
         if (kind == VKG_FILL_TRIL) {
             size_t cols = (size_t)shape[ndim - 1], rows = (size_t)shape[ndim - 2];
             for (size_t i = 0; i < numel; i++) x[i] = ((i / cols) % rows) >= (i % cols) ? 1.0f : 0.0f;
         } else {
             for (size_t i = 0; i < numel; i++) x[i] = mean;
         }
-        if (h) to_16bit(s->dtype, x, h, numel);
+        if (h) vkg_f32_to_16bit_n(x, h, numel, s->dtype == VKG_ST_BF16);
+    }
+    if (st != VKG_OK) {
+        free(x);
+        free(h);
+        free(full);
+        return vkg_error_set(err, st, "out of memory for tensor %s (%zu elements)", name, numel);
     }
     void *data = x;
     if (h) {
