@@ -306,10 +306,10 @@ done:
     return 0;
 }
 
-void cli_note_context(const char *cmd, int n_ctx, int model_ctx, const char *hint, const vkg_device *dev) {
-    if (n_ctx < model_ctx)
+void cli_note_context(const char *cmd, int asked, int n_ctx, int model_ctx, const char *hint, const vkg_device *dev) {
+    if (asked == 0 && n_ctx < model_ctx)
         fprintf(stderr, "vkgraph %s: note: a KV cache of %d positions: the model's %d do not fit %s (%s)\n", cmd,
-                n_ctx, model_ctx, vkg_device_name(dev), hint);
+                n_ctx, model_ctx, dev ? vkg_device_name(dev) : "the portable limits", hint);
 }
 
 const char *cli_memory_hint(vkg_status st, const char *hint) {

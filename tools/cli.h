@@ -43,10 +43,11 @@ int cli_device_options_from_env(const char *cmd, vkg_device_options *o);
 /* Opens the device named by --device (NULL: the best one), with the environment's settings,
  * printing errors.  With --profile, every session on it records the time of each step. */
 int cli_open_device(const char *cmd, const char *spec, int threads, vkg_device **dev);
-/* When a context the model's length was asked for came out shorter (the device holds no cache
- * that long: vkg_context_options' n_ctx 0), says so on stderr, with `hint` in brackets (the
- * option that sets the length, or what the shorter cache means). */
-void cli_note_context(const char *cmd, int n_ctx, int model_ctx, const char *hint, const vkg_device *dev);
+/* When the model's length was asked for (`asked`, vkg_context_options' n_ctx, is 0) and the
+ * context came out shorter (n_ctx: the device holds no cache that long), says so on stderr, with
+ * `hint` in brackets (the option that sets the length, or what the shorter cache means); a length
+ * asked for is what the user chose, and no note.  dev NULL: the portable limits. */
+void cli_note_context(const char *cmd, int asked, int n_ctx, int model_ctx, const char *hint, const vkg_device *dev);
 /* `hint` where st says memory ran short (a shorter KV cache may fit), else "". */
 const char *cli_memory_hint(vkg_status st, const char *hint);
 /* Frees a device opened by cli_open_device; with --profile, first prints its profile to stderr

@@ -187,7 +187,7 @@ static int start(chat_run *r) {
     vkg_status st = vkg_context_new(c->model, &co, &r->ctx, &err);
     if (st != VKG_OK)
         return cli_fail(CMD, "%s%s", err.message, cli_memory_hint(st, " (--ctx N sets a shorter KV cache)"));
-    cli_note_context(CMD, vkg_context_size(r->ctx), c->info.n_ctx, "--ctx N sets it", c->dev);
+    cli_note_context(CMD, co.n_ctx, vkg_context_size(r->ctx), c->info.n_ctx, "--ctx N sets it", c->dev);
     n_ctx = vkg_context_size(r->ctx);
     vkg_model_generate_defaults(c->model, &r->go);
     if (!c->info.max_new_tokens) r->go.max_tokens = n_ctx; /* to a stop id or the context's end */

@@ -163,9 +163,7 @@ int cmd_dump(int argc, char **argv) {
         if (st != VKG_OK) {
             cli_fail("dump", "%s", err.message);
         } else {
-            if (decode && !ctx && o.n_ctx < info.n_ctx)
-                fprintf(stderr, "vkgraph dump: note: a KV cache of %d positions: the model's %d do not fit %s (--ctx "
-                        "N sets it)\n", o.n_ctx, info.n_ctx, dev ? vkg_device_name(dev) : "the portable limits");
+            if (decode) cli_note_context("dump", (int)ctx, o.n_ctx, info.n_ctx, "--ctx N sets it", dev);
             rc = vkg_plan_dump_layers(p, stdout, fmt, range) != VKG_OK;
         }
     }

@@ -268,7 +268,7 @@ static int run(gpt2_cli *c, gen_options *g) {
     if (g->go.max_tokens > 0 && vkg_context_new(c->model, &co, &st.ctx, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
     if (st.ctx) {
         st.cache_len = vkg_context_size(st.ctx);
-        cli_note_context(CMD, st.cache_len, info->n_ctx,
+        cli_note_context(CMD, co.n_ctx, st.cache_len, info->n_ctx,
                          g->interactive ? "the conversation stops when it is full" : "generation stops at its end",
                          c->dev);
     }

@@ -164,7 +164,7 @@ int cmd_serve(int argc, char **argv) {
         rc = cli_fail(CMD, "%s%s", err.message,
                       cli_memory_hint(st, " (--ctx-size N sets shorter KV caches; --parallel N fewer of them)"));
     if (rc == 0) {
-        if (!ctx_size) cli_note_context(CMD, srv_n_ctx(s), n_ctx_model, "--ctx-size N sets it", dev);
+        cli_note_context(CMD, (int)ctx_size, srv_n_ctx(s), n_ctx_model, "--ctx-size N sets it", dev);
         fprintf(stderr, "vkgraph %s: ready: %ld slot%s of %d positions on %s\n", CMD, parallel, parallel == 1 ? "" : "s",
                 srv_n_ctx(s), vkg_device_name(dev));
         const char *no_chat = srv_chat_unavailable(s);
