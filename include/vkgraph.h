@@ -448,8 +448,9 @@ uint64_t vkg_rng_next(vkg_rng *r);
 float vkg_rng_uniform(vkg_rng *r);                      /* [0, 1)                          */
 float vkg_rng_normal(vkg_rng *r);                       /* mean 0, standard deviation 1    */
 void vkg_rng_fill_normal(vkg_rng *r, float *x, size_t n, float std);
-/* Leaves r where n calls of vkg_rng_normal would, at the cost of the draws alone (two a value):
- * the blocks of a long fill can then be drawn on several threads with the same values. */
+/* Leaves r where n calls of vkg_rng_normal would, in microseconds whatever n (a jump ahead: the
+ * generator is linear): the blocks of a long fill can then be drawn on several threads with the
+ * same values. */
 void vkg_rng_skip_normals(vkg_rng *r, size_t n);
 
 /* ---------------------------------------------------------------------------------------------

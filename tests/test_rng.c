@@ -123,9 +123,11 @@ static void test_fill_normal_scales(void **state) {
 }
 
 /* Skipping n normals leaves the generator where drawing them does. */
+/* Below 129 normals the skip draws; above, it jumps (x^m mod the characteristic polynomial): both
+ * sides of the edge, a block of the writer's fill and a count of no special form. */
 static void test_skip_normals_lands_where_drawing_does(void **state) {
     (void)state;
-    const size_t counts[] = {0, 1, 2, 7, 1000};
+    const size_t counts[] = {0, 1, 2, 7, 127, 128, 129, 1000, 65536, 1000003};
     for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
         vkg_rng drawn, skipped;
         vkg_rng_seed(&drawn, 5 + c);
@@ -135,6 +137,32 @@ static void test_skip_normals_lands_where_drawing_does(void **state) {
         for (int k = 0; k < 4; k++) assert_true(drawn.s[k] == skipped.s[k]);
         assert_true(vkg_rng_normal(&drawn) == vkg_rng_normal(&skipped));
     }
+}
+
+/* Counts too long to draw in a test: skips compose (a then b lands where a + b does), and a
+ * count whose draws overflow 64 bits (taken in parts) lands where its parts do. */
+static void test_long_skips_compose(void **state) {
+    (void)state;
+    const size_t a = ((size_t)1 << 40) + 12345, b = ((size_t)3 << 50) + 7;
+    vkg_rng parts, whole;
+    vkg_rng_seed(&parts, 77);
+    vkg_rng_seed(&whole, 77);
+    vkg_rng_skip_normals(&parts, a);
+    vkg_rng_skip_normals(&parts, b);
+    vkg_rng_skip_normals(&whole, a + b);
+    for (int k = 0; k < 4; k++) assert_true(parts.s[k] == whole.s[k]);
+
+    const size_t huge = SIZE_MAX - 5, half = huge / 2;
+    vkg_rng_seed(&parts, 78);
+    vkg_rng_seed(&whole, 78);
+    vkg_rng_skip_normals(&parts, half);
+    vkg_rng_skip_normals(&parts, huge - half);
+    vkg_rng_skip_normals(&whole, huge);
+    for (int k = 0; k < 4; k++) assert_true(parts.s[k] == whole.s[k]);
+    /* and a jump moves the state at all */
+    vkg_rng fresh;
+    vkg_rng_seed(&fresh, 78);
+    assert_false(fresh.s[0] == whole.s[0] && fresh.s[1] == whole.s[1]);
 }
 
 /* The writer's normal fill (blocks of 65536 values on every core; here a partial last block)
@@ -179,6 +207,7 @@ int main(void) {
         cmocka_unit_test(test_normal_moments),
         cmocka_unit_test(test_fill_normal_scales),
         cmocka_unit_test(test_skip_normals_lands_where_drawing_does),
+        cmocka_unit_test(test_long_skips_compose),
         cmocka_unit_test(test_random_tensors_fill_matches_one_fill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

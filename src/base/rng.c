@@ -65,7 +65,60 @@ void vkg_rng_fill_normal(vkg_rng *r, float *x, size_t n, float std) {
     for (size_t i = 0; i < n; i++) x[i] = std * vkg_rng_normal(r);
 }
 
+/* xoshiro256's state transition is linear over GF(2).  Its characteristic polynomial is
+ * p(x) = x^256 + the terms below (bit j % 64 of word j / 64: the coefficient of x^j), found by
+ * Berlekamp-Massey over the sequence of one state bit (degree 256: the whole transition's).  So m
+ * steps of the transition are the polynomial x^m mod p(x) applied to it: the sum of the states
+ * after j steps for each j whose coefficient is 1, 256 steps whatever m, after about log2(m)
+ * products of polynomials. */
+static const uint64_t CHARPOLY_LOW[4] = {0x9d116f2bb0f0f001u, 0x0280002bcefd1a5eu, 0x04b4edcf26259f85u,
+                                         0x0003c03c3f3ecb19u};
+
+/* a(x) * x mod p(x), in place. */
+static void times_x(uint64_t a[4]) {
+    const uint64_t carry = a[3] >> 63;
+    for (int w = 3; w > 0; w--) a[w] = (a[w] << 1) | (a[w - 1] >> 63);
+    a[0] <<= 1;
+    if (carry)
+        for (int w = 0; w < 4; w++) a[w] ^= CHARPOLY_LOW[w];
+}
+
+/* out = a(x) * b(x) mod p(x): Horner over b's coefficients from the top; out may be a or b. */
+static void times(const uint64_t a[4], const uint64_t b[4], uint64_t out[4]) {
+    uint64_t acc[4] = {0, 0, 0, 0};
+    for (int i = 255; i >= 0; i--) {
+        times_x(acc);
+        if ((b[i / 64] >> (i % 64)) & 1u)
+            for (int w = 0; w < 4; w++) acc[w] ^= a[w];
+    }
+    for (int w = 0; w < 4; w++) out[w] = acc[w];
+}
+
+static void advance(vkg_rng *r, uint64_t steps) {
+    if (steps <= 256) { /* as cheap as the jump's own walk */
+        for (uint64_t i = 0; i < steps; i++) vkg_rng_next(r);
+        return;
+    }
+    uint64_t poly[4] = {1, 0, 0, 0}; /* x^m for the bits of steps read so far, m from the top */
+    for (int bit = 63 - __builtin_clzll(steps); bit >= 0; bit--) {
+        times(poly, poly, poly);
+        if ((steps >> bit) & 1u) times_x(poly);
+    }
+    vkg_rng walk = *r;
+    uint64_t sum[4] = {0, 0, 0, 0};
+    for (int j = 0; j < 256; j++) {
+        if ((poly[j / 64] >> (j % 64)) & 1u)
+            for (int w = 0; w < 4; w++) sum[w] ^= walk.s[w];
+        vkg_rng_next(&walk);
+    }
+    for (int w = 0; w < 4; w++) r->s[w] = sum[w];
+}
+
 void vkg_rng_skip_normals(vkg_rng *r, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < DRAWS_PER_NORMAL; k++) vkg_rng_next(r);
+    const uint64_t draws = (uint64_t)n;
+    if (draws <= UINT64_MAX / DRAWS_PER_NORMAL) {
+        advance(r, draws * DRAWS_PER_NORMAL);
+        return;
+    }
+    for (int k = 0; k < DRAWS_PER_NORMAL; k++) advance(r, draws);
 }

@@ -32,46 +32,40 @@ void vkg_random_tensors_free(vkg_random_tensors *s) {
 }
 
 /* Values per block of a normal fill.  Box-Muller's log and cosine cost over ten times what its
- * two draws do, so the generator's state at each block's start is found here by skipping ahead and
- * the blocks are drawn (and converted) on every core: the same values as one vkg_rng_fill_normal
- * over it all. */
+ * two draws do, so the blocks are drawn (and converted) on every core, each range of them from
+ * the generator jumped ahead to its first value: the same values as one vkg_rng_fill_normal over
+ * it all. */
 enum { NORMAL_BLOCK = 1 << 16 };
 
 typedef struct normal_fill {
-    const vkg_rng *starts;   /* the generator at each block's first value */
+    vkg_rng start;           /* the generator at the fill's first value */
     float *x;
-    uint16_t *h;             /* NULL: f32, else x converted to 16 bits    */
-    int bf16;                /* h holds bf16, else f16                    */
+    uint16_t *h;             /* NULL: f32, else x converted to 16 bits   */
+    int bf16;                /* h holds bf16, else f16                   */
     size_t n;
     float mean, std;
 } normal_fill;
 
 static void fill_normal_blocks(void *ctx, size_t begin, size_t end) {
     const normal_fill *f = ctx;
-    for (size_t b = begin; b < end; b++) {
+    vkg_rng r = f->start;
+    vkg_rng_skip_normals(&r, begin * NORMAL_BLOCK);
+    for (size_t b = begin; b < end; b++) { /* block b + 1 starts where block b ends */
         const size_t lo = b * NORMAL_BLOCK, hi = f->n - lo < NORMAL_BLOCK ? f->n : lo + NORMAL_BLOCK;
-        vkg_rng r = f->starts[b];
         vkg_rng_fill_normal(&r, f->x + lo, hi - lo, f->std);
         for (size_t i = lo; i < hi; i++) f->x[i] += f->mean;
         if (f->h) vkg_f32_to_16bit_n(f->x + lo, f->h + lo, hi - lo, f->bf16);
     }
 }
 
-static vkg_status fill_normal(vkg_random_tensors *s, float *x, uint16_t *h, size_t n, float mean, float std) {
+static void fill_normal(vkg_random_tensors *s, float *x, uint16_t *h, size_t n, float mean, float std) {
     const size_t blocks = (n + NORMAL_BLOCK - 1) / NORMAL_BLOCK;
-    vkg_rng *starts = malloc(blocks * sizeof *starts + 1);
-    if (!starts) return VKG_ERR_OUT_OF_MEMORY;
-    for (size_t b = 0; b < blocks; b++) {
-        starts[b] = s->rng;
-        vkg_rng_skip_normals(&s->rng, b + 1 < blocks ? NORMAL_BLOCK : n - b * NORMAL_BLOCK);
-    }
-    normal_fill f = {.starts = starts, .x = x, .h = h, .bf16 = s->dtype == VKG_ST_BF16, .n = n, .mean = mean, .std = std};
+    normal_fill f = {.start = s->rng, .x = x, .h = h, .bf16 = s->dtype == VKG_ST_BF16, .n = n, .mean = mean, .std = std};
     if (s->pool && blocks > 1)
         vkg_threadpool_for(s->pool, blocks, fill_normal_blocks, &f);
     else
         fill_normal_blocks(&f, 0, blocks);
-    free(starts);
-    return VKG_OK;
+    vkg_rng_skip_normals(&s->rng, n);
 }
 
 /* Adds a tensor named prefix + name: mean + N(0, std) (FILL_NORMAL), the lower triangle of ones
@@ -92,7 +86,7 @@ vkg_status vkg_random_tensors_add(vkg_random_tensors *s, const char *name, int n
     char *full = strdup(name);
     vkg_status st = x && (h || s->dtype == VKG_ST_F32) && full ? VKG_OK : VKG_ERR_OUT_OF_MEMORY;
     if (st == VKG_OK && kind == VKG_FILL_NORMAL) {
-        st = fill_normal(s, x, h, numel, mean, std);   /* converts into h itself */
+        fill_normal(s, x, h, numel, mean, std); /* converts into h itself */
     } else if (st == VKG_OK) {
         if (kind == VKG_FILL_TRIL) {
             size_t cols = (size_t)shape[ndim - 1], rows = (size_t)shape[ndim - 2];
