@@ -109,7 +109,7 @@ static problem gpt2_cached(vkg_rng *rng, uint32_t H, uint32_t T, int32_t pos) {
     return pr;
 }
 
-static size_t units(const problem *pr) { return vkg_cpu_attention_units(&pr->p); }
+static size_t rows_of(const problem *pr) { return vkg_cpu_attention_rows(&pr->p); }
 
 static void run_range(int v, const problem *pr, float *out, size_t begin, size_t end) {
     if (v == REFERENCE)
@@ -122,7 +122,7 @@ static void run_range(int v, const problem *pr, float *out, size_t begin, size_t
 static float *run_whole(int v, const problem *pr) {
     float *out = calloc(pr->out_n ? pr->out_n : 1, sizeof *out);
     assert_non_null(out);
-    run_range(v, pr, out, 0, units(pr));
+    run_range(v, pr, out, 0, rows_of(pr));
     return out;
 }
 
@@ -183,7 +183,7 @@ static float out_at(const problem *pr, const float *out, size_t r, size_t d) {
  * double result, and each within the sum of both bounds of the reference's; returns the largest
  * error seen relative to its bound. */
 static double check_against_f64(const problem *pr, float *const *outs, size_t row_step) {
-    const size_t Dv = pr->p.Dv, n = units(pr);
+    const size_t Dv = pr->p.Dv, n = rows_of(pr);
     double *want = malloc((Dv ? Dv : 1) * sizeof *want), *tol = malloc((Dv ? Dv : 1) * sizeof *tol), worst = 0;
     assert_true(want && tol);
     for (size_t r = 0; r < n; r++) {
@@ -339,7 +339,7 @@ static void check_rows_alone(const problem *pr) {
     for (int i = 0; i < n_variants; i++) {
         float *whole = run_whole(variants[i], pr), *alone = calloc(pr->out_n, sizeof *alone);
         assert_non_null(alone);
-        for (size_t r = 0; r < units(pr); r++) run_range(variants[i], pr, alone, r, r + 1);
+        for (size_t r = 0; r < rows_of(pr); r++) run_range(variants[i], pr, alone, r, r + 1);
         /* NaN where the whole run has NaN; every other element the same bits */
         for (size_t e = 0; e < pr->out_n; e++)
             if (isnan(whole[e]) ? !isnan(alone[e]) : memcmp(&whole[e], &alone[e], sizeof(float)))
@@ -422,7 +422,7 @@ static void test_cuts_and_threads(void **state) {
     for (int i = 0; i < 3; i++) assert_non_null(pools[i]);
     for (int pi = 0; pi < 4; pi++) {
         const problem *pr = &probs[pi];
-        const size_t n = units(pr);
+        const size_t n = rows_of(pr);
         for (int i = 0; i < n_variants; i++) {
             float *whole = run_whole(variants[i], pr), *cut = calloc(pr->out_n, sizeof *cut);
             assert_non_null(cut);
@@ -450,6 +450,62 @@ static void test_cuts_and_threads(void **state) {
     }
     for (int i = 0; i < 3; i++) vkg_threadpool_free(pools[i]);
     for (int i = 0; i < 4; i++) problem_free(&probs[i]);
+}
+
+/* ---- a step's units ------------------------------------------------------------------------ */
+
+typedef struct unit_job {
+    const problem *pr;
+    float *out;
+} unit_job;
+
+static void unit_range(void *ctx, size_t begin, size_t end) {
+    const unit_job *j = ctx;
+    vkg_cpu_attention(&j->pr->p, j->pr->q, j->pr->k, j->pr->v, j->out, j->pr->index, begin, end);
+}
+
+/* A step's units (what its threads share out) are whole groups of rows that read the same keys:
+ * a grouped decode's query heads of one key/value head make one unit, so that no two threads
+ * read that head's keys and values.  Run a unit at a time, or the units over two threads, they
+ * give the bits of every row run at once. */
+static void test_units_are_whole_groups(void **state) {
+    (void)state;
+    const struct {
+        uint32_t hkv, g, t;
+        size_t units;
+    } cases[] = {
+        {3, 3, 1, 3},    /* SmolLM2's decode step */
+        {2, 7, 1, 2},    /* Qwen2.5-0.5B's */
+        {2, 3, 40, 8},   /* a grouped prompt: 120 rows a key/value head, 4 groups of up to 32 */
+        {12, 1, 1, 12},  /* GPT-2's decode step: a head a unit */
+        {12, 1, 70, 36}, /* GPT-2's prompt: 3 groups a head */
+    };
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 21);
+    vkg_threadpool *pool = vkg_threadpool_new(2);
+    assert_non_null(pool);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const uint32_t hkv = cases[c].hkv, G = cases[c].g, dh = 64, L = 1024;
+        problem pr = gpt2_cached(&rng, hkv * G, cases[c].t, 600);
+        vkg_attention_params *p = &pr.p;
+        if (G > 1) { /* the G query heads of a key/value head against its one cache head */
+            p->batch0 = hkv, p->batch1 = G;
+            p->q_stride_b0 = p->o_stride_b0 = G * dh, p->q_stride_b1 = p->o_stride_b1 = dh;
+            p->k_stride_b0 = p->v_stride_b0 = L * dh, p->k_stride_b1 = p->v_stride_b1 = 0;
+        }
+        const size_t units = vkg_cpu_attention_units(p);
+        assert_int_equal(units, cases[c].units);
+        float *want = run_whole(vkg_cpu_matmul_best_variant(), &pr), *got = calloc(pr.out_n, sizeof *got);
+        assert_non_null(got);
+        for (size_t u = 0; u < units; u++) unit_range(&(unit_job){&pr, got}, u, u + 1);
+        if (memcmp(got, want, pr.out_n * sizeof *got)) fail_msg("case %zu: a unit at a time changes the bits", c);
+        memset(got, 0, pr.out_n * sizeof *got);
+        vkg_threadpool_for(pool, units, unit_range, &(unit_job){&pr, got});
+        if (memcmp(got, want, pr.out_n * sizeof *got)) fail_msg("case %zu: the units on 2 threads change the bits", c);
+        free(want), free(got);
+        problem_free(&pr);
+    }
+    vkg_threadpool_free(pool);
 }
 
 /* ---- through a session ------------------------------------------------------------------------- */
@@ -505,6 +561,7 @@ int main(void) {
         cmocka_unit_test(test_gpt2_prompts),     cmocka_unit_test(test_gpt2_full_context),
         cmocka_unit_test(test_gpt2_decode),      cmocka_unit_test(test_other_layouts),
         cmocka_unit_test(test_nonfinite_scores), cmocka_unit_test(test_cuts_and_threads),
+        cmocka_unit_test(test_units_are_whole_groups),
         cmocka_unit_test(test_session_threads),
     };
     return cmocka_run_group_tests(tests, find_variants, NULL);

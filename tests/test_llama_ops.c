@@ -333,7 +333,7 @@ static void test_attention_gqa_window(void **state) {
                                       .q_stride_d = 1, .k_stride_d = 1, .v_stride_d = 1, .o_stride_d = 1,
                                       .scale = scale, .mask_kind = VKG_ATTENTION_MASK_CAUSAL, .dyn_index = 0,
                                       .window = (uint32_t)window};
-            const size_t units = vkg_cpu_attention_units(&p);
+            const size_t units = vkg_cpu_attention_rows(&p);
             for (int variant = -1; variant < VKG_CPU_MATMUL_VARIANTS; variant++) {
                 memset(o, 0, nq * sizeof *o);
                 if (variant < 0) {

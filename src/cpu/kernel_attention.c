@@ -21,8 +21,35 @@
 
 #include "cpu/attention_variant.h"
 
-size_t vkg_cpu_attention_units(const vkg_attention_params *p) {
+size_t vkg_cpu_attention_rows(const vkg_attention_params *p) {
     return (size_t)p->batch0 * p->batch1 * p->T;
+}
+
+/* The rows that read the same keys and values one after another: a batch entry's T, or with
+ * grouped-query attention the T rows of each of the b1 query heads of one key/value head. */
+static size_t rows_sharing_keys(const vkg_attention_params *p) {
+    return VKG_ATTENTION_GROUPED(*p) ? (size_t)p->T * p->batch1 : p->T;
+}
+
+static size_t groups_per_span(size_t span) {
+    return (span + VKG_ATTN_GROUP - 1) / VKG_ATTN_GROUP;
+}
+
+size_t vkg_cpu_attention_units(const vkg_attention_params *p) {
+    const size_t span = rows_sharing_keys(p);
+    return span ? vkg_cpu_attention_rows(p) / span * groups_per_span(span) : 0;
+}
+
+double vkg_cpu_attention_unit_cost(const vkg_attention_params *p) {
+    const size_t units = vkg_cpu_attention_units(p);
+    return units ? 2.0 * p->S * (p->D + p->Dv) * (double)vkg_cpu_attention_rows(p) / (double)units : 0.0;
+}
+
+/* The first row of unit u (u = units: the end of the rows). */
+static size_t unit_row(const vkg_attention_params *p, size_t u) {
+    const size_t span = rows_sharing_keys(p), per = groups_per_span(span), row = u / per * span;
+    const size_t in_span = u % per * VKG_ATTN_GROUP;
+    return row + (in_span < span ? in_span : span);
 }
 
 void vkg_cpu_attention_reference(const vkg_attention_params *p, const float *q, const float *k, const float *v,
@@ -72,6 +99,7 @@ void vkg_cpu_attention_with(int variant, const vkg_attention_params *p, const fl
 }
 
 void vkg_cpu_attention(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
-                       const int32_t *indices, size_t row_begin, size_t row_end) {
-    vkg_cpu_attention_with(vkg_cpu_matmul_best_variant(), p, q, k, v, out, indices, row_begin, row_end);
+                       const int32_t *indices, size_t unit_begin, size_t unit_end) {
+    vkg_cpu_attention_with(vkg_cpu_matmul_best_variant(), p, q, k, v, out, indices, unit_row(p, unit_begin),
+                           unit_row(p, unit_end));
 }

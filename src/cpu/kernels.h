@@ -167,13 +167,20 @@ void vkg_cpu_rope(const vkg_rope_params *p, const float *x, const float *table, 
 void vkg_cpu_embedding(const vkg_embedding_params *p, const int32_t *ids, const void *table,
                        float *out, size_t id_begin, size_t id_end);
 
-/* attention: units are query rows (b0, b1, t).  vkg_cpu_attention runs the fastest variant this
- * CPU runs (the matmul's instruction sets: VKG_CPU_MATMUL_* codes), vkg_cpu_attention_with the one
- * asked for (the portable one where that one cannot run), vkg_cpu_attention_reference the plain
- * one key at a time loop; kernel_attention.c states what they share and how they differ. */
+/* attention: rows are query rows (b0, b1, t), units the groups of up to VKG_ATTN_GROUP of them
+ * that read the same keys and values (a batch entry's rows, or with grouped-query attention the
+ * rows of the query heads of one key/value head), so that a step's threads never split a group
+ * and read its keys twice (a decode step of SmolLM2's 3 query heads a key/value head read each
+ * head twice when its rows were the units).  vkg_cpu_attention runs a range of units with the
+ * fastest variant this CPU runs (the matmul's instruction sets: VKG_CPU_MATMUL_* codes);
+ * vkg_cpu_attention_with runs a range of rows with the one asked for (the portable one where that
+ * one cannot run), vkg_cpu_attention_reference with the plain one key at a time loop;
+ * kernel_attention.c states what they share and how they differ. */
+size_t vkg_cpu_attention_rows(const vkg_attention_params *p);
 size_t vkg_cpu_attention_units(const vkg_attention_params *p);
+double vkg_cpu_attention_unit_cost(const vkg_attention_params *p); /* element operations a unit */
 void vkg_cpu_attention(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
-                       const int32_t *indices, size_t row_begin, size_t row_end);
+                       const int32_t *indices, size_t unit_begin, size_t unit_end);
 void vkg_cpu_attention_with(int variant, const vkg_attention_params *p, const float *q, const float *k,
                             const float *v, float *out, const int32_t *indices, size_t row_begin, size_t row_end);
 void vkg_cpu_attention_reference(const vkg_attention_params *p, const float *q, const float *k, const float *v,
