@@ -1,7 +1,7 @@
 /* Fused attention (params/attention.h) on the CPU.
  *
- * The reference, vkg_cpu_attention_reference (what the tests hold the variants to): one unit
- * is one query row (b0, b1, t); its keys are walked in order j = 0, 1, ... with the online
+ * The reference, vkg_cpu_attention_reference (what the tests hold the variants to): over a range
+ * of query rows (b0, b1, t); each row's keys are walked in order j = 0, 1, ... with the online
  * softmax:
  *   s = scale * (q . k_j);  m' = max(m, s);  l = l e^(m - m') + e^(s - m');
  *   acc = acc e^(m - m') + e^(s - m') v_j;   out = acc / l

@@ -170,12 +170,12 @@ void vkg_cpu_embedding(const vkg_embedding_params *p, const int32_t *ids, const 
 /* attention: rows are query rows (b0, b1, t), units the groups of up to VKG_ATTN_GROUP of them
  * that read the same keys and values (a batch entry's rows, or with grouped-query attention the
  * rows of the query heads of one key/value head), so that a step's threads never split a group
- * and read its keys twice (a decode step of SmolLM2's 3 query heads a key/value head read each
- * head twice when its rows were the units).  vkg_cpu_attention runs a range of units with the
- * fastest variant this CPU runs (the matmul's instruction sets: VKG_CPU_MATMUL_* codes);
- * vkg_cpu_attention_with runs a range of rows with the one asked for (the portable one where that
- * one cannot run), vkg_cpu_attention_reference with the plain one key at a time loop;
- * kernel_attention.c states what they share and how they differ. */
+ * and read its keys twice (cut by rows into the pool's pieces, a decode step of Qwen2.5-0.5B, 7
+ * query heads a key/value head, would read each head's cache four times).  vkg_cpu_attention runs
+ * a range of units with the fastest variant this CPU runs (the matmul's instruction sets:
+ * VKG_CPU_MATMUL_* codes); vkg_cpu_attention_with runs a range of rows with the one asked for (the
+ * portable one where that one cannot run), vkg_cpu_attention_reference with the plain one key at
+ * a time loop; kernel_attention.c states what they share and how they differ. */
 size_t vkg_cpu_attention_rows(const vkg_attention_params *p);
 size_t vkg_cpu_attention_units(const vkg_attention_params *p);
 double vkg_cpu_attention_unit_cost(const vkg_attention_params *p); /* element operations a unit */
