@@ -45,9 +45,11 @@ double vkg_cpu_attention_unit_cost(const vkg_attention_params *p) {
     return units ? 2.0 * p->S * (p->D + p->Dv) * (double)vkg_cpu_attention_rows(p) / (double)units : 0.0;
 }
 
-/* The first row of unit u (u = units: the end of the rows). */
+/* The first row of unit u (u = units: the end of the rows; 0 where there are no rows). */
 static size_t unit_row(const vkg_attention_params *p, size_t u) {
-    const size_t span = rows_sharing_keys(p), per = groups_per_span(span), row = u / per * span;
+    const size_t span = rows_sharing_keys(p), per = groups_per_span(span);
+    if (per == 0) return 0;
+    const size_t row = u / per * span;
     const size_t in_span = u % per * VKG_ATTN_GROUP;
     return row + (in_span < span ? in_span : span);
 }
