@@ -393,6 +393,16 @@ static void test_nonfinite_scores(void **state) {
     }
 }
 
+/* pr (gpt2_cached's H = hkv G heads) as grouped-query attention: the G query heads of each of hkv
+ * key/value heads against one cache head (the first of theirs), broadcast over b1. */
+static void make_grouped(problem *pr, uint32_t hkv, uint32_t G) {
+    const uint32_t dh = 64, L = 1024;
+    vkg_attention_params *p = &pr->p;
+    p->batch0 = hkv, p->batch1 = G;
+    p->q_stride_b0 = p->o_stride_b0 = G * dh, p->q_stride_b1 = p->o_stride_b1 = dh;
+    p->k_stride_b0 = p->v_stride_b0 = G * L * dh, p->k_stride_b1 = p->v_stride_b1 = 0;
+}
+
 /* ---- the same bits however the rows are cut --------------------------------------------------- */
 
 typedef struct job {
@@ -414,10 +424,7 @@ static void test_cuts_and_threads(void **state) {
                         gpt2_cached(&rng, 12, 1, 600)};
     /* the last decodes with query heads sharing a KV head in pairs (grouped-query attention, as
      * Qwen3-0.6B's): a pair's two rows take the few-rows path together, a lone row alone */
-    vkg_attention_params *gqa = &probs[3].p;
-    gqa->batch0 = 6, gqa->batch1 = 2;
-    gqa->q_stride_b0 = gqa->o_stride_b0 = 2 * 64, gqa->q_stride_b1 = gqa->o_stride_b1 = 64;
-    gqa->k_stride_b0 = gqa->v_stride_b0 = 2 * 1024 * 64, gqa->k_stride_b1 = gqa->v_stride_b1 = 0;
+    make_grouped(&probs[3], 6, 2);
     vkg_threadpool *pools[3] = {vkg_threadpool_new(1), vkg_threadpool_new(2), vkg_threadpool_new(3)};
     for (int i = 0; i < 3; i++) assert_non_null(pools[i]);
     for (int pi = 0; pi < 4; pi++) {
@@ -485,15 +492,9 @@ static void test_units_are_whole_groups(void **state) {
     vkg_threadpool *pool = vkg_threadpool_new(2);
     assert_non_null(pool);
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        const uint32_t hkv = cases[c].hkv, G = cases[c].g, dh = 64, L = 1024;
-        problem pr = gpt2_cached(&rng, hkv * G, cases[c].t, 600);
-        vkg_attention_params *p = &pr.p;
-        if (G > 1) { /* the G query heads of a key/value head against its one cache head */
-            p->batch0 = hkv, p->batch1 = G;
-            p->q_stride_b0 = p->o_stride_b0 = G * dh, p->q_stride_b1 = p->o_stride_b1 = dh;
-            p->k_stride_b0 = p->v_stride_b0 = L * dh, p->k_stride_b1 = p->v_stride_b1 = 0;
-        }
-        const size_t units = vkg_cpu_attention_units(p);
+        problem pr = gpt2_cached(&rng, cases[c].hkv * cases[c].g, cases[c].t, 600);
+        if (cases[c].g > 1) make_grouped(&pr, cases[c].hkv, cases[c].g);
+        const size_t units = vkg_cpu_attention_units(&pr.p);
         assert_int_equal(units, cases[c].units);
         float *want = run_whole(vkg_cpu_matmul_best_variant(), &pr), *got = calloc(pr.out_n, sizeof *got);
         assert_non_null(got);

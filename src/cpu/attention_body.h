@@ -370,10 +370,7 @@ static void run_group(group *G, const vkg_attention_params *p, const float *q, c
 
 void ATTN_NAME(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
                const int32_t *indices, size_t row_begin, size_t row_end) {
-    /* Grouped-query attention (keys and values broadcast over b1: the query heads of a group
-     * share them): a group of rows may run on over the b1 entries of one b0, so that a decode
-     * step's G heads read their key/value head once, as one group, not once per head. */
-    const size_t span = VKG_ATTENTION_GROUPED(*p) ? (size_t)p->T * p->batch1 : p->T;
+    const size_t span = vkg_attn_rows_sharing_keys(p);
     group G;
     for (size_t r = row_begin; r < row_end;) {
         size_t g = span - r % span; /* the rest of the rows that share these keys */

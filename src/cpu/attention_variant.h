@@ -27,6 +27,14 @@ typedef struct vkg_attn_row {
     size_t first, keys; /* it sees keys first .. keys-1 */
 } vkg_attn_row;
 
+/* The rows that read the same keys and values one after another: a batch entry's T, or with
+ * grouped-query attention (keys and values broadcast over b1: the query heads of a group share
+ * them) the T rows of each of the b1 query heads of one b0, so that a decode step's G heads read
+ * their key/value head once, as one group, not once per head. */
+static inline size_t vkg_attn_rows_sharing_keys(const vkg_attention_params *p) {
+    return VKG_ATTENTION_GROUPED(*p) ? (size_t)p->T * p->batch1 : p->T;
+}
+
 /* The runtime index the causal mask adds for batch entry b0 (0 without the mask). */
 static inline int64_t vkg_attn_index(const vkg_attention_params *p, const int32_t *indices, size_t b0) {
     if (p->mask_kind != VKG_ATTENTION_MASK_CAUSAL) return 0;

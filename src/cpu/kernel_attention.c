@@ -25,18 +25,12 @@ size_t vkg_cpu_attention_rows(const vkg_attention_params *p) {
     return (size_t)p->batch0 * p->batch1 * p->T;
 }
 
-/* The rows that read the same keys and values one after another: a batch entry's T, or with
- * grouped-query attention the T rows of each of the b1 query heads of one key/value head. */
-static size_t rows_sharing_keys(const vkg_attention_params *p) {
-    return VKG_ATTENTION_GROUPED(*p) ? (size_t)p->T * p->batch1 : p->T;
-}
-
 static size_t groups_per_span(size_t span) {
     return (span + VKG_ATTN_GROUP - 1) / VKG_ATTN_GROUP;
 }
 
 size_t vkg_cpu_attention_units(const vkg_attention_params *p) {
-    const size_t span = rows_sharing_keys(p);
+    const size_t span = vkg_attn_rows_sharing_keys(p);
     return span ? vkg_cpu_attention_rows(p) / span * groups_per_span(span) : 0;
 }
 
@@ -47,7 +41,7 @@ double vkg_cpu_attention_unit_cost(const vkg_attention_params *p) {
 
 /* The first row of unit u (u = units: the end of the rows; 0 where there are no rows). */
 static size_t unit_row(const vkg_attention_params *p, size_t u) {
-    const size_t span = rows_sharing_keys(p), per = groups_per_span(span);
+    const size_t span = vkg_attn_rows_sharing_keys(p), per = groups_per_span(span);
     if (per == 0) return 0;
     const size_t row = u / per * span;
     const size_t in_span = u % per * VKG_ATTN_GROUP;
