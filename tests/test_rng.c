@@ -122,9 +122,9 @@ static void test_fill_normal_scales(void **state) {
     free(x);
 }
 
-/* Skipping n normals leaves the generator where drawing them does. */
-/* Below 129 normals the skip draws; above, it jumps (x^m mod the characteristic polynomial): both
- * sides of the edge, a block of the writer's fill and a count of no special form. */
+/* Skipping n normals leaves the generator where drawing them does: below 129 normals the skip
+ * draws, above it jumps (x^m mod the characteristic polynomial); both sides of that edge, a block
+ * of the writer's fill and a count of no special form. */
 static void test_skip_normals_lands_where_drawing_does(void **state) {
     (void)state;
     const size_t counts[] = {0, 1, 2, 7, 127, 128, 129, 1000, 65536, 1000003};

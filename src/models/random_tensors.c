@@ -84,10 +84,15 @@ vkg_status vkg_random_tensors_add(vkg_random_tensors *s, const char *name, int n
     float *x = malloc(numel * sizeof *x + 1);
     uint16_t *h = s->dtype != VKG_ST_F32 ? malloc(numel * sizeof *h + 1) : NULL;
     char *full = strdup(name);
-    vkg_status st = x && (h || s->dtype == VKG_ST_F32) && full ? VKG_OK : VKG_ERR_OUT_OF_MEMORY;
-    if (st == VKG_OK && kind == VKG_FILL_NORMAL) {
+    if (!x || (!h && s->dtype != VKG_ST_F32) || !full) {
+        free(x);
+        free(h);
+        free(full);
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for tensor %s (%zu elements)", name, numel);
+    }
+    if (kind == VKG_FILL_NORMAL) {
         fill_normal(s, x, h, numel, mean, std); /* converts into h itself */
-    } else if (st == VKG_OK) {
+    } else {
         if (kind == VKG_FILL_TRIL) {
             size_t cols = (size_t)shape[ndim - 1], rows = (size_t)shape[ndim - 2];
             for (size_t i = 0; i < numel; i++) x[i] = ((i / cols) % rows) >= (i % cols) ? 1.0f : 0.0f;
@@ -95,12 +100,6 @@ vkg_status vkg_random_tensors_add(vkg_random_tensors *s, const char *name, int n
             for (size_t i = 0; i < numel; i++) x[i] = mean;
         }
         if (h) vkg_f32_to_16bit_n(x, h, numel, s->dtype == VKG_ST_BF16);
-    }
-    if (st != VKG_OK) {
-        free(x);
-        free(h);
-        free(full);
-        return vkg_error_set(err, st, "out of memory for tensor %s (%zu elements)", name, numel);
     }
     void *data = x;
     if (h) {
