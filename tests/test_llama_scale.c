@@ -5,7 +5,11 @@
  * two layers each, all-position logits at T = 1, 64, 512 and 2048 on the CPU executor and on
  * Vulkan against the independent float64 NumPy reference (tools/llama_reference.py, one run of
  * 2048 tokens per model: a causal model's shorter runs are its first rows), then a prefill of
- * 2000 tokens and decoding to the end of the 2048 context.  Llama-3.2-1B's
+ * 2000 tokens and decoding to the end of the 2048 context; and layer 1's attention probabilities
+ * of SmolLM2 at T = 2048, as `vkgraph attention` asks for them ([9, T, T], 151 MB: past one
+ * binding), with the same logits on both executors, every row a distribution over the keys it may
+ * see and the two executors within 5e-5 (a score's rounding, relative to its size, moves its
+ * weight; the weights of random models' rows can lie near 1).  Llama-3.2-1B's
  * original_max_position_embeddings is lowered to 1024 so that half the positions lie beyond the
  * scaling's original length, as they would past 8192 in the real model.
  *
@@ -69,7 +73,38 @@ typedef struct scale_case {
     vkg_st_dtype dtype;
     int shards;
     int rope_original;  /* llama3's original_max_position_embeddings, when lowered */
+    int probabilities;  /* check layer 1's attention probabilities at T_MAX too */
 } scale_case;
+
+/* Layer 1's probabilities over T_MAX tokens on each device (with the last position's logits,
+ * which must still be the reference's): causal rows that sum to 1, the executors within 5e-5. */
+static void check_probabilities(const vkg_llama *m, vkg_device *const devs[2], const float *want, float *logits,
+                                size_t V) {
+    const size_t H = (size_t)m->config.n_head, n = (size_t)H * T_MAX * T_MAX;
+    float *p[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    assert_true(p[0] && p[1]);
+    vkg_error err = {0};
+    for (int d = 0; d < 2; d++) {
+        if (vkg_decoder_forward(&m->decoder, devs[d], ids, T_MAX, 0, logits, 1, p[d], &err) != VKG_OK)
+            fail_msg("probabilities, %s: %s", d ? "Vulkan" : "CPU", err.message);
+        expect_rows(logits, want + (size_t)(T_MAX - 1) * V, 1, V, d ? "with probabilities, Vulkan" : "with probabilities, CPU");
+        for (size_t r = 0; r < H * T_MAX; r++) {
+            const float *row = p[d] + r * T_MAX;
+            const size_t t = r % T_MAX;
+            double sum = 0;
+            for (size_t j = 0; j <= t; j++) sum += row[j];
+            for (size_t j = t + 1; j < T_MAX; j++)
+                if (row[j] != 0.0f) fail_msg("head %zu, query %zu: key %zu after it weighs %g", r / T_MAX, t, j, row[j]);
+            if (fabs(sum - 1.0) > 1e-4) fail_msg("head %zu, query %zu: the weights sum to %.7f", r / T_MAX, t, sum);
+        }
+    }
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)p[0][i] - p[1][i]));
+    fprintf(stderr, "  probabilities [%zu, %d, %d]: CPU and Vulkan within %.2g\n", H, T_MAX, T_MAX, worst);
+    assert_true(worst <= 5e-5);
+    free(p[0]);
+    free(p[1]);
+}
 
 static void run_case(const scale_case *k) {
     char *dir = test_tmpdir("llamascale");
@@ -123,6 +158,7 @@ static void run_case(const scale_case *k) {
         snprintf(what, sizeof what, "%s, prefill %d + decode to %d, %s", k->shape, PREFILL, T_MAX, where);
         expect_rows(got, want + (size_t)(PREFILL - 1) * V, T_MAX - PREFILL + 1, V, what);
     }
+    if (k->probabilities) check_probabilities(m, devs, want, got, V);
     vk_test_close(gpu);
     free(got);
     free(want);
@@ -133,7 +169,7 @@ static void run_case(const scale_case *k) {
 
 static void test_smollm2_135m(void **state) {
     (void)state;
-    run_case(&(scale_case){.shape = "smollm2-135m", .dtype = VKG_ST_F32});
+    run_case(&(scale_case){.shape = "smollm2-135m", .dtype = VKG_ST_F32, .probabilities = 1});
 }
 static void test_qwen25_05b_bf16_shards(void **state) {
     (void)state;

@@ -1,8 +1,9 @@
 /* Whole graphs on the Vulkan executor, compiled for the device and compared with the independent
  * reference interpreter (tests/support/ref_eval.c): an MLP block, causal attention over heads,
  * embeddings with invalid ids, boolean and additive masks, a KV cache written at a runtime index
- * over two runs, profiling, the staging path, and other shader tunings (tiled matmul, row
- * workgroups of one and of many subgroups).  The validation layer must stay silent throughout. */
+ * over two runs, profiling, the staging path, other shader tunings (tiled matmul, row
+ * workgroups of one and of many subgroups), and attention whose scores exceed one binding.  The
+ * validation layer must stay silent throughout. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -91,6 +92,9 @@ static void gc_index(gcase *gc, vkg_tensor t, int32_t value) {
     gc->n_idx++;
 }
 
+/* With a value, the largest binding check_graph compiles for (0: the device's). */
+static uint64_t max_binding_bytes;
+
 /* Compiles gc for d, runs it `runs` times (state carried over, the indices the same each run
  * unless index_step adds to them), and compares every output and state with the reference. */
 static void check_graph(vkg_device *d, gcase *gc, int runs, int32_t index_step, double rtol, double atol,
@@ -99,9 +103,15 @@ static void check_graph(vkg_device *d, gcase *gc, int runs, int32_t index_step, 
     vkg_compile_options opts;
     vkg_compile_options_default(&opts);
     vkg_device_compile_options(d, &opts);
+    if (max_binding_bytes) opts.max_binding_bytes = max_binding_bytes;
     vkg_plan *plan = NULL;
     vkg_error err = {0};
     if (vkg_plan_compile(gc->g, &opts, &plan, &err) != VKG_OK) fail_msg("compile: %s", err.message);
+    if (max_binding_bytes) { /* every family this test splits was split */
+        int split[VKG_KERNEL_COUNT] = {0};
+        for (int i = 0; i < plan->n_steps; i++) split[plan->steps[i].kernel] += strchr(plan->steps[i].label, '[') != NULL;
+        assert_true(split[VKG_KERNEL_MATMUL] > 0 && split[VKG_KERNEL_SOFTMAX] > 0 && split[VKG_KERNEL_UNARY] > 0);
+    }
     vkg_session *s = NULL;
     if (vkg_session_new(d, plan, &s, &err) != VKG_OK) fail_msg("session: %s", err.message);
     if (step_ns_sum) assert_int_equal(vkg_session_enable_profiling(s, 1, &err), VKG_OK);
@@ -210,6 +220,50 @@ static void build_attention(gcase *gc, int64_t T, int64_t C, int64_t H) {
     vkg_tensor y = vkg_matmul(g, att, heads[2], VKG_NONE, 0);                       /* [H, T, hd] */
     y = vkg_reshape(g, vkg_permute(g, y, (int[]){1, 0, 2}), 2, (int64_t[]){T, C});
     vkg_output(g, "y", vkg_matmul(g, y, wo, VKG_NONE, 0));
+}
+
+/* Grouped-query attention with its probabilities as outputs, as `vkgraph attention` builds it:
+ * q [2, G, T, D] against keys and values [2, 1, T, D] shared by the G heads, scaled, masked
+ * causally after a runtime index of cached positions, the probabilities [2, G, T, T] an output
+ * and again viewed as [2 G, T, T] (a copy). */
+static void build_grouped_probs(gcase *gc, int64_t G, int64_t T, int64_t D, vkg_tensor *index) {
+    vkg_graph *g = gc->g;
+    vkg_tensor q = gc_input(gc, "q", 4, (int64_t[]){2, G, T, D}, 1.0f);
+    vkg_tensor k = gc_input(gc, "k", 4, (int64_t[]){2, 1, T, D}, 1.0f);
+    vkg_tensor v = gc_input(gc, "v", 4, (int64_t[]){2, 1, T, D}, 1.0f);
+    *index = vkg_index(g, "cached");
+    vkg_tensor att = vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B); /* [2, G, T, T] */
+    att = vkg_softmax(g, vkg_mask_causal(g, vkg_scale(g, att, 0.35f), -3, *index));
+    vkg_output(g, "att", att);
+    vkg_output(g, "att.heads", vkg_reshape(g, att, 3, (int64_t[]){2 * G, T, T}));
+    vkg_output(g, "y", vkg_matmul(g, att, v, VKG_NONE, 0));
+}
+
+/* Scores, probabilities and their copy larger than one binding run in blocks (batch entries,
+ * then rows and columns; a softmax's rows keep their causal positions): bindings of 16
+ * alignments take a head's 13 x 13 scores in several blocks.  On the Vulkan device and on the
+ * CPU executor, against the reference. */
+static void test_split_bindings(void **state) {
+    vkg_device *devs[2] = {vk_test_device(state), NULL};
+    vkg_error err = {0};
+    vkg_device_options o = {.cpu_threads = 2, .quiet = 1};
+    if (vkg_device_open("cpu", &o, &devs[1], &err) != VKG_OK) fail_msg("cpu: %s", err.message);
+    for (int i = 0; i < 2; i++) {
+        vkg_compile_options opts;
+        vkg_compile_options_default(&opts);
+        vkg_device_compile_options(devs[i], &opts);
+        max_binding_bytes = 16 * (uint64_t)opts.alignment;
+        gcase gc;
+        gc_init(&gc, 11);
+        vkg_tensor index;
+        build_grouped_probs(&gc, 3, 13, 8, &index);
+        gc_index(&gc, index, 2);
+        check_graph(devs[i], &gc, 1, 0, 1e-4, 1e-5, NULL);
+        gc_free(&gc);
+        max_binding_bytes = 0;
+    }
+    vkg_device_free(devs[1]);
+    assert_int_equal(vkg_device_validation_errors(devs[0]), 0);
 }
 
 static void test_mlp(void **state) {
@@ -469,6 +523,7 @@ int main(void) {
         cmocka_unit_test(test_copy_state),
         cmocka_unit_test(test_other_tunings),
         cmocka_unit_test(test_random_graphs),
+        cmocka_unit_test(test_split_bindings),
     };
     return vk_test_exit_status(cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown));
 }

@@ -116,6 +116,8 @@ vkg_status vkg_compile_check_split(vkg_compiler *c, vkg_tensor t, const char *wh
 void vkg_compile_bind(vkg_sym_step *s, int slot, const vkg_view *v, int offset_word);
 /* The element range [lo, hi) a view touches. */
 void vkg_view_span(const vkg_view *v, int64_t *lo, int64_t *hi);
+/* The bytes it spans. */
+uint64_t vkg_compile_span_bytes(const vkg_compiler *c, const vkg_view *v);
 /* The root of a node's storage after in-place aliasing. */
 vkg_tensor vkg_storage_root(const vkg_compiler *c, vkg_tensor t);
 int vkg_view_is_contiguous(const vkg_view *v);

@@ -1,7 +1,9 @@
 /* Lowering a matmul group (matmul, then optionally + bias, an activation, + residual) into matmul
  * steps.  Operands are read through their views' strides, so transposes and broadcast batches cost no
- * copy.  An unbatched matmul whose operands exceed the largest binding (GPT-2's tied output
- * head, 154 MB, against lavapipe's 128 MiB) is split into column and row blocks. */
+ * copy.  A matmul whose operands exceed the largest binding is split: a batched one first into runs
+ * of its batch entries (the attention scores of 32 heads at T = 2048, 512 MiB, against lavapipe's
+ * 128 MiB), then, where one entry is still too large (GPT-2's tied output head, 154 MB), each
+ * entry into column and row blocks. */
 #include "graph/compile_internal.h"
 
 #include <stddef.h>
@@ -31,13 +33,6 @@ static vkg_view transposed(vkg_view v) {
     return v;
 }
 
-/* Bytes a view's elements span. */
-static uint64_t span_bytes(const vkg_compiler *c, const vkg_view *v) {
-    int64_t lo, hi;
-    vkg_view_span(v, &lo, &hi);
-    return (uint64_t)(hi - lo) * vkg_compile_elem_bytes(c, v->base);
-}
-
 /* The sub-view of rows [r0, r0 + rn) and columns [c0, c0 + cn) of a 2-d (or batch-1) view. */
 static vkg_view block(vkg_view v, int64_t r0, int64_t rn, int64_t c0, int64_t cn) {
     int r = v.ndim - 2, c = v.ndim - 1;
@@ -50,21 +45,42 @@ static vkg_view block(vkg_view v, int64_t r0, int64_t rn, int64_t c0, int64_t cn
 typedef struct mm_group {
     vkg_tensor root, mm, bias, residual, activation; /* activation: the absorbed node, or VKG_NONE */
     vkg_view a, b, c, z, r;   /* operands and output, transposes applied */
-    int64_t M, N, K, batch;
+    int64_t M, N, K;
+    int64_t batch0, batch1;   /* the output's batch extents (1 where it has no such dimension) */
 } mm_group;
 
-static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int64_t mn, int64_t n0, int64_t nn,
-                             const char *label) {
+/* The batch entries one step computes: batch0 entries [e0, e0 + n0) by batch1 entries
+ * [e1, e1 + n1). */
+typedef struct mm_entries {
+    int64_t e0, n0, e1, n1;
+} mm_entries;
+
+/* The part of view v (an operand or the output of a matmul whose output has out_nd dimensions)
+ * that entries e read: its batch dimensions narrowed, save where it broadcasts (every entry reads
+ * the same matrix there). */
+static vkg_view entries_of(vkg_view v, int out_nd, const mm_entries *e) {
+    const int nb = out_nd - 2, nbv = v.ndim - 2;
+    for (int j = 0; j < nb; j++) {
+        const int jv = j - (nb - nbv);
+        if (jv < 0 || v.shape[jv] == 1) continue;
+        const int is1 = j == nb - 1; /* the last batch dimension is batch1 */
+        v.offset += (is1 ? e->e1 : e->e0) * v.strides[jv];
+        v.shape[jv] = is1 ? e->n1 : e->n0;
+    }
+    return v;
+}
+
+static vkg_status emit_block(vkg_compiler *c, const mm_group *G, const mm_entries *e, int64_t m0, int64_t mn,
+                             int64_t n0, int64_t nn, const char *label) {
     vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_MATMUL, G->root, label);
     if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
     vkg_matmul_params *p = &s->step.params.matmul;
     const vkg_node *out = &c->g->nodes[G->root];
-    int nd = G->c.ndim;
     p->M = (uint32_t)mn;
     p->N = (uint32_t)nn;
     p->K = (uint32_t)G->K;
-    p->batch1 = nd >= 3 ? (uint32_t)out->shape[nd - 3] : 1u;
-    p->batch0 = nd >= 4 ? (uint32_t)out->shape[nd - 4] : 1u;
+    p->batch1 = (uint32_t)e->n1;
+    p->batch0 = (uint32_t)e->n0;
     p->a_stride_m = (uint32_t)G->a.strides[G->a.ndim - 2];
     p->a_stride_k = (uint32_t)G->a.strides[G->a.ndim - 1];
     p->b_stride_k = (uint32_t)G->b.strides[G->b.ndim - 2];
@@ -73,7 +89,10 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int
     vkg_compile_batch_strides(&G->a, out, &p->a_stride_b0, &p->a_stride_b1);
     vkg_compile_batch_strides(&G->b, out, &p->b_stride_b0, &p->b_stride_b1);
     vkg_compile_batch_strides(&G->c, out, &p->c_stride_b0, &p->c_stride_b1);
-    vkg_view a = block(G->a, m0, mn, 0, G->K), b = block(G->b, 0, G->K, n0, nn), cc = block(G->c, m0, mn, n0, nn);
+    /* the strides above are the whole operands'; the bindings span the step's entries */
+    const int nd = out->ndim;
+    vkg_view a = block(entries_of(G->a, nd, e), m0, mn, 0, G->K), b = block(entries_of(G->b, nd, e), 0, G->K, n0, nn),
+             cc = block(entries_of(G->c, nd, e), m0, mn, n0, nn);
     /* Each binding spans its view as shaped: a broadcast batch (size 1 in the operand) spans one. */
     vkg_compile_bind(s, 0, &a, WORD(a_offset));
     vkg_compile_bind(s, 1, &b, WORD(b_offset));
@@ -92,7 +111,7 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, int64_t m0, int
     if (G->residual != VKG_NONE) {
         p->flags |= VKG_MATMUL_RESIDUAL;
         if (out->op == VKG_OP_SWIGLU) p->flags |= VKG_MATMUL_GATE; /* the residual is swiglu's gate */
-        vkg_view r = block(G->r, m0, mn, n0, nn);
+        vkg_view r = block(entries_of(G->r, nd, e), m0, mn, n0, nn);
         p->r_stride_m = (uint32_t)G->r.strides[G->r.ndim - 2];
         vkg_compile_batch_strides(&G->r, out, &p->r_stride_b0, &p->r_stride_b1);
         vkg_compile_bind(s, 4, &r, WORD(r_offset));
@@ -117,7 +136,9 @@ vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
     G.M = mm->shape[mm->ndim - 2];
     G.N = mm->shape[mm->ndim - 1];
     G.K = G.a.shape[G.a.ndim - 1];
-    G.batch = vkg_shape_numel(mm->ndim - 2, mm->shape);
+    const vkg_node *out = &g->nodes[root];
+    G.batch1 = out->ndim >= 3 ? out->shape[out->ndim - 3] : 1;
+    G.batch0 = out->ndim >= 4 ? out->shape[out->ndim - 4] : 1;
 
     char label[48] = "matmul";
     if (G.bias != VKG_NONE) strcat(label, "+bias");
@@ -127,40 +148,56 @@ vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
     }
     if (G.residual != VKG_NONE) strcat(label, g->nodes[root].op == VKG_OP_SWIGLU ? "+swiglu" : "+residual");
 
-    /* Blocks small enough for one binding each: columns first (B is the big weight), then rows. */
-    uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    /* Steps small enough for one binding each: every batch entry at once, else batch0's entries
+     * one at a time and batch1's in runs (halved until they fit); then, where one entry is still
+     * too large, its columns (B is the big weight), then its rows. */
+    const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    mm_entries e = {0, G.batch0, 0, G.batch1};
+    for (;;) {
+        const vkg_view a = entries_of(G.a, out->ndim, &e), b = entries_of(G.b, out->ndim, &e),
+                       cc = entries_of(G.c, out->ndim, &e);
+        int fits = vkg_compile_span_bytes(c, &a) <= limit && vkg_compile_span_bytes(c, &b) <= limit && vkg_compile_span_bytes(c, &cc) <= limit;
+        if (G.residual != VKG_NONE) {
+            const vkg_view r = entries_of(G.r, out->ndim, &e);
+            fits = fits && vkg_compile_span_bytes(c, &r) <= limit;
+        }
+        if (fits || (e.n0 == 1 && e.n1 == 1)) break;
+        if (e.n0 > 1) e.n0 = 1;
+        else e.n1 = (e.n1 + 1) / 2;
+    }
     int64_t nb = G.N, mb = G.M;
     for (;;) {
-        vkg_view b = block(G.b, 0, G.K, 0, nb);
-        if (span_bytes(c, &b) <= limit || nb == 1) break;
+        vkg_view b = block(entries_of(G.b, out->ndim, &e), 0, G.K, 0, nb);
+        if (vkg_compile_span_bytes(c, &b) <= limit || nb == 1) break;
         nb = (nb + 1) / 2;
     }
     for (;;) {
-        vkg_view a = block(G.a, 0, mb, 0, G.K), cc = block(G.c, 0, mb, 0, nb);
-        if ((span_bytes(c, &a) <= limit && span_bytes(c, &cc) <= limit) || mb == 1) break;
+        vkg_view a = block(entries_of(G.a, out->ndim, &e), 0, mb, 0, G.K),
+                 cc = block(entries_of(G.c, out->ndim, &e), 0, mb, 0, nb);
+        if ((vkg_compile_span_bytes(c, &a) <= limit && vkg_compile_span_bytes(c, &cc) <= limit) || mb == 1) break;
         mb = (mb + 1) / 2;
     }
-    int split = nb < G.N || mb < G.M;
-    if (split && G.batch != 1)
-        return vkg_error_set(c->err, VKG_ERR_UNSUPPORTED,
-                             "matmul '%s': a batched matmul with operands larger than one binding (%llu bytes) "
-                             "is not supported", vkg_tensor_name(g, root), (unsigned long long)c->opts.max_binding_bytes);
-    /* An empty output (N or M of 0) has no blocks; the product is checked before it is formed. */
-    const int64_t col_parts = nb > 0 ? G.N / nb + (G.N % nb != 0) : 0;
-    const int64_t row_parts = mb > 0 ? G.M / mb + (G.M % mb != 0) : 0;
-    if (col_parts > VKG_MAX_SPLIT_STEPS || row_parts > VKG_MAX_SPLIT_STEPS ||
-        col_parts * row_parts > VKG_MAX_SPLIT_STEPS)
-        return vkg_compile_check_split(c, root, "matmul",
-                                       col_parts > INT64_MAX / (row_parts ? row_parts : 1) ? INT64_MAX
-                                                                                           : col_parts * row_parts);
-    int parts = (int)(col_parts * row_parts), part = 0;
-    for (int64_t n0 = 0; n0 < G.N; n0 += nb)
-        for (int64_t m0 = 0; m0 < G.M; m0 += mb) {
-            char l[48];
-            if (split) snprintf(l, sizeof l, "%.32s[%d/%d]", label, ++part, parts);
-            vkg_status st = emit_block(c, &G, m0, G.M - m0 < mb ? G.M - m0 : mb, n0, G.N - n0 < nb ? G.N - n0 : nb,
-                                       split ? l : label);
-            if (st != VKG_OK) return st;
+    /* every extent is at least 1 (the graph's builders refuse empty shapes) */
+    const int64_t dims[4] = {(G.batch0 + e.n0 - 1) / e.n0, (G.batch1 + e.n1 - 1) / e.n1, (G.N + nb - 1) / nb,
+                             (G.M + mb - 1) / mb};
+    int64_t parts = 1; /* the product of dims, or INT64_MAX once past what a plan may split into */
+    for (int i = 0; i < 4; i++) parts = parts > VKG_MAX_SPLIT_STEPS / dims[i] ? INT64_MAX : parts * dims[i];
+    vkg_status st = vkg_compile_check_split(c, root, "matmul", parts);
+    if (st != VKG_OK) return st;
+    const int n_parts = (int)parts, split = n_parts > 1; /* at most VKG_MAX_SPLIT_STEPS */
+    int part = 0;
+    for (int64_t e0 = 0; e0 < G.batch0; e0 += e.n0)
+        for (int64_t e1 = 0; e1 < G.batch1; e1 += e.n1) {
+            const mm_entries run = {e0, G.batch0 - e0 < e.n0 ? G.batch0 - e0 : e.n0, e1,
+                                    G.batch1 - e1 < e.n1 ? G.batch1 - e1 : e.n1};
+            for (int64_t n0 = 0; n0 < G.N; n0 += nb)
+                for (int64_t m0 = 0; m0 < G.M; m0 += mb) {
+                    char l[64]; /* the label and its part, cut to the plan's 48 bytes */
+                    if (split) snprintf(l, sizeof l, "%.32s[%d/%d]", label, ++part, n_parts);
+                    st = emit_block(c, &G, &run, m0, G.M - m0 < mb ? G.M - m0 : mb, n0, G.N - n0 < nb ? G.N - n0 : nb,
+                                    split ? l : label);
+                    if (st != VKG_OK) return st;
+                }
         }
     return VKG_OK;
 }
