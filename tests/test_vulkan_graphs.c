@@ -92,8 +92,10 @@ static void gc_index(gcase *gc, vkg_tensor t, int32_t value) {
     gc->n_idx++;
 }
 
-/* With a value, the largest binding check_graph compiles for (0: the device's). */
+/* With a value, the largest binding check_graph compiles for (0: the device's), and whether it
+ * leaves ops unfused. */
 static uint64_t max_binding_bytes;
+static int unfused;
 
 /* Compiles gc for d, runs it `runs` times (state carried over, the indices the same each run
  * unless index_step adds to them), and compares every output and state with the reference. */
@@ -104,13 +106,15 @@ static void check_graph(vkg_device *d, gcase *gc, int runs, int32_t index_step, 
     vkg_compile_options_default(&opts);
     vkg_device_compile_options(d, &opts);
     if (max_binding_bytes) opts.max_binding_bytes = max_binding_bytes;
+    if (unfused) opts.fuse = 0, opts.in_place = 0;
     vkg_plan *plan = NULL;
     vkg_error err = {0};
     if (vkg_plan_compile(gc->g, &opts, &plan, &err) != VKG_OK) fail_msg("compile: %s", err.message);
     if (max_binding_bytes) { /* every family this test splits was split */
         int split[VKG_KERNEL_COUNT] = {0};
         for (int i = 0; i < plan->n_steps; i++) split[plan->steps[i].kernel] += strchr(plan->steps[i].label, '[') != NULL;
-        assert_true(split[VKG_KERNEL_MATMUL] > 0 && split[VKG_KERNEL_SOFTMAX] > 0 && split[VKG_KERNEL_UNARY] > 0);
+        assert_true(split[VKG_KERNEL_MATMUL] > 0 && split[VKG_KERNEL_UNARY] > 0 && split[VKG_KERNEL_BINARY] > 0);
+        assert_true(split[VKG_KERNEL_SOFTMAX] > 0 || vkg_find(gc->g, "y") == VKG_NONE);
     }
     vkg_session *s = NULL;
     if (vkg_session_new(d, plan, &s, &err) != VKG_OK) fail_msg("session: %s", err.message);
@@ -223,45 +227,57 @@ static void build_attention(gcase *gc, int64_t T, int64_t C, int64_t H) {
 }
 
 /* Grouped-query attention with its probabilities as outputs, as `vkgraph attention` builds it:
- * q [2, G, T, D] against keys and values [2, 1, T, D] shared by the G heads, scaled, masked
- * causally after a runtime index of cached positions, the probabilities [2, G, T, T] an output
- * and again viewed as [2 G, T, T] (a copy). */
-static void build_grouped_probs(gcase *gc, int64_t G, int64_t T, int64_t D, vkg_tensor *index) {
+ * q [2, G, Tq, D] against keys [2, 1, Tk, D] shared by the G heads, scaled and masked causally
+ * (query i at position i + offset + a runtime index).  With Tq = Tk, the probabilities
+ * [2, G, T, T] are outputs, again viewed as [2 G, T, T] (a copy), squared (a two-input op) and
+ * multiplied by values [2, 1, T, D]; else (rows of keys longer than a binding, which neither a
+ * softmax nor a product with V can cut) the masked scores and their square. */
+static void build_grouped_probs(gcase *gc, int64_t G, int64_t Tq, int64_t Tk, int64_t D, int32_t offset,
+                                vkg_tensor *index) {
     vkg_graph *g = gc->g;
-    vkg_tensor q = gc_input(gc, "q", 4, (int64_t[]){2, G, T, D}, 1.0f);
-    vkg_tensor k = gc_input(gc, "k", 4, (int64_t[]){2, 1, T, D}, 1.0f);
-    vkg_tensor v = gc_input(gc, "v", 4, (int64_t[]){2, 1, T, D}, 1.0f);
+    vkg_tensor q = gc_input(gc, "q", 4, (int64_t[]){2, G, Tq, D}, 1.0f);
+    vkg_tensor k = gc_input(gc, "k", 4, (int64_t[]){2, 1, Tk, D}, 1.0f);
     *index = vkg_index(g, "cached");
-    vkg_tensor att = vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B); /* [2, G, T, T] */
-    att = vkg_softmax(g, vkg_mask_causal(g, vkg_scale(g, att, 0.35f), -3, *index));
+    vkg_tensor att = vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B); /* [2, G, Tq, Tk] */
+    att = vkg_mask_causal(g, vkg_scale(g, att, 0.35f), offset, *index);
+    if (Tq == Tk) {
+        att = vkg_softmax(g, att);
+        vkg_output(g, "att.heads", vkg_reshape(g, att, 3, (int64_t[]){2 * G, Tq, Tk}));
+        vkg_output(g, "y", vkg_matmul(g, att, gc_input(gc, "v", 4, (int64_t[]){2, 1, Tk, D}, 1.0f), VKG_NONE, 0));
+    }
     vkg_output(g, "att", att);
-    vkg_output(g, "att.heads", vkg_reshape(g, att, 3, (int64_t[]){2 * G, T, T}));
-    vkg_output(g, "y", vkg_matmul(g, att, v, VKG_NONE, 0));
+    vkg_output(g, "att.squared", vkg_mul(g, att, att));
 }
 
-/* Scores, probabilities and their copy larger than one binding run in blocks (batch entries,
- * then rows and columns; a softmax's rows keep their causal positions): bindings of 16
- * alignments take a head's 13 x 13 scores in several blocks.  On the Vulkan device and on the
- * CPU executor, against the reference. */
+/* Scores, probabilities and the ops on them larger than one binding run in blocks (batch
+ * entries, then rows and columns; a softmax's rows and a causal mask's boxes keep their
+ * positions): bindings of 4 alignments (the least a device may have) take a head's 29 x 29
+ * scores in blocks of rows, and a row of 197 keys in two.  Fused and not, on the
+ * Vulkan device and on the CPU executor, against the reference. */
 static void test_split_bindings(void **state) {
     vkg_device *devs[2] = {vk_test_device(state), NULL};
     vkg_error err = {0};
     vkg_device_options o = {.cpu_threads = 2, .quiet = 1};
     if (vkg_device_open("cpu", &o, &devs[1], &err) != VKG_OK) fail_msg("cpu: %s", err.message);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) {
         vkg_compile_options opts;
         vkg_compile_options_default(&opts);
-        vkg_device_compile_options(devs[i], &opts);
-        max_binding_bytes = 16 * (uint64_t)opts.alignment;
-        gcase gc;
-        gc_init(&gc, 11);
-        vkg_tensor index;
-        build_grouped_probs(&gc, 3, 13, 8, &index);
-        gc_index(&gc, index, 2);
-        check_graph(devs[i], &gc, 1, 0, 1e-4, 1e-5, NULL);
-        gc_free(&gc);
-        max_binding_bytes = 0;
+        vkg_device_compile_options(devs[i / 2], &opts);
+        max_binding_bytes = 4 * (uint64_t)opts.alignment; /* the least a device may have */
+        unfused = i % 2;
+        for (int long_rows = 0; long_rows < 2; long_rows++) {
+            gcase gc;
+            gc_init(&gc, 11);
+            vkg_tensor index;
+            /* 5 queries at positions 182 to 186 over 197 keys: the mask cuts the second half of a row */
+            if (long_rows) build_grouped_probs(&gc, 3, 5, 197, 4, 180, &index);
+            else build_grouped_probs(&gc, 3, 29, 29, 4, -3, &index);
+            gc_index(&gc, index, 2);
+            check_graph(devs[i / 2], &gc, 1, 0, 1e-4, 1e-5, NULL);
+            gc_free(&gc);
+        }
     }
+    max_binding_bytes = 0, unfused = 0;
     vkg_device_free(devs[1]);
     assert_int_equal(vkg_device_validation_errors(devs[0]), 0);
 }

@@ -333,194 +333,211 @@ static vkg_status emit_unary(vkg_compiler *c, vkg_tensor node, const char *label
     return VKG_OK;
 }
 
-/* emit_unary over blocks small enough for one binding each (a copy of the attention
- * probabilities of 32 heads at T = 2048, 512 MiB, against lavapipe's 128 MiB): out's 4-d shape
- * cut into equal boxes, each dimension halved in turn from the first until both sides fit.  For
- * ops that read no runtime index (a block's coordinates start again at 0). */
-static vkg_status emit_unary_blocks(vkg_compiler *c, vkg_tensor node, const char *label, uint32_t op,
-                                    const vkg_view *in, const vkg_view *out) {
-    int64_t shape4[4];
-    shape4_of(out->ndim, out->shape, shape4);
-    const vkg_view in4 = broadcast_view(in, shape4), out4 = broadcast_view(out, shape4);
+/* An op whose operands exceed one binding (a copy of the attention probabilities of 32 heads at
+ * T = 2048, 512 MiB, against lavapipe's 128 MiB) runs as boxes of its 4-d shape, one step each:
+ * the first `dims` dimensions halved in turn, from the first, until each of the n views (4-d,
+ * broadcast strides) spans at most one binding.  A dimension is cut only once those before it
+ * are 1, so a box is whole in every dimension after the first it cuts.  n_box gets a box's
+ * extents; returns the boxes. */
+static int boxes_fit(const vkg_compiler *c, const vkg_view *views, int n, const int64_t *n_box) {
     const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
-    int64_t n[4] = {shape4[0], shape4[1], shape4[2], shape4[3]};
-    for (int d = 0; d < 4; d++)
-        for (;;) {
-            vkg_view a = in4, b = out4;
-            for (int i = 0; i < 4; i++) a.shape[i] = b.shape[i] = n[i];
-            if ((vkg_compile_span_bytes(c, &a) <= limit && vkg_compile_span_bytes(c, &b) <= limit) || n[d] == 1) break;
-            n[d] = (n[d] + 1) / 2;
+    for (int k = 0; k < n; k++) {
+        vkg_view v = views[k];
+        for (int i = 0; i < 4; i++) v.shape[i] = n_box[i];
+        if (vkg_compile_span_bytes(c, &v) > limit) return 0;
+    }
+    return 1;
+}
+
+static int64_t fit_boxes(const vkg_compiler *c, const int64_t *shape4, const vkg_view *views, int n, int dims,
+                         int64_t *n_box) {
+    for (int i = 0; i < 4; i++) n_box[i] = shape4[i];
+    for (int d = 0; d < dims && !boxes_fit(c, views, n, n_box); d++)
+        while (n_box[d] > 1 && !boxes_fit(c, views, n, n_box)) n_box[d] = (n_box[d] + 1) / 2;
+    int64_t boxes = 1;
+    for (int i = 0; i < 4; i++) boxes *= (shape4[i] + n_box[i] - 1) / n_box[i]; /* at most the elements: < 2^63 */
+    return boxes;
+}
+
+/* The box of a 4-d view from corner e, of extents n_box clipped to shape4. */
+static vkg_view box_of(vkg_view v, const int64_t *shape4, const int64_t *e, const int64_t *n_box) {
+    for (int i = 0; i < 4; i++) {
+        v.offset += e[i] * v.strides[i];
+        v.shape[i] = shape4[i] - e[i] < n_box[i] ? shape4[i] - e[i] : n_box[i];
+    }
+    return v;
+}
+
+/* Steps the next box's corner e through shape4 in row-major order; 0 after the last. */
+static int next_box(int64_t *e, const int64_t *shape4, const int64_t *n_box) {
+    for (int i = 3; i >= 0; i--) {
+        e[i] += n_box[i];
+        if (e[i] < shape4[i]) return 1;
+        e[i] = 0;
+    }
+    return 0;
+}
+
+/* A box's label: the op's and its part, cut to the plan's 48 bytes. */
+static const char *box_label(char *l, size_t size, const char *label, int64_t part, int64_t boxes) {
+    if (boxes == 1) return label;
+    snprintf(l, size, "%.32s[%d/%d]", label, (int)part, (int)boxes);
+    return l;
+}
+
+/* A unary op (no runtime index but the causal mask's one, which every position reads alike) over
+ * boxes: a box's coordinates start again at 0, so the causal mask's offset moves by the box's
+ * corner (query i2 = e2 + i2', key i3 = e3 + i3'). */
+static vkg_status emit_unary_boxes(vkg_compiler *c, vkg_tensor node, const char *label, uint32_t op,
+                                   const vkg_view *in, const vkg_view *out) {
+    const vkg_node *n = &c->g->nodes[node];
+    int64_t shape4[4], n_box[4], e[4] = {0, 0, 0, 0};
+    shape4_of(out->ndim, out->shape, shape4);
+    const vkg_view views[2] = {broadcast_view(in, shape4), broadcast_view(out, shape4)};
+    const int64_t boxes = fit_boxes(c, shape4, views, 2, 4, n_box);
+    vkg_status st = vkg_compile_check_split(c, node, label, boxes);
+    for (int64_t part = 1; st == VKG_OK; part++) {
+        char l[64];
+        const vkg_view bi = box_of(views[0], shape4, e, n_box), bo = box_of(views[1], shape4, e, n_box);
+        st = boxes == 1 ? emit_unary(c, node, label, op, in, out)
+                        : emit_unary(c, node, box_label(l, sizeof l, label, part, boxes), op, &bi, &bo);
+        if (st != VKG_OK) return st;
+        vkg_unary_params *p = &c->steps[c->n_steps - 1].step.params.unary;
+        if (op == VKG_UNARY_SCALE) p->alpha = n->attr.scale.s;
+        if (op == VKG_UNARY_CAUSAL) {
+            p->causal_offset = n->attr.causal.offset + (int32_t)(e[2] - e[3]);
+            p->window = n->attr.causal.window;
+            if (n->src[1] != VKG_NONE) {
+                p->dyn_index = (uint32_t)c->index_slot[n->src[1]];
+                bind_index(&c->steps[c->n_steps - 1], 2, n->src[1]);
+            }
         }
-    int64_t parts = 1;
-    for (int i = 0; i < 4; i++) parts *= (shape4[i] + n[i] - 1) / n[i]; /* at most the elements of a binding's worth */
-    if (parts == 1) return emit_unary(c, node, label, op, in, out);
-    vkg_status st = vkg_compile_check_split(c, node, label, parts);
-    int part = 0;
-    int64_t e[4];
-    for (e[0] = 0; st == VKG_OK && e[0] < shape4[0]; e[0] += n[0])
-        for (e[1] = 0; st == VKG_OK && e[1] < shape4[1]; e[1] += n[1])
-            for (e[2] = 0; st == VKG_OK && e[2] < shape4[2]; e[2] += n[2])
-                for (e[3] = 0; st == VKG_OK && e[3] < shape4[3]; e[3] += n[3]) {
-                    vkg_view a = in4, b = out4;
-                    for (int i = 0; i < 4; i++) {
-                        const int64_t k = shape4[i] - e[i] < n[i] ? shape4[i] - e[i] : n[i];
-                        a.offset += e[i] * a.strides[i];
-                        b.offset += e[i] * b.strides[i];
-                        a.shape[i] = b.shape[i] = k;
-                    }
-                    char l[64]; /* the label and its part, cut to the plan's 48 bytes */
-                    snprintf(l, sizeof l, "%.32s[%d/%d]", label, ++part, (int)parts);
-                    st = emit_unary(c, node, l, op, &a, &b);
-                }
+        if (!next_box(e, shape4, n_box)) break;
+    }
+    return st;
+}
+
+/* add, mul, mask or swiglu over boxes, each operand read through broadcast strides. */
+static vkg_status emit_binary_boxes(vkg_compiler *c, vkg_tensor t) {
+    const vkg_node *n = &c->g->nodes[t];
+    const int additive = n->op == VKG_OP_MASK && n->attr.mask.kind == VKG_MASK_ADDITIVE;
+    const uint32_t op = n->op == VKG_OP_MUL ? VKG_BINARY_MUL : n->op == VKG_OP_SWIGLU ? VKG_BINARY_SWIGLU
+                      : (n->op == VKG_OP_MASK && !additive) ? VKG_BINARY_MASK : VKG_BINARY_ADD;
+    int64_t shape4[4], n_box[4], e[4] = {0, 0, 0, 0};
+    shape4_of(n->ndim, n->shape, shape4);
+    const vkg_view views[3] = {broadcast_view(&c->view[n->src[0]], shape4), broadcast_view(&c->view[n->src[1]], shape4),
+                               broadcast_view(&c->view[t], shape4)};
+    const int64_t boxes = fit_boxes(c, shape4, views, 3, 4, n_box);
+    vkg_status st = vkg_compile_check_split(c, t, vkg_op_name(n->op), boxes);
+    for (int64_t part = 1; st == VKG_OK; part++) {
+        char l[64];
+        vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_BINARY, t,
+                                               box_label(l, sizeof l, vkg_op_name(n->op), part, boxes));
+        if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
+        vkg_binary_params *p = &s->step.params.binary;
+        p->op = op;
+        const vkg_view a = box_of(views[0], shape4, e, n_box), b = box_of(views[1], shape4, e, n_box);
+        for (int i = 0; i < 4; i++) {
+            p->shape[i] = (uint32_t)a.shape[i];
+            p->a_strides[i] = (uint32_t)views[0].strides[i];
+            p->b_strides[i] = (uint32_t)views[1].strides[i];
+        }
+        vkg_compile_bind(s, 0, &a, WORD(vkg_binary_params, a_offset));
+        vkg_compile_bind(s, 1, &b, WORD(vkg_binary_params, b_offset));
+        if (boxes == 1) vkg_compile_bind(s, 2, &c->view[t], WORD(vkg_binary_params, out_offset));
+        else {
+            const vkg_view o = box_of(views[2], shape4, e, n_box);
+            vkg_compile_bind(s, 2, &o, WORD(vkg_binary_params, out_offset));
+        }
+        if (!next_box(e, shape4, n_box)) break;
+    }
     return st;
 }
 
 static vkg_status lower_elementwise(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
-    const vkg_view *out = &c->view[t];
-    if (n->op == VKG_OP_ADD || n->op == VKG_OP_MUL || n->op == VKG_OP_MASK || n->op == VKG_OP_SWIGLU) {
-        vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_BINARY, t, vkg_op_name(n->op));
-        if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
-        vkg_binary_params *p = &s->step.params.binary;
-        int additive = n->op == VKG_OP_MASK && n->attr.mask.kind == VKG_MASK_ADDITIVE;
-        p->op = n->op == VKG_OP_MUL ? VKG_BINARY_MUL : n->op == VKG_OP_SWIGLU ? VKG_BINARY_SWIGLU
-              : (n->op == VKG_OP_MASK && !additive) ? VKG_BINARY_MASK : VKG_BINARY_ADD;
-        int64_t shape4[4];
-        shape4_of(n->ndim, n->shape, shape4);
-        for (int i = 0; i < 4; i++) p->shape[i] = (uint32_t)shape4[i];
-        strides4(&c->view[n->src[0]], shape4, p->a_strides);
-        strides4(&c->view[n->src[1]], shape4, p->b_strides);
-        vkg_view a = broadcast_view(&c->view[n->src[0]], shape4), b = broadcast_view(&c->view[n->src[1]], shape4);
-        vkg_compile_bind(s, 0, &a, WORD(vkg_binary_params, a_offset));
-        vkg_compile_bind(s, 1, &b, WORD(vkg_binary_params, b_offset));
-        vkg_compile_bind(s, 2, out, WORD(vkg_binary_params, out_offset));
-        return VKG_OK;
-    }
-    if (n->op != VKG_OP_MASK_CAUSAL) {
-        const int first = c->n_steps;
-        const uint32_t op = n->op == VKG_OP_SCALE ? VKG_UNARY_SCALE : vkg_activation_code(n->op); /* or COPY */
-        vkg_status st = emit_unary_blocks(c, t, vkg_op_name(n->op), op, &c->view[n->src[0]], out);
-        for (int i = first; st == VKG_OK && n->op == VKG_OP_SCALE && i < c->n_steps; i++)
-            c->steps[i].step.params.unary.alpha = n->attr.scale.s;
-        return st;
-    }
-    vkg_status st = emit_unary(c, t, vkg_op_name(n->op), VKG_UNARY_CAUSAL, &c->view[n->src[0]], out);
-    if (st != VKG_OK) return st;
-    if (n->attr.causal.rows)
+    if (n->op == VKG_OP_ADD || n->op == VKG_OP_MUL || n->op == VKG_OP_MASK || n->op == VKG_OP_SWIGLU)
+        return emit_binary_boxes(c, t);
+    if (n->op == VKG_OP_MASK_CAUSAL && n->attr.causal.rows)
         return vkg_error_set(c->err, VKG_ERR_UNSUPPORTED, "'%s': a causal mask with a position for each row runs "
                              "fused into the softmax or attention that reads it", vkg_tensor_name(c->g, t));
-    vkg_sym_step *s = &c->steps[c->n_steps - 1];
-    s->step.params.unary.causal_offset = n->attr.causal.offset;
-    s->step.params.unary.window = n->attr.causal.window;
-    if (n->src[1] != VKG_NONE) {
-        s->step.params.unary.dyn_index = (uint32_t)c->index_slot[n->src[1]];
-        bind_index(s, 2, n->src[1]);
-    }
-    return VKG_OK;
+    const uint32_t op = n->op == VKG_OP_SCALE ? VKG_UNARY_SCALE : n->op == VKG_OP_MASK_CAUSAL ? VKG_UNARY_CAUSAL
+                      : vkg_activation_code(n->op); /* an activation, or VKG_UNARY_COPY for copy */
+    return emit_unary_boxes(c, t, vkg_op_name(n->op), op, &c->view[n->src[0]], &c->view[t]);
 }
 
-/* The rows of a softmax one step takes: i0 in [e0, e0 + n0), i1 in [e1, e1 + n1), i2 in
- * [e2, e2 + n2) of its [d0, d1, d2, cols] rows, a block whole in every dimension after the first
- * it cuts (so that its rows are contiguous). */
-typedef struct softmax_rows {
-    int64_t e0, n0, e1, n1, e2, n2;
-} softmax_rows;
-
-/* A contiguous [d0, d1, d2, cols] tensor's view narrowed to the block b (shape4 its extents). */
-static vkg_view rows_view(const vkg_view *v, const int64_t *shape4, const softmax_rows *b) {
-    const int64_t cols = shape4[3];
-    vkg_view r = {.base = v->base, .ndim = 4,
-                  .offset = v->offset + ((b->e0 * shape4[1] + b->e1) * shape4[2] + b->e2) * cols,
-                  .shape = {b->n0, b->n1, b->n2, cols},
-                  .strides = {shape4[1] * shape4[2] * cols, shape4[2] * cols, cols, 1}};
-    return r;
-}
-
+/* One softmax step over the rows of the box at e (extents n_box, clipped): i0, i1, i2 of its
+ * [d0, d1, d2, cols] rows, every row whole (fit_boxes with dims 3, so the rows are contiguous). */
 static vkg_status emit_softmax(vkg_compiler *c, vkg_tensor t, const char *label, const int64_t *shape4,
-                               const softmax_rows *b) {
+                               const int64_t *e, const int64_t *n_box) {
     const vkg_node *n = &c->g->nodes[t];
     vkg_tensor x = c->fused_input[t] != VKG_NONE ? c->fused_input[t] : n->src[0];
     vkg_tensor sc = c->fused_scale[t], mk = c->fused_mask[t];
     vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_SOFTMAX, t, label);
     if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
     vkg_softmax_params *p = &s->step.params.softmax;
-    const int whole = b->n0 == shape4[0] && b->n1 == shape4[1] && b->n2 == shape4[2];
+    const vkg_view out = box_of(broadcast_view(&c->view[t], shape4), shape4, e, n_box);
+    const int whole = out.shape[0] == shape4[0] && out.shape[1] == shape4[1] && out.shape[2] == shape4[2];
     p->cols = (uint32_t)shape4[3];
-    p->rows = (uint32_t)(b->n0 * b->n1 * b->n2);
-    p->dim1 = (uint32_t)b->n1;
-    p->dim2 = (uint32_t)b->n2;
+    p->rows = (uint32_t)(out.shape[0] * out.shape[1] * out.shape[2]);
+    p->dim1 = (uint32_t)out.shape[1];
+    p->dim2 = (uint32_t)out.shape[2];
     p->scale = sc != VKG_NONE ? c->g->nodes[sc].attr.scale.s : 1.0f;
     p->mask_kind = VKG_SOFTMAX_MASK_NONE;
     p->dyn_index = VKG_NO_INDEX;
-    /* the whole tensor through its views as they are; a block through its contiguous rows */
-    const vkg_view in = whole ? c->view[x] : rows_view(&c->view[x], shape4, b),
-                   out = whole ? c->view[t] : rows_view(&c->view[t], shape4, b);
-    vkg_compile_bind(s, 0, &in, WORD(vkg_softmax_params, in_offset));
-    vkg_compile_bind(s, 1, &out, WORD(vkg_softmax_params, out_offset));
+    if (whole) {
+        vkg_compile_bind(s, 0, &c->view[x], WORD(vkg_softmax_params, in_offset));
+        vkg_compile_bind(s, 1, &c->view[t], WORD(vkg_softmax_params, out_offset));
+    } else {
+        const vkg_view in = box_of(broadcast_view(&c->view[x], shape4), shape4, e, n_box);
+        vkg_compile_bind(s, 0, &in, WORD(vkg_softmax_params, in_offset));
+        vkg_compile_bind(s, 1, &out, WORD(vkg_softmax_params, out_offset));
+    }
     if (mk == VKG_NONE) return VKG_OK;
     const vkg_node *m = &c->g->nodes[mk];
     if (m->op == VKG_OP_MASK_CAUSAL) {
         p->mask_kind = VKG_SOFTMAX_MASK_CAUSAL;
         p->mask_rows = vkg_compile_mask_rows(m);
-        /* a block's first row i2 = 0 is the tensor's e2: its position moves with it, unless every
-         * row is at one position */
-        p->causal_offset = m->attr.causal.offset + (p->mask_rows & VKG_MASK_ROWS_ONE_POSITION ? 0 : (int32_t)b->e2);
+        /* a box's row i2 = 0 is the tensor's e2: its position moves with it, unless every row is
+         * at one position */
+        p->causal_offset = m->attr.causal.offset + (p->mask_rows & VKG_MASK_ROWS_ONE_POSITION ? 0 : (int32_t)e[2]);
         p->window = m->attr.causal.window;
         if (m->src[1] != VKG_NONE) {
-            /* with an index for each i0, the block's first i0 reads the e0-th */
-            p->dyn_index = (uint32_t)c->index_slot[m->src[1]] + (p->mask_rows & VKG_MASK_ROWS_OWN_INDEX ? (uint32_t)b->e0 : 0u);
+            /* with an index for each i0, the box's first i0 reads the e0-th */
+            p->dyn_index = (uint32_t)c->index_slot[m->src[1]] + (p->mask_rows & VKG_MASK_ROWS_OWN_INDEX ? (uint32_t)e[0] : 0u);
             bind_index(s, 3, m->src[1]);
         }
     } else {
         p->mask_kind = m->attr.mask.kind == VKG_MASK_BOOL ? VKG_SOFTMAX_MASK_BOOL : VKG_SOFTMAX_MASK_ADDITIVE;
         strides4(&c->view[m->src[1]], shape4, p->mask_strides);
-        vkg_view mv = broadcast_view(&c->view[m->src[1]], shape4);
-        const int64_t first[3] = {b->e0, b->e1, b->e2}, count[3] = {b->n0, b->n1, b->n2};
-        for (int i = 0; i < 3; i++) {
-            mv.offset += first[i] * mv.strides[i];
-            mv.shape[i] = count[i];
-        }
+        const vkg_view mv = box_of(broadcast_view(&c->view[m->src[1]], shape4), shape4, e, n_box);
         vkg_compile_bind(s, 2, &mv, WORD(vkg_softmax_params, mask_offset));
     }
     return VKG_OK;
 }
 
 /* A softmax whose rows exceed one binding (the attention probabilities of 32 heads at T = 2048,
- * 512 MiB, against lavapipe's 128 MiB) runs as blocks of rows: one i0 at a time and its i1 in
- * runs, else one (i0, i1) at a time and its i2 in runs, each run halved until it fits. */
+ * 512 MiB, against lavapipe's 128 MiB) runs as boxes of whole rows. */
 static vkg_status lower_softmax(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
     char label[48] = "softmax";
-    vkg_tensor sc = c->fused_scale[t], mk = c->fused_mask[t];
+    const vkg_tensor x = c->fused_input[t] != VKG_NONE ? c->fused_input[t] : n->src[0];
+    const vkg_tensor sc = c->fused_scale[t], mk = c->fused_mask[t];
     if (sc != VKG_NONE) strcat(label, "+scale");
     if (mk != VKG_NONE) strcat(label, c->g->nodes[mk].op == VKG_OP_MASK_CAUSAL ? "+causal" : "+mask");
-    int64_t shape4[4];
+    int64_t shape4[4], n_box[4], e[4] = {0, 0, 0, 0};
     shape4_of(n->ndim, n->shape, shape4);
-    const uint64_t limit = (c->opts.max_binding_bytes - c->opts.alignment) / sizeof(float), cols = (uint64_t)shape4[3];
-    softmax_rows b = {0, shape4[0], 0, shape4[1], 0, shape4[2]};
-    while ((uint64_t)(b.n0 * b.n1 * b.n2) * cols > limit && (b.n0 > 1 || b.n1 > 1 || b.n2 > 1)) {
-        if (b.n0 > 1) b.n0 = 1;
-        else if (b.n1 > 1) b.n1 = (b.n1 + 1) / 2;
-        else b.n2 = (b.n2 + 1) / 2;
+    vkg_view views[3] = {broadcast_view(&c->view[x], shape4), broadcast_view(&c->view[t], shape4)};
+    const int masked = mk != VKG_NONE && c->g->nodes[mk].op != VKG_OP_MASK_CAUSAL;
+    if (masked) views[2] = broadcast_view(&c->view[c->g->nodes[mk].src[1]], shape4);
+    const int64_t boxes = fit_boxes(c, shape4, views, masked ? 3 : 2, 3, n_box);
+    vkg_status st = vkg_compile_check_split(c, t, "softmax", boxes);
+    for (int64_t part = 1; st == VKG_OK; part++) {
+        char l[64];
+        st = emit_softmax(c, t, box_label(l, sizeof l, label, part, boxes), shape4, e, n_box);
+        if (!next_box(e, shape4, n_box)) break;
     }
-    const int64_t dims[3] = {(shape4[0] + b.n0 - 1) / b.n0, (shape4[1] + b.n1 - 1) / b.n1,
-                             (shape4[2] + b.n2 - 1) / b.n2};
-    const int64_t parts = dims[0] * dims[1] * dims[2]; /* at most the rows: each below 2^32 */
-    vkg_status st = vkg_compile_check_split(c, t, "softmax", parts);
-    if (st != VKG_OK) return st;
-    int part = 0;
-    for (int64_t e0 = 0; e0 < shape4[0]; e0 += b.n0)
-        for (int64_t e1 = 0; e1 < shape4[1]; e1 += b.n1)
-            for (int64_t e2 = 0; e2 < shape4[2]; e2 += b.n2) {
-                const softmax_rows r = {e0, shape4[0] - e0 < b.n0 ? shape4[0] - e0 : b.n0,
-                                        e1, shape4[1] - e1 < b.n1 ? shape4[1] - e1 : b.n1,
-                                        e2, shape4[2] - e2 < b.n2 ? shape4[2] - e2 : b.n2};
-                char l[64]; /* the label and its part, cut to the plan's 48 bytes */
-                if (parts > 1) snprintf(l, sizeof l, "%.32s[%d/%d]", label, ++part, (int)parts);
-                st = emit_softmax(c, t, parts > 1 ? l : label, shape4, &r);
-                if (st != VKG_OK) return st;
-            }
-    return VKG_OK;
+    return st;
 }
 
 static vkg_status lower_layernorm(vkg_compiler *c, vkg_tensor t) {
@@ -804,7 +821,7 @@ vkg_status vkg_compile_lower(vkg_compiler *c) {
                 to.ndim = from.ndim;
                 memcpy(to.shape, from.shape, sizeof to.shape);
                 vkg_contiguous_strides(to.ndim, to.shape, to.strides);
-                st = emit_unary_blocks(c, i, "copy(view)", VKG_UNARY_COPY, &from, &to);
+                st = emit_unary_boxes(c, i, "copy(view)", VKG_UNARY_COPY, &from, &to);
             }
             break;
         case VKG_OP_SOFTMAX: st = lower_softmax(c, i); break;

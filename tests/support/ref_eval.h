@@ -36,8 +36,8 @@ void ref_free(const vkg_graph *g, float **values);
  * when nothing writes it. */
 const float *ref_final_state(const vkg_graph *g, float **values, vkg_tensor state);
 
-/* Compares n floats: |got - want| <= atol + rtol * |want| everywhere (NaN never passes; equal
- * infinities do).  Returns the index of the first mismatch, or -1 when all agree. */
+/* Compares n floats: |got - want| <= atol + rtol * |want| everywhere (NaN never passes; an
+ * infinity only itself).  Returns the index of the first mismatch, or -1 when all agree. */
 int64_t ref_compare(const float *got, const float *want, int64_t n, double rtol, double atol);
 
 #endif
