@@ -67,6 +67,19 @@ static void test_write_failures(void **state) {
     snprintf(args, sizeof args, "attention -m '%s' --ids 1,2,3 --layer 0 --device cpu", tiny);
     expect_fail(shell(args, ">/dev/full"), "attention", "cannot write to standard output");
     expect_fail(shell("--version", ">/dev/full"), "--version", "cannot write to standard output");
+    /* a .npy on a device that takes no bytes (named through a link, as it must end in .npy): an
+     * error naming it, and the device and the link left in place */
+    const char *full = in_tmp("full.npy");
+    remove(full);
+    assert_int_equal(symlink("/dev/full", full), 0);
+    char want_full[1300];
+    snprintf(want_full, sizeof want_full, "cannot write %s: No space left on device", full);
+    expect_fail(VKG("attention", "-m", tiny, "--ids", "1,2,3", "--layer", "all", "--npy", full, "--device", "cpu"),
+                "attention", want_full);
+    assert_int_equal(access("/dev/full", F_OK), 0);
+    struct stat lb;
+    assert_int_equal(lstat(full, &lb), 0);
+    assert_true(S_ISLNK(lb.st_mode));
     /* with stdout closed, the .npy file does not take its descriptor: it is still a whole .npy */
     struct stat sb;
     assert_int_equal(stat(in_tmp("w.npy"), &sb), 0);

@@ -1,6 +1,6 @@
 /* Tests of the .npy writer and reader (src/io/npy.c): the exact bytes the format's specification
- * asks for, round trips of every rank, files written the way numpy writes them, and malformed
- * files, which must all be VKG_ERR_FORMAT with a message. */
+ * asks for, round trips of every rank, files written piece by piece, files written the way numpy
+ * writes them, and malformed files, which must all be VKG_ERR_FORMAT with a message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -226,6 +226,55 @@ static void test_malformed_files(void **state) {
     expect_format_error(fx->path, "version 4.0");
 }
 
+/* The writer in pieces gives the file the whole write gives, byte for byte; too many floats, too
+ * few at close, or floats from NULL fail with a message and leave no file. */
+static void test_pieces(void **state) {
+    fixture *fx = *state;
+    float values[2 * 3 * 5];
+    for (int i = 0; i < 30; i++) values[i] = (float)i * 0.25f - 3.0f;
+    const int64_t shape[3] = {2, 3, 5};
+    vkg_error err = {0};
+    char whole[200];
+    snprintf(whole, sizeof whole, "%s/whole.npy", fx->dir);
+    assert_int_equal(vkg_npy_write_f32(whole, values, 3, shape, &err), VKG_OK);
+    vkg_npy_writer *w = NULL;
+    assert_int_equal(vkg_npy_writer_open(fx->path, 3, shape, &w, &err), VKG_OK);
+    assert_int_equal(vkg_npy_writer_append(w, values, 0, &err), VKG_OK);
+    assert_int_equal(vkg_npy_writer_append(w, values, 7, &err), VKG_OK);
+    assert_int_equal(vkg_npy_writer_append(w, values + 7, 23, &err), VKG_OK);
+    assert_int_equal(vkg_npy_writer_close(w, &err), VKG_OK);
+    size_t na = 0, nb = 0;
+    char *a = test_read_file(whole, &na), *b = test_read_file(fx->path, &nb);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na);
+    free(a);
+    free(b);
+    remove(whole);
+
+    assert_int_equal(vkg_npy_writer_open(fx->path, 3, shape, &w, &err), VKG_OK);
+    assert_int_equal(vkg_npy_writer_append(w, values, 29, &err), VKG_OK);
+    assert_int_equal(vkg_npy_writer_append(w, values, 2, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "29 are written"));
+    assert_int_equal(access(fx->path, F_OK), -1);
+
+    assert_int_equal(vkg_npy_writer_open(fx->path, 3, shape, &w, &err), VKG_OK);
+    assert_int_equal(vkg_npy_writer_append(w, values, 12, &err), VKG_OK);
+    assert_int_equal(vkg_npy_writer_close(w, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "12 of the shape's 30"));
+    assert_int_equal(access(fx->path, F_OK), -1);
+
+    assert_int_equal(vkg_npy_writer_open(fx->path, 3, shape, &w, &err), VKG_OK);
+    assert_int_equal(vkg_npy_writer_append(w, NULL, 3, &err), VKG_ERR_INVALID_ARGUMENT);
+    assert_int_equal(access(fx->path, F_OK), -1);
+
+    /* a device that takes no bytes: the error says so, and the device is not removed */
+    assert_int_equal(vkg_npy_write_f32("/dev/full", values, 3, shape, &err), VKG_ERR_IO);
+    assert_non_null(strstr(err.message, "cannot write /dev/full: No space left on device"));
+    assert_int_equal(access("/dev/full", F_OK), 0);
+}
+
 static void test_argument_and_io_errors(void **state) {
     fixture *fx = *state;
     const float one = 1.0f;
@@ -256,6 +305,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_exact_header_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip_every_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip_empty, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pieces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reads_other_valid_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_malformed_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_argument_and_io_errors, setup, teardown),

@@ -211,11 +211,10 @@ static int write_layer_png(const gpt2_cli *c, const attn_choice *ch, const char 
     return 0;
 }
 
-static int write_pngs(const gpt2_cli *c, const attn_choice *ch, const char *png, const float *probs) {
-    const size_t T = c->n_ids, per_layer = (size_t)c->info.n_head * T * T;
-    char **labels = calloc(T, sizeof *labels);
-    if (!labels) return cli_fail(CMD, "out of memory");
-    for (size_t i = 0; i < T; i++) {
+/* The prompt's tokens as text, the heatmaps' axis labels (NULL where out of memory). */
+static char **token_labels(const gpt2_cli *c) {
+    char **labels = calloc(c->n_ids, sizeof *labels);
+    for (size_t i = 0; labels && i < c->n_ids; i++) {
         char buf[32];
         size_t len;
         const char *bytes = gpt2_cli_token(c, c->ids[i], buf, sizeof buf, &len);
@@ -224,75 +223,81 @@ static int write_pngs(const gpt2_cli *c, const attn_choice *ch, const char *png,
             labels[i][len] = '\0';
         }
     }
-    long first = ch->layer == ALL ? 0 : ch->layer, last = ch->layer == ALL ? c->info.n_layer - 1 : ch->layer;
-    int rc = 0;
-    for (long l = first; rc == 0 && l <= last; l++)
-        rc = write_layer_png(c, ch, png, probs + (size_t)(l - first) * per_layer, l, labels);
-    for (size_t i = 0; i < T; i++) free(labels[i]);
-    free(labels);
-    return rc;
+    return labels;
 }
 
-/* The .npy: [layers,] [heads,] T, T, the axes chosen as "all" kept.  probs: [layers, H, T, T]. */
-static int write_npy(const gpt2_cli *c, const attn_choice *ch, const char *npy, const float *probs, size_t layers) {
-    const size_t T = c->n_ids, H = (size_t)c->info.n_head, square = T * T;
-    int64_t shape[4];
+static void free_labels(char **labels, size_t n) {
+    for (size_t i = 0; labels && i < n; i++) free(labels[i]);
+    free(labels);
+}
+
+/* The .npy's shape, [layers,] [heads,] T, T (the axes chosen as "all" kept); returns its rank. */
+static int npy_shape(const gpt2_cli *c, const attn_choice *ch, size_t layers, int64_t shape[4]) {
     int nd = 0;
     if (ch->layer == ALL) shape[nd++] = (int64_t)layers;
-    if (ch->head == ALL) shape[nd++] = (int64_t)H;
-    shape[nd++] = (int64_t)T;
-    shape[nd++] = (int64_t)T;
-    float *one_head = NULL;
-    const float *data = probs;
-    if (ch->head != ALL) { /* that head's square of every chosen layer */
-        if (!(one_head = malloc(layers * square * sizeof *one_head))) return cli_fail(CMD, "out of memory");
-        for (size_t l = 0; l < layers; l++)
-            memcpy(one_head + l * square, probs + (l * H + (size_t)ch->head) * square, square * sizeof *one_head);
-        data = one_head;
-    }
-    vkg_error err = {0};
-    int rc = vkg_npy_write_f32(npy, data, nd, shape, &err) != VKG_OK ? cli_fail(CMD, "%s", err.message) : 0;
-    free(one_head);
-    if (rc) return rc;
-    fprintf(stderr, "vkgraph %s: probabilities [", CMD);
-    for (int d = 0; d < nd; d++) fprintf(stderr, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    fprintf(stderr, "] (%s%s%s) written to %s\n", ch->layer == ALL ? "layers, " : "", ch->head == ALL ? "heads, " : "",
-            "query, key", npy);
-    return 0;
+    if (ch->head == ALL) shape[nd++] = (int64_t)c->info.n_head;
+    shape[nd++] = (int64_t)c->n_ids;
+    shape[nd++] = (int64_t)c->n_ids;
+    return nd;
 }
 
+/* One layer's probabilities [H, T, T], as they come: its table, its part of the .npy (the chosen
+ * head's square, or every head), its picture. */
+static int one_layer(const gpt2_cli *c, const attn_options *o, const attn_choice *ch, const float *probs, long layer,
+                     vkg_npy_writer **npy, char **labels) {
+    const size_t square = c->n_ids * c->n_ids;
+    print_layer_table(c, probs, layer, ch->it);
+    fflush(stdout);
+    vkg_error err = {0};
+    if (*npy) {
+        const vkg_status st = ch->head == ALL
+                                  ? vkg_npy_writer_append(*npy, probs, (size_t)c->info.n_head * square, &err)
+                                  : vkg_npy_writer_append(*npy, probs + (size_t)ch->head * square, square, &err);
+        if (st != VKG_OK) {
+            *npy = NULL; /* the writer is gone with its file */
+            return cli_fail(CMD, "%s", err.message);
+        }
+    }
+    return o->png ? write_layer_png(c, ch, o->png, probs, layer, labels) : 0;
+}
+
+/* One pass over the prompt from position 0, without logits (only the layers up to the last one
+ * asked for run), then each layer asked for read, shown and written in turn: with --layer all
+ * the session holds every layer's probabilities, this process one layer's more. */
 static int run(gpt2_cli *c, const attn_options *o, const attn_choice *ch) {
     const vkg_model_info *cfg = &c->info;
     const size_t T = c->n_ids, H = (size_t)cfg->n_head, per_layer = H * T * T;
     const size_t layers = ch->layer == ALL ? (size_t)cfg->n_layer : 1;
-    /* The [layers, H, T, T] probabilities, checked against the machine before asking for them. */
-    const double want = (double)layers * (double)per_layer * (double)sizeof(float);
+    /* checked against the machine before asking for them */
+    const double want = (double)(layers + 1) * (double)per_layer * (double)sizeof(float);
     const uint64_t have = vkg_host_memory_bytes();
     if (want > (double)have)
         return cli_fail(CMD, "the attention probabilities of %zu layers x %zu heads x %zu x %zu need %.1f GiB, but this "
                         "machine has %.1f GiB of memory: ask for one --layer, or a shorter prompt", layers, H, T, T,
                         want / 1073741824.0, (double)have / 1073741824.0);
-    float *probs = malloc(layers * per_layer * sizeof *probs);
-    if (!probs)
-        return cli_fail(CMD, "out of memory for %zu layers x %zu heads x %zu x %zu probabilities (%.0f MB)", layers, H,
-                        T, T, (double)(layers * per_layer * sizeof *probs) / 1e6);
+    float *probs = malloc(per_layer * sizeof *probs);
+    char **labels = o->png ? token_labels(c) : NULL;
+    if (!probs || (o->png && !labels)) {
+        free(probs);
+        free_labels(labels, T);
+        return cli_fail(CMD, "out of memory for %zu heads x %zu x %zu probabilities (%.0f MB)", H, T, T,
+                        (double)(per_layer * sizeof *probs) / 1e6);
+    }
     vkg_error err = {0};
     int rc = 0;
-    /* One pass over the prompt from position 0, without logits: only the layers up to the last
-     * one asked for run. */
     vkg_context_options co;
     vkg_context_options_default(&co);
     co.n_ctx = co.n_batch = (int)T;
     co.logits = VKG_LOGITS_NONE;
     co.attention_layer = ch->layer == ALL ? VKG_ALL_LAYERS : (int)ch->layer;
     vkg_context *ctx = NULL;
-    if (vkg_context_new(c->model, &co, &ctx, &err) != VKG_OK || vkg_context_prefill(ctx, c->ids, (int)T, &err) != VKG_OK)
+    vkg_npy_writer *npy = NULL;
+    int64_t shape[4];
+    const int nd = npy_shape(c, ch, layers, shape);
+    if (vkg_context_new(c->model, &co, &ctx, &err) != VKG_OK || vkg_context_prefill(ctx, c->ids, (int)T, &err) != VKG_OK ||
+        (o->npy && vkg_npy_writer_open(o->npy, nd, shape, &npy, &err) != VKG_OK))
         rc = cli_fail(CMD, "%s", err.message);
-    const long first_layer = ch->layer == ALL ? 0 : ch->layer;
-    for (size_t l = 0; rc == 0 && l < layers; l++)
-        if (vkg_context_get_attention(ctx, (int)(first_layer + (long)l), probs + l * per_layer, per_layer, &err) != VKG_OK)
-            rc = cli_fail(CMD, "%s", err.message);
-    vkg_context_free(ctx);
+    const long first = ch->layer == ALL ? 0 : ch->layer;
     if (rc == 0) {
         char shown[256], which[64];
         token_repr(c, ch->it, shown, sizeof shown);
@@ -302,16 +307,29 @@ static int run(gpt2_cli *c, const attn_options *o, const attn_choice *ch) {
                 vkg_device_name(c->dev));
         if (c->info.random_weights) printf("%s\n", VKG_LESSON_RANDOM_NOTE);
         printf("%d layers; %d heads per layer\n", cfg->n_layer, cfg->n_head);
-        long first = ch->layer == ALL ? 0 : ch->layer;
-        for (size_t l = 0; l < layers; l++) {
-            if (l) printf("\n");
-            print_layer_table(c, probs + l * per_layer, first + (long)l, ch->it);
-        }
-        fflush(stdout);
     }
-    if (rc == 0 && o->npy) rc = write_npy(c, ch, o->npy, probs, layers);
-    if (rc == 0 && o->png) rc = write_pngs(c, ch, o->png, probs);
+    for (size_t l = 0; rc == 0 && l < layers; l++) {
+        if (vkg_context_get_attention(ctx, (int)(first + (long)l), probs, per_layer, &err) != VKG_OK) {
+            rc = cli_fail(CMD, "%s", err.message);
+            break;
+        }
+        if (l) printf("\n");
+        rc = one_layer(c, o, ch, probs, first + (long)l, &npy, labels);
+    }
+    vkg_context_free(ctx);
     free(probs);
+    free_labels(labels, T);
+    if (npy) {
+        /* closed short of its shape (a failure above) it is removed */
+        const vkg_status st = vkg_npy_writer_close(npy, &err);
+        if (rc == 0 && st != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
+        if (rc == 0) {
+            fprintf(stderr, "vkgraph %s: probabilities [", CMD);
+            for (int d = 0; d < nd; d++) fprintf(stderr, "%s%lld", d ? ", " : "", (long long)shape[d]);
+            fprintf(stderr, "] (%s%s%s) written to %s\n", ch->layer == ALL ? "layers, " : "",
+                    ch->head == ALL ? "heads, " : "", "query, key", o->npy);
+        }
+    }
     return rc;
 }
 

@@ -71,9 +71,33 @@ static vkg_status npy_write_data(FILE *f, const float *data, int64_t numel) {
     return VKG_OK;
 }
 
-vkg_status vkg_npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape,
-                             vkg_error *err) {
-    if (!path || !shape || ndim < 1 || ndim > VKG_NPY_MAX_DIMS)
+struct vkg_npy_writer {
+    FILE *f;
+    char *path;
+    int64_t numel, written; /* floats the shape holds, floats appended so far */
+    int regular;            /* the path is a regular file: a failed write removes it (never a
+                               device such as /dev/full, a pipe or a terminal) */
+};
+
+/* Closes w's file (unless already closed), removes it where it is a regular file and frees w. */
+static void discard(vkg_npy_writer *w) {
+    if (w->f) fclose(w->f);
+    if (w->regular) remove(w->path);
+    free(w->path);
+    free(w);
+}
+
+/* A write error (errno e) on w: err set, w discarded. */
+static vkg_status write_error(vkg_npy_writer *w, int e, vkg_error *err) {
+    vkg_status st = vkg_error_set(err, VKG_ERR_IO, "cannot write %s: %s", w->path, strerror(e));
+    discard(w);
+    return st;
+}
+
+vkg_status vkg_npy_writer_open(const char *path, int ndim, const int64_t *shape, vkg_npy_writer **out,
+                               vkg_error *err) {
+    if (out) *out = NULL;
+    if (!path || !shape || !out || ndim < 1 || ndim > VKG_NPY_MAX_DIMS)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "npy write: need a path, and 1 to %d dimensions (got %d)",
                              VKG_NPY_MAX_DIMS, ndim);
@@ -85,27 +109,64 @@ vkg_status vkg_npy_write_f32(const char *path, const float *data, int ndim, cons
                                  path, (long long)shape[i], i);
         numel *= shape[i];
     }
-    if (numel > 0 && !data)
-        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "npy write %s: data is NULL", path);
-
     char preamble[512];
     size_t preamble_len = npy_format_preamble(preamble, sizeof preamble, ndim, shape);
-
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return vkg_error_set(err, VKG_ERR_IO, "cannot create %s: %s", path, strerror(errno));
-    int ok = fwrite(preamble, 1, preamble_len, f) == preamble_len;
-    if (ok) ok = npy_write_data(f, data, numel) == VKG_OK;
-    int saved_errno = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = 0;
-        saved_errno = errno;
+    vkg_npy_writer *w = calloc(1, sizeof *w);
+    if (!w || !(w->path = strdup(path))) {
+        free(w);
+        return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "npy write %s: out of memory", path);
     }
-    if (!ok) {
-        remove(path);
-        return vkg_error_set(err, VKG_ERR_IO, "cannot write %s: %s", path, strerror(saved_errno));
+    w->numel = numel;
+    if (!(w->f = fopen(path, "wb"))) {
+        vkg_status st = vkg_error_set(err, VKG_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+        free(w->path);
+        free(w);
+        return st;
     }
+    struct stat sb;
+    w->regular = fstat(fileno(w->f), &sb) == 0 && S_ISREG(sb.st_mode);
+    if (fwrite(preamble, 1, preamble_len, w->f) != preamble_len) return write_error(w, errno, err);
+    *out = w;
     return VKG_OK;
+}
+
+vkg_status vkg_npy_writer_append(vkg_npy_writer *w, const float *data, size_t n, vkg_error *err) {
+    if (!w) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "npy write: no writer");
+    if (n > (uint64_t)(w->numel - w->written) || (n > 0 && !data)) {
+        vkg_status st = vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                                      "npy write %s: %zu more floats%s, where the shape holds %lld and %lld are written",
+                                      w->path, n, data ? "" : " from NULL", (long long)w->numel, (long long)w->written);
+        discard(w);
+        return st;
+    }
+    if (npy_write_data(w->f, data, (int64_t)n) != VKG_OK) return write_error(w, errno, err);
+    w->written += (int64_t)n;
+    return VKG_OK;
+}
+
+vkg_status vkg_npy_writer_close(vkg_npy_writer *w, vkg_error *err) {
+    if (!w) return VKG_OK;
+    if (w->written != w->numel) {
+        vkg_status st = vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "npy write %s: %lld of the shape's %lld floats written",
+                                      w->path, (long long)w->written, (long long)w->numel);
+        discard(w);
+        return st;
+    }
+    const int closed = fclose(w->f) == 0, e = errno;
+    w->f = NULL;
+    if (!closed) return write_error(w, e, err);
+    free(w->path);
+    free(w);
+    return VKG_OK;
+}
+
+vkg_status vkg_npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape,
+                             vkg_error *err) {
+    vkg_npy_writer *w = NULL;
+    vkg_status st = vkg_npy_writer_open(path, ndim, shape, &w, err);
+    if (st == VKG_OK) st = vkg_npy_writer_append(w, data, (size_t)w->numel, err);
+    if (st == VKG_OK) st = vkg_npy_writer_close(w, err);
+    return st;
 }
 
 /* ---------------------------------------------------------------------------------------------
