@@ -35,6 +35,11 @@ float *test_numpy_logits(const char *model_dir, const int32_t *ids, int n, int64
 }
 
 float *test_numpy_logits_of(const char *script_env, const char *model_dir, const int32_t *ids, int n, int64_t vocab) {
+    return test_numpy_logits_attention_of(script_env, model_dir, ids, n, vocab, NULL);
+}
+
+float *test_numpy_logits_attention_of(const char *script_env, const char *model_dir, const int32_t *ids, int n,
+                                      int64_t vocab, const char *attention_npy) {
     const char *script = getenv(script_env);
     if (!script) fail_msg("%s (the NumPy reference script) is not set: run through ctest", script_env);
     size_t len = (size_t)n * 12 + 1;
@@ -46,7 +51,11 @@ float *test_numpy_logits_of(const char *script_env, const char *model_dir, const
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        execl("/usr/bin/python3", "python3", script, model_dir, "--ids", csv, "--logits", out, (char *)NULL);
+        if (attention_npy)
+            execl("/usr/bin/python3", "python3", script, model_dir, "--ids", csv, "--logits", out, "--attention",
+                  attention_npy, (char *)NULL);
+        else
+            execl("/usr/bin/python3", "python3", script, model_dir, "--ids", csv, "--logits", out, (char *)NULL);
         _exit(127);
     }
     int ws = 0;

@@ -28,6 +28,10 @@ float *test_numpy_logits(const char *model_dir, const int32_t *ids, int n, int64
 /* The same with the script that the environment variable script_env names (VKG_REFERENCE:
  * tools/gpt2_reference.py, VKG_LLAMA_REFERENCE: tools/llama_reference.py). */
 float *test_numpy_logits_of(const char *script_env, const char *model_dir, const int32_t *ids, int n, int64_t vocab);
+/* The same, with every layer's attention probabilities [n_layer, n_head, n, n] written to the .npy
+ * attention_npy as well (NULL: none). */
+float *test_numpy_logits_attention_of(const char *script_env, const char *model_dir, const int32_t *ids, int n,
+                                      int64_t vocab, const char *attention_npy);
 /* The float32 matrix [rows, cols] of a .npy file (the caller frees it); fails the test when the
  * file cannot be read or has another shape. */
 float *test_read_npy_matrix(const char *path, int64_t rows, int64_t cols);
