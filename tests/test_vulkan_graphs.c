@@ -228,18 +228,18 @@ static void build_attention(gcase *gc, int64_t T, int64_t C, int64_t H) {
 
 /* Grouped-query attention with its probabilities as outputs, as `vkgraph attention` builds it:
  * q [2, G, Tq, D] against keys [2, 1, Tk, D] shared by the G heads, scaled and masked causally
- * (query i at position i + offset + a runtime index).  With Tq = Tk, the probabilities
+ * (query i at position i + offset + a runtime index) within a sliding window (0: none).  With Tq = Tk, the probabilities
  * [2, G, T, T] are outputs, again viewed as [2 G, T, T] (a copy), squared (a two-input op) and
  * multiplied by values [2, 1, T, D]; else (rows of keys longer than a binding, which neither a
  * softmax nor a product with V can cut) the masked scores and their square. */
 static void build_grouped_probs(gcase *gc, int64_t G, int64_t Tq, int64_t Tk, int64_t D, int32_t offset,
-                                vkg_tensor *index) {
+                                uint32_t window, vkg_tensor *index) {
     vkg_graph *g = gc->g;
     vkg_tensor q = gc_input(gc, "q", 4, (int64_t[]){2, G, Tq, D}, 1.0f);
     vkg_tensor k = gc_input(gc, "k", 4, (int64_t[]){2, 1, Tk, D}, 1.0f);
     *index = vkg_index(g, "cached");
     vkg_tensor att = vkg_matmul(g, q, k, VKG_NONE, VKG_TRANSPOSE_B); /* [2, G, Tq, Tk] */
-    att = vkg_mask_causal(g, vkg_scale(g, att, 0.35f), offset, *index);
+    att = vkg_mask_causal_window(g, vkg_scale(g, att, 0.35f), offset, *index, window);
     if (Tq == Tk) {
         att = vkg_softmax(g, att);
         vkg_output(g, "att.heads", vkg_reshape(g, att, 3, (int64_t[]){2 * G, Tq, Tk}));
@@ -251,9 +251,9 @@ static void build_grouped_probs(gcase *gc, int64_t G, int64_t Tq, int64_t Tk, in
 
 /* Scores, probabilities and the ops on them larger than one binding run in blocks (batch
  * entries, then rows and columns; a softmax's rows and a causal mask's boxes keep their
- * positions): bindings of 4 alignments (the least a device may have) take a head's 29 x 29
- * scores in blocks of rows, and a row of 197 keys in two.  Fused and not, on the
- * Vulkan device and on the CPU executor, against the reference. */
+ * positions and windows): bindings of 4 alignments (the least a device may have) take a head's
+ * 29 x 29 scores in blocks of rows, and a row of 197 keys in two.  Fused and not, on the Vulkan
+ * device and on the CPU executor, against the reference. */
 static void test_split_bindings(void **state) {
     vkg_device *devs[2] = {vk_test_device(state), NULL};
     vkg_error err = {0};
@@ -269,9 +269,10 @@ static void test_split_bindings(void **state) {
             gcase gc;
             gc_init(&gc, 11);
             vkg_tensor index;
-            /* 5 queries at positions 182 to 186 over 197 keys: the mask cuts the second half of a row */
-            if (long_rows) build_grouped_probs(&gc, 3, 5, 197, 4, 180, &index);
-            else build_grouped_probs(&gc, 3, 29, 29, 4, -3, &index);
+            /* 5 queries at positions 182 to 186 over 197 keys, each seeing the last 40: the mask
+             * and the window cut the second half of a row */
+            if (long_rows) build_grouped_probs(&gc, 3, 5, 197, 4, 180, 40, &index);
+            else build_grouped_probs(&gc, 3, 29, 29, 4, -3, 7, &index);
             gc_index(&gc, index, 2);
             check_graph(devs[i / 2], &gc, 1, 0, 1e-4, 1e-5, NULL);
             gc_free(&gc);
