@@ -119,8 +119,7 @@ vkg_status vkg_npy_writer_open(const char *path, int ndim, const int64_t *shape,
     w->numel = numel;
     if (!(w->f = fopen(path, "wb"))) {
         vkg_status st = vkg_error_set(err, VKG_ERR_IO, "cannot create %s: %s", path, strerror(errno));
-        free(w->path);
-        free(w);
+        discard(w); /* nothing to close or remove */
         return st;
     }
     struct stat sb;
