@@ -334,13 +334,14 @@ static void test_cli(void **state) {
     assert_null(strstr(r.out, "> ")); /* no prompt marker when stdin is not a terminal */
     result_free(&r);
 
-    /* a small context: the oldest turns dropped, with a message; a long line refused, exit 1 */
+    /* a small context (-c, llama.cpp's spelling of --ctx): the oldest turns dropped, with a
+     * message; a long line refused, exit 1 */
     char script[4096] = "";
     for (int i = 0; i < 8; i++) strcat(script, "Tell me more about it\n");
     for (int i = 0; i < 60; i++) strcat(script, "word ");
     strcat(script, "\nLast one\n");
     write_file(input, script);
-    r = run_with_input((const char *const[]){bin, "chat", "-m", model, "--device", "cpu", "--ctx", "96", "-n", "8",
+    r = run_with_input((const char *const[]){bin, "chat", "-m", model, "--device", "cpu", "-c", "96", "-n", "8",
                                              "--system", "Be brief.", NULL}, input, NULL);
     assert_int_equal(r.status, 1);
     assert_non_null(strstr(r.err, "outgrew the context (96 positions): dropped the oldest"));

@@ -363,7 +363,7 @@ static void interactive_case(const char *device, const char *env) {
     /* Turn 2 feeds the last reply token (not in the cache yet) and line 2's tokens, after the
      * start token, line 1 and the first four reply tokens. */
     char turn2[160];
-    snprintf(turn2, sizeof turn2, "line 2: %zu tokens; the conversation now fills %zu of the model's ", n2,
+    snprintf(turn2, sizeof turn2, "line 2: %zu tokens; the conversation now fills %zu of the KV cache's ", n2,
              1 + n1 + 5 + n2);
     if (!strstr(r.err, turn2)) fail_msg("no '%s' in: %s", turn2, r.err);
     summary s = parse_summary(r.err);
@@ -472,6 +472,50 @@ static void test_ids_round_trip(void **state) {
     result_free(&from_tok), result_free(&sp);
 }
 
+/* --ctx N (-c, --ctx-size as llama.cpp spells it) sets the KV cache's positions: the tokens are
+ * those of a longer cache until this one is full, then generation says so and stops; a
+ * conversation stops at its end.  A prompt it cannot hold, or a cache past the model's context,
+ * is refused by name. */
+static void test_ctx(void **state) {
+    (void)state;
+    need_binary();
+    const char *dir = text_model();
+    result whole = VKG("generate", "-m", dir, "-p", "Hello there", "-n", "6", "--device", "cpu", "--ids-out");
+    expect_ok(&whole, "generate");
+    int32_t want[16], got[16];
+    assert_int_equal(parse_ids(whole.out, want, 16), 2 + 6);
+    const char *spellings[] = {"--ctx", "-c", "--ctx-size", "--ctx=6"};
+    for (int i = 0; i < 4; i++) {
+        const int joined = strchr(spellings[i], '=') != NULL;
+        result r = joined ? VKG("generate", "-m", dir, "-p", "Hello there", "-n", "6", "--device", "cpu", "--ids-out",
+                                spellings[i])
+                          : VKG("generate", "-m", dir, "-p", "Hello there", "-n", "6", "--device", "cpu", "--ids-out",
+                                spellings[i], "6");
+        expect_ok(&r, spellings[i]);
+        /* 6 positions: the prompt's 2 and 4 generated tokens fed back; a 5th comes from the last */
+        assert_int_equal(parse_ids(r.out, got, 16), 2 + 5);
+        assert_memory_equal(got, want, 7 * sizeof got[0]);
+        assert_non_null(strstr(r.err, "stopped at the end of the KV cache (6 of the model's 64 positions)"));
+        result_free(&r);
+    }
+    result_free(&whole);
+
+    write_text(in_tmp("ctx.txt"), "one two three four\none two three four\n");
+    result r = run_with_input((const char *const[]){bin, "generate", "-m", dir, "-i", "-n", "20", "--device", "cpu",
+                                                    "--ctx", "12", NULL},
+                              in_tmp("ctx.txt"), NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "stopped at the end of the KV cache (12 of the model's 64 positions)"));
+    assert_non_null(strstr(r.err, "vkgraph generate: the KV cache is full: line 2 needs 5 positions"));
+    result_free(&r);
+
+    expect_fail(VKG("generate", "-m", dir, "-p", "Hello there", "--ctx", "1", "--device", "cpu"), "generate",
+                "--ctx 1: the prompt's 2 tokens do not fit");
+    expect_fail(VKG("generate", "-m", dir, "-p", "Hello there", "--ctx", "65", "--device", "cpu"), "generate",
+                "--ctx 65: the model's context holds 64 positions");
+    expect_fail(VKG("generate", "-m", dir, "-p", "Hello there", "--ctx", "0", "--device", "cpu"), "generate", "--ctx");
+}
+
 /* --seed -1 is llama.cpp's "random seed": the seed chosen is printed, and giving it repeats the
  * run. */
 static void test_seed_random(void **state) {
@@ -517,6 +561,7 @@ int main(void) {
         cmocka_unit_test(test_interactive_terminal),
         cmocka_unit_test(test_ids_round_trip),
         cmocka_unit_test(test_seed_random),
+        cmocka_unit_test(test_ctx),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

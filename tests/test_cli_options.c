@@ -91,14 +91,19 @@ static void test_spellings(void **state) {
                 "unknown option '-s' (llama.cpp's spelling of --seed, which vkgraph dump does not take");
 }
 
-/* -c / --ctx-size: the context of the model random or gpt2-random writes, and serve's KV cache per
- * slot; refused by name elsewhere. */
+/* -c / --ctx-size: the context of the model random or gpt2-random writes, the KV cache of generate
+ * and chat (their --ctx), and serve's per slot; refused by name elsewhere. */
 static void test_ctx_size(void **state) {
     (void)state;
     need_binary();
+    expect_fail(VKG("logits", "-m", tiny, "--ids", "1", "-c", "512"), "logits",
+                "-c is llama.cpp's context size, which vkgraph logits has no use for");
+    expect_fail(VKG("logits", "-m", tiny, "--ids", "1", "--ctx-size=512"), "logits", "--ctx-size is llama.cpp's");
+    /* generate takes both spellings as its --ctx: a size beyond the model's context reaches its check */
     expect_fail(VKG("generate", "-m", tiny, "--ids", "1", "-c", "512"), "generate",
-                "-c is llama.cpp's context size, which vkgraph generate has no use for");
-    expect_fail(VKG("generate", "-m", tiny, "--ids", "1", "--ctx-size=512"), "generate", "--ctx-size is llama.cpp's");
+                "--ctx 512: the model's context holds 32 positions");
+    expect_fail(VKG("generate", "-m", tiny, "--ids", "1", "--ctx-size=512"), "generate",
+                "--ctx 512: the model's context holds 32 positions");
     const char *dir = in_tmp("ctx");
     result r = VKG("gpt2-random", dir, "--layers", "1", "--heads", "2", "--embd", "8", "--ctx-size", "24", "--vocab",
                    "300");

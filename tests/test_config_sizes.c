@@ -1,7 +1,7 @@
 /* What a config.json and a request imply is summed and checked before it is allocated.
  *
  * A model of 4096 layers and 1,048,576 positions (a 52 MB file: 8 channels, 300 tokens) asks
- * for a KV cache of 256 GiB when generate holds the whole context: it is refused with the
+ * for a KV cache of 256 GiB when generate is asked for the whole context: it is refused with the
  * need and the limit, on the CPU (the machine's memory) and on Vulkan (the device's heaps),
  * while the process stays small (its peak resident memory is measured).  A config whose
  * vocabulary or context the weights do not match, or whose n_embd does not split into heads,
@@ -59,14 +59,15 @@ static void test_deep_long_model_refused(void **state) {
     (void)state;
     need_binary();
     const char *deep = write_model("deep", 4096, 2, 8, 1 << 20, 300);
-    /* Asked for more tokens than the context holds, generate keeps the whole context on the
-     * CPU: 2 x 4096 layers x 2^20 positions x 8 floats = 256 GiB of KV cache.  On Vulkan, 30,000
-     * tokens (a cache lavapipe's shaders can still loop over) ask for 7.3 GiB of its 2 GiB heap. */
-    const char *devices[] = {"cpu", "vulkan"}, *tokens[] = {"2000000", "30000"};
+    /* Asked for a cache of the whole context (a length left to the model would be shortened to
+     * what fits), on the CPU: 2 x 4096 layers x 2^20 positions x 8 floats = 256 GiB of KV cache.
+     * On Vulkan, 30,000 positions (a cache lavapipe's shaders can still loop over) ask for 7.3 GiB
+     * of its 2 GiB heap. */
+    const char *devices[] = {"cpu", "vulkan"}, *tokens[] = {"1048576", "30000"};
     const char *parts[] = {"the CPU session needs 256.0 GiB", "MiB of device-local memory"};
     for (int d = 0; d < 2; d++) {
-        result r = run((const char *const[]){bin, "generate", "-m", deep, "--ids", "1", "-n", tokens[d], "--device",
-                                             devices[d], NULL}, NULL);
+        result r = run((const char *const[]){bin, "generate", "-m", deep, "--ids", "1", "-n", tokens[d], "--ctx",
+                                             tokens[d], "--device", devices[d], NULL}, NULL);
         if (r.status != 1 || !strstr(r.err, parts[d]))
             fail_msg("%s: exit %d, stderr: %s", devices[d], r.status, r.err);
         result_free(&r);

@@ -4,7 +4,11 @@
  * binding spans.  The context and the batch context take the largest half, quarter, ... that
  * fits, and compute what a context of a few positions computes; asked for the whole length, they
  * refuse it, saying why; a decode plan compiled with vkg_model_compile_fitted takes the same size.
- * On the CPU and on Vulkan. */
+ * With so many layers that those caches no longer fit the memory a session is checked against,
+ * the context halves again, and asked for twice what it took is refused with the sizes: on the
+ * CPU, whose memory is the host's (on lavapipe a cache stops at 16384 positions, the longest row
+ * its attention loop runs reliably, before a tiny model's caches fill its 2 GiB heap).  The
+ * other cases on the CPU and on Vulkan. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -91,15 +95,15 @@ static void assert_halved(int n_ctx) {
     assert_int_equal(n_ctx & (n_ctx - 1), 0);
 }
 
-/* The logits after the prompt, then after one more token, in a context of n_ctx positions
- * (0: left to the model); *size gets the context's length. */
-static float *run_context(fixture *f, int n_ctx, int *size) {
+/* The logits after the prompt, then after one more token, in a context of model m of n_ctx
+ * positions (0: left to the model); *size gets the context's length. */
+static float *run_model(fixture *f, vkg_model *m, int n_ctx, int *size) {
     vkg_context_options o;
     vkg_context_options_default(&o);
     o.n_ctx = n_ctx;
     vkg_context *ctx = NULL;
     vkg_error err = {0};
-    check(vkg_context_new(f->model, &o, &ctx, &err), &err);
+    check(vkg_context_new(m, &o, &ctx, &err), &err);
     *size = vkg_context_size(ctx);
     float *logits = malloc(2 * (size_t)f->V * sizeof *logits);
     assert_non_null(logits);
@@ -109,6 +113,13 @@ static float *run_context(fixture *f, int n_ctx, int *size) {
     check(vkg_context_get_logits(ctx, logits + f->V, (size_t)f->V, &err), &err);
     vkg_context_free(ctx);
     return logits;
+}
+static float *run_context(fixture *f, int n_ctx, int *size) { return run_model(f, f->model, n_ctx, size); }
+
+/* got computes what want does: bit for bit on the CPU. */
+static void assert_same_logits(const fixture *f, const float *got, const float *want) {
+    if (f->cpu) assert_memory_equal(got, want, 2 * (size_t)f->V * sizeof *got);
+    else assert_true(test_nmse(got, want, 2 * (size_t)f->V) < 1e-10);
 }
 
 static void test_context_takes_what_fits(void **state) {
@@ -120,8 +131,7 @@ static void test_context_takes_what_fits(void **state) {
     /* The CPU's only limit here is the binding: 2 x 2 x 16 x 4 bytes a position, 128 MiB. */
     if (f->cpu) assert_int_equal(fitted, 1 << 19);
     /* The cache's length changes where its rows lie, not what is computed over them. */
-    if (f->cpu) assert_memory_equal(got, want, 2 * (size_t)f->V * sizeof *got);
-    else assert_true(test_nmse(got, want, 2 * (size_t)f->V) < 1e-10);
+    assert_same_logits(f, got, want);
     free(got);
     free(want);
 }
@@ -212,12 +222,57 @@ static void test_compile_fitted(void **state) {
     assert_int_equal(o.n_ctx, 256);
 }
 
+/* Layers of caches of half the model's positions (128 MiB a layer, what one binding holds) past
+ * the host's memory; 0 where it has so much that the model would take minutes to write. */
+static int memory_layers(void) {
+    const uint64_t host = vkg_host_memory_bytes();
+    return host > (64ull << 30) ? 0 : (int)(host / (128ull << 20)) + 1;
+}
+
+static void test_memory_takes_what_fits(void **state) {
+    fixture *f = *state;
+    const int layers = memory_layers();
+    if (!layers) {
+        fprintf(stderr, "skipped: %.0f GiB of host memory would take too many layers\n",
+                (double)vkg_host_memory_bytes() / 1073741824.0);
+        skip();
+    }
+    char *dir = test_tmpdir("context_fit_memory");
+    vkg_random_model_options ro;
+    vkg_random_model_options_default(&ro);
+    ro.n_positions = POSITIONS;
+    ro.n_layer = layers;
+    vkg_model *m = NULL;
+    vkg_error err = {0};
+    check(vkg_random_model_write(dir, &ro, &err), &err);
+    check(vkg_model_open(dir, f->dev, NULL, &m, &err), &err);
+    int fitted = 0, short_len = 0;
+    float *got = run_model(f, m, 0, &fitted), *want = run_model(f, m, SHORT, &short_len);
+    assert_halved(fitted);
+    assert_true(fitted < POSITIONS / 2); /* what the binding alone leaves */
+    assert_same_logits(f, got, want);
+    vkg_context_options o;
+    vkg_context_options_default(&o);
+    vkg_context *ctx = NULL;
+    /* Twice the length is refused, for memory. */
+    o.n_ctx = 2 * fitted;
+    assert_int_equal(vkg_context_new(m, &o, &ctx, &err), VKG_ERR_OUT_OF_MEMORY);
+    assert_null(ctx);
+    assert_non_null(strstr(err.message, "this machine has"));
+    free(got);
+    free(want);
+    vkg_model_free(m);
+    test_remove_tree(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest cpu[] = {
         cmocka_unit_test(test_context_takes_what_fits),
         cmocka_unit_test(test_context_asked_for_all_refused),
         cmocka_unit_test(test_batch_takes_what_fits),
         cmocka_unit_test(test_compile_fitted),
+        cmocka_unit_test(test_memory_takes_what_fits),
     };
     const struct CMUnitTest vulkan[] = {
         cmocka_unit_test(test_context_takes_what_fits),

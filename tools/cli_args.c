@@ -25,6 +25,10 @@ static const struct cli_alias {
     {"--ctx-size", "--ctx", "gpt2-random"},
     {"-c", "--ctx", "random"}, /* max_position_embeddings, or GPT-2's n_positions */
     {"--ctx-size", "--ctx", "random"},
+    {"-c", "--ctx", "generate"}, /* the KV cache, as llama-cli's -c */
+    {"--ctx-size", "--ctx", "generate"},
+    {"-c", "--ctx", "chat"},
+    {"--ctx-size", "--ctx", "chat"},
     {"-c", "--ctx-size", "serve"}, /* each slot's KV cache, as llama-server's -c */
     {"--ctx-size", "--ctx-size", "serve"},
     {"-c", NULL, NULL},

@@ -44,9 +44,10 @@ static void usage(FILE *f) {
             "  -m, --model DIR     an instruct model's folder: config.json, the weights, tokenizer.json and\n"
             "                      tokenizer_config.json with its chat_template\n"
             "  --system TEXT       the system message, first in every rendering\n"
-            "  --ctx N             positions of the KV cache (default: the model's context, or\n"
+            "  -c, --ctx N         positions of the KV cache (default: the model's context, or\n"
             "                      generation_config.json's max_length when smaller; where the device\n"
-            "                      cannot bind a cache that long, the largest half, quarter, ... it can)\n"
+            "                      cannot bind or hold a cache that long, the largest half, quarter, ...\n"
+            "                      it can)\n"
             "  --device D          cpu, vulkan, vulkan:N (default: the best Vulkan device, else the CPU)\n"
             "  --threads N         CPU executor threads (default: every core)\n"
             "  --dtype D           the weight matrices in memory: f32, f16 or bf16 (default: as stored)\n");
@@ -183,7 +184,7 @@ static int start(chat_run *r) {
     }
     vkg_context_options co;
     vkg_context_options_default(&co);
-    co.n_ctx = n_ctx == c->info.n_ctx ? 0 : n_ctx; /* 0: the model's, or the most this device holds */
+    co.n_ctx = !r->n_ctx && n_ctx == c->info.n_ctx ? 0 : n_ctx; /* 0: the model's, or the most this device holds */
     vkg_status st = vkg_context_new(c->model, &co, &r->ctx, &err);
     if (st != VKG_OK)
         return cli_fail(CMD, "%s%s", err.message, cli_memory_hint(st, " (--ctx N sets a shorter KV cache)"));

@@ -20,7 +20,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: vkgraph generate -m DIR (-p TEXT | -f FILE | --ids IDS | -i) [--chat] [-n N] [--temperature T]\n"
             "                        [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty F]\n"
-            "                        [--repeat-last-n N] [--stop TEXT]... [--ignore-eos] [--seed S] [--device D]\n"
+            "                        [--repeat-last-n N] [--stop TEXT]... [--ignore-eos] [--seed S] [--ctx N]\n"
+            "                        [--device D]\n"
             "\n"
             "Continues the prompt with the model, printing each token as it is produced, until N tokens, the\n"
             "end-of-text token (eos_token_id) or a stop string.  Without sampling options the choice is greedy\n"
@@ -38,7 +39,7 @@ static void usage(FILE *f) {
             "(the previous reply's last token and the line's).  A prompt given with -p, -f or --ids starts the\n"
             "conversation (it is fed with the first line, not printed).  When standard input is a terminal,\n"
             "\"> \" on standard error asks for each line.  It ends at the end of standard input (exit 0), or\n"
-            "when the model's context cannot hold the next line: the conversation then stops with a message\n"
+            "when the KV cache cannot hold the next line: the conversation then stops with a message\n"
             "saying so, the rest of the input is not read, and the exit status is 1.\n"
             "\n"
             "With --ids-out the token ids are printed as tokenize prints them, \"[464, 5044, 318]\", one list\n"
@@ -49,6 +50,9 @@ static void usage(FILE *f) {
     cli_sampling_usage(f, "per turn with -i; default 50; 0: none, no pass run");
     fprintf(f,
             "  -i, --interactive   read the conversation from standard input, one line per turn\n"
+            "  -c, --ctx N         positions of the KV cache (default: the prompt's and -n's; with -i the\n"
+            "                      model's context, or where the device cannot bind or hold a cache that\n"
+            "                      long the largest half, quarter, ... it can)\n"
             "  --chat              an instruct model: the prompt (-p or -f) is one user message, put through\n"
             "                      the model's chat template (as apply_chat_template with\n"
             "                      add_generation_prompt); only the reply is printed (vkgraph chat keeps a\n"
@@ -62,11 +66,17 @@ typedef struct gen_options {
     cli_sampling cs;                     /* the generation options as given                  */
     vkg_generate_options go;             /* what each reply runs with (prompt set per reply) */
     int ids_out, no_prompt, interactive, chat;
+    long n_ctx;                          /* --ctx; 0: as the prompt and -n (or -i) need       */
     double t_start;                      /* when the command started, for the load and total times */
 } gen_options;
 
-/* Parses this command's own options; 1 taken, 0 not ours. */
-static int own_option(gen_options *g, const char *a) {
+/* Parses this command's own options; 1 taken, 0 not ours, -1 refused (said why). */
+static int own_option(gen_options *g, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    if (strcmp(a, "--ctx") == 0) {
+        const char *v = cli_value(CMD, argc, argv, i);
+        return v && cli_int(CMD, a, v, 1, 1 << 24, &g->n_ctx) == 0 ? 1 : -1;
+    }
     if (strcmp(a, "--ids-out") == 0) return g->ids_out = 1;
     if (strcmp(a, "--no-prompt") == 0) return g->no_prompt = 1;
     if (strcmp(a, "-i") == 0 || strcmp(a, "--interactive") == 0) return g->interactive = 1;
@@ -158,6 +168,9 @@ static int reply(gen_state *st, const int32_t *ids, int n) {
             [VKG_STOP_CONTEXT_FULL] = "the end of the model's context", [VKG_STOP_CALLBACK] = "a failed write"};
         if (res.reason == VKG_STOP_STRING)
             fprintf(stderr, "vkgraph %s: stopped at the stop string '%s'\n", CMD, g->go.stops[res.stop_index]);
+        else if (res.reason == VKG_STOP_CONTEXT_FULL && st->cache_len < st->c->info.n_ctx)
+            fprintf(stderr, "vkgraph %s: stopped at the end of the KV cache (%d of the model's %d positions)\n", CMD,
+                    st->cache_len, st->c->info.n_ctx);
         else fprintf(stderr, "vkgraph %s: stopped at %s\n", CMD, why[res.reason]);
     }
     return rc;
@@ -198,7 +211,7 @@ static void summary(const gen_state *st, double total_s) {
 /* -i: one turn per line of standard input until its end.  The first turn feeds the prompt (if
  * any) with the line.  A line the context cannot hold ends the conversation with a message and
  * exit status 1: what was asked is not all answered.  (A reply the context cuts short says so
- * itself: "stopped at the end of the model's context".) */
+ * itself: "stopped at the end of the model's context", or of a shorter KV cache.) */
 static int converse(gen_state *st) {
     char *line = NULL;
     size_t cap = 0;
@@ -223,8 +236,9 @@ static int converse(gen_state *st) {
         const size_t used = (size_t)n_ctx + prompt;
         if (used + n > (size_t)st->cache_len) {
             free(ids);
-            rc = cli_fail(CMD, "the model's context is full: line %d needs %zu positions and %zu of the %d are "
-                          "free; the conversation stops here and the rest of the input is not read", turn, n,
+            rc = cli_fail(CMD, "%s is full: line %d needs %zu positions and %zu of the %d are free; the "
+                          "conversation stops here and the rest of the input is not read",
+                          st->cache_len < st->c->info.n_ctx ? "the KV cache" : "the model's context", turn, n,
                           (size_t)st->cache_len - (used < (size_t)st->cache_len ? used : (size_t)st->cache_len),
                           st->cache_len);
             break;
@@ -239,7 +253,7 @@ static int converse(gen_state *st) {
             memcpy(feed, st->c->ids, prompt * sizeof *feed);
             if (n) memcpy(feed + prompt, ids, n * sizeof *feed);
         }
-        fprintf(stderr, "vkgraph %s: line %d: %zu tokens; the conversation now fills %zu of the model's %d "
+        fprintf(stderr, "vkgraph %s: line %d: %zu tokens; the conversation now fills %zu of the KV cache's %d "
                 "positions\n", CMD, turn, n, used + n, st->cache_len);
         rc = reply(st, feed, (int)(prompt + n));
         if (feed != ids) free(feed);
@@ -258,14 +272,20 @@ static int run(gpt2_cli *c, gen_options *g) {
     cli_sampling_print(CMD, &g->go.sampling);
 
     /* The cache holds the prompt and what follows, up to the model's context; a conversation may
-     * use all of it. */
+     * use all of it.  A length left to the model is the longest the device holds. */
     long want = (long)c->n_ids + g->go.max_tokens;
-    st.cache_len = g->interactive || want > info->n_ctx ? info->n_ctx : (int)want;
+    st.cache_len = g->n_ctx ? (int)g->n_ctx : g->interactive || want > info->n_ctx ? info->n_ctx : (int)want;
+    if (st.cache_len > info->n_ctx)
+        return cli_fail(CMD, "--ctx %d: the model's context holds %d positions", st.cache_len, info->n_ctx);
+    if ((long)c->n_ids > st.cache_len)
+        return cli_fail(CMD, "--ctx %d: the prompt's %zu tokens do not fit", st.cache_len, c->n_ids);
     vkg_context_options co;
     vkg_context_options_default(&co);
-    co.n_ctx = st.cache_len == info->n_ctx ? 0 : st.cache_len; /* 0: the model's, or the most the device holds */
+    co.n_ctx = !g->n_ctx && st.cache_len == info->n_ctx ? 0 : st.cache_len;
     int rc = 0;
-    if (g->go.max_tokens > 0 && vkg_context_new(c->model, &co, &st.ctx, &err) != VKG_OK) rc = cli_fail(CMD, "%s", err.message);
+    vkg_status made = VKG_OK;
+    if (g->go.max_tokens > 0 && (made = vkg_context_new(c->model, &co, &st.ctx, &err)) != VKG_OK)
+        rc = cli_fail(CMD, "%s%s", err.message, cli_memory_hint(made, " (--ctx N sets a shorter KV cache)"));
     if (st.ctx) {
         st.cache_len = vkg_context_size(st.ctx);
         cli_note_context(CMD, co.n_ctx, st.cache_len, info->n_ctx,
@@ -277,7 +297,7 @@ static int run(gpt2_cli *c, gen_options *g) {
         for (size_t i = 0; i < c->n_ids && rc == 0; i++)
             if ((c->ids[i] != info->eos_token && c->ids[i] != info->bos_token) || g->ids_out)
                 rc = write_token(&st, c->ids[i]); /* markers are not text; ids are never VKG_NO_TOKEN */
-    /* The prompt fits: gpt2_cli_load checked it. */
+    /* The prompt fits the cache (checked above) and the model's context (gpt2_cli_load). */
     if (rc == 0) rc = g->interactive ? converse(&st) : reply(&st, c->ids, (int)c->n_ids);
     if (rc == 0) summary(&st, vkg_clock_seconds() - g->t_start);
     vkg_context_free(st.ctx);
@@ -297,7 +317,7 @@ int cmd_generate(int argc, char **argv) {
         }
         int taken = gpt2_cli_option(&c, argc, argv, &i);
         if (taken == 0) taken = cli_sampling_option(&g.cs, CMD, argc, argv, &i);
-        if (taken == 0) taken = own_option(&g, argv[i]);
+        if (taken == 0) taken = own_option(&g, argc, argv, &i);
         if (taken < 0) rc = 1;
         else if (taken == 0) rc = cli_unknown_option(CMD, argv[i], usage);
     }

@@ -6,11 +6,16 @@
 #include <stdio.h>
 
 /* The failures a shorter cache mends: a device limit (an operand past the largest binding, a loop
- * longer than a software rasteriser runs reliably).  VKG_ERR_UNSUPPORTED also stands for what a
- * device cannot do at any length: that one fails again at each, a few compiles later.  Memory is
- * not one of them: a cache fitted to all the memory a device or host has would take it from
- * everything else, so a context too long for it is refused with the sizes, and the caller chooses. */
-static int wants_room(vkg_status st) { return st == VKG_ERR_UNSUPPORTED; }
+ * longer than a software rasteriser runs reliably) and memory short (the session's need checked
+ * against the device's heap, or the host's memory on the CPU, before anything is allocated; or
+ * an allocation the driver refused).  A caller who left the length to the model chose none: a
+ * chat refused at start because the model was trained for 131072 positions and the GPU holds
+ * 16384 helps nobody, where one of 16384 serves every conversation that fits.  A caller who
+ * names a length gets it or the reason, never less.  VKG_ERR_UNSUPPORTED also stands for what a
+ * device cannot do at any length: that one fails again at each, a few compiles later. */
+static int wants_room(vkg_status st) {
+    return st == VKG_ERR_UNSUPPORTED || st == VKG_ERR_OUT_OF_DEVICE_MEMORY || st == VKG_ERR_OUT_OF_MEMORY;
+}
 
 vkg_status vkg_fit_context(int model_ctx, int least, vkg_fit_make make, void *arg, vkg_error *err) {
     if (least < VKG_FIT_MIN_CTX) least = VKG_FIT_MIN_CTX;
