@@ -50,26 +50,31 @@ static void test_dump_layers(void **state) {
     result_free(&r);
 }
 
-/* dump --decode --plan over a context longer than one binding holds (2^20 positions of llama-tiny:
- * 256 MiB of cache a layer against 128 MiB) takes the largest half that fits and says so; a
- * --ctx that does not fit is refused with the reason, and --ctx without --decode by name. */
+/* dump --decode --plan over a context whose one head's keys are longer than one binding holds
+ * (2^20 positions of Qwen3-0.6B's 128-wide heads: 512 MiB against 128 MiB) takes the largest half
+ * that fits and says so; a --ctx that does not fit is refused with the reason, and --ctx without
+ * --decode by name. */
 static void test_dump_long_context(void **state) {
     (void)state;
     need_binary();
-    const char *dir = in_tmp("llama-long");
-    result r = VKG("random", dir, "--shape", "llama-tiny", "--ctx", "1048576", "--force");
+    const char *dir = in_tmp("qwen3-long");
+    result r = VKG("random", dir, "--shape", "qwen3-0.6b", "--layers", "1", "--vocab", "512", "--ctx", "1048576",
+                   "--dtype", "bf16", "--force");
     expect_ok(&r, "random --ctx 1048576");
     result_free(&r);
     r = VKG("dump", "-m", dir, "--decode", "--plan");
     expect_ok(&r, "dump --decode --plan");
-    assert_non_null(strstr(r.err, "note: a KV cache of 524288 positions: the model's 1048576 do not fit"));
-    /* the cache: 2 x 2 heads x 16 floats a position */
-    assert_non_null(strstr(line_of(strstr(r.out, "regions:"), "  r4 "), " 134217728 bytes"));
+    assert_non_null(strstr(r.err, "note: a KV cache of 262144 positions: the model's 1048576 do not fit"));
+    /* the cache: 2 x 8 heads x 128 floats a position; written and read in runs of heads */
+    assert_non_null(strstr(line_of(strstr(r.out, "regions:"), "  r4 "), "kv_cache              2147483648 bytes"));
+    assert_non_null(strstr(r.out, "write_at[1/"));
+    assert_non_null(strstr(r.out, "attention+scale+causal[1/"));
     result_free(&r);
     r = VKG("dump", "-m", dir, "--decode", "--plan", "--ctx", "1024");
     expect_ok(&r, "dump --decode --plan --ctx 1024");
     assert_null(strstr(r.err, "note:"));
-    assert_non_null(strstr(line_of(strstr(r.out, "regions:"), "  r4 "), " 262144 bytes"));
+    assert_non_null(strstr(line_of(strstr(r.out, "regions:"), "  r4 "), " 8388608 bytes"));
+    assert_null(strstr(r.out, "write_at["));
     result_free(&r);
     expect_fail(VKG("dump", "-m", dir, "--decode", "--plan", "--ctx", "1048576"), "dump",
                 "more than the largest binding");

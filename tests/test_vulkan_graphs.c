@@ -93,9 +93,10 @@ static void gc_index(gcase *gc, vkg_tensor t, int32_t value) {
 }
 
 /* With a value, the largest binding check_graph compiles for (0: the device's), and whether it
- * leaves ops unfused. */
+ * leaves ops unfused; and the steps of each kernel family the last plan split an op into. */
 static uint64_t max_binding_bytes;
 static int unfused;
+static int split_steps[VKG_KERNEL_COUNT];
 
 /* Compiles gc for d, runs it `runs` times (state carried over, the indices the same each run
  * unless index_step adds to them), and compares every output and state with the reference. */
@@ -110,12 +111,9 @@ static void check_graph(vkg_device *d, gcase *gc, int runs, int32_t index_step, 
     vkg_plan *plan = NULL;
     vkg_error err = {0};
     if (vkg_plan_compile(gc->g, &opts, &plan, &err) != VKG_OK) fail_msg("compile: %s", err.message);
-    if (max_binding_bytes) { /* every family this test splits was split */
-        int split[VKG_KERNEL_COUNT] = {0};
-        for (int i = 0; i < plan->n_steps; i++) split[plan->steps[i].kernel] += strchr(plan->steps[i].label, '[') != NULL;
-        assert_true(split[VKG_KERNEL_MATMUL] > 0 && split[VKG_KERNEL_UNARY] > 0 && split[VKG_KERNEL_BINARY] > 0);
-        assert_true(split[VKG_KERNEL_SOFTMAX] > 0 || vkg_find(gc->g, "y") == VKG_NONE);
-    }
+    memset(split_steps, 0, sizeof split_steps);
+    for (int i = 0; i < plan->n_steps; i++)
+        split_steps[plan->steps[i].kernel] += strchr(plan->steps[i].label, '[') != NULL;
     vkg_session *s = NULL;
     if (vkg_session_new(d, plan, &s, &err) != VKG_OK) fail_msg("session: %s", err.message);
     if (step_ns_sum) assert_int_equal(vkg_session_enable_profiling(s, 1, &err), VKG_OK);
@@ -254,6 +252,25 @@ static void build_grouped_probs(gcase *gc, int64_t G, int64_t Tq, int64_t Tk, in
  * positions and windows): bindings of 4 alignments (the least a device may have) take a head's
  * 29 x 29 scores in blocks of rows, and a row of 197 keys in two.  Fused and not, on the Vulkan
  * device and on the CPU executor, against the reference. */
+/* Grouped-query attention over a KV cache as the attention layers build it: keys and values kv
+ * [2, Hkv, T, D] written at a runtime position into the cache [2, Hkv, S, D], then queries q
+ * [Hkv, G, T, D] against its keys and values (views [Hkv, 1, S, D]), scaled and masked causally
+ * from that position. */
+static void build_cache_attention(gcase *gc, int64_t Hkv, int64_t G, int64_t T, int64_t S, int64_t D,
+                                  vkg_tensor *index) {
+    vkg_graph *g = gc->g;
+    vkg_tensor cache = vkg_state(g, "kv_cache", 4, (int64_t[]){2, Hkv, S, D});
+    *index = vkg_index(g, "pos");
+    vkg_tensor kv = gc_input(gc, "kv", 4, (int64_t[]){2, Hkv, T, D}, 1.0f);
+    vkg_tensor q = gc_input(gc, "q", 4, (int64_t[]){Hkv, G, T, D}, 1.0f);
+    vkg_tensor written = vkg_write_at(g, cache, kv, 2, 0, *index), half[2];
+    for (int h = 0; h < 2; h++)
+        half[h] = vkg_reshape(g, vkg_slice(g, written, 0, h, 1), 4, (int64_t[]){Hkv, 1, S, D});
+    vkg_tensor att = vkg_matmul(g, q, half[0], VKG_NONE, VKG_TRANSPOSE_B); /* [Hkv, G, T, S] */
+    att = vkg_softmax(g, vkg_mask_causal(g, vkg_scale(g, att, 0.35f), 0, *index));
+    vkg_output(g, "y", vkg_matmul(g, att, half[1], VKG_NONE, 0));
+}
+
 static void test_split_bindings(void **state) {
     vkg_device *devs[2] = {vk_test_device(state), NULL};
     vkg_error err = {0};
@@ -275,8 +292,46 @@ static void test_split_bindings(void **state) {
             else build_grouped_probs(&gc, 3, 29, 29, 4, -3, 7, &index);
             gc_index(&gc, index, 2);
             check_graph(devs[i / 2], &gc, 1, 0, 1e-4, 1e-5, NULL);
+            /* every family this graph has was split */
+            assert_true(split_steps[VKG_KERNEL_MATMUL] > 0 && split_steps[VKG_KERNEL_UNARY] > 0 &&
+                        split_steps[VKG_KERNEL_BINARY] > 0);
+            assert_true(split_steps[VKG_KERNEL_SOFTMAX] > 0 || long_rows);
             gc_free(&gc);
         }
+    }
+    max_binding_bytes = 0, unfused = 0;
+    vkg_device_free(devs[1]);
+    assert_int_equal(vkg_device_validation_errors(devs[0]), 0);
+}
+
+/* A KV cache larger than one binding (bindings of a head's keys and a half, 2 KiB here) is written
+ * a key or value head at a time and attended over a key/value head at a time, on three runs that
+ * fill it; fused (the attention kernel) and not (its matmuls and softmax), on the Vulkan device
+ * and on the CPU executor, against the reference. */
+static void test_split_cache(void **state) {
+    vkg_device *devs[2] = {vk_test_device(state), NULL};
+    vkg_error err = {0};
+    vkg_device_options o = {.cpu_threads = 2, .quiet = 1};
+    if (vkg_device_open("cpu", &o, &devs[1], &err) != VKG_OK) fail_msg("cpu: %s", err.message);
+    enum { HKV = 3, G = 2, T = 4, S = 37, D = 8 }; /* a head's keys: 37 x 8 floats, 1184 bytes */
+    for (int i = 0; i < 4; i++) {
+        vkg_compile_options opts;
+        vkg_compile_options_default(&opts);
+        vkg_device_compile_options(devs[i / 2], &opts);
+        max_binding_bytes = 2048 + (uint64_t)opts.alignment;
+        unfused = i % 2;
+        gcase gc;
+        gc_init(&gc, 12);
+        vkg_tensor index;
+        build_cache_attention(&gc, HKV, G, T, S, D, &index);
+        gc_index(&gc, index, 3);
+        check_graph(devs[i / 2], &gc, 3, T, 1e-4, 1e-5, NULL);
+        /* the write in 2 planes x 3 heads; the attention in 3 heads, or its two products, scale
+         * and mask */
+        assert_int_equal(split_steps[VKG_KERNEL_UNARY], unfused ? 4 * HKV : 2 * HKV);
+        if (unfused) assert_int_equal(split_steps[VKG_KERNEL_MATMUL], 2 * HKV);
+        else assert_int_equal(split_steps[VKG_KERNEL_ATTENTION], HKV);
+        gc_free(&gc);
     }
     max_binding_bytes = 0, unfused = 0;
     vkg_device_free(devs[1]);
@@ -541,6 +596,7 @@ int main(void) {
         cmocka_unit_test(test_other_tunings),
         cmocka_unit_test(test_random_graphs),
         cmocka_unit_test(test_split_bindings),
+        cmocka_unit_test(test_split_cache),
     };
     return vk_test_exit_status(cmocka_run_group_tests(tests, vk_test_group_setup, vk_test_group_teardown));
 }

@@ -120,7 +120,7 @@ int cmd_random(int argc, char **argv) {
     if (vkg_random_model_write(dir, &o, &err) != VKG_OK) return cli_fail(CMD, "%s", err.message);
     if (write_marker(dir, o.shape, o.seed)) return 1;
     char layers[32] = "";
-    if (o.n_layer) snprintf(layers, sizeof layers, " with %d layers", o.n_layer);
+    if (o.n_layer) snprintf(layers, sizeof layers, " with %d layer%s", o.n_layer, o.n_layer == 1 ? "" : "s");
     printf("wrote a model of %s's shapes%s with RANDOM weights to %s%s; its outputs mean nothing (no tokenizer: "
            "give prompts as --ids)\n", o.shape, layers, dir, o.shards > 1 ? " in shards" : "");
     return 0;

@@ -104,6 +104,21 @@ static inline uint32_t vkg_compile_mask_rows(const vkg_node *mask) {
 void vkg_compile_batch_strides(const vkg_view *v, const vkg_node *out, uint32_t *s0, uint32_t *s1);
 vkg_status vkg_compile_place(vkg_compiler *c, vkg_plan *p);
 
+/* The batch entries one step of a batched op computes (matmul, attention): batch0 entries
+ * [e0, e0 + n0) by batch1 entries [e1, e1 + n1). */
+typedef struct vkg_entries {
+    int64_t e0, n0, e1, n1;
+} vkg_entries;
+/* The part of view v (an operand or the output of an op whose output has out_nd dimensions, the
+ * last two the matrix) that entries e read: its batch dimensions narrowed, save where it
+ * broadcasts (every entry reads the same matrix there). */
+vkg_view vkg_compile_entries_of(vkg_view v, int out_nd, const vkg_entries *e);
+/* The run of entries (e0 = e1 = 0) for which each of the n views spans at most one binding: every
+ * entry at once, else batch0's halved until they fit, then (one batch0 entry at a time) batch1's;
+ * one entry where even that does not fit (the plan's binding check then names the operand). */
+vkg_entries vkg_compile_fit_entries(const vkg_compiler *c, const vkg_view *views, int n, int out_nd, int64_t batch0,
+                                    int64_t batch1);
+
 /* Appends a symbolic step (NULL when out of memory). */
 vkg_sym_step *vkg_compile_new_step(vkg_compiler *c, vkg_kernel k, vkg_tensor node, const char *label);
 /* Splitting one op into more steps than this (an operand far larger than max_binding_bytes) is

@@ -756,7 +756,9 @@ static void fuse_cache_write(vkg_compiler *c, vkg_tensor t, vkg_sym_step *s) {
     if (wr == VKG_NONE) return;
     const write_target w = write_target_of(c, wr);
     const int rows = w.rows != 0;
-    if (w.dst.strides[3] != 1) return;
+    /* a cache larger than one binding is written in boxes, a step of its own (lower_write_at) */
+    if (w.dst.strides[3] != 1 || vkg_compile_span_bytes(c, &w.reach) > c->opts.max_binding_bytes - c->opts.alignment)
+        return;
     vkg_rope_params *p = &s->step.params.rope;
     p->cache_first = (uint32_t)first;
     p->cache_heads = (uint32_t)w.dst.shape[rows + 1];
@@ -776,25 +778,79 @@ static void fuse_cache_write(vkg_compiler *c, vkg_tensor t, vkg_sym_step *s) {
     snprintf(s->step.label, sizeof s->step.label, "rope+write");
 }
 
+/* One step of write_at t: the part of x at box corner e (extents n_box of its 4-d shape4) into
+ * its place in the state, binding all that the index can move it over.  boxes == 1: the whole. */
+static vkg_status emit_write_box(vkg_compiler *c, vkg_tensor t, const write_target *w, const int64_t *shape4,
+                                 const int64_t *e, const int64_t *n_box, int64_t part, int64_t boxes) {
+    const vkg_view *x = &c->view[c->g->nodes[t].src[1]];
+    vkg_status st;
+    if (boxes == 1) {
+        st = emit_unary(c, t, "write_at", VKG_UNARY_COPY, x, &w->dst);
+    } else {
+        char l[64];
+        const vkg_view in = box_of(broadcast_view(x, shape4), shape4, e, n_box),
+                       dst = box_of(broadcast_view(&w->dst, shape4), shape4, e, n_box);
+        st = emit_unary(c, t, box_label(l, sizeof l, "write_at", part, boxes), VKG_UNARY_COPY, &in, &dst);
+    }
+    if (st != VKG_OK) return st;
+    vkg_sym_step *s = &c->steps[c->n_steps - 1];
+    vkg_view reach = w->reach;
+    if (boxes > 1) { /* the box's extents before the axis, the whole state from it on */
+        int64_t reach4[4], n_reach[4];
+        shape4_of(reach.ndim, reach.shape, reach4);
+        for (int i = 0; i < 4; i++) n_reach[i] = n_box[i] < shape4[i] ? n_box[i] : reach4[i];
+        reach = box_of(broadcast_view(&reach, reach4), reach4, e, n_reach);
+    }
+    vkg_view_span(&reach, &s->sym[1].lo, &s->sym[1].hi);
+    if (w->index != VKG_NONE) {
+        s->step.params.unary.dyn_index = (uint32_t)c->index_slot[w->index];
+        s->step.params.unary.dyn_rows = (uint32_t)(w->rows != 0);
+        s->step.params.unary.out_dyn_stride = (uint32_t)w->dyn_stride;
+        bind_index(s, 2, w->index);
+    }
+    return VKG_OK;
+}
+
+/* Whether the write's box of extents n_box, and all its index can move it over, fit one binding. */
+static int write_box_fits(const vkg_compiler *c, const write_target *w, const vkg_view *x, const int64_t *shape4,
+                          const int64_t *n_box) {
+    const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    const int64_t zero[4] = {0, 0, 0, 0};
+    int64_t reach4[4], n_reach[4];
+    shape4_of(w->reach.ndim, w->reach.shape, reach4);
+    for (int i = 0; i < 4; i++) n_reach[i] = n_box[i] < shape4[i] ? n_box[i] : reach4[i];
+    const vkg_view in = box_of(broadcast_view(x, shape4), shape4, zero, n_box),
+                   reach = box_of(broadcast_view(&w->reach, reach4), reach4, zero, n_reach);
+    return vkg_compile_span_bytes(c, &in) <= limit && vkg_compile_span_bytes(c, &reach) <= limit;
+}
+
 /* state[.., offset + index : .., ..] = x: a copy whose destination moves with a runtime index;
  * with rows (vkg_write_rows), each i0 at its own index (dyn_rows).  Nothing where the rope step
- * that computes x wrote it already (lower_rope). */
+ * that computes x wrote it already (lower_rope).  A write whose reach exceeds one binding (a
+ * layer's KV cache of Qwen3-0.6B's 40960 positions, 320 MiB) runs in boxes of the dimensions
+ * before its axis (the cache's key and value planes, then its heads), each binding its own part
+ * of the state along the whole axis; a rows write is kept within the binding every device has by
+ * its builder (layers.c's decode_rows). */
 static vkg_status lower_write_at(vkg_compiler *c, vkg_tensor t) {
     if (c->written_by_rope[t]) return VKG_OK;
     const vkg_node *n = &c->g->nodes[t];
     const write_target w = write_target_of(c, t);
-    vkg_status st = emit_unary(c, t, "write_at", VKG_UNARY_COPY, &c->view[n->src[1]], &w.dst);
-    if (st != VKG_OK) return st;
-    vkg_sym_step *s = &c->steps[c->n_steps - 1];
-    vkg_view_span(&w.reach, &s->sym[1].lo, &s->sym[1].hi);
-    if (w.index != VKG_NONE) {
-        s->step.params.unary.dyn_index = (uint32_t)c->index_slot[w.index];
-        s->step.params.unary.dyn_rows = (uint32_t)(w.rows != 0);
-        s->step.params.unary.out_dyn_stride = (uint32_t)w.dyn_stride;
-        bind_index(s, 2, w.index);
-        limit_write_index(c, t);
+    const vkg_view *x = &c->view[n->src[1]];
+    int64_t shape4[4], n_box[4], e[4] = {0, 0, 0, 0};
+    shape4_of(w.dst.ndim, w.dst.shape, shape4);
+    memcpy(n_box, shape4, sizeof n_box);
+    const int axis4 = w.rows ? 0 : n->attr.write_at.axis + 4 - w.dst.ndim;
+    for (int d = 0; d < axis4 && !write_box_fits(c, &w, x, shape4, n_box); d++)
+        while (n_box[d] > 1 && !write_box_fits(c, &w, x, shape4, n_box)) n_box[d] = (n_box[d] + 1) / 2;
+    int64_t boxes = 1;
+    for (int i = 0; i < 4; i++) boxes *= (shape4[i] + n_box[i] - 1) / n_box[i];
+    vkg_status st = vkg_compile_check_split(c, t, "write_at", boxes);
+    for (int64_t part = 1; st == VKG_OK; part++) {
+        st = emit_write_box(c, t, &w, shape4, e, n_box, part, boxes);
+        if (!next_box(e, shape4, n_box)) break;
     }
-    return VKG_OK;
+    if (st == VKG_OK && w.index != VKG_NONE) limit_write_index(c, t);
+    return st;
 }
 
 vkg_status vkg_compile_lower(vkg_compiler *c) {

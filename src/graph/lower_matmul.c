@@ -49,16 +49,7 @@ typedef struct mm_group {
     int64_t batch0, batch1;   /* the output's batch extents (1 where it has no such dimension) */
 } mm_group;
 
-/* The batch entries one step computes: batch0 entries [e0, e0 + n0) by batch1 entries
- * [e1, e1 + n1). */
-typedef struct mm_entries {
-    int64_t e0, n0, e1, n1;
-} mm_entries;
-
-/* The part of view v (an operand or the output of a matmul whose output has out_nd dimensions)
- * that entries e read: its batch dimensions narrowed, save where it broadcasts (every entry reads
- * the same matrix there). */
-static vkg_view entries_of(vkg_view v, int out_nd, const mm_entries *e) {
+vkg_view vkg_compile_entries_of(vkg_view v, int out_nd, const vkg_entries *e) {
     const int nb = out_nd - 2, nbv = v.ndim - 2;
     for (int j = 0; j < nb; j++) {
         const int jv = j - (nb - nbv);
@@ -70,7 +61,23 @@ static vkg_view entries_of(vkg_view v, int out_nd, const mm_entries *e) {
     return v;
 }
 
-static vkg_status emit_block(vkg_compiler *c, const mm_group *G, const mm_entries *e, int64_t m0, int64_t mn,
+vkg_entries vkg_compile_fit_entries(const vkg_compiler *c, const vkg_view *views, int n, int out_nd, int64_t batch0,
+                                    int64_t batch1) {
+    const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    vkg_entries e = {0, batch0, 0, batch1};
+    for (;;) {
+        int fits = 1;
+        for (int k = 0; k < n && fits; k++) {
+            const vkg_view v = vkg_compile_entries_of(views[k], out_nd, &e);
+            fits = vkg_compile_span_bytes(c, &v) <= limit;
+        }
+        if (fits || (e.n0 == 1 && e.n1 == 1)) return e;
+        if (e.n0 > 1) e.n0 = (e.n0 + 1) / 2;
+        else e.n1 = (e.n1 + 1) / 2;
+    }
+}
+
+static vkg_status emit_block(vkg_compiler *c, const mm_group *G, const vkg_entries *e, int64_t m0, int64_t mn,
                              int64_t n0, int64_t nn, const char *label) {
     vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_MATMUL, G->root, label);
     if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
@@ -91,8 +98,9 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, const mm_entrie
     vkg_compile_batch_strides(&G->c, out, &p->c_stride_b0, &p->c_stride_b1);
     /* the strides above are the whole operands'; the bindings span the step's entries */
     const int nd = out->ndim;
-    vkg_view a = block(entries_of(G->a, nd, e), m0, mn, 0, G->K), b = block(entries_of(G->b, nd, e), 0, G->K, n0, nn),
-             cc = block(entries_of(G->c, nd, e), m0, mn, n0, nn);
+    vkg_view a = block(vkg_compile_entries_of(G->a, nd, e), m0, mn, 0, G->K),
+             b = block(vkg_compile_entries_of(G->b, nd, e), 0, G->K, n0, nn),
+             cc = block(vkg_compile_entries_of(G->c, nd, e), m0, mn, n0, nn);
     /* Each binding spans its view as shaped: a broadcast batch (size 1 in the operand) spans one. */
     vkg_compile_bind(s, 0, &a, WORD(a_offset));
     vkg_compile_bind(s, 1, &b, WORD(b_offset));
@@ -111,7 +119,7 @@ static vkg_status emit_block(vkg_compiler *c, const mm_group *G, const mm_entrie
     if (G->residual != VKG_NONE) {
         p->flags |= VKG_MATMUL_RESIDUAL;
         if (out->op == VKG_OP_SWIGLU) p->flags |= VKG_MATMUL_GATE; /* the residual is swiglu's gate */
-        vkg_view r = block(entries_of(G->r, nd, e), m0, mn, n0, nn);
+        vkg_view r = block(vkg_compile_entries_of(G->r, nd, e), m0, mn, n0, nn);
         p->r_stride_m = (uint32_t)G->r.strides[G->r.ndim - 2];
         vkg_compile_batch_strides(&G->r, out, &p->r_stride_b0, &p->r_stride_b1);
         vkg_compile_bind(s, 4, &r, WORD(r_offset));
@@ -148,32 +156,21 @@ vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
     }
     if (G.residual != VKG_NONE) strcat(label, g->nodes[root].op == VKG_OP_SWIGLU ? "+swiglu" : "+residual");
 
-    /* Steps small enough for one binding each: every batch entry at once, else batch0's entries
-     * one at a time and batch1's in runs (halved until they fit); then, where one entry is still
-     * too large, its columns (B is the big weight), then its rows. */
+    /* Steps small enough for one binding each: runs of batch entries (vkg_compile_fit_entries);
+     * then, where one entry is still too large, its columns (B is the big weight), then its rows. */
     const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
-    mm_entries e = {0, G.batch0, 0, G.batch1};
-    for (;;) {
-        const vkg_view a = entries_of(G.a, out->ndim, &e), b = entries_of(G.b, out->ndim, &e),
-                       cc = entries_of(G.c, out->ndim, &e);
-        int fits = vkg_compile_span_bytes(c, &a) <= limit && vkg_compile_span_bytes(c, &b) <= limit && vkg_compile_span_bytes(c, &cc) <= limit;
-        if (G.residual != VKG_NONE) {
-            const vkg_view r = entries_of(G.r, out->ndim, &e);
-            fits = fits && vkg_compile_span_bytes(c, &r) <= limit;
-        }
-        if (fits || (e.n0 == 1 && e.n1 == 1)) break;
-        if (e.n0 > 1) e.n0 = 1;
-        else e.n1 = (e.n1 + 1) / 2;
-    }
+    const vkg_view operands[4] = {G.a, G.b, G.c, G.r};
+    const vkg_entries e = vkg_compile_fit_entries(c, operands, G.residual != VKG_NONE ? 4 : 3, out->ndim, G.batch0,
+                                                  G.batch1);
     int64_t nb = G.N, mb = G.M;
     for (;;) {
-        vkg_view b = block(entries_of(G.b, out->ndim, &e), 0, G.K, 0, nb);
+        vkg_view b = block(vkg_compile_entries_of(G.b, out->ndim, &e), 0, G.K, 0, nb);
         if (vkg_compile_span_bytes(c, &b) <= limit || nb == 1) break;
         nb = (nb + 1) / 2;
     }
     for (;;) {
-        vkg_view a = block(entries_of(G.a, out->ndim, &e), 0, mb, 0, G.K),
-                 cc = block(entries_of(G.c, out->ndim, &e), 0, mb, 0, nb);
+        vkg_view a = block(vkg_compile_entries_of(G.a, out->ndim, &e), 0, mb, 0, G.K),
+                 cc = block(vkg_compile_entries_of(G.c, out->ndim, &e), 0, mb, 0, nb);
         if ((vkg_compile_span_bytes(c, &a) <= limit && vkg_compile_span_bytes(c, &cc) <= limit) || mb == 1) break;
         mb = (mb + 1) / 2;
     }
@@ -188,7 +185,7 @@ vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
     int part = 0;
     for (int64_t e0 = 0; e0 < G.batch0; e0 += e.n0)
         for (int64_t e1 = 0; e1 < G.batch1; e1 += e.n1) {
-            const mm_entries run = {e0, G.batch0 - e0 < e.n0 ? G.batch0 - e0 : e.n0, e1,
+            const vkg_entries run = {e0, G.batch0 - e0 < e.n0 ? G.batch0 - e0 : e.n0, e1,
                                     G.batch1 - e1 < e.n1 ? G.batch1 - e1 : e.n1};
             for (int64_t n0 = 0; n0 < G.N; n0 += nb)
                 for (int64_t m0 = 0; m0 < G.M; m0 += mb) {

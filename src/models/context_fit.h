@@ -1,9 +1,9 @@
 /* The KV cache of a context whose caller leaves its size to the model (n_ctx 0): the model's
- * whole context where the device can bind and hold it, else the largest half, quarter, ... of it
- * that it can.  Llama 3.2 is trained for 131072 positions: a cache of that length is 512 MiB a
- * layer, more than many devices bind at once (lavapipe 128 MiB, many GPUs 1 GiB or less), and
- * 8 GiB for its 16 layers, more than many hold; refusing to open it would leave every user to
- * find --ctx by trial. */
+ * whole context where the device can hold and run it, else the largest half, quarter, ... of it
+ * that it can.  Llama 3.2 is trained for 131072 positions: 8 GiB of cache for its 16 layers, more
+ * than many GPUs hold beside the weights; lavapipe's attention loop runs at most 16384 keys a row
+ * reliably; and at a million positions one head's keys outgrow the 128 MiB one binding spans on
+ * many devices.  Refusing to open such a model would leave every user to find --ctx by trial. */
 #ifndef VKG_MODELS_CONTEXT_FIT_H
 #define VKG_MODELS_CONTEXT_FIT_H
 

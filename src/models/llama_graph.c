@@ -14,7 +14,7 @@ typedef struct builder {
     const vkg_llama *m;
     const vkg_forward_options *o;
     int64_t T, C, H, Hkv, D, S;
-    vkg_tensor rope;            /* the cos/sin table [n_ctx, D]                          */
+    vkg_tensor rope;            /* the cos/sin table's first rows [positions reached, D] */
 } builder;
 
 static vkg_tensor named(builder *b, vkg_tensor t, const char *what) { return vkg_layers_name(&b->L, t, what); }
@@ -108,7 +108,11 @@ vkg_status vkg_llama_build_graph(const void *model, const vkg_forward_options *o
     vkg_graph *g = b.g = b.L.g = gg->graph;
     vkg_layer_forward_inputs(g, o, gg, c->n_layer, b.Hkv, b.D, "model.layers.", "self_attn.kv_cache");
     b.L.prefix[0] = '\0';
-    const int64_t table[2] = {m->n_ctx, b.D};
+    /* The table's first rows, one for each position the graph can reach (its cache's, else its
+     * tokens'): a model trained for a million positions of 128-wide heads has a 512 MiB table,
+     * more than a binding holds, for a context that uses a few thousand of them. */
+    const int64_t reach = o->cache_len ? o->cache_len : o->tokens;
+    const int64_t table[2] = {reach < m->n_ctx ? reach : m->n_ctx, b.D};
     b.rope = vkg_constant(g, "rope.cos_sin", VKG_F32, 2, table, m->rope);
     vkg_tensor embed = weight(&b, VKG_LLAMA_EMBED, 0);
     vkg_tensor x = named(&b, vkg_embedding(g, embed, gg->ids), "model.embed_tokens");
