@@ -118,12 +118,17 @@ vkg_view vkg_compile_entries_of(vkg_view v, int out_nd, const vkg_entries *e);
  * one entry where even that does not fit (the plan's binding check then names the operand). */
 vkg_entries vkg_compile_fit_entries(const vkg_compiler *c, const vkg_view *views, int n, int out_nd, int64_t batch0,
                                     int64_t batch1);
+/* The run of a fitted run's extents from entry (e0, e1), cut at the batch's ends. */
+vkg_entries vkg_compile_entries_at(const vkg_entries *run, int64_t e0, int64_t e1, int64_t batch0, int64_t batch1);
 
 /* Appends a symbolic step (NULL when out of memory). */
 vkg_sym_step *vkg_compile_new_step(vkg_compiler *c, vkg_kernel k, vkg_tensor node, const char *label);
 /* Splitting one op into more steps than this (an operand far larger than max_binding_bytes) is
  * refused: the plan would hold millions of steps, and its step table alone gigabytes. */
 #define VKG_MAX_SPLIT_STEPS 65536
+/* The label of part `part` (from 1) of an op split into `parts` steps: "label[part/parts]" in l
+ * (at most 64 bytes, cut to the plan's 48), or label itself when it is not split. */
+const char *vkg_compile_part_label(char *l, size_t size, const char *label, int64_t part, int64_t parts);
 /* VKG_OK, or VKG_ERR_UNSUPPORTED naming node t and its parts when parts > VKG_MAX_SPLIT_STEPS. */
 vkg_status vkg_compile_check_split(vkg_compiler *c, vkg_tensor t, const char *what, int64_t parts);
 /* Binds view v to a slot and writes its offset into params word offset_word; whether the step

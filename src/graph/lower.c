@@ -378,10 +378,9 @@ static int next_box(int64_t *e, const int64_t *shape4, const int64_t *n_box) {
     return 0;
 }
 
-/* A box's label: the op's and its part, cut to the plan's 48 bytes. */
-static const char *box_label(char *l, size_t size, const char *label, int64_t part, int64_t boxes) {
-    if (boxes == 1) return label;
-    snprintf(l, size, "%.32s[%d/%d]", label, (int)part, (int)boxes);
+const char *vkg_compile_part_label(char *l, size_t size, const char *label, int64_t part, int64_t parts) {
+    if (parts == 1) return label;
+    snprintf(l, size, "%.32s[%d/%d]", label, (int)part, (int)parts);
     return l;
 }
 
@@ -400,7 +399,7 @@ static vkg_status emit_unary_boxes(vkg_compiler *c, vkg_tensor node, const char 
         char l[64];
         const vkg_view bi = box_of(views[0], shape4, e, n_box), bo = box_of(views[1], shape4, e, n_box);
         st = boxes == 1 ? emit_unary(c, node, label, op, in, out)
-                        : emit_unary(c, node, box_label(l, sizeof l, label, part, boxes), op, &bi, &bo);
+                        : emit_unary(c, node, vkg_compile_part_label(l, sizeof l, label, part, boxes), op, &bi, &bo);
         if (st != VKG_OK) return st;
         vkg_unary_params *p = &c->steps[c->n_steps - 1].step.params.unary;
         if (op == VKG_UNARY_SCALE) p->alpha = n->attr.scale.s;
@@ -432,7 +431,7 @@ static vkg_status emit_binary_boxes(vkg_compiler *c, vkg_tensor t) {
     for (int64_t part = 1; st == VKG_OK; part++) {
         char l[64];
         vkg_sym_step *s = vkg_compile_new_step(c, VKG_KERNEL_BINARY, t,
-                                               box_label(l, sizeof l, vkg_op_name(n->op), part, boxes));
+                                               vkg_compile_part_label(l, sizeof l, vkg_op_name(n->op), part, boxes));
         if (!s) return vkg_error_set(c->err, VKG_ERR_OUT_OF_MEMORY, "out of memory compiling");
         vkg_binary_params *p = &s->step.params.binary;
         p->op = op;
@@ -534,7 +533,7 @@ static vkg_status lower_softmax(vkg_compiler *c, vkg_tensor t) {
     vkg_status st = vkg_compile_check_split(c, t, "softmax", boxes);
     for (int64_t part = 1; st == VKG_OK; part++) {
         char l[64];
-        st = emit_softmax(c, t, box_label(l, sizeof l, label, part, boxes), shape4, e, n_box);
+        st = emit_softmax(c, t, vkg_compile_part_label(l, sizeof l, label, part, boxes), shape4, e, n_box);
         if (!next_box(e, shape4, n_box)) break;
     }
     return st;
@@ -778,6 +777,25 @@ static void fuse_cache_write(vkg_compiler *c, vkg_tensor t, vkg_sym_step *s) {
     snprintf(s->step.label, sizeof s->step.label, "rope+write");
 }
 
+/* The part of write w's reach that the box at corner e (extents n_box of the write's 4-d shape4)
+ * can write: the box's extents in the dimensions it cuts, the whole state's in the others. */
+static vkg_view reach_of_box(const write_target *w, const int64_t *shape4, const int64_t *e, const int64_t *n_box) {
+    int64_t reach4[4], n_reach[4];
+    shape4_of(w->reach.ndim, w->reach.shape, reach4);
+    for (int i = 0; i < 4; i++) n_reach[i] = n_box[i] < shape4[i] ? n_box[i] : reach4[i];
+    return box_of(broadcast_view(&w->reach, reach4), reach4, e, n_reach);
+}
+
+/* Whether the write's box of extents n_box, and all its index can move it over, fit one binding. */
+static int write_box_fits(const vkg_compiler *c, const write_target *w, const vkg_view *x, const int64_t *shape4,
+                          const int64_t *n_box) {
+    const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    const int64_t corner[4] = {0, 0, 0, 0};
+    const vkg_view in = box_of(broadcast_view(x, shape4), shape4, corner, n_box),
+                   reach = reach_of_box(w, shape4, corner, n_box);
+    return vkg_compile_span_bytes(c, &in) <= limit && vkg_compile_span_bytes(c, &reach) <= limit;
+}
+
 /* One step of write_at t: the part of x at box corner e (extents n_box of its 4-d shape4) into
  * its place in the state, binding all that the index can move it over.  boxes == 1: the whole. */
 static vkg_status emit_write_box(vkg_compiler *c, vkg_tensor t, const write_target *w, const int64_t *shape4,
@@ -790,17 +808,12 @@ static vkg_status emit_write_box(vkg_compiler *c, vkg_tensor t, const write_targ
         char l[64];
         const vkg_view in = box_of(broadcast_view(x, shape4), shape4, e, n_box),
                        dst = box_of(broadcast_view(&w->dst, shape4), shape4, e, n_box);
-        st = emit_unary(c, t, box_label(l, sizeof l, "write_at", part, boxes), VKG_UNARY_COPY, &in, &dst);
+        st = emit_unary(c, t, vkg_compile_part_label(l, sizeof l, "write_at", part, boxes), VKG_UNARY_COPY, &in,
+                        &dst);
     }
     if (st != VKG_OK) return st;
     vkg_sym_step *s = &c->steps[c->n_steps - 1];
-    vkg_view reach = w->reach;
-    if (boxes > 1) { /* the box's extents before the axis, the whole state from it on */
-        int64_t reach4[4], n_reach[4];
-        shape4_of(reach.ndim, reach.shape, reach4);
-        for (int i = 0; i < 4; i++) n_reach[i] = n_box[i] < shape4[i] ? n_box[i] : reach4[i];
-        reach = box_of(broadcast_view(&reach, reach4), reach4, e, n_reach);
-    }
+    const vkg_view reach = boxes == 1 ? w->reach : reach_of_box(w, shape4, e, n_box);
     vkg_view_span(&reach, &s->sym[1].lo, &s->sym[1].hi);
     if (w->index != VKG_NONE) {
         s->step.params.unary.dyn_index = (uint32_t)c->index_slot[w->index];
@@ -809,19 +822,6 @@ static vkg_status emit_write_box(vkg_compiler *c, vkg_tensor t, const write_targ
         bind_index(s, 2, w->index);
     }
     return VKG_OK;
-}
-
-/* Whether the write's box of extents n_box, and all its index can move it over, fit one binding. */
-static int write_box_fits(const vkg_compiler *c, const write_target *w, const vkg_view *x, const int64_t *shape4,
-                          const int64_t *n_box) {
-    const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
-    const int64_t zero[4] = {0, 0, 0, 0};
-    int64_t reach4[4], n_reach[4];
-    shape4_of(w->reach.ndim, w->reach.shape, reach4);
-    for (int i = 0; i < 4; i++) n_reach[i] = n_box[i] < shape4[i] ? n_box[i] : reach4[i];
-    const vkg_view in = box_of(broadcast_view(x, shape4), shape4, zero, n_box),
-                   reach = box_of(broadcast_view(&w->reach, reach4), reach4, zero, n_reach);
-    return vkg_compile_span_bytes(c, &in) <= limit && vkg_compile_span_bytes(c, &reach) <= limit;
 }
 
 /* state[.., offset + index : .., ..] = x: a copy whose destination moves with a runtime index;

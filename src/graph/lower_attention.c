@@ -8,7 +8,6 @@
 #include "graph/compile_internal.h"
 
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 #define WORD(field) ((int)(offsetof(vkg_attention_params, field) / 4))
@@ -91,14 +90,12 @@ vkg_status vkg_compile_lower_attention(vkg_compiler *c, vkg_tensor pv) {
     const vkg_entries e = vkg_compile_fit_entries(c, operands, 4, A.nd, A.batch0, A.batch1);
     const int64_t parts = ((A.batch0 + e.n0 - 1) / e.n0) * ((A.batch1 + e.n1 - 1) / e.n1); /* <= the entries */
     vkg_status st = vkg_compile_check_split(c, pv, "attention", parts);
-    int part = 0;
+    int64_t part = 0;
     for (int64_t e0 = 0; e0 < A.batch0 && st == VKG_OK; e0 += e.n0)
         for (int64_t e1 = 0; e1 < A.batch1 && st == VKG_OK; e1 += e.n1) {
-            const vkg_entries run = {e0, A.batch0 - e0 < e.n0 ? A.batch0 - e0 : e.n0, e1,
-                                     A.batch1 - e1 < e.n1 ? A.batch1 - e1 : e.n1};
-            char l[64]; /* the label and its part, cut to the plan's 48 bytes */
-            if (parts > 1) snprintf(l, sizeof l, "%.32s[%d/%d]", label, ++part, (int)parts);
-            st = emit(c, &A, &run, parts > 1 ? l : label);
+            const vkg_entries run = vkg_compile_entries_at(&e, e0, e1, A.batch0, A.batch1);
+            char l[64];
+            st = emit(c, &A, &run, vkg_compile_part_label(l, sizeof l, label, ++part, parts));
         }
     return st;
 }

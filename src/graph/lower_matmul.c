@@ -61,6 +61,11 @@ vkg_view vkg_compile_entries_of(vkg_view v, int out_nd, const vkg_entries *e) {
     return v;
 }
 
+vkg_entries vkg_compile_entries_at(const vkg_entries *run, int64_t e0, int64_t e1, int64_t batch0, int64_t batch1) {
+    return (vkg_entries){e0, batch0 - e0 < run->n0 ? batch0 - e0 : run->n0, e1,
+                         batch1 - e1 < run->n1 ? batch1 - e1 : run->n1};
+}
+
 vkg_entries vkg_compile_fit_entries(const vkg_compiler *c, const vkg_view *views, int n, int out_nd, int64_t batch0,
                                     int64_t batch1) {
     const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
@@ -181,18 +186,15 @@ vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
     for (int i = 0; i < 4; i++) parts = parts > VKG_MAX_SPLIT_STEPS / dims[i] ? INT64_MAX : parts * dims[i];
     vkg_status st = vkg_compile_check_split(c, root, "matmul", parts);
     if (st != VKG_OK) return st;
-    const int n_parts = (int)parts, split = n_parts > 1; /* at most VKG_MAX_SPLIT_STEPS */
-    int part = 0;
+    int64_t part = 0;
     for (int64_t e0 = 0; e0 < G.batch0; e0 += e.n0)
         for (int64_t e1 = 0; e1 < G.batch1; e1 += e.n1) {
-            const vkg_entries run = {e0, G.batch0 - e0 < e.n0 ? G.batch0 - e0 : e.n0, e1,
-                                    G.batch1 - e1 < e.n1 ? G.batch1 - e1 : e.n1};
+            const vkg_entries run = vkg_compile_entries_at(&e, e0, e1, G.batch0, G.batch1);
             for (int64_t n0 = 0; n0 < G.N; n0 += nb)
                 for (int64_t m0 = 0; m0 < G.M; m0 += mb) {
-                    char l[64]; /* the label and its part, cut to the plan's 48 bytes */
-                    if (split) snprintf(l, sizeof l, "%.32s[%d/%d]", label, ++part, n_parts);
+                    char l[64];
                     st = emit_block(c, &G, &run, m0, G.M - m0 < mb ? G.M - m0 : mb, n0, G.N - n0 < nb ? G.N - n0 : nb,
-                                    split ? l : label);
+                                    vkg_compile_part_label(l, sizeof l, label, ++part, parts));
                     if (st != VKG_OK) return st;
                 }
         }
