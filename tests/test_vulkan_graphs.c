@@ -437,6 +437,25 @@ static void test_profile_and_staging(void **state) {
     vkg_output(g, "sum", vkg_scale(g, c2, 2.0f));
     gc_index(&gc, pos, 0);
     check_graph(d, &gc, 4, 1, 0, 0, NULL);
+    /* a state set, then reset: zeros filled on the device, read back through staging */
+    vkg_compile_options opts;
+    vkg_compile_options_default(&opts);
+    vkg_device_compile_options(d, &opts);
+    vkg_plan *plan = NULL;
+    vkg_session *s = NULL;
+    vkg_error err = {0};
+    assert_int_equal(vkg_plan_compile(g, &opts, &plan, &err), VKG_OK);
+    assert_int_equal(vkg_session_new(d, plan, &s, &err), VKG_OK);
+    float values[32], back[32];
+    for (int i = 0; i < 32; i++) values[i] = (float)i + 0.5f;
+    assert_int_equal(vkg_session_set_state(s, cache, values, sizeof values, &err), VKG_OK);
+    assert_int_equal(vkg_session_get_state(s, cache, back, sizeof back, &err), VKG_OK);
+    assert_memory_equal(back, values, sizeof values);
+    assert_int_equal(vkg_session_reset_state(s, &err), VKG_OK);
+    assert_int_equal(vkg_session_get_state(s, cache, back, sizeof back, &err), VKG_OK);
+    for (int i = 0; i < 32; i++) assert_true(back[i] == 0.0f);
+    vkg_session_free(s);
+    vkg_plan_free(plan);
     gc_free(&gc);
     vk_test_context(d)->tuning = saved;
     assert_int_equal(vkg_device_validation_errors(d), 0);

@@ -259,10 +259,9 @@ static vkg_status staging_init(vkg_vk_context *c, vkg_vk_staging *st, vkg_error 
     return VKG_OK;
 }
 
-/* One copy between the staging buffer and b, fenced.  Barriers on both sides order it after
- * earlier shader and host work and make its result visible to the host and later shaders. */
-/* Records and runs the copies `regions` from buffer `from` to buffer `to` in st's command buffer,
- * between barriers against the compute steps and the host, and waits for them. */
+/* Records and runs the copies `regions` from buffer `from` to buffer `to` in st's command buffer
+ * (from VK_NULL_HANDLE: zeros into the regions' destinations instead, whole words), between
+ * barriers against the compute steps and the host, and waits for them. */
 static vkg_status submit_copies(vkg_vk_context *c, vkg_vk_staging *st, VkBuffer from, VkBuffer to,
                                 const VkBufferCopy *regions, uint32_t n, const char *what, vkg_error *err) {
     VkResult r;
@@ -288,7 +287,9 @@ static vkg_status submit_copies(vkg_vk_context *c, vkg_vk_staging *st, VkBuffer 
     vkCmdPipelineBarrier(st->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT |
                                       VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, NULL, 0, NULL);
-    vkCmdCopyBuffer(st->cmd, from, to, n, regions);
+    if (from) vkCmdCopyBuffer(st->cmd, from, to, n, regions);
+    else
+        for (uint32_t i = 0; i < n; i++) vkCmdFillBuffer(st->cmd, to, regions[i].dstOffset, regions[i].size, 0);
     VkMemoryBarrier after = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -332,6 +333,13 @@ vkg_status vkg_vk_buffer_write(vkg_vk_context *c, vkg_vk_staging *st, const vkg_
         if (data) memcpy(b->mapped + offset, data, bytes);
         else memset(b->mapped + offset, 0, bytes);
         return VKG_OK;
+    }
+    if (!data && offset % 4 == 0 && bytes % 4 == 0) { /* zeros filled on the device, no host traffic: a
+                                                        KV cache of gigabytes in one command */
+        const VkBufferCopy whole = {.dstOffset = offset, .size = bytes};
+        s = staging_commands(c, st, err);
+        return s == VKG_OK ? submit_copies(c, st, VK_NULL_HANDLE, b->buffer, &whole, 1, "zeroing device memory", err)
+                           : s;
     }
     s = staging_init(c, st, err);
     for (size_t done = 0; s == VKG_OK && done < bytes;) {
