@@ -290,12 +290,16 @@ typedef struct vkg_device_options {
 } vkg_device_options;
 
 /* spec: "cpu", "vulkan" (best Vulkan device), "vulkan:N" (N-th in vkgraph devices order), or
- * NULL / "auto": the best Vulkan device, else the CPU with a note on stderr. */
+ * NULL / "auto": the best Vulkan GPU, else the CPU executor: where the only Vulkan device renders
+ * in software (Mesa's lavapipe), which the CPU executor outruns, silently ("vulkan" opens it);
+ * with no Vulkan at all, with a note on stderr. */
 vkg_status vkg_device_open(const char *spec, const vkg_device_options *opts, vkg_device **out,
                            vkg_error *err);
 void vkg_device_free(vkg_device *d);
 const char *vkg_device_name(const vkg_device *d);
 int vkg_device_is_cpu(const vkg_device *d);
+/* 1 for a Vulkan device that renders in software on the CPU (Mesa's lavapipe), else 0. */
+int vkg_device_is_software(const vkg_device *d);
 uint64_t vkg_device_validation_errors(const vkg_device *d);
 /* 1 once a run that timed out was given up while it may still be running (VKG_ERR_DEVICE_LOST
  * after VKG_ERR_TIMEOUT), else 0 (also for NULL).  Then the device, and the memory that work may

@@ -68,6 +68,23 @@ static void test_bad_index(void **state) {
     assert_non_null(strstr(err.message, "vulkan:99"));
 }
 
+/* The default device ("auto", NULL) is the best Vulkan GPU; where the best Vulkan device renders
+ * in software (lavapipe, as in CI), the CPU executor, which runs faster. */
+static void test_auto_passes_software_over(void **state) {
+    (void)state;
+    vkg_device_options opts = {.quiet = 1};
+    vkg_device *vk = NULL, *dflt = NULL;
+    vkg_error err = {0};
+    if (vkg_device_open("vulkan", &opts, &vk, &err) != VKG_OK) vk_test_no_vulkan(err.message);
+    const int software = vkg_device_is_software(vk);
+    assert_int_equal(vkg_device_open(NULL, &opts, &dflt, &err), VKG_OK);
+    assert_int_equal(vkg_device_is_cpu(dflt), software);
+    if (!software) assert_string_equal(vkg_device_name(dflt), vkg_device_name(vk));
+    assert_int_equal(vkg_device_is_software(dflt), 0);
+    vkg_device_free(dflt);
+    vkg_device_free(vk);
+}
+
 static void test_devices_print(void **state) {
     (void)state;
     FILE *f = tmpfile();
@@ -461,6 +478,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_and_limits),
         cmocka_unit_test(test_bad_index),
+        cmocka_unit_test(test_auto_passes_software_over),
         cmocka_unit_test(test_devices_print),
         cmocka_unit_test(test_pipeline_cache),
         cmocka_unit_test(test_timeout),

@@ -48,7 +48,7 @@ static void usage(FILE *f) {
             "                      generation_config.json's max_length when smaller; where the device\n"
             "                      cannot bind or hold a cache that long, the largest half, quarter, ...\n"
             "                      it can)\n"
-            "  --device D          cpu, vulkan, vulkan:N (default: the best Vulkan device, else the CPU)\n"
+            "  --device D          cpu, vulkan, vulkan:N (default: the best Vulkan GPU, else the CPU)\n"
             "  --threads N         CPU executor threads (default: every core)\n"
             "  --dtype D           the weight matrices in memory: f32, f16 or bf16 (default: as stored)\n");
     cli_sampling_usage(f, "per reply; default generation_config.json's max_new_tokens, else no limit");

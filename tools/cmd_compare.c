@@ -396,6 +396,7 @@ int cmd_compare(int argc, char **argv) {
     int rc = 0;
     vkg_device *ref = NULL;
     c.more_devices = 1;
+    if (!c.device) c.device = "vulkan"; /* the device under test, a software one too */
     if (c.model_dir) rc = gpt2_cli_load(&c, 0);
     else rc = cli_open_device(CMD, c.device, (int)c.threads, &c.dev);
     if (rc == 0) rc = cli_open_device(CMD, against, (int)c.threads, &ref);

@@ -43,7 +43,7 @@ static void usage(FILE *f) {
             "                    client does not hold its thread\n"
             "  --api-key KEY     require 'Authorization: Bearer KEY' (also $VKG_API_KEY)\n"
             "  --threads N       CPU executor threads (default: every core)\n"
-            "  --device D        cpu, vulkan or vulkan:N (default: the best Vulkan device, else the CPU)\n",
+            "  --device D        cpu, vulkan or vulkan:N (default: the best Vulkan GPU, else the CPU)\n",
             batch.prefill_chunk);
 }
 

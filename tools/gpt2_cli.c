@@ -28,7 +28,7 @@ void gpt2_cli_usage_common(FILE *f) {
             "  -f, --file FILE     the prompt's exact bytes from FILE (\"-\": standard input)\n"
             "  --ids IDS           the prompt as token ids, separated by commas or spaces: 464,5044,\n"
             "                      \"464 5044\" or \"[464, 5044]\" (as tokenize and generate --ids-out print them)\n"
-            "  --device D          cpu, vulkan, vulkan:N (default: the best Vulkan device, else the CPU)\n"
+            "  --device D          cpu, vulkan, vulkan:N (default: the best Vulkan GPU, else the CPU)\n"
             "  --threads N         CPU executor threads (default: every core); refused when no device of\n"
             "                      the run is the CPU executor\n"
             "  --dtype D           the weight matrices in memory: f32, f16 or bf16 (default: as the file\n"

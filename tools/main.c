@@ -38,7 +38,7 @@ static void usage(FILE *f) {
     fprintf(f, "\noptions of the commands that open a device (");
     list_commands(f, CMD_DEVICE);
     fprintf(f, "):\n"
-               "  --device D       cpu, vulkan or vulkan:N (default: the best Vulkan device, else the CPU)\n"
+               "  --device D       cpu, vulkan or vulkan:N (default: the best Vulkan GPU, else the CPU)\n"
                "\noptions of the commands that run graphs (");
     list_commands(f, CMD_PROFILE);
     fprintf(f, "):\n"

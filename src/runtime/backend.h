@@ -51,6 +51,8 @@ struct vkg_device {
     void *impl;
     char name[256];
     vkg_device_options opts;
+    int software;                 /* a Vulkan device of the CPU type: a software rasteriser
+                                     (lavapipe), which "auto" passes over for the CPU executor */
     uint32_t alignment;           /* storage-buffer offset alignment the plan must respect   */
     uint64_t max_binding_bytes;   /* largest range one binding may span                     */
     int read_16bit;               /* kernels read f16/bf16 constants as stored; else the plan

@@ -1,4 +1,8 @@
-/* Opening a device by name: "cpu", "vulkan", "vulkan:N", or NULL/"auto" for the best one. */
+/* Opening a device by name: "cpu", "vulkan", "vulkan:N", or NULL/"auto" for the best one: a
+ * Vulkan GPU, else the CPU executor.  A software Vulkan device (lavapipe, Mesa's rasteriser on
+ * the CPU) is opened only by name: on the machines measured the CPU executor runs the same
+ * models several times faster (docs/PERFORMANCE.md: SmolLM2-135M decodes a token in 7 ms there
+ * against 32 to 44 on lavapipe), and "auto" should be the fastest choice, not the most exotic. */
 #include "runtime/backend.h"
 #include "base/error.h"
 
@@ -28,7 +32,13 @@ vkg_status vkg_device_open(const char *spec, const vkg_device_options *opts, vkg
     if (!spec || strcmp(spec, "auto") == 0) {
         vkg_error verr;
         st = vkg_vulkan_device_open(d, -1, &verr);
-        if (st != VKG_OK) {
+        if (st == VKG_OK && d->software) { /* the expected choice without a GPU: no note */
+            const vkg_device_options o = d->opts;
+            d->ops->device_free(d->impl);
+            memset(d, 0, sizeof *d);
+            d->opts = o;
+            st = vkg_cpu_device_open(d, err);
+        } else if (st != VKG_OK) {
             if (!d->opts.quiet)
                 fprintf(stderr, "vkgraph: no usable Vulkan device (%s); running on the CPU\n", verr.message);
             st = vkg_cpu_device_open(d, err);
@@ -62,6 +72,7 @@ int vkg_device_has_abandoned_work(const vkg_device *d) {
 
 const char *vkg_device_name(const vkg_device *d) { return d->name; }
 int vkg_device_is_cpu(const vkg_device *d) { return strcmp(d->ops->name, "cpu") == 0; }
+int vkg_device_is_software(const vkg_device *d) { return d->software; }
 uint64_t vkg_device_validation_errors(const vkg_device *d) { return d->validation_errors; }
 int vkg_device_prefers_transposed_weights(const vkg_device *d) { return d && d->transposed_weights; }
 

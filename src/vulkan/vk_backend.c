@@ -362,6 +362,7 @@ vkg_status vkg_vulkan_device_open(struct vkg_device *d, int index, vkg_error *er
     c->device_memory = &d->device_memory;
     /* deviceName holds at most 255 characters: keep 200 so the suffix always fits. */
     snprintf(d->name, sizeof d->name, "%.200s (vulkan:%d)", c->props.deviceName, c->device_index);
+    d->software = c->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     const VkPhysicalDeviceLimits *l = &c->props.limits;
     uint64_t align = l->minStorageBufferOffsetAlignment;
     if (l->minTexelBufferOffsetAlignment > align) align = l->minTexelBufferOffsetAlignment;
