@@ -138,6 +138,11 @@ void vkg_compile_bind(vkg_sym_step *s, int slot, const vkg_view *v, int offset_w
 void vkg_view_span(const vkg_view *v, int64_t *lo, int64_t *hi);
 /* The bytes it spans. */
 uint64_t vkg_compile_span_bytes(const vkg_compiler *c, const vkg_view *v);
+/* The most bytes a view may span to fit one binding wherever it lies: the largest binding less
+ * the alignment its start is rounded down to. */
+static inline uint64_t vkg_compile_binding_limit(const vkg_compiler *c) {
+    return c->opts.max_binding_bytes - c->opts.alignment;
+}
 /* The root of a node's storage after in-place aliasing. */
 vkg_tensor vkg_storage_root(const vkg_compiler *c, vkg_tensor t);
 int vkg_view_is_contiguous(const vkg_view *v);

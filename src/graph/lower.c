@@ -340,7 +340,7 @@ static vkg_status emit_unary(vkg_compiler *c, vkg_tensor node, const char *label
  * are 1, so a box is whole in every dimension after the first it cuts.  n_box gets a box's
  * extents; returns the boxes. */
 static int boxes_fit(const vkg_compiler *c, const vkg_view *views, int n, const int64_t *n_box) {
-    const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    const uint64_t limit = vkg_compile_binding_limit(c);
     for (int k = 0; k < n; k++) {
         vkg_view v = views[k];
         for (int i = 0; i < 4; i++) v.shape[i] = n_box[i];
@@ -607,7 +607,7 @@ static vkg_status lower_embedding(vkg_compiler *c, vkg_tensor t) {
     const vkg_node *n = &c->g->nodes[t];
     const vkg_view *table = &c->view[n->src[0]];
     int64_t V = table->shape[0], C = table->shape[1];
-    uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    uint64_t limit = vkg_compile_binding_limit(c);
     const vkg_dtype dt = vkg_compile_dtype(c, table->base);
     int64_t rows_per_step = (int64_t)(limit / ((uint64_t)C * vkg_dtype_size(dt)));
     if (rows_per_step < 1)
@@ -756,7 +756,7 @@ static void fuse_cache_write(vkg_compiler *c, vkg_tensor t, vkg_sym_step *s) {
     const write_target w = write_target_of(c, wr);
     const int rows = w.rows != 0;
     /* a cache larger than one binding is written in boxes, a step of its own (lower_write_at) */
-    if (w.dst.strides[3] != 1 || vkg_compile_span_bytes(c, &w.reach) > c->opts.max_binding_bytes - c->opts.alignment)
+    if (w.dst.strides[3] != 1 || vkg_compile_span_bytes(c, &w.reach) > vkg_compile_binding_limit(c))
         return;
     vkg_rope_params *p = &s->step.params.rope;
     p->cache_first = (uint32_t)first;
@@ -789,7 +789,7 @@ static vkg_view reach_of_box(const write_target *w, const int64_t *shape4, const
 /* Whether the write's box of extents n_box, and all its index can move it over, fit one binding. */
 static int write_box_fits(const vkg_compiler *c, const write_target *w, const vkg_view *x, const int64_t *shape4,
                           const int64_t *n_box) {
-    const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    const uint64_t limit = vkg_compile_binding_limit(c);
     const int64_t corner[4] = {0, 0, 0, 0};
     const vkg_view in = box_of(broadcast_view(x, shape4), shape4, corner, n_box),
                    reach = reach_of_box(w, shape4, corner, n_box);

@@ -68,7 +68,7 @@ vkg_entries vkg_compile_entries_at(const vkg_entries *run, int64_t e0, int64_t e
 
 vkg_entries vkg_compile_fit_entries(const vkg_compiler *c, const vkg_view *views, int n, int out_nd, int64_t batch0,
                                     int64_t batch1) {
-    const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    const uint64_t limit = vkg_compile_binding_limit(c);
     vkg_entries e = {0, batch0, 0, batch1};
     for (;;) {
         int fits = 1;
@@ -163,7 +163,7 @@ vkg_status vkg_compile_lower_matmul(vkg_compiler *c, vkg_tensor root) {
 
     /* Steps small enough for one binding each: runs of batch entries (vkg_compile_fit_entries);
      * then, where one entry is still too large, its columns (B is the big weight), then its rows. */
-    const uint64_t limit = c->opts.max_binding_bytes - c->opts.alignment;
+    const uint64_t limit = vkg_compile_binding_limit(c);
     const vkg_view operands[4] = {G.a, G.b, G.c, G.r};
     const vkg_entries e = vkg_compile_fit_entries(c, operands, G.residual != VKG_NONE ? 4 : 3, out->ndim, G.batch0,
                                                   G.batch1);
