@@ -44,6 +44,7 @@ static char *random_model(const char *shape, int window) {
     vkg_random_model_options o;
     vkg_random_model_options_default(&o);
     o.shape = shape;
+    o.n_positions = 1024; /* room for test_long_cache */
     vkg_error err = {0};
     check(vkg_random_model_write(dir, &o, &err), &err);
     if (window) {
@@ -63,11 +64,11 @@ static char *random_model(const char *shape, int window) {
     return dir;
 }
 
-static int setup(void **state, const char *device, const char *shape, int window) {
+static int setup_threads(void **state, const char *device, const char *shape, int window, int threads) {
     fixture *f = calloc(1, sizeof *f);
     if (!f) return -1;
     f->c.cpu = strcmp(device, "cpu") == 0;
-    vkg_device_options o = {.cpu_threads = 2, .quiet = 1, .validation = !f->c.cpu};
+    vkg_device_options o = {.cpu_threads = threads, .quiet = 1, .validation = !f->c.cpu};
     vkg_error err = {0};
     if (vkg_device_open(device, &o, &f->dev, &err) != VKG_OK) {
         fprintf(stderr, "cannot open %s: %s\n", device, err.message);
@@ -86,6 +87,9 @@ static int setup(void **state, const char *device, const char *shape, int window
     *state = f;
     return 0;
 }
+static int setup(void **state, const char *device, const char *shape, int window) {
+    return setup_threads(state, device, shape, window, 2);
+}
 static int setup_gpt2_cpu(void **state) { return setup(state, "cpu", NULL, 0); }
 static int setup_gpt2_vulkan(void **state) { return setup(state, "vulkan", NULL, 0); }
 static int setup_llama_cpu(void **state) { return setup(state, "cpu", "llama-tiny", 0); }
@@ -94,6 +98,8 @@ static int setup_qwen3_cpu(void **state) { return setup(state, "cpu", "qwen3-tin
 static int setup_qwen3_vulkan(void **state) { return setup(state, "vulkan", "qwen3-tiny", 0); }
 static int setup_mistral_cpu(void **state) { return setup(state, "cpu", "mistral-tiny", 5); }
 static int setup_mistral_vulkan(void **state) { return setup(state, "vulkan", "mistral-tiny", 5); }
+static int setup_llama_cpu3(void **state) { return setup_threads(state, "cpu", "llama-tiny", 0, 3); }
+static int setup_mistral_cpu3(void **state) { return setup_threads(state, "cpu", "mistral-tiny", 5, 3); }
 
 static int teardown(void **state) {
     fixture *f = *state;
@@ -165,6 +171,24 @@ static void test_chunked_prefill(void **state) {
     f->c.prefill_chunk = 4;
     /* 13 and 17 tokens take 3 and 4 steps; 9 takes 2, or 3 behind another prompt's chunk */
     assert_true(batch_run_schedule(&f->c, plans, 6, 6) >= 2 + 3 + 1);
+}
+
+/* Sequences past the first 512 keys of their cache, on 3 threads: alone, a decode step of
+ * llama-tiny's has one unit per key/value head, 2, which 3 threads do not share evenly, so the
+ * executor splits each unit's keys into chunks over the threads (2 of 512 keys, the first empty
+ * under Mistral's window of 5); a batch of 3 steps through 6 units, whole.  The same bits, as
+ * everywhere. */
+static void test_long_cache(void **state) {
+    fixture *f = *state;
+    batch_seq plans[3];
+    memset(plans, 0, sizeof plans);
+    const int len[3] = {560, 640, 5};
+    for (int i = 0; i < 3; i++) {
+        batch_make_prompt(&plans[i], i, len[i], f->c.V);
+        plans[i].steps = 4;
+    }
+    f->c.n_ctx = 700;
+    batch_run_schedule(&f->c, plans, 3, 3);
 }
 
 /* A batch context of n_seq slots of CTX positions (prefill_chunk 0: the default). */
@@ -531,6 +555,8 @@ int main(void) {
         BATCH_TESTS(setup_qwen3_cpu),
         BATCH_TESTS(setup_qwen3_vulkan),
         cmocka_unit_test_setup_teardown(test_batch_of_12, setup_llama_cpu, teardown),
+        cmocka_unit_test_setup_teardown(test_long_cache, setup_llama_cpu3, teardown),
+        cmocka_unit_test_setup_teardown(test_long_cache, setup_mistral_cpu3, teardown),
         cmocka_unit_test_setup_teardown(test_join_and_leave, setup_mistral_cpu, teardown),
         cmocka_unit_test_setup_teardown(test_join_and_leave, setup_mistral_vulkan, teardown),
         cmocka_unit_test_setup_teardown(test_chunked_prefill, setup_mistral_cpu, teardown),

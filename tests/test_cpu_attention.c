@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/attention_variant.h"
 #include "cpu/kernels.h"
 #include "cpu/threadpool.h"
 #include "support/cpu_reference.h"
@@ -92,9 +93,9 @@ static problem gpt2_prompt(vkg_rng *rng, uint32_t H, uint32_t T, int causal) {
 /* GPT-2 with its cache: T queries at positions pos .. pos + T - 1 (the runtime index pos) against
  * k and v caches [H, 1024, 64] whose rows past pos + T - 1 are not written yet (NaN here: they
  * must take no part). */
-static problem gpt2_cached(vkg_rng *rng, uint32_t H, uint32_t T, int32_t pos) {
+static problem gpt2_cached_len(vkg_rng *rng, uint32_t H, uint32_t T, int32_t pos, uint32_t L) {
     problem pr = gpt2_prompt(rng, H, T, 1);
-    const uint32_t dh = 64, L = 1024;
+    const uint32_t dh = 64;
     vkg_attention_params *p = &pr.p;
     p->S = L, p->k_offset = p->v_offset = 0;
     p->k_stride_s = p->v_stride_s = dh, p->k_stride_b1 = p->v_stride_b1 = L * dh;
@@ -107,6 +108,10 @@ static problem gpt2_cached(vkg_rng *rng, uint32_t H, uint32_t T, int32_t pos) {
             for (size_t d = 0; d < dh; d++) pr.kc[(h * L + j) * dh + d] = pr.vc[(h * L + j) * dh + d] = NAN;
     pr.k = pr.kc, pr.v = pr.vc;
     return pr;
+}
+
+static problem gpt2_cached(vkg_rng *rng, uint32_t H, uint32_t T, int32_t pos) {
+    return gpt2_cached_len(rng, H, T, pos, 1024);
 }
 
 static size_t rows_of(const problem *pr) { return vkg_cpu_attention_rows(&pr->p); }
@@ -396,7 +401,7 @@ static void test_nonfinite_scores(void **state) {
 /* pr (gpt2_cached's H = hkv G heads) as grouped-query attention: the G query heads of each of hkv
  * key/value heads against one cache head (the first of theirs), broadcast over b1. */
 static void make_grouped(problem *pr, uint32_t hkv, uint32_t G) {
-    const uint32_t dh = 64, L = 1024;
+    const uint32_t dh = 64, L = pr->p.S;
     vkg_attention_params *p = &pr->p;
     p->batch0 = hkv, p->batch1 = G;
     p->q_stride_b0 = p->o_stride_b0 = G * dh, p->q_stride_b1 = p->o_stride_b1 = dh;
@@ -509,6 +514,67 @@ static void test_units_are_whole_groups(void **state) {
     vkg_threadpool_free(pool);
 }
 
+/* ---- a unit's keys in chunks ------------------------------------------------------------------ */
+
+typedef struct chunk_job {
+    const problem *pr;
+    float *out, *state;
+} chunk_job;
+
+static void chunk_range(void *ctx, size_t begin, size_t end) {
+    const chunk_job *j = ctx;
+    vkg_cpu_attention_chunk(&j->pr->p, j->pr->q, j->pr->k, j->pr->v, j->out, j->pr->index, j->state, begin, end);
+}
+
+/* A decode step's few units split into chunks of keys over threads (what the CPU executor does
+ * where units are fewer than twice its threads), then folded: the bits of the units run whole
+ * (which the tests above hold to double: at T = 1024 their rows fold 4 chunks), at positions on
+ * either side of a chunk's end, with a sliding window that starts mid chunk, and with the chunks
+ * computed in any order. */
+static void test_chunks_over_threads(void **state) {
+    (void)state;
+    enum { CK = VKG_ATTN_CHUNK, L = 4 * CK };
+    const struct {
+        uint32_t hkv, g, t, window;
+        int32_t pos;
+        size_t chunks;
+    } cases[] = {
+        {3, 3, 1, 0, L - 1, 4},             /* SmolLM2's decode step at the end of the cache */
+        {3, 3, 1, 0, CK - 1, 1},            /* the first chunk's last key */
+        {3, 3, 1, 0, CK, 2},                /* the second chunk's first */
+        {2, 7, 1, 0, 2 * CK + 88, 3},       /* Qwen2.5-0.5B's */
+        {1, 1, 1, 0, 3 * CK + 9, 4},        /* one head (the few-rows path) */
+        {2, 4, 1, 300, 2 * CK + 100, 3},    /* a window of 300 keys, from the middle of chunk 1 */
+        {2, 3, 5, 0, CK - 2, 2},            /* a chunk of a prompt after a cached prefix */
+    };
+    vkg_rng rng;
+    vkg_rng_seed(&rng, 22);
+    vkg_threadpool *pools[2] = {vkg_threadpool_new(2), vkg_threadpool_new(3)};
+    assert_non_null(pools[0]), assert_non_null(pools[1]);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        problem pr = gpt2_cached_len(&rng, cases[c].hkv * cases[c].g, cases[c].t, cases[c].pos, L);
+        if (cases[c].g > 1) make_grouped(&pr, cases[c].hkv, cases[c].g);
+        pr.p.window = cases[c].window;
+        const size_t units = vkg_cpu_attention_units(&pr.p), chunks = vkg_cpu_attention_chunks(&pr.p, pr.index);
+        assert_int_equal(chunks, cases[c].chunks);
+        float *want = run_whole(vkg_cpu_matmul_best_variant(), &pr), *got = calloc(pr.out_n, sizeof *got);
+        float *st = malloc(vkg_cpu_attention_state_floats(&pr.p, chunks) * sizeof *st);
+        assert_non_null(got), assert_non_null(st);
+        for (int pass = 0; pass < 3; pass++) {
+            memset(got, 0, pr.out_n * sizeof *got);
+            chunk_job j = {&pr, got, st};
+            if (pass < 2) vkg_threadpool_for(pools[pass], chunks * units, chunk_range, &j);
+            else
+                for (size_t u = chunks * units; u-- > 0;) chunk_range(&j, u, u + 1); /* last chunk first */
+            vkg_cpu_attention_merge(&pr.p, pr.q, pr.k, pr.v, got, pr.index, chunks, st, 0, units);
+            if (memcmp(got, want, pr.out_n * sizeof *got)) fail_msg("case %zu, pass %d: the chunks change the bits", c, pass);
+        }
+        free(want), free(got), free(st);
+        problem_free(&pr);
+    }
+    for (int i = 0; i < 2; i++) vkg_threadpool_free(pools[i]);
+}
+
 /* ---- through a session ------------------------------------------------------------------------- */
 
 /* GPT-2's attention built from ops (q, k, v views of [T, 3C], scale, causal mask, softmax, the
@@ -562,7 +628,7 @@ int main(void) {
         cmocka_unit_test(test_gpt2_prompts),     cmocka_unit_test(test_gpt2_full_context),
         cmocka_unit_test(test_gpt2_decode),      cmocka_unit_test(test_other_layouts),
         cmocka_unit_test(test_nonfinite_scores), cmocka_unit_test(test_cuts_and_threads),
-        cmocka_unit_test(test_units_are_whole_groups),
+        cmocka_unit_test(test_units_are_whole_groups), cmocka_unit_test(test_chunks_over_threads),
         cmocka_unit_test(test_session_threads),
     };
     return cmocka_run_group_tests(tests, find_variants, NULL);

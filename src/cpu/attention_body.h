@@ -27,7 +27,13 @@
  * position only, never on the vector width or the other rows of its group: the results do not
  * depend on how the units were cut, and the fused variants agree bit for bit.  A group of one or
  * two rows (a decode step) takes the block's keys into the lanes instead, for the same bits
- * ("few rows", below). */
+ * ("few rows", below).
+ *
+ * The blocks are walked in chunks of VKG_ATTN_CHUNK keys (chunk c: keys c CK .. c CK + CK - 1),
+ * each from a fresh state (m = -inf, l = 0, acc = 0), the chunks' states folded into the row's
+ * total in key order (vkg_attn_fold) before out = acc / l: one thread walking a group's chunks
+ * one after another (ATTN_NAME) and threads taking a chunk each (ATTN_CHUNK_NAME, folded by
+ * vkg_cpu_attention_merge) give the same bits. */
 #include <stdint.h>
 #include <string.h>
 
@@ -38,6 +44,9 @@
 #define GPAD VKG_ATTN_GROUP /* lanes of the transposed buffers: one per row of a group */
 #define NARROW_MAX_ROWS 2 /* the largest group whose keys go into the vector lanes (below) */
 #define ALIGNED __attribute__((aligned(64)))
+#define ATTN_CAT2(a, b) a##b
+#define ATTN_CAT(a, b) ATTN_CAT2(a, b)
+#define ATTN_CHUNK_NAME ATTN_CAT(ATTN_NAME, _chunk)
 #define INLINE static inline __attribute__((always_inline))
 
 _Static_assert(VKG_ATTENTION_MAX_DV % (CH * VL) == 0, "output rows are whole register chunks");
@@ -45,7 +54,7 @@ _Static_assert(GPAD % PV_ROWS == 0, "P.V row tiles within a group");
 _Static_assert(GPAD % VL == 0 && (GPAD / VL & (GPAD / VL - 1)) == 0 && GPAD <= 8 * VL && SCORE_ACC >= 8,
                "a group is 1, 2, 4 or 8 vectors of rows, and a score tile at least 8 vectors");
 
-/* The buffers of one group (on the stack: about 110 KiB). */
+/* The buffers of one group (on the stack: about 170 KiB). */
 typedef struct group {
     float qT[VKG_ATTN_MAX_D * GPAD] ALIGNED;   /* q transposed: row r's q_d at d * GPAD + r      */
     float s[KB * GPAD] ALIGNED;                /* the block's scores: row r's s_j at j * GPAD + r */
@@ -56,6 +65,8 @@ typedef struct group {
     float sn[NARROW_MAX_ROWS * KB] ALIGNED;    /* few rows: row r's scores s_j at r * KB + j       */
     float acc[VKG_ATTN_GROUP * VKG_ATTENTION_MAX_DV]; /* row r's output sums at r * dv_pad     */
     float m[GPAD] ALIGNED, l[GPAD] ALIGNED, base[GPAD] ALIGNED, corr[GPAD] ALIGNED;
+    /* the rows' states over the chunks before this one (vkg_attn_fold), laid out as m, l, acc */
+    float tacc[VKG_ATTN_GROUP * VKG_ATTENTION_MAX_DV], tm[GPAD], tl[GPAD];
     vkg_attn_row rows[VKG_ATTN_GROUP];
 } group;
 
@@ -295,34 +306,51 @@ static void narrow_weights(group *G, size_t g, size_t D, const float *kr, size_t
     }
 }
 
-/* Rows r0 .. r0 + g - 1, all reading the same keys and values: consecutive positions of one
- * batch entry, or of consecutive b1 entries whose keys and values are one (stride 0). */
-static void run_group(group *G, const vkg_attention_params *p, const float *q, const float *k, const float *v,
-                      float *out, size_t r0, size_t g, const int32_t *indices) {
-    const size_t D = p->D, Dv = p->Dv, dv_pad = (Dv + CH * VL - 1) / (CH * VL) * (CH * VL);
-    const size_t ks = p->k_stride_s, kds = p->k_stride_d, vs = p->v_stride_s, vds = p->v_stride_d;
-    /* the lanes in use: whole vectors, a power of two of them (the score tiles' shapes) */
+/* The lanes a group of g rows uses: whole vectors, a power of two of them (the score tiles'
+ * shapes). */
+INLINE size_t lanes_for(size_t g) {
     size_t lanes = VL;
     while (lanes < g) lanes *= 2;
-    /* values are read in place when their rows are contiguous whole chunks */
-    const int v_direct = vds == 1 && Dv == dv_pad;
-    const int narrow = g <= NARROW_MAX_ROWS; /* keys in the lanes: the same bits, faster */
-    size_t keys_max = 0, first_min = SIZE_MAX;
+    return lanes;
+}
+
+/* An output row's floats in the group's buffers: whole register chunks. */
+INLINE size_t dv_pad_of(size_t Dv) { return (Dv + CH * VL - 1) / (CH * VL) * (CH * VL); }
+
+/* Sets G up for rows r0 .. r0 + g - 1, all reading the same keys and values (consecutive
+ * positions of one batch entry, or of consecutive b1 entries whose keys and values are one,
+ * stride 0): their rows and q, transposed.  The keys any of them sees: *first_min .. *keys_max - 1. */
+static void group_begin(group *G, const vkg_attention_params *p, const float *q, const float *k, const float *v,
+                        float *out, size_t r0, size_t g, const int32_t *indices, size_t *first_min, size_t *keys_max) {
+    const size_t lanes = lanes_for(g);
+    *keys_max = 0, *first_min = SIZE_MAX;
     for (size_t r = 0; r < g; r++) {
         vkg_attn_row *w = &G->rows[r];
         *w = vkg_attn_row_of(p, q, k, v, out, r0 + r, indices);
-        if (w->keys > keys_max) keys_max = w->keys;
-        if (w->first < first_min) first_min = w->first;
-        memset(G->acc + r * dv_pad, 0, dv_pad * sizeof(float));
+        if (w->keys > *keys_max) *keys_max = w->keys;
+        if (w->first < *first_min) *first_min = w->first;
     }
-    for (size_t d = 0; d < D; d++)
+    for (size_t d = 0; d < p->D; d++)
         for (size_t r = 0; r < lanes; r++) G->qT[d * GPAD + r] = r < g ? G->rows[r].q[d * p->q_stride_d] : 0.0f;
+}
+
+/* The softmax state (G->m, G->l, G->acc) of the group's g rows over keys c0 .. c1 - 1 (c0 a
+ * multiple of KB, c1 at most keys_max), from scratch. */
+static void run_chunk(group *G, const vkg_attention_params *p, size_t g, size_t first_min, size_t c0, size_t c1) {
+    const size_t D = p->D, Dv = p->Dv, dv_pad = dv_pad_of(Dv);
+    const size_t ks = p->k_stride_s, kds = p->k_stride_d, vs = p->v_stride_s, vds = p->v_stride_d;
+    const size_t lanes = lanes_for(g);
+    /* values are read in place when their rows are contiguous whole chunks */
+    const int v_direct = vds == 1 && Dv == dv_pad;
+    const int narrow = g <= NARROW_MAX_ROWS; /* keys in the lanes: the same bits, faster */
+    for (size_t r = 0; r < g; r++) memset(G->acc + r * dv_pad, 0, dv_pad * sizeof(float));
     for (size_t r = 0; r < lanes; r++) G->m[r] = -INFINITY, G->l[r] = 0.0f;
     const float *kb = G->rows[0].k, *vb = G->rows[0].v;
     /* blocks wholly before every row's window change nothing: the walk starts at the first
      * block that holds a visible key (still a multiple of KB) */
-    for (size_t j0 = first_min / KB * KB; j0 < keys_max; j0 += KB) {
-        const size_t nb = keys_max - j0 < KB ? keys_max - j0 : KB;
+    const size_t start = first_min / KB * KB;
+    for (size_t j0 = c0 > start ? c0 : start; j0 < c1; j0 += KB) {
+        const size_t nb = c1 - j0 < KB ? c1 - j0 : KB;
         int neg[GPAD] ALIGNED;
         if (narrow) narrow_weights(G, g, D, kb + j0 * ks, ks, kds, p->scale, j0, nb, neg);
         else wide_weights(G, lanes, g, D, kb + j0 * ks, ks, kds, p->scale, j0, nb, neg);
@@ -361,11 +389,26 @@ static void run_group(group *G, const vkg_attention_params *p, const float *q, c
             r += rows;
         }
     }
+}
+
+/* Rows r0 .. r0 + g - 1 of one group, chunk by chunk, each chunk's state folded into the rows'
+ * totals in key order (vkg_attn_fold), then written out. */
+static void run_group(group *G, const vkg_attention_params *p, const float *q, const float *k, const float *v,
+                      float *out, size_t r0, size_t g, const int32_t *indices) {
+    const size_t Dv = p->Dv, dv_pad = dv_pad_of(Dv);
+    size_t first_min, keys_max;
+    group_begin(G, p, q, k, v, out, r0, g, indices, &first_min, &keys_max);
     for (size_t r = 0; r < g; r++) {
-        const float l = G->l[r], *a = G->acc + r * dv_pad;
-        float *o = G->rows[r].o;
-        for (size_t d = 0; d < Dv; d++) o[d * p->o_stride_d] = l == 0.0f ? 0.0f : a[d] / l;
+        G->tm[r] = -INFINITY, G->tl[r] = 0.0f;
+        memset(G->tacc + r * dv_pad, 0, Dv * sizeof(float));
     }
+    for (size_t c0 = first_min / VKG_ATTN_CHUNK * VKG_ATTN_CHUNK; c0 < keys_max; c0 += VKG_ATTN_CHUNK) {
+        const size_t c1 = keys_max < c0 + VKG_ATTN_CHUNK ? keys_max : c0 + VKG_ATTN_CHUNK;
+        run_chunk(G, p, g, first_min, c0, c1);
+        for (size_t r = 0; r < g; r++)
+            vkg_attn_fold(&G->tm[r], &G->tl[r], G->tacc + r * dv_pad, G->m[r], G->l[r], G->acc + r * dv_pad, Dv);
+    }
+    for (size_t r = 0; r < g; r++) vkg_attn_write_out(G->rows[r].o, p->o_stride_d, G->tacc + r * dv_pad, G->tl[r], Dv);
 }
 
 void ATTN_NAME(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
@@ -378,5 +421,20 @@ void ATTN_NAME(const vkg_attention_params *p, const float *q, const float *k, co
         if (g > VKG_ATTN_GROUP) g = VKG_ATTN_GROUP;
         run_group(&G, p, q, k, v, out, r, g, indices);
         r += g;
+    }
+}
+
+void ATTN_CHUNK_NAME(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
+                     const int32_t *indices, size_t r0, size_t g, size_t c0, float *state) {
+    const size_t Dv = p->Dv, dv_pad = dv_pad_of(Dv);
+    group G;
+    size_t first_min, keys_max;
+    group_begin(&G, p, q, k, v, out, r0, g, indices, &first_min, &keys_max);
+    /* a chunk past the group's keys walks no block: the state of nothing seen */
+    run_chunk(&G, p, g, first_min, c0, keys_max < c0 + VKG_ATTN_CHUNK ? keys_max : c0 + VKG_ATTN_CHUNK);
+    for (size_t r = 0; r < g; r++) {
+        float *st = state + r * (2 + Dv);
+        st[0] = G.m[r], st[1] = G.l[r];
+        memcpy(st + 2, G.acc + r * dv_pad, Dv * sizeof(float));
     }
 }

@@ -20,8 +20,9 @@
 enum {
     REGION_ALIGN = 64,           /* bytes; a cache line, and enough for any vector load      */
     MAX_THREADS = 1024,
-    PARALLEL_MIN_WORK = 1 << 15  /* below this many element operations a step runs inline:
+    PARALLEL_MIN_WORK = 1 << 15, /* below this many element operations a step runs inline:
                                     waking the workers would cost more than it saves       */
+    CHUNK_STATE_MAX = 1 << 24    /* floats of chunk states an attention step may use (64 MiB) */
 };
 
 typedef struct cpu_session {
@@ -30,6 +31,8 @@ typedef struct cpu_session {
     unsigned char **region_base;            /* one per region                               */
     char *owned;                            /* per region: mapped here, unmapped at the end */
     void *(*bind)[VKG_MAX_BINDINGS];        /* per step: each binding's first byte, or NULL */
+    float *chunk_state;                     /* attention's chunk states (run_attention_chunks) */
+    size_t chunk_state_floats;
 } cpu_session;
 
 /* ---- running one step ---------------------------------------------------------------------- */
@@ -74,7 +77,51 @@ static void step_work(const vkg_step *s, size_t *units, double *unit_cost, vkg_p
     *fn = NULL;
 }
 
-static void run_step(vkg_threadpool *pool, const vkg_step *s, void *const *bind) {
+/* An attention step whose units do not share out evenly over the threads (a decode step: a unit
+ * per key/value head, 3 of them in SmolLM2's on 2 threads, 8 in Llama-3.2-1B's on 16) leaves
+ * threads idle for part of it, over a long cache most of its time; its units' keys are split
+ * into chunks spread over the threads instead, then folded (vkg_cpu_attention_chunk, _merge:
+ * the same bits).  Chunks cost a little more than one walk (each restarts the memory's
+ * streams: Qwen2.5-0.5B's 2 units split on 2 threads were 5% slower, PERFORMANCE.md), so a
+ * step splits only where the busiest thread's share of whole units, ceil(units / threads),
+ * exceeds the even share by a quarter.  Returns 0 where the step runs whole: units that share
+ * out, one chunk, or no memory for the states (the same bits either way). */
+static int worth_chunks(size_t units, size_t threads) {
+    return threads > 1 && units > 0 && 4 * threads * ((units + threads - 1) / threads) > 5 * units;
+}
+
+typedef struct chunk_job {
+    const vkg_attention_params *p;
+    void *const *bind;
+    float *state;
+} chunk_job;
+
+static void chunk_range(void *ctx, size_t begin, size_t end) {
+    const chunk_job *j = ctx;
+    vkg_cpu_attention_chunk(j->p, j->bind[0], j->bind[1], j->bind[2], j->bind[3], j->bind[4], j->state, begin, end);
+}
+
+static int run_attention_chunks(cpu_session *ses, const vkg_attention_params *p, void *const *bind) {
+    const size_t units = vkg_cpu_attention_units(p), threads = (size_t)vkg_threadpool_threads(ses->pool);
+    if (!worth_chunks(units, threads)) return 0;
+    const size_t chunks = vkg_cpu_attention_chunks(p, bind[4]);
+    if (chunks < 2) return 0;
+    const size_t floats = vkg_cpu_attention_state_floats(p, chunks);
+    if (floats > CHUNK_STATE_MAX) return 0;
+    if (floats > ses->chunk_state_floats) {
+        float *grown = realloc(ses->chunk_state, floats * sizeof *grown);
+        if (!grown) return 0;
+        ses->chunk_state = grown, ses->chunk_state_floats = floats;
+    }
+    chunk_job job = {p, bind, ses->chunk_state};
+    vkg_threadpool_for(ses->pool, chunks * units, chunk_range, &job);
+    vkg_cpu_attention_merge(p, bind[0], bind[1], bind[2], bind[3], bind[4], chunks, ses->chunk_state, 0, units);
+    return 1;
+}
+
+static void run_step(cpu_session *ses, const vkg_step *s, void *const *bind) {
+    if (s->kernel == VKG_KERNEL_ATTENTION && run_attention_chunks(ses, &s->params.attention, bind)) return;
+    vkg_threadpool *pool = ses->pool;
     step_job job = {s, bind};
     size_t units;
     double unit_cost;
@@ -105,6 +152,7 @@ static void cpu_session_free(void *session) {
     free(s->region_base);
     free(s->owned);
     free(s->bind);
+    free(s->chunk_state);
     free(s);
 }
 
@@ -271,7 +319,7 @@ static vkg_status run_range(cpu_session *s, int first, int count, vkg_step_times
             if (st != VKG_OK) return st;
         }
         if (times) times->begin_ns[i] = vkg_clock_ns();
-        run_step(s->pool, step, bind);
+        run_step(s, step, bind);
         if (times) times->end_ns[i] = vkg_clock_ns();
     }
     return VKG_OK;

@@ -185,5 +185,20 @@ void vkg_cpu_attention_with(int variant, const vkg_attention_params *p, const fl
                             const float *v, float *out, const int32_t *indices, size_t row_begin, size_t row_end);
 void vkg_cpu_attention_reference(const vkg_attention_params *p, const float *q, const float *k, const float *v,
                                  float *out, const int32_t *indices, size_t row_begin, size_t row_end);
+/* A step with fewer units than threads to share them (a decode step: a unit per key/value head)
+ * can also split each unit's keys into chunks of VKG_ATTN_CHUNK (attention_variant.h), giving
+ * the bits of vkg_cpu_attention, which folds the same chunks in the same order on one thread:
+ * vkg_cpu_attention_chunks says how many chunks the longest row reaches (0: the rows are run
+ * by the reference, unsplit), vkg_cpu_attention_state_floats how large `state` must be for
+ * them; vkg_cpu_attention_chunk computes units (chunk, unit) of chunks x units, chunk-major,
+ * each into its place of state; then vkg_cpu_attention_merge folds each unit's chunks in key
+ * order into its rows' outputs (units as vkg_cpu_attention's). */
+size_t vkg_cpu_attention_chunks(const vkg_attention_params *p, const int32_t *indices);
+size_t vkg_cpu_attention_state_floats(const vkg_attention_params *p, size_t chunks);
+void vkg_cpu_attention_chunk(const vkg_attention_params *p, const float *q, const float *k, const float *v,
+                             float *out, const int32_t *indices, float *state, size_t unit_begin, size_t unit_end);
+void vkg_cpu_attention_merge(const vkg_attention_params *p, const float *q, const float *k, const float *v,
+                             float *out, const int32_t *indices, size_t chunks, float *state, size_t unit_begin,
+                             size_t unit_end);
 
 #endif
