@@ -311,6 +311,9 @@ typedef struct vkg_context_options {
                                   for decoding.  A feed of another size compiles a plan of its
                                   own (one token: kept for the next ones).  One pass over a
                                   prompt of n tokens: n_batch = n_ctx = n                       */
+    int n_ctx_fit;             /* with n_ctx 0: the length to fit from instead of the model's
+                                  n_ctx (generation_config.json's max_length, say): that, or the
+                                  largest half, quarter, ... of it the device holds; 0: n_ctx   */
 } vkg_context_options;
 
 void vkg_context_options_default(vkg_context_options *o);

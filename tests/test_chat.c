@@ -348,6 +348,15 @@ static void test_cli(void **state) {
     assert_non_null(strstr(r.err, "message 9 refused: this message does not fit the context"));
     assert_non_null(strstr(r.err, "message 10: ")); /* the chat went on */
     result_free(&r);
+    /* without -c, generation_config.json's max_length where shorter than the model's context */
+    set_generation_config("{\"max_length\": 96}");
+    r = run_with_input((const char *const[]){bin, "chat", "-m", model, "--device", "cpu", "-n", "8", "--system",
+                                             "Be brief.", NULL}, input, NULL);
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "outgrew the context (96 positions): dropped the oldest"));
+    assert_null(strstr(r.err, "max_length of 96")); /* the CPU holds all of it: no note */
+    result_free(&r);
+    set_generation_config(NULL);
 
     /* generation_config.json's stop id: the reply ends there, unless --ignore-eos */
     set_generation_config(NULL);

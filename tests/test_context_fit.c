@@ -1,16 +1,16 @@
 /* Contexts whose length is left to the model (n_ctx 0) on a model trained for more positions than
- * one binding holds of a layer's cache: a random Qwen3 of 1048576 positions, whose KV cache
- * (2 x 2 heads x 32 floats a position) is 1 GiB a layer against the 128 MiB one binding spans.
- * Such a cache is written and read a few heads at a time (a head's keys, 128 MiB here, are never
- * cut), so on the CPU the context holds the model's whole length; on lavapipe, whose attention
- * loop runs at most 16384 keys a row reliably, the context and the batch context take the largest
- * half, quarter, ... that fits.  Either way they compute what a context of a few positions
- * computes.  Asked for the whole length, lavapipe refuses it, saying why; a decode plan compiled
- * with vkg_model_compile_fitted takes at least the size a context takes.  With so many layers
- * that their caches no longer fit the memory a session is checked against, the context halves
- * again, and asked for twice what it took is refused with the sizes: on the CPU, whose memory is
- * the host's (on lavapipe a cache stops at 16384 positions before a tiny model's caches fill its
- * 2 GiB heap). */
+ * one binding holds of a layer's cache: a random Qwen3 of 1048576 positions, whose KV cache (2 x 2
+ * heads x 32 floats a position) is 1 GiB a layer against the 128 MiB one binding spans. Such a
+ * cache is written and read a few heads at a time (a head's keys, 128 MiB here, are never cut), so
+ * on the CPU the context holds the model's whole length; on lavapipe, whose attention loop walks a
+ * prompt row's keys reliably up to 32768 iterations, the context and the batch context take the
+ * largest half, quarter, ... that fits.  Either way they compute what a context of a few positions
+ * computes; so too from a length other than the model's.  Asked for the whole length, lavapipe
+ * refuses it, saying why; a decode plan compiled with vkg_model_compile_fitted takes at least the
+ * size a context takes.  With so many layers that their caches no longer fit the memory a session
+ * is checked against, the context halves again, and asked for twice what it took is refused with
+ * the sizes: on the CPU, whose memory is the host's (on lavapipe a cache stops at 16384 positions
+ * before a tiny model's caches fill its 2 GiB heap). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -146,6 +146,30 @@ static void test_context_takes_what_fits(void **state) {
     assert_same_logits(f, got, want);
     free(got);
     free(want);
+}
+
+/* A length to fit from other than the model's (a chat's generation_config max_length): the CPU
+ * takes all of it, lavapipe its half (a prompt row's walk over 40000 keys passes the 32768 loop
+ * iterations it runs reliably, over 20000 not).  Outside 0 .. the model's context it is
+ * refused. */
+static void test_context_fits_from(void **state) {
+    fixture *f = *state;
+    vkg_context_options o;
+    vkg_context_options_default(&o);
+    o.n_ctx_fit = 40000;
+    vkg_context *ctx = NULL;
+    vkg_error err = {0};
+    check(vkg_context_new(f->model, &o, &ctx, &err), &err);
+    assert_int_equal(vkg_context_size(ctx), f->cpu ? 40000 : 20000);
+    vkg_context_free(ctx);
+    const int bad[] = {-1, POSITIONS + 1};
+    for (int i = 0; i < 2; i++) {
+        o.n_ctx_fit = bad[i];
+        ctx = NULL;
+        assert_int_equal(vkg_context_new(f->model, &o, &ctx, &err), VKG_ERR_INVALID_ARGUMENT);
+        assert_null(ctx);
+        assert_non_null(strstr(err.message, "n_ctx_fit"));
+    }
 }
 
 /* lavapipe: a row of keys longer than its attention loop runs reliably. */
@@ -293,12 +317,14 @@ static void test_memory_takes_what_fits(void **state) {
 int main(void) {
     const struct CMUnitTest cpu[] = {
         cmocka_unit_test(test_context_takes_what_fits),
+        cmocka_unit_test(test_context_fits_from),
         cmocka_unit_test(test_batch_takes_what_fits),
         cmocka_unit_test(test_compile_fitted),
         cmocka_unit_test(test_memory_takes_what_fits),
     };
     const struct CMUnitTest vulkan[] = {
         cmocka_unit_test(test_context_takes_what_fits),
+        cmocka_unit_test(test_context_fits_from),
         cmocka_unit_test(test_context_asked_for_all_refused),
         cmocka_unit_test(test_batch_takes_what_fits),
         cmocka_unit_test(test_compile_fitted),

@@ -184,12 +184,19 @@ static int start(chat_run *r) {
     }
     vkg_context_options co;
     vkg_context_options_default(&co);
-    co.n_ctx = !r->n_ctx && n_ctx == c->info.n_ctx ? 0 : n_ctx; /* 0: the model's, or the most this device holds */
+    /* a length named is exact; else the model's, or max_length, or the most of it this device holds */
+    co.n_ctx = r->n_ctx ? n_ctx : 0;
+    co.n_ctx_fit = r->n_ctx ? 0 : n_ctx;
     vkg_status st = vkg_context_new(c->model, &co, &r->ctx, &err);
     if (st != VKG_OK)
         return cli_fail(CMD, "%s%s", err.message, cli_memory_hint(st, " (--ctx N sets a shorter KV cache)"));
-    cli_note_context(CMD, co.n_ctx, vkg_context_size(r->ctx), c->info.n_ctx, "--ctx N sets it", c->dev);
-    n_ctx = vkg_context_size(r->ctx);
+    const int fitted = vkg_context_size(r->ctx);
+    if (co.n_ctx_fit == c->info.n_ctx || co.n_ctx_fit == 0)
+        cli_note_context(CMD, co.n_ctx, fitted, c->info.n_ctx, "--ctx N sets it", c->dev);
+    else if (fitted < co.n_ctx_fit)
+        fprintf(stderr, "vkgraph %s: note: a KV cache of %d positions: generation_config.json's max_length of %d "
+                "does not fit %s (--ctx N sets it)\n", CMD, fitted, co.n_ctx_fit, vkg_device_name(c->dev));
+    n_ctx = fitted;
     vkg_model_generate_defaults(c->model, &r->go);
     if (!c->info.max_new_tokens) r->go.max_tokens = n_ctx; /* to a stop id or the context's end */
     cli_sampling_apply(&r->cs, CMD, &r->go);

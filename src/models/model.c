@@ -352,10 +352,14 @@ vkg_status vkg_context_new(vkg_model *m, const vkg_context_options *opts, vkg_co
     if (o.logits == VKG_LOGITS_NONE && o.attention_layer == VKG_NO_ATTENTION)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_new: neither logits nor attention asked "
                              "for: a run would compute nothing");
+    const int model_ctx = m->dec->facts.n_ctx;
+    if (o.n_ctx_fit < 0 || o.n_ctx_fit > model_ctx)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_context_new: n_ctx_fit is %d: use 0 (the model's "
+                             "context) to %d", o.n_ctx_fit, model_ctx);
     const double t0 = vkg_clock_seconds();
     context_make_args a = {.m = m, .o = &o, .out = out};
     vkg_status st = o.n_ctx ? context_make(&a, o.n_ctx, err)
-                            : vkg_fit_context(m->dec->facts.n_ctx, o.n_batch, context_make, &a, err);
+                            : vkg_fit_context(o.n_ctx_fit ? o.n_ctx_fit : model_ctx, o.n_batch, context_make, &a, err);
     if (st == VKG_OK) (*out)->t.setup_s = vkg_clock_seconds() - t0;
     return st;
 }
