@@ -1,6 +1,8 @@
 /* Every host allocation, device allocation, memory map, Vulkan call and fence wait that loading
  * GPT-2 and running logits, generate and attention make (on the tiny model, on the CPU and on
- * Vulkan) is made to fail, one at a time (src/fault/fault.h): each run must end with an error
+ * Vulkan), and a CPU attention step whose keys split over 2 threads (the one allocation whose
+ * failure must not fail the run: its chunk states), is made to fail, one at a time
+ * (src/fault/fault.h): each run must end with an error
  * status and a message, or with exactly the output of the run without a fault; nothing may
  * crash, and LeakSanitizer (this test runs in the sanitizer build) sees every error path free
  * what it took.  A fence wait that times out ends in VKG_ERR_TIMEOUT; a fence that never
@@ -35,7 +37,8 @@ static char cache_dir[256];
 typedef struct job {
     const char *name;
     const char *device;     /* "cpu" or "vulkan" */
-    int what;               /* 0 load, 1 logits, 2 generate, 3 attention, 4 open the device only */
+    int what;               /* 0 load, 1 logits, 2 generate, 3 attention, 4 open the device only,
+                               5 attention over a long cache on 2 threads (split_attention) */
     int own_device;
     int staging;            /* Vulkan: reach device-local buffers through staging copies */
     vkg_device *dev;        /* when !own_device */
@@ -48,9 +51,48 @@ typedef struct output {
     size_t n;
 } output;
 
-static vkg_status open_device(const char *spec, vkg_device **dev, vkg_error *err) {
-    vkg_device_options o = {.cpu_threads = 1, .quiet = 1};
+static vkg_status open_device_threads(const char *spec, int threads, vkg_device **dev, vkg_error *err) {
+    vkg_device_options o = {.cpu_threads = threads, .quiet = 1};
     return vkg_device_open(spec, &o, dev, err);
+}
+
+static vkg_status open_device(const char *spec, vkg_device **dev, vkg_error *err) {
+    return open_device_threads(spec, 1, dev, err);
+}
+
+/* One query row against SPLIT_KEYS keys, built from ops (one fused attention step): a single
+ * unit on 2 threads, so the CPU executor splits its keys into 3 chunks, their states in a buffer
+ * of the session grown at the run.  The output is the row's SPLIT_D values. */
+enum { SPLIT_D = 16, SPLIT_KEYS = 1100 };
+
+static vkg_status split_attention(vkg_device *dev, output *out, vkg_error *err) {
+    static float q[SPLIT_D], kv[SPLIT_KEYS * SPLIT_D];
+    for (int i = 0; i < SPLIT_D; i++) q[i] = (float)(i % 5) - 2.0f;
+    for (int i = 0; i < SPLIT_KEYS * SPLIT_D; i++) kv[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+    vkg_graph *g = vkg_graph_new();
+    if (!g) {
+        snprintf(err->message, sizeof err->message, "out of memory making a graph");
+        return VKG_ERR_OUT_OF_MEMORY;
+    }
+    vkg_tensor tq = vkg_input(g, "q", VKG_F32, 3, (const int64_t[]){1, 1, SPLIT_D});
+    vkg_tensor tk = vkg_input(g, "k", VKG_F32, 3, (const int64_t[]){1, SPLIT_KEYS, SPLIT_D});
+    vkg_tensor s = vkg_scale(g, vkg_matmul(g, tq, tk, VKG_NONE, VKG_TRANSPOSE_B), 0.25f);
+    vkg_tensor o = vkg_matmul(g, vkg_softmax(g, vkg_mask_causal(g, s, SPLIT_KEYS - 1, VKG_NONE)), tk, VKG_NONE, 0);
+    vkg_plan *plan = NULL;
+    vkg_session *ses = NULL;
+    vkg_status st = vkg_output(g, "o", o);
+    if (st != VKG_OK) snprintf(err->message, sizeof err->message, "%s", vkg_graph_error(g)); /* the sticky error */
+    if (st == VKG_OK) st = vkg_plan_compile(g, NULL, &plan, err);
+    if (st == VKG_OK) st = vkg_session_new(dev, plan, &ses, err);
+    if (st == VKG_OK) st = vkg_session_set_input(ses, tq, q, sizeof q, err);
+    if (st == VKG_OK) st = vkg_session_set_input(ses, tk, kv, sizeof kv, err);
+    if (st == VKG_OK) st = vkg_session_run(ses, err);
+    if (st == VKG_OK) st = vkg_session_get_output(ses, o, out->v, SPLIT_D * sizeof(float), err);
+    out->n = SPLIT_D;
+    vkg_session_free(ses);
+    vkg_plan_free(plan);
+    vkg_graph_free(g);
+    return st;
 }
 
 static vkg_status run_on(const job *j, vkg_device *dev, const vkg_gpt2 *m, output *out, vkg_error *err) {
@@ -96,7 +138,7 @@ static vkg_status run_job(const job *j, output *out, vkg_error *err) {
     }
     vkg_device *dev = j->dev;
     if (j->own_device) {
-        vkg_status st = open_device(j->device, &dev, err);
+        vkg_status st = open_device_threads(j->device, j->what == 5 ? 2 : 1, &dev, err);
         if (st != VKG_OK) return st;
     }
     if (j->staging) ((vkg_vk_context *)dev->impl)->tuning.force_staging = 1;
@@ -104,12 +146,16 @@ static vkg_status run_job(const job *j, output *out, vkg_error *err) {
     if (j->what == 4) {
         out->n = 1;
         out->v[0] = (float)vkg_device_is_cpu(dev);
+    } else if (j->what == 5) {
+        st = split_attention(dev, out, err);
     } else {
         st = run_on(j, dev, j->model, out, err);
     }
     if (j->own_device) vkg_device_free(dev);
     return st;
 }
+
+static uint64_t walked_calls; /* the calls of `kind` the last walk covered */
 
 /* Walks n over every call of `kind` the job makes; returns how many runs ended in an error. */
 static int walk(const job *j, vkg_fault_kind kind) {
@@ -121,6 +167,7 @@ static int walk(const job *j, vkg_fault_kind kind) {
     vkg_fault_arm(kind, 0);
     if (run_job(j, &ref, &err) != VKG_OK) fail_msg("%s without a fault: %s", j->name, err.message);
     const uint64_t calls = vkg_fault_calls(kind);
+    walked_calls = calls;
     int errors = 0;
     for (uint64_t n = 1; n <= calls; n++) {
         vkg_fault_arm(kind, n);
@@ -172,6 +219,12 @@ static void test_cpu(void **state) {
         assert_true(walk(&j, VKG_FAULT_HOST_ALLOC) > 0);
     }
     vkg_gpt2_free(m);
+    /* the split attention's chunk states: refused, the step runs whole, with the same output
+     * (every other allocation of the run fails it) */
+    job j = {.name = "cpu split attention", .device = "cpu", .what = 5, .own_device = 1};
+    const int errors = walk(&j, VKG_FAULT_HOST_ALLOC);
+    assert_true(errors > 0);
+    assert_int_equal((uint64_t)errors + 1, walked_calls);
 }
 
 /* Opening the Vulkan device, on its own: instance, device, queue, pool, each allocation. */
