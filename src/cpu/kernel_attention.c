@@ -151,15 +151,16 @@ void vkg_cpu_attention_merge(const vkg_attention_params *p, const float *q, cons
                              float *out, const int32_t *indices, size_t chunks, float *state, size_t unit_begin,
                              size_t unit_end) {
     float acc[VKG_ATTENTION_MAX_DV];
-    for (size_t u = unit_begin; u < unit_end; u++)
-        for (size_t r = unit_row(p, u); r < unit_row(p, u + 1); r++) {
-            const size_t i = r - unit_row(p, u);
+    for (size_t u = unit_begin; u < unit_end; u++) {
+        const size_t r0 = unit_row(p, u), r1 = unit_row(p, u + 1);
+        for (size_t r = r0; r < r1; r++) {
             float m = -INFINITY, l = 0.0f;
             for (size_t d = 0; d < p->Dv; d++) acc[d] = 0.0f;
             for (size_t c = 0; c < chunks; c++) {
-                const float *st = chunk_state(p, state, c, u) + i * state_floats(p);
+                const float *st = chunk_state(p, state, c, u) + (r - r0) * state_floats(p);
                 vkg_attn_fold(&m, &l, acc, st[0], st[1], st + 2, p->Dv);
             }
             vkg_attn_write_out(vkg_attn_row_of(p, q, k, v, out, r, indices).o, p->o_stride_d, acc, l, p->Dv);
         }
+    }
 }
