@@ -14,6 +14,13 @@
 // keys one by one.  The workgroup must be whole subgroups: one, or with grouped-query attention
 // one per head of a group, so that a group's heads walk their shared keys together.
 //
+// With CHUNK_KEYS as well (the host's choice on a GPU, whose decode step would otherwise run one
+// workgroup per key/value head), workgroup z of the dispatch walks keys [z CHUNK_KEYS, (z + 1)
+// CHUNK_KEYS) only and, in place of the output row, writes its softmax state to the buffer bound
+// as out: for query row r (its index in the dispatch's runs) and chunk z, at (r Z + z)(Dv + 2)
+// the max m, the sum l, then the Dv sums of weighted values, none divided; a chunk with no visible
+// key writes m = -inf, l = 0.  attention_merge.comp folds a row's chunks into its output.
+//
 // Include after declaring the bindings (Q, K, V, o_data, indices) and defining LOAD_Q(row, d4),
 // LOAD_K(row, d4) and LOAD_V(row, d4): elements 4 d4 .. 4 d4 + 3 of the row that starts at
 // element `row`, zeros past D (q, k) or Dv (v).  The loops over a row's vec4s have constant
@@ -30,6 +37,7 @@ layout(local_size_x_id = VKG_SPEC_WG_X) in;
 layout(constant_id = VKG_SPEC_D4) const uint D4 = 16;    // vec4s of a q / k row: ceil(D / 4)
 layout(constant_id = VKG_SPEC_DV4) const uint DV4 = 16;   // vec4s of a v / out row: ceil(Dv / 4)
 layout(constant_id = VKG_SPEC_SPLIT_KEYS) const bool SPLIT_KEYS = false;   // a subgroup per query row (above)
+layout(constant_id = VKG_SPEC_CHUNK_KEYS) const uint CHUNK_KEYS = 0u;     // with SPLIT_KEYS: keys per workgroup z
 
 void main() {
     // Rows per unit: a workgroup's tile, or with SPLIT_KEYS one row per subgroup.
@@ -55,6 +63,11 @@ void main() {
             int last = ((p.mask_rows & VKG_MASK_ROWS_ONE_POSITION) != 0u ? 0 : int(t)) + p.causal_offset + dyn;   // the query's position
             keys = clamp(last + 1, 0, int(p.S));
             if (p.window != 0u) first = clamp(last + 1 - int(p.window), 0, keys);
+        }
+        if (CHUNK_KEYS != 0u) {   // this workgroup's chunk of them
+            int lo = int(gl_WorkGroupID.z * CHUNK_KEYS);
+            first = max(first, lo);
+            keys = min(keys, lo + int(CHUNK_KEYS));
         }
 
         vec4 q[D4];
@@ -83,7 +96,17 @@ void main() {
             float c = m == vkg_neg_inf() ? 0.0 : exp(m - top);   // a lane that saw no key adds 0
             l = subgroupAdd(l * c);
             [[unroll]] for (uint d = 0; d < DV4; d++) acc[d] = subgroupAdd(acc[d] * c);
+            m = top;
             if (lane != 0u) continue;
+        }
+        if (CHUNK_KEYS != 0u) {   // the chunk's state, for attention_merge.comp
+            uint at = ((bb * run + tr) * gl_NumWorkGroups.z + gl_WorkGroupID.z) * (p.Dv + 2u);
+            o_data[at] = m;
+            o_data[at + 1u] = l;
+            [[unroll]] for (uint d = 0; d < DV4; d++)
+                [[unroll]] for (uint e = 0; e < 4u; e++)
+                    if (4u * d + e < p.Dv) o_data[at + 2u + 4u * d + e] = acc[d][e];
+            continue;
         }
 
         float inv = l == 0.0 ? 0.0 : 1.0 / l;   // no visible key: zeros

@@ -188,7 +188,8 @@ static void test_vulkan_quick_suite_passes(void **state) {
 }
 
 /* The same with the sizes a discrete GPU gets (wide workgroups, shared-memory tiled matmul, split-K
- * matrix-vector), so those shaders are checked on a machine whose device is lavapipe. */
+ * matrix-vector, a decode step's keys split over workgroups), so those shaders are checked on a
+ * machine whose device is lavapipe. */
 static void test_vulkan_gpu_tuning_passes(void **state) {
     (void)state;
     vkg_device *dut = vk_test_open();
@@ -197,6 +198,7 @@ static void test_vulkan_gpu_tuning_passes(void **state) {
     t.elementwise_wg = 256, t.row_wg = 256, t.matmul_texel = 0;
     t.mm_wg_x = 16, t.mm_wg_y = 16, t.mm_tm = 4, t.mm_tm_tall = 4, t.mm_tn = 4, t.mm_bk = 16;
     t.mv_wg = 256, t.mv_cols = 32;
+    t.attn_chunk_keys = 256;
     vkg_error err = {0};
     if (vkg_vk_tuning_check(c, &t, &err) != VKG_OK) fail_msg("%s", err.message);
     c->tuning = t;

@@ -5,7 +5,8 @@
  * two layers each, all-position logits at T = 1, 64, 512 and 2048 on the CPU executor and on
  * Vulkan against the independent float64 NumPy reference (tools/llama_reference.py, one run of
  * 2048 tokens per model: a causal model's shorter runs are its first rows), then a prefill of
- * 2000 tokens and decoding to the end of the 2048 context; and layer 1's attention probabilities
+ * 2000 tokens and decoding to the end of the 2048 context (on Vulkan also with the keys of each
+ * decode step split over workgroups, as on a GPU); and layer 1's attention probabilities
  * of SmolLM2 at T = 2048 against the reference's, as `vkgraph attention` asks for them
  * ([9, T, T], 151 MB: past one binding), with the same logits on both executors.  Llama-3.2-1B's
  * original_max_position_embeddings is lowered to 1024 so that half the positions lie beyond the
@@ -143,10 +144,14 @@ static void run_case(const scale_case *k) {
     vkg_device *gpu = vk_test_open_with((vkg_device_options){.timeout_ms = 900000});
     vkg_device *devs[2] = {cpu, gpu};
     static const int lengths[] = {1, 64, 512, T_MAX};
-    for (int d = 0; d < 2; d++) {
-        const char *where = d ? "Vulkan" : "CPU";
+    const uint32_t chunk_keys = vk_test_context(gpu)->tuning.attn_chunk_keys;
+    /* a third pass decodes on Vulkan as a GPU does, each step's keys split over workgroups in
+     * chunks of 256 and merged (8 chunks at 2048) */
+    for (int d = 0; d < 3; d++) {
+        const char *where = d == 2 ? "Vulkan, keys in chunks" : d ? "Vulkan" : "CPU";
         char what[128];
-        for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+        if (d == 2) vk_test_context(gpu)->tuning.attn_chunk_keys = 256;
+        for (size_t i = 0; d < 2 && i < sizeof lengths / sizeof lengths[0]; i++) {
             if (vkg_decoder_forward(&m->decoder, devs[d], ids, lengths[i], 1, got, VKG_NO_ATTENTION, NULL, &err) !=
                 VKG_OK)
                 fail_msg("%s, T = %d, %s: %s", k->shape, lengths[i], where, err.message);
@@ -154,7 +159,7 @@ static void run_case(const scale_case *k) {
             expect_rows(got, want, (size_t)lengths[i], V, what);
         }
         vkg_generator gen;
-        if (vkg_generator_new(&m->decoder, devs[d], T_MAX, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
+        if (vkg_generator_new(&m->decoder, devs[d > 0], T_MAX, &gen, &err) != VKG_OK) fail_msg("%s", err.message);
         if (vkg_generator_feed(&gen, ids, PREFILL, &err) != VKG_OK) fail_msg("%s", err.message);
         memcpy(got, gen.logits, V * sizeof *got);
         for (int p = PREFILL; p < T_MAX; p++) {
@@ -166,6 +171,7 @@ static void run_case(const scale_case *k) {
         snprintf(what, sizeof what, "%s, prefill %d + decode to %d, %s", k->shape, PREFILL, T_MAX, where);
         expect_rows(got, want + (size_t)(PREFILL - 1) * V, T_MAX - PREFILL + 1, V, what);
     }
+    vk_test_context(gpu)->tuning.attn_chunk_keys = chunk_keys;
     if (k->probabilities) check_probabilities(m, devs, want, got, V, attention_npy);
     vk_test_close(gpu);
     free(got);

@@ -101,20 +101,22 @@ static const conf_point sweep_emb[] = {
 static const conf_point sweep_attn[] = {
     {Q, {1, 1, 4}},   {Q, {2, 7, 8}},    {Q, {3, 17, 16}},    {D, {4, 33, 16}},
     {D, {12, 64, 64}}, {D, {2, 127, 32}}, {F, {12, 1024, 64}}, {END, {0}}};
-/* {R, H, S, Dh}: a batch's decode step, R rows of one query each over caches of S rows. */
+/* {R, H, S, Dh}: a batch's decode step, R rows of one query each over caches of S rows (520: three
+ * of a GPU's chunks of 256 keys, the rows' positions spread over them). */
 static const conf_point sweep_attn_rows[] = {
-    {Q, {1, 1, 3, 4}},     {Q, {2, 3, 17, 8}},     {Q, {5, 2, 33, 16}},     {D, {8, 12, 64, 64}},
-    {D, {3, 25, 129, 64}}, {D, {7, 12, 1024, 64}}, {F, {16, 12, 1024, 64}}, {END, {0}}};
+    {Q, {1, 1, 3, 4}},      {Q, {2, 3, 17, 8}},     {Q, {5, 2, 33, 16}},     {Q, {3, 2, 520, 16}},
+    {D, {8, 12, 64, 64}},   {D, {3, 25, 129, 64}},  {D, {7, 12, 1024, 64}},  {F, {16, 12, 1024, 64}}, {END, {0}}};
 /* {Hkv, G, S, D}: a batch's decode step of 5 rows with grouped queries over caches of S rows, at
  * the heads of SmolLM2-135M (3 KV heads, groups of 3), Qwen2.5-0.5B (2, 7), TinyLlama-1.1B (4,
- * 8), Llama-3.2-1B (8, 4), Qwen3-0.6B (8, 2, heads of 128) and Mistral 7B (8, 4, 128). */
+ * 8), Llama-3.2-1B (8, 4), Qwen3-0.6B (8, 2, heads of 128) and Mistral 7B (8, 4, 128); 600: three
+ * of a GPU's chunks of 256 keys. */
 static const conf_point sweep_gqa_rows[] = {
-    {Q, {1, 1, 1, 4}},     {Q, {2, 3, 7, 8}},      {Q, {3, 3, 17, 64}},     {D, {3, 3, 127, 64}},
-    {D, {2, 7, 64, 64}},   {D, {4, 8, 33, 64}},    {D, {8, 4, 31, 64}},     {D, {8, 2, 17, 128}},
-    {F, {3, 3, 2048, 64}}, {F, {2, 7, 2048, 64}},  {F, {4, 8, 2048, 64}},   {F, {8, 4, 2048, 64}},
+    {Q, {1, 1, 1, 4}},     {Q, {2, 3, 7, 8}},      {Q, {3, 3, 17, 64}},     {Q, {3, 3, 600, 64}},
+    {D, {3, 3, 127, 64}},  {D, {2, 7, 64, 64}},    {D, {4, 8, 33, 64}},     {D, {8, 4, 31, 64}},
+    {D, {8, 2, 17, 128}},  {F, {3, 3, 2048, 64}}, {F, {2, 7, 2048, 64}},  {F, {4, 8, 2048, 64}},   {F, {8, 4, 2048, 64}},
     {F, {8, 2, 2048, 128}}, {END, {0}}};
-static const conf_point sweep_gqa_rows_window[] = {{Q, {2, 3, 17, 8}}, {D, {8, 4, 64, 128}}, {F, {8, 4, 2048, 128}},
-                                                   {END, {0}}};
+static const conf_point sweep_gqa_rows_window[] = {{Q, {2, 3, 17, 8}},    {Q, {2, 3, 600, 8}},
+                                                   {D, {8, 4, 64, 128}}, {F, {8, 4, 2048, 128}}, {END, {0}}};
 /* {B, T, C, H}: a transformer block (d_ff = 4 C). */
 static const conf_point sweep_block[] = {
     {Q, {1, 1, 64, 4}}, {Q, {2, 10, 64, 4}}, {D, {2, 17, 64, 4}}, {D, {1, 64, 64, 4}},
@@ -213,6 +215,13 @@ static const conf_point sweep_llama_gqa[] = {
  * prompt and the window at these group sizes are in sweep_llama_gqa at shorter T). */
 static const conf_point sweep_llama_gqa_1b[] = {{D, {4, 8, 1, 64}}, {F, {4, 8, 2048, 64}}, {F, {8, 4, 2048, 64}},
                                                 {END, {0}}};
+/* {Hkv, G, T, D} for a decode step against a 2048-row cache, at position T - 1 (gqa_decode) or
+ * within a window of T keys (gqa_decode_window): where a GPU splits the keys into chunks of 256
+ * over its workgroups (vulkan/record.c), a position just past a chunk's end, at one, a window
+ * starting inside a chunk, the whole cache; the heads of every supported model's decode. */
+static const conf_point sweep_gqa_decode_chunks[] = {
+    {Q, {3, 3, 257, 64}},  {Q, {1, 1, 512, 4}},   {Q, {2, 7, 300, 64}},  {Q, {8, 2, 2048, 128}},
+    {D, {4, 8, 1537, 64}}, {D, {8, 4, 2048, 64}}, {D, {1, 3, 1000, 8}}, {D, {8, 4, 700, 128}}, {END, {0}}};
 /* {Hkv, G, T, D}: Mistral 7B's 32 query heads of 128 over 8 KV heads, windowed. */
 static const conf_point sweep_mistral_window[] = {{D, {8, 4, 64, 128}}, {F, {8, 4, 2048, 128}}, {END, {0}}};
 
@@ -1069,6 +1078,9 @@ static const conf_case_def cases[] = {
     {"attention", "GQA prompt after a cache", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_prefill_cache, sweep_llama_gqa},
     {"attention", "GQA sliding window", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_window, sweep_llama_gqa},
     {"attention", "GQA decode, window", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_decode_window, sweep_llama_gqa},
+    {"attention", "GQA decode at chunk edges", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_decode, sweep_gqa_decode_chunks},
+    {"attention", "GQA decode, window at chunk edges", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_decode_window,
+     sweep_gqa_decode_chunks},
     {"attention", "GQA prompt, 1B models' heads", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_prompt, sweep_llama_gqa_1b},
     {"attention", "GQA window, Mistral 7B heads", VKG_CONFORMANCE_NMSE_ATTENTION, gqa_window_quarter,
      sweep_mistral_window},

@@ -57,6 +57,10 @@ typedef struct vkg_vk_tuning {
     uint32_t mvt_rows;         /* ... rows a subgroup walks together                            */
     uint32_t mvt_blocks;       /* ... blocks per span of rows (a block's rows this far apart)   */
     uint32_t mvt_spans;        /* ... spans per workgroup                                       */
+    uint32_t attn_chunk_keys;  /* a decode step's attention (a subgroup per query row): its keys
+                                  split over workgroups of this many keys each, their softmax
+                                  states merged by a second dispatch; 0: one workgroup walks
+                                  them all (record.c's attention_chunk_keys)                   */
     int force_staging;         /* sessions reach device-local buffers through staging copies
                                   even where the memory is host-visible (tests cover that path) */
 } vkg_vk_tuning;

@@ -82,6 +82,12 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
      * 164-201 -> 108-141 us, its rotation and cache write 285-312 -> 210-229 us.  (2048:
      * SmolLM2's 139-160 and 266-279 us, GPT-2's the same.) */
     t->max_groups = cpu ? 16 : 0;
+    /* A decode step's attention has a workgroup per key/value head (8 for Llama-3.2-1B), each
+     * walking the whole cache: a GPU with tens of compute units would leave most idle for the
+     * one step whose reads grow with the context.  Chunks of 256 keys give it S / 256 times as
+     * many workgroups (64 at 2048 tokens).  A software rasteriser already spreads the heads'
+     * lanes over its threads and pays ~50 us for the second dispatch: not there. */
+    t->attn_chunk_keys = cpu ? 0 : 256;
     t->min_group_work = cpu ? 1024 : 0;
     t->matmul_texel = cpu && texel_ok;
     t->texel_16bit = texel16_ok;
@@ -188,6 +194,10 @@ vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, 
     if (t->mvt_wg % sg != 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "Vulkan tuning: mvt_wg (%u) must be a multiple of the subgroup size (%u)", t->mvt_wg, sg);
+    if (t->attn_chunk_keys != 0 && t->attn_chunk_keys < sg)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
+                             "Vulkan tuning: attn_chunk_keys (%u) must be 0 or at least the subgroup size (%u)",
+                             t->attn_chunk_keys, sg);
     if (t->mv_wg % t->mv_cols != 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "Vulkan tuning: mv_wg (%u) must be a multiple of mv_cols (%u)", t->mv_wg, t->mv_cols);

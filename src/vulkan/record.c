@@ -246,10 +246,10 @@ static int attention_vec4(const vkg_vk_context *c, const vkg_step *st) {
            texel_fits(c, &st->bind[1], 16) && texel_fits(c, &st->bind[2], 16);
 }
 
-/* Loop iterations of one attention invocation (one query row): the walk over its keys, one
- * iteration each, plus a few; the loops over a row's vec4s have constant bounds (specialization
- * constants) and are unrolled, as matmul's register blocks are. */
-static uint64_t attention_iterations(const vkg_attention_params *a) { return (uint64_t)a->S + 8; }
+/* Loop iterations of one attention invocation (one query row) over `keys` keys (the step's, or
+ * its chunk's): one iteration each, plus a few; the loops over a row's vec4s have constant
+ * bounds (specialization constants) and are unrolled, as matmul's register blocks are. */
+static uint64_t attention_iterations(uint64_t keys) { return keys + 8; }
 
 /* Specialization constant `id` of a step set to value; the pipeline takes constants 0..n_spec-1,
  * so the ones in between that were not set are 0: ids the shader does not declare (entries for
@@ -370,6 +370,42 @@ static vkg_status embedding_shader(const vkg_vk_context *c, const vkg_step *st, 
     return elementwise_groups(c, st, (uint64_t)e->n_ids * e->dim, g, err);
 }
 
+/* The query rows of an attention step, numbered as attention.glsl numbers them (its runs). */
+static uint64_t attention_rows(const vkg_attention_params *a) {
+    return (uint64_t)a->batch0 * a->batch1 * a->T;
+}
+
+/* Keys per workgroup of a step whose query rows each take a subgroup (attention.glsl's
+ * CHUNK_KEYS): the tuning's chunk where the keys fill two or more of them, doubled while the
+ * chunks' states would pass VKG_VK_ATTENTION_STATES_MAX bytes or the dispatch's depth limit; 0:
+ * one workgroup walks them all. */
+static uint32_t attention_chunk_keys(const vkg_vk_context *c, const vkg_attention_params *a) {
+    uint64_t ck = c->tuning.attn_chunk_keys;
+    if (ck == 0) return 0;
+    while (div_up(a->S, ck) > c->props.limits.maxComputeWorkGroupCount[2] ||
+           attention_rows(a) * div_up(a->S, ck) * (a->Dv + 2u) * 4u > VKG_VK_ATTENTION_STATES_MAX)
+        ck *= 2;
+    return div_up(a->S, ck) >= 2 ? (uint32_t)ck : 0;
+}
+
+uint64_t vkg_vk_attention_states_bytes(const vkg_step *st, const uint32_t spec[]) {
+    const vkg_attention_params *a = &st->params.attention;
+    const uint32_t ck = spec[VKG_SPEC_CHUNK_KEYS];
+    return ck ? attention_rows(a) * div_up(a->S, ck) * (a->Dv + 2u) * 4u : 0;
+}
+
+vkg_status vkg_vk_attention_merge_shader(const vkg_vk_context *c, const vkg_step *st, const uint32_t attention_spec[],
+                                         vkg_vk_shader *sh, uint32_t spec[], uint32_t *n_spec, uint32_t g[3],
+                                         vkg_error *err) {
+    const vkg_attention_params *a = &st->params.attention;
+    const uint32_t chunks = div_up(a->S, attention_spec[VKG_SPEC_CHUNK_KEYS]);
+    *sh = VKG_SH_ATTENTION_MERGE;
+    spec[VKG_SPEC_WG_X] = c->tuning.elementwise_wg;
+    spec[VKG_SPEC_CHUNKS] = chunks, *n_spec = VKG_SPEC_CHUNKS + 1;
+    const uint64_t n = attention_rows(a) * a->Dv;
+    return linear_groups(c, st, div_up(n, c->tuning.elementwise_wg), n * chunks, 2u * chunks + 8u, g, err);
+}
+
 static vkg_status attention_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                                    uint32_t *n_spec, uint32_t g[3], vkg_error *err) {
     const vkg_attention_params *a = &st->params.attention;
@@ -390,13 +426,20 @@ static vkg_status attention_shader(const vkg_vk_context *c, const vkg_step *st, 
     const uint64_t split_rows = (grouped || (a->mask_rows & VKG_MASK_ROWS_ONE_POSITION)) && run * sg <= vkg_vk_max_workgroup_x(c) ? run : 1;
     spec[VKG_SPEC_WG_X] = split ? (uint32_t)(split_rows * sg) : c->tuning.row_wg;
     spec[VKG_SPEC_D4] = div_up(a->D, 4), spec[VKG_SPEC_DV4] = div_up(a->Dv, 4);
-    spec[VKG_SPEC_SPLIT_KEYS] = (uint32_t)split, *n_spec = VKG_SPEC_SPLIT_KEYS + 1;
+    spec[VKG_SPEC_SPLIT_KEYS] = (uint32_t)split;
+    /* split, on a device that wants more workgroups than heads: the keys in chunks, one
+     * workgroup each (the dispatch's depth), merged by a second dispatch (steps_prepare) */
+    const uint32_t chunk_keys = split ? attention_chunk_keys(c, a) : 0;
+    spec[VKG_SPEC_CHUNK_KEYS] = chunk_keys, *n_spec = VKG_SPEC_CHUNK_KEYS + 1;
     if (spec[VKG_SPEC_D4] == 0) spec[VKG_SPEC_D4] = 1;
     if (spec[VKG_SPEC_DV4] == 0) spec[VKG_SPEC_DV4] = 1;
     /* one unit: a workgroup's tile of consecutive query rows of one run (split_rows when split) */
     uint64_t rows = batch * run;
     uint64_t units = batch * div_up(run, split ? split_rows : spec[VKG_SPEC_WG_X]);
-    return linear_groups(c, st, units, rows * a->S * (a->D + a->Dv), attention_iterations(a), g, err);
+    const uint64_t keys = chunk_keys ? chunk_keys : a->S;
+    vkg_status status = linear_groups(c, st, units, rows * keys * (a->D + a->Dv), attention_iterations(keys), g, err);
+    if (status == VKG_OK && chunk_keys) g[2] = div_up(a->S, chunk_keys);
+    return status;
 }
 
 vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
@@ -443,6 +486,21 @@ static vkg_status check_bindings(const vkg_vk_session *s, int i, vkg_vk_shader s
     return VKG_OK;
 }
 
+/* Attention step i, whose shader took spec: where its keys are split over workgroups, the merge's
+ * pipeline and workgroups, and the attention states it needs. */
+static vkg_status merge_prepare(vkg_vk_session *s, int i, const uint32_t spec[], vkg_error *err) {
+    vkg_vk_step *vs = &s->steps[i];
+    const vkg_step *st = &s->plan->steps[i];
+    vs->states_bytes = vkg_vk_attention_states_bytes(st, spec);
+    if (!vs->states_bytes) return VKG_OK;
+    vkg_vk_shader sh;
+    uint32_t merge_spec[VKG_VK_MAX_SPEC], n_spec;
+    vkg_status status = vkg_vk_attention_merge_shader(s->c, st, spec, &sh, merge_spec, &n_spec, vs->merge_groups, err);
+    if (status == VKG_OK) status = vkg_vk_pipeline_get(s->c, sh, merge_spec, n_spec, &vs->merge, err);
+    if (s->states_bytes < vs->states_bytes) s->states_bytes = vs->states_bytes;
+    return status;
+}
+
 vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
     const vkg_plan *p = s->plan;
     s->steps = calloc((size_t)p->n_steps + 1, sizeof *s->steps);
@@ -458,6 +516,8 @@ vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
         vkg_status st = vkg_vk_step_shader(s->c, &p->steps[i], &sh, spec, &n_spec, vs->groups, err);
         if (st == VKG_OK) st = check_bindings(s, i, sh, err);
         if (st == VKG_OK) st = vkg_vk_pipeline_get(s->c, sh, spec, n_spec, &vs->pipeline, err);
+        if (st == VKG_OK && p->steps[i].kernel == VKG_KERNEL_ATTENTION)
+            st = merge_prepare(s, i, spec, err);
         if (st != VKG_OK) return st;
         int hazard = vkg_plan_step_hazard(p, i, last_barrier);
         if (hazard && !p->steps[i].barrier) {
@@ -469,28 +529,104 @@ vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
                 if (s->c->validation_counter) (*s->c->validation_counter)++;
             }
         }
-        vs->barrier = i > 0 && (hazard || p->steps[i].barrier);
+        /* a split step writes the attention states that an earlier one's merge may still read */
+        vs->barrier = i > 0 && (hazard || p->steps[i].barrier || vs->merge);
         if (vs->barrier) last_barrier = i;
         if (show) {
             fprintf(stderr, "vkgraph: step %3d %-24s %-15s groups %ux%ux%u spec", i, p->steps[i].label,
                     vkg_vk_shader_file(sh), vs->groups[0], vs->groups[1], vs->groups[2]);
             for (uint32_t k = 0; k < n_spec; k++) fprintf(stderr, " %u", spec[k]);
-            fprintf(stderr, "%s\n", vs->barrier ? " (barrier)" : "");
+            fprintf(stderr, "%s", vs->barrier ? " (barrier)" : "");
+            if (vs->merge)
+                fprintf(stderr, ", then %s groups %ux%ux%u chunks %u", vkg_vk_shader_file(vs->merge->shader),
+                        vs->merge_groups[0], vs->merge_groups[1], vs->merge_groups[2],
+                        vs->merge->spec[VKG_SPEC_CHUNKS]);
+            fprintf(stderr, "\n");
         }
     }
     return VKG_OK;
 }
 
+/* Bindings of the same step's dispatches: the attention states in place of out (the first of a
+ * split attention step), or in place of q with out kept (its merge). */
+static void split_bindings(const vkg_vk_session *s, const vkg_vk_step *vs, const vkg_step *st, int merge,
+                           vkg_binding bind[VKG_MAX_BINDINGS]) {
+    const vkg_binding states = {.region = VKG_VK_STATES_BUFFER(s->plan), .offset = 0, .bytes = vs->states_bytes};
+    for (int b = 0; b < VKG_MAX_BINDINGS; b++) bind[b] = merge ? (vkg_binding){.region = -1} : st->bind[b];
+    bind[merge ? 0 : 3] = states;
+    if (merge) bind[3] = st->bind[3];
+}
+
+/* Allocates a descriptor set for a pipeline and points its bindings at bind[] (views made as its
+ * shader reads them; unused slots at the dummy buffer). */
+static vkg_status write_set(vkg_vk_session *s, const vkg_vk_pipeline *pl, const vkg_binding *bind, VkDescriptorSet *set,
+                            vkg_error *err) {
+    vkg_vk_context *c = s->c;
+    VkDescriptorSetAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = s->pool,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &pl->set_layout,
+    };
+    VkResult r = vkAllocateDescriptorSets(c->device, &ai, set);
+    if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkAllocateDescriptorSets");
+
+    const vkg_vk_buffer *dummy = &s->buffers[VKG_VK_DUMMY_BUFFER(s->plan)];
+    VkWriteDescriptorSet writes[VKG_MAX_BINDINGS];
+    VkDescriptorBufferInfo infos[VKG_MAX_BINDINGS];
+    const vkg_vk_shader sh = pl->shader;
+    const uint32_t nb = vkg_vk_shader_bindings(sh);
+    for (uint32_t b = 0; b < nb; b++) {
+        const vkg_binding *bd = &bind[b];
+        int used = bd->region >= 0 && bd->bytes > 0;
+        const vkg_vk_buffer *buf = used ? &s->buffers[bd->region] : dummy;
+        VkDeviceSize offset = used ? buf->start + bd->offset : 0, range = used ? bd->bytes : dummy->size;
+        writes[b] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = *set,
+            .dstBinding = b,
+            .descriptorCount = 1,
+        };
+        VkFormat format;
+        uint64_t texel;
+        if (texel_view(sh, b, &format, &texel)) {
+            /* Whole texels, rounded up: buffers are sized in 256-byte steps, so a view may
+             * reach into that slack (the shaders never use what lies past the binding). */
+            range = (range + texel - 1) / texel * texel;
+            if (offset + range > buf->size) range = (buf->size - offset) / texel * texel;
+            VkBufferViewCreateInfo vci = {
+                .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                .buffer = buf->buffer,
+                .format = format,
+                .offset = offset,
+                .range = range,
+            };
+            r = vkCreateBufferView(c->device, &vci, NULL, &s->views[s->n_views]);
+            if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkCreateBufferView");
+            writes[b].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+            writes[b].pTexelBufferView = &s->views[s->n_views++];
+        } else {
+            infos[b] = (VkDescriptorBufferInfo){.buffer = buf->buffer, .offset = offset, .range = range};
+            writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+            writes[b].pBufferInfo = &infos[b];
+        }
+    }
+    vkUpdateDescriptorSets(c->device, nb, writes, 0, NULL);
+    return VKG_OK;
+}
+
 vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err) {
     const vkg_plan *p = s->plan;
-    vkg_vk_context *c = s->c;
-    uint32_t n_storage = 0, n_texel = 0;
+    uint32_t n_storage = 0, n_texel = 0, n_sets = 0;
     for (int i = 0; i < p->n_steps; i++) {
-        vkg_vk_shader sh = s->steps[i].pipeline->shader;
-        uint32_t mask = vkg_vk_shader_texel_mask(sh);
-        for (uint32_t b = 0; b < vkg_vk_shader_bindings(sh); b++) {
-            if ((mask >> b) & 1) n_texel++;
-            else n_storage++;
+        const vkg_vk_pipeline *pipelines[2] = {s->steps[i].pipeline, s->steps[i].merge};
+        for (int k = 0; k < 2 && pipelines[k]; k++, n_sets++) {
+            vkg_vk_shader sh = pipelines[k]->shader;
+            uint32_t mask = vkg_vk_shader_texel_mask(sh);
+            for (uint32_t b = 0; b < vkg_vk_shader_bindings(sh); b++) {
+                if ((mask >> b) & 1) n_texel++;
+                else n_storage++;
+            }
         }
     }
     VkDescriptorPoolSize sizes[2];
@@ -500,11 +636,11 @@ vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err) {
     if (p->n_steps == 0) return VKG_OK;
     VkDescriptorPoolCreateInfo pci = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-        .maxSets = (uint32_t)p->n_steps,
+        .maxSets = n_sets,
         .poolSizeCount = n_sizes,
         .pPoolSizes = sizes,
     };
-    VkResult r = vkCreateDescriptorPool(c->device, &pci, NULL, &s->pool);
+    VkResult r = vkCreateDescriptorPool(s->c->device, &pci, NULL, &s->pool);
     if (r != VK_SUCCESS) {
         s->pool = VK_NULL_HANDLE;
         return vkg_vk_fail(err, r, "vkCreateDescriptorPool");
@@ -512,61 +648,20 @@ vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err) {
     s->views = calloc((size_t)n_texel + 1, sizeof *s->views);
     if (!s->views) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for buffer views");
 
-    const vkg_vk_buffer *dummy = &s->buffers[p->n_regions];
-    for (int i = 0; i < p->n_steps; i++) {
+    vkg_status st = VKG_OK;
+    for (int i = 0; i < p->n_steps && st == VKG_OK; i++) {
         vkg_vk_step *vs = &s->steps[i];
-        const vkg_step *st = &p->steps[i];
-        VkDescriptorSetAllocateInfo ai = {
-            .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-            .descriptorPool = s->pool,
-            .descriptorSetCount = 1,
-            .pSetLayouts = &vs->pipeline->set_layout,
-        };
-        r = vkAllocateDescriptorSets(c->device, &ai, &vs->set);
-        if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkAllocateDescriptorSets");
-
-        VkWriteDescriptorSet writes[VKG_MAX_BINDINGS];
-        VkDescriptorBufferInfo infos[VKG_MAX_BINDINGS];
-        vkg_vk_shader sh = vs->pipeline->shader;
-        uint32_t nb = vkg_vk_shader_bindings(sh);
-        for (uint32_t b = 0; b < nb; b++) {
-            const vkg_binding *bd = &st->bind[b];
-            int used = bd->region >= 0 && bd->bytes > 0;
-            const vkg_vk_buffer *buf = used ? &s->buffers[bd->region] : dummy;
-            VkDeviceSize offset = used ? buf->start + bd->offset : 0, range = used ? bd->bytes : dummy->size;
-            writes[b] = (VkWriteDescriptorSet){
-                .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                .dstSet = vs->set,
-                .dstBinding = b,
-                .descriptorCount = 1,
-            };
-            VkFormat format;
-            uint64_t texel;
-            if (texel_view(sh, b, &format, &texel)) {
-                /* Whole texels, rounded up: buffers are sized in 256-byte steps, so a view may
-                 * reach into that slack (the shaders never use what lies past the binding). */
-                range = (range + texel - 1) / texel * texel;
-                if (offset + range > buf->size) range = (buf->size - offset) / texel * texel;
-                VkBufferViewCreateInfo vci = {
-                    .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
-                    .buffer = buf->buffer,
-                    .format = format,
-                    .offset = offset,
-                    .range = range,
-                };
-                r = vkCreateBufferView(c->device, &vci, NULL, &s->views[s->n_views]);
-                if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkCreateBufferView");
-                writes[b].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
-                writes[b].pTexelBufferView = &s->views[s->n_views++];
-            } else {
-                infos[b] = (VkDescriptorBufferInfo){.buffer = buf->buffer, .offset = offset, .range = range};
-                writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-                writes[b].pBufferInfo = &infos[b];
-            }
+        if (!vs->merge) {
+            st = write_set(s, vs->pipeline, p->steps[i].bind, &vs->set, err);
+            continue;
         }
-        vkUpdateDescriptorSets(c->device, nb, writes, 0, NULL);
+        vkg_binding bind[VKG_MAX_BINDINGS];
+        split_bindings(s, vs, &p->steps[i], 0, bind);
+        st = write_set(s, vs->pipeline, bind, &vs->set, err);
+        split_bindings(s, vs, &p->steps[i], 1, bind);
+        if (st == VKG_OK) st = write_set(s, vs->merge, bind, &vs->merge_set, err);
     }
-    return VKG_OK;
+    return st;
 }
 
 static void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src,
@@ -602,6 +697,17 @@ vkg_status vkg_vk_record(vkg_vk_session *s, VkCommandBuffer cmd, VkQueryPool que
             vkCmdPushConstants(cmd, vs->pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                vkg_vk_shader_push_bytes(vs->pipeline->shader), p->steps[i].params.words);
             vkCmdDispatch(cmd, vs->groups[0], vs->groups[1], vs->groups[2]);
+            if (vs->merge) {   /* the chunks' states, written above, into the step's output */
+                memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+                vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, vs->merge->pipeline);
+                bound = vs->merge;
+                vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, vs->merge->layout, 0, 1, &vs->merge_set, 0,
+                                        NULL);
+                vkCmdPushConstants(cmd, vs->merge->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                                   vkg_vk_shader_push_bytes(vs->merge->shader), p->steps[i].params.words);
+                vkCmdDispatch(cmd, vs->merge_groups[0], vs->merge_groups[1], vs->merge_groups[2]);
+            }
         }
         if (queries) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, (uint32_t)i + 1);
     }

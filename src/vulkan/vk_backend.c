@@ -48,7 +48,7 @@ static vkg_status upload_constant(vkg_vk_session *s, const vkg_region *rg, vkg_v
 static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share, const int *share_map,
                                  vkg_error *err) {
     const vkg_plan *p = s->plan;
-    int n = p->n_regions + 1;   /* + the dummy buffer bound to unused slots */
+    int n = p->n_regions + VKG_VK_EXTRA_BUFFERS;
     vkg_vk_buffer_request *req = calloc((size_t)n, sizeof *req);
     s->buffers = calloc((size_t)n, sizeof *s->buffers);
     s->own = calloc((size_t)n, sizeof *s->own);
@@ -67,7 +67,8 @@ static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share,
         if (k == VKG_REGION_CONSTANT && !s->borrowed[r] && !s->force_staging && !vkg_region_widens(&p->regions[r]))
             req[r].import_host = p->regions[r].host;
     }
-    req[n - 1].bytes = 256;
+    req[VKG_VK_DUMMY_BUFFER(p)].bytes = 256;
+    req[VKG_VK_STATES_BUFFER(p)].bytes = s->states_bytes > 256 ? s->states_bytes : 256;
     vkg_status st = vkg_vk_memory_create(s->c, n, req, s->force_staging, s->own, &s->memory, err);
     free(req);
     if (st != VKG_OK) return st;
@@ -82,7 +83,8 @@ static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share,
         else
             st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[r], 0, NULL, s->buffers[r].size, err);
     }
-    if (st == VKG_OK) st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[n - 1], 0, NULL, 256, err);
+    if (st == VKG_OK)
+        st = vkg_vk_buffer_write(s->c, &s->staging, &s->buffers[VKG_VK_DUMMY_BUFFER(p)], 0, NULL, 256, err);
     return st;
 }
 
@@ -170,7 +172,7 @@ static void session_free(void *impl) {
     for (int i = 0; i < s->n_views; i++) vkDestroyBufferView(c->device, s->views[i], NULL);
     free(s->views);
     vkg_vk_staging_free(c, &s->staging);
-    if (s->own) vkg_vk_memory_free(c, s->plan->n_regions + 1, s->own, &s->memory);
+    if (s->own) vkg_vk_memory_free(c, s->plan->n_regions + VKG_VK_EXTRA_BUFFERS, s->own, &s->memory);
     free(s->own);
     free(s->buffers);
     free(s->borrowed);

@@ -11,13 +11,24 @@ typedef struct vkg_vk_step {
     uint32_t groups[3];          /* workgroups to dispatch; 0 in any: nothing to do         */
     VkDescriptorSet set;
     int barrier;                 /* a compute barrier precedes this step                    */
+    /* An attention step whose keys are split over workgroups: the first dispatch writes their
+     * softmax states to the session's attention states, this one merges them into out. */
+    const vkg_vk_pipeline *merge;   /* NULL: one dispatch                                      */
+    uint32_t merge_groups[3];
+    VkDescriptorSet merge_set;
+    uint64_t states_bytes;       /* of the attention states the first dispatch writes          */
 } vkg_vk_step;
+
+/* The most bytes of chunk states an attention step may write (its chunks widen to fit). */
+#define VKG_VK_ATTENTION_STATES_MAX ((uint64_t)32 << 20)
 
 typedef struct vkg_vk_session {
     vkg_vk_context *c;
     const vkg_plan *plan;
     int force_staging;           /* device-local buffers reached through staging only       */
-    vkg_vk_buffer *buffers;      /* one per region, then the dummy bound to unused slots    */
+    vkg_vk_buffer *buffers;      /* one per region, then the dummy bound to unused slots, then
+                                    the attention states (VKG_VK_STATES_BUFFER)               */
+    uint64_t states_bytes;       /* the attention states' size: the largest step's          */
     vkg_vk_buffer *own;          /* the buffers this session created (a shared region's own
                                     entry is a small placeholder)                           */
     char *borrowed;              /* per region: the buffer belongs to another session       */
@@ -37,11 +48,24 @@ typedef struct vkg_vk_session {
     int lost;                    /* the device was lost: every call fails                   */
 } vkg_vk_session;
 
+/* The buffers beyond the plan's regions: the dummy bound to unused slots, the chunk states of
+ * attention steps split over workgroups (shared by them all: each merges before the next one
+ * starts). */
+#define VKG_VK_DUMMY_BUFFER(plan) ((plan)->n_regions)
+#define VKG_VK_STATES_BUFFER(plan) ((plan)->n_regions + 1)
+#define VKG_VK_EXTRA_BUFFERS 2
+
 /* record.c */
 /* The shader that runs plan step st on this device, its specialization constants (at most
  * VKG_VK_MAX_SPEC) and its workgroup count. */
 vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                               uint32_t *n_spec, uint32_t groups[3], vkg_error *err);
+/* For an attention step whose shader took spec (with CHUNK_KEYS): the bytes of its chunk states,
+ * 0 when it has none; the merge's shader, specialization and workgroups. */
+uint64_t vkg_vk_attention_states_bytes(const vkg_step *st, const uint32_t spec[]);
+vkg_status vkg_vk_attention_merge_shader(const vkg_vk_context *c, const vkg_step *st, const uint32_t attention_spec[],
+                                         vkg_vk_shader *sh, uint32_t spec[], uint32_t *n_spec, uint32_t g[3],
+                                         vkg_error *err);
 /* Chooses each step's shader and workgroup count, gets its pipeline, checks its bindings
  * against the device's limits, and decides where barriers go. */
 vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err);
