@@ -132,6 +132,21 @@ static void test_config_defaults(void **state) {
                                  "\"original_max_position_embeddings\": 8192}, " BASE "}", &c, &err), VKG_OK);
     assert_int_equal(c.rope.type, VKG_ROPE_LLAMA3);
     assert_int_equal(c.rope.original_max_position_embeddings, 8192);
+    /* yarn as Qwen's model cards have it added; null where transformers takes its defaults */
+    assert_int_equal(load_config("{\"model_type\": \"qwen2\", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0, "
+                                 "\"original_max_position_embeddings\": 32768, \"beta_fast\": null}, " BASE "}", &c, &err),
+                     VKG_OK);
+    assert_int_equal(c.rope.type, VKG_ROPE_YARN);
+    assert_true(c.rope.factor == 4.0 && c.rope.original_max_position_embeddings == 32768.0);
+    assert_true(c.rope.beta_fast == 0.0 && c.rope.attention_factor == 0.0 && !c.rope.no_truncate);
+    /* no factor: the context over the original length; no original length: the context */
+    assert_int_equal(load_config("{\"model_type\": \"qwen3\", \"max_position_embeddings\": 131072, \"rope_scaling\": "
+                                 "{\"rope_type\": \"yarn\", \"original_max_position_embeddings\": 32768, \"truncate\": false}, "
+                                 BASE "}", &c, &err), VKG_OK);
+    assert_true(c.rope.factor == 4.0 && c.rope.no_truncate);
+    assert_int_equal(load_config("{\"model_type\": \"qwen3\", \"max_position_embeddings\": 4096, \"rope_scaling\": "
+                                 "{\"rope_type\": \"yarn\", \"factor\": 2}, " BASE "}", &c, &err), VKG_OK);
+    assert_true(c.rope.original_max_position_embeddings == 4096.0);
     /* newer files: rope_parameters holds the theta and the scaling, dtype names the dtype */
     assert_int_equal(load_config("{\"model_type\": \"qwen3\", \"dtype\": \"bfloat16\", \"rope_parameters\": "
                                  "{\"rope_type\": \"linear\", \"factor\": 2, \"rope_theta\": 5000}, " BASE "}", &c,
@@ -155,8 +170,10 @@ static void test_config_refused(void **state) {
                    "hidden_act \"gelu\" is not supported (supported: silu)");
     expect_refused("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2}, " BASE "}",
                    VKG_ERR_UNSUPPORTED, "rope_scaling type 'dynamic' is not supported");
-    expect_refused("{\"model_type\": \"qwen2\", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4}, " BASE "}",
-                   VKG_ERR_UNSUPPORTED, "'yarn'");
+    expect_refused("{\"model_type\": \"qwen2\", \"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 4}, " BASE "}",
+                   VKG_ERR_UNSUPPORTED, "'dynamic'");
+    expect_refused("{\"model_type\": \"qwen2\", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4, \"truncate\": 0}, "
+                   BASE "}", VKG_ERR_FORMAT, "truncate");
     expect_refused("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8}, " BASE "}",
                    VKG_ERR_FORMAT, "needs low_freq_factor");
     expect_refused("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"linear\"}, " BASE "}",
@@ -427,6 +444,13 @@ static void linear_untied(vkg_llama_random_options *o) {
     o->config.tie_word_embeddings = 0;
     o->config.qkv_bias = o->config.o_bias = o->config.mlp_bias = 1;
 }
+/* yarn over an original context of 24, past which most positions lie; with mscale and
+ * mscale_all_dim the cos/sin factor is their ratio (1.06 here), not the default's */
+static void yarn_short(vkg_llama_random_options *o) {
+    o->config.rope = (vkg_rope_config){.type = VKG_ROPE_YARN, .theta = 1e6, .factor = 4,
+                                       .original_max_position_embeddings = 24, .beta_fast = 16, .mscale = 1.5,
+                                       .mscale_all_dim = 1};
+}
 static void bf16_shards(vkg_llama_random_options *o) {
     o->dtype = VKG_ST_BF16;
     o->shards = 3;
@@ -461,6 +485,7 @@ static void test_models(void **state) {
     check_model("window:mistral-tiny", window_24, gpu);
     check_model("window:qwen2-tiny", window_from_layer_1, gpu);
     check_model("qwen2-tiny", bf16_shards, gpu);
+    check_model("yarn:qwen2-tiny", yarn_short, gpu);
     check_model("qwen3-tiny", f16_three_layers, gpu);
     vk_test_close(gpu);
 }

@@ -72,10 +72,40 @@ static void test_rope_inv_freq(void **state) {
         assert_true(fabs(g[i] - want) <= 1e-14 * want);
     }
     assert_true(kept > 0 && scaled > 0 && blended > 0); /* all three bands exercised */
+    /* yarn, Qwen's long-context setting (theta 10^6, heads of 128, factor 4 over 32768): index i
+     * kept below floor(d(32)), divided by 4 above ceil(d(1)), d(r) = 128 ln(32768 / (2 pi r)) /
+     * (2 ln 10^6), a linear ramp between; cos and sin scaled by 0.1 ln 4 + 1 */
+    vkg_rope_config y = {.type = VKG_ROPE_YARN, .theta = 1e6, .dim = 128, .factor = 4.0,
+                         .original_max_position_embeddings = 32768};
+    const double two_pi = 2.0 * 3.14159265358979323846;
+    const double low = floor(128.0 * log(32768.0 / (32.0 * two_pi)) / (2.0 * log(1e6)));
+    const double high = ceil(128.0 * log(32768.0 / two_pi) / (2.0 * log(1e6)));
+    c = (vkg_rope_config){.type = VKG_ROPE_DEFAULT, .theta = 1e6, .dim = 128};
+    assert_int_equal(vkg_rope_inv_freq(&c, f, &attn, &err), VKG_OK);
+    assert_int_equal(vkg_rope_inv_freq(&y, g, &attn, &err), VKG_OK);
+    assert_true(fabs(attn - (0.1 * log(4.0) + 1.0)) < 1e-15);
+    kept = scaled = blended = 0;
+    for (int i = 0; i < 64; i++) {
+        const double ramp = i <= low ? 0.0 : i >= high ? 1.0 : (i - low) / (high - low);
+        kept += ramp == 0.0, scaled += ramp == 1.0, blended += ramp > 0.0 && ramp < 1.0;
+        const double want = f[i] / 4.0 * ramp + f[i] * (1.0 - ramp);
+        assert_true(fabs(g[i] - want) <= 1e-14 * want);
+    }
+    assert_true(kept > 0 && scaled > 0 && blended > 0);
+    /* the attention factor: given, or from mscale over mscale_all_dim (DeepSeek's) */
+    y.mscale = 0.707, y.mscale_all_dim = 0.707;
+    assert_int_equal(vkg_rope_inv_freq(&y, g, &attn, &err), VKG_OK);
+    assert_true(attn == 1.0);
+    y.attention_factor = 1.5;
+    assert_int_equal(vkg_rope_inv_freq(&y, g, &attn, &err), VKG_OK);
+    assert_true(attn == 1.5);
+    y.attention_factor = -1.0;
+    assert_int_equal(vkg_rope_inv_freq(&y, g, &attn, &err), VKG_ERR_INVALID_ARGUMENT);
     /* refusals */
     vkg_rope_type t;
-    assert_int_equal(vkg_rope_type_parse("yarn", &t, &err), VKG_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.message, "yarn"));
+    assert_int_equal(vkg_rope_type_parse("dynamic", &t, &err), VKG_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "dynamic"));
+    assert_non_null(strstr(err.message, "yarn")); /* among the supported */
     assert_int_equal(vkg_rope_type_parse(NULL, &t, &err), VKG_OK);
     assert_int_equal(t, VKG_ROPE_DEFAULT);
     assert_int_equal(vkg_rope_type_parse("llama3", &t, &err), VKG_OK);

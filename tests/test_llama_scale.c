@@ -1,6 +1,6 @@
 /* The Llama family at the scale users run it: random models with the real shapes of SmolLM2-135M
  * (576 wide, 9 heads over 3, 49152 tokens, tied), Qwen2.5-0.5B (896 wide, 14 over 2, q/k/v
- * biases, 151936 tokens; BF16 in three shards), TinyLlama-1.1B (2048 wide, 32 over 4, MLP 5632,
+ * biases, 151936 tokens; BF16 in three shards; yarn rope scaling), TinyLlama-1.1B (2048 wide, 32 over 4, MLP 5632,
  * untied head; F16) and Llama-3.2-1B (2048 wide, 32 over 8, 128256 tokens, llama3 rope scaling),
  * two layers each, all-position logits at T = 1, 64, 512 and 2048 on the CPU executor and on
  * Vulkan against the independent float64 NumPy reference (tools/llama_reference.py, one run of
@@ -10,7 +10,8 @@
  * of SmolLM2 at T = 2048 against the reference's, as `vkgraph attention` asks for them
  * ([9, T, T], 151 MB: past one binding), with the same logits on both executors.  Llama-3.2-1B's
  * original_max_position_embeddings is lowered to 1024 so that half the positions lie beyond the
- * scaling's original length, as they would past 8192 in the real model.
+ * scaling's original length, as they would past 8192 in the real model; Qwen2.5-0.5B's has yarn
+ * scaling of factor 4 over an original length of 1024 likewise.
  *
  * Too slow under the sanitizers: the Release leg only (CMakeLists.txt).  The bar: NMSE <= 1e-6 and
  * the same argmax at every position, where the reference's best two logits lie within
@@ -73,6 +74,8 @@ typedef struct scale_case {
     vkg_st_dtype dtype;
     int shards;
     int rope_original;  /* llama3's original_max_position_embeddings, when lowered */
+    int yarn_original;  /* yarn of factor 4 over this original length, as Qwen's long-context
+                           setting (factor 4 over 32768) adds it */
     int probabilities;  /* check layer 1's attention probabilities at T_MAX too */
 } scale_case;
 
@@ -121,6 +124,9 @@ static void run_case(const scale_case *k) {
     o.config.n_layer = 2;
     if (o.config.n_positions > 4096) o.config.n_positions = 4096; /* the rotary table the test needs */
     if (k->rope_original) o.config.rope.original_max_position_embeddings = k->rope_original;
+    if (k->yarn_original)
+        o.config.rope = (vkg_rope_config){.type = VKG_ROPE_YARN, .theta = o.config.rope.theta, .factor = 4,
+                                          .original_max_position_embeddings = k->yarn_original};
     o.dtype = k->dtype;
     o.shards = k->shards;
     o.seed = 2026;
@@ -185,9 +191,9 @@ static void test_smollm2_135m(void **state) {
     (void)state;
     run_case(&(scale_case){.shape = "smollm2-135m", .dtype = VKG_ST_F32, .probabilities = 1});
 }
-static void test_qwen25_05b_bf16_shards(void **state) {
+static void test_qwen25_05b_bf16_shards_yarn(void **state) {
     (void)state;
-    run_case(&(scale_case){.shape = "qwen2.5-0.5b", .dtype = VKG_ST_BF16, .shards = 3});
+    run_case(&(scale_case){.shape = "qwen2.5-0.5b", .dtype = VKG_ST_BF16, .shards = 3, .yarn_original = 1024});
 }
 static void test_tinyllama_11b_f16(void **state) {
     (void)state;
@@ -201,7 +207,7 @@ static void test_llama32_1b_llama3_rope(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_smollm2_135m),
-        cmocka_unit_test(test_qwen25_05b_bf16_shards),
+        cmocka_unit_test(test_qwen25_05b_bf16_shards_yarn),
         cmocka_unit_test(test_tinyllama_11b_f16),
         cmocka_unit_test(test_llama32_1b_llama3_rope),
     };

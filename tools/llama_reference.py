@@ -14,9 +14,11 @@ Usage:
 
 What it computes, per transformers:
     RMSNorm:  w * x / sqrt(mean(x^2) + eps)                                (LlamaRMSNorm)
-    rope:     inv_freq = 1 / theta^(2i/D), scaled for rope_scaling "linear" (/ factor) or "llama3"
-              (_compute_llama3_parameters); x * cos + rotate_half(x) * sin with
-              rotate_half(x) = [-x2, x1], cos/sin of [freqs, freqs]        (apply_rotary_pos_emb)
+    rope:     inv_freq = 1 / theta^(2i/D), scaled for rope_scaling (or transformers 5's
+              rope_parameters) "linear" (/ factor), "llama3" (_compute_llama3_parameters) or
+              "yarn" (transformers 5's _compute_yarn_parameters, its attention_factor scaling cos
+              and sin); x * cos + rotate_half(x) * sin with rotate_half(x) = [-x2, x1], cos/sin
+              of [freqs, freqs]                                            (apply_rotary_pos_emb)
     attention: q, k, v projections (biases: Qwen2's q/k/v, attention_bias for Llama/Qwen3),
               Qwen3's q_norm/k_norm per head before rope, key/value heads repeated for the
               groups (repeat_kv), scores / sqrt(D), causal mask, and the sliding window
@@ -85,16 +87,51 @@ def read_config(path):
     return c
 
 
-def inv_freq(c):
-    """transformers' ROPE_INIT_FUNCTIONS for default, linear and llama3, in float64."""
+def yarn(c, rs, f, base):
+    """_compute_yarn_parameters (transformers 5): the frequencies and the attention factor."""
     D = c["head_dim"]
-    f = 1.0 / (c["rope_theta"] ** (np.arange(0, D, 2, dtype=np.float64) / D))
-    rs = c.get("rope_scaling")
+    original = rs.get("original_max_position_embeddings") or c["max_position_embeddings"]
+    factor = rs.get("factor")
+    if factor is None:
+        factor = c["max_position_embeddings"] / original
+
+    def mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    attention = rs.get("attention_factor")
+    if attention is None:
+        m, m_all = rs.get("mscale"), rs.get("mscale_all_dim")
+        attention = mscale(factor, m) / mscale(factor, m_all) if m and m_all else mscale(factor)
+    beta_fast, beta_slow = rs.get("beta_fast") or 32, rs.get("beta_slow") or 1
+
+    def correction_dim(rotations):
+        return D * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if rs.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, D - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(D // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+    extrapolation = 1 - ramp
+    return (f / factor) * (1 - extrapolation) + f * extrapolation, attention
+
+
+def inv_freq(c):
+    """transformers' ROPE_INIT_FUNCTIONS for default, linear, llama3 and yarn, in float64: the
+    inverse frequencies and the factor that scales cos and sin."""
+    D = c["head_dim"]
+    rs = c.get("rope_scaling") or c.get("rope_parameters")
+    base = (rs or {}).get("rope_theta", c["rope_theta"])
+    f = 1.0 / (base ** (np.arange(0, D, 2, dtype=np.float64) / D))
     kind = (rs or {}).get("rope_type", (rs or {}).get("type", "default"))
     if kind == "default":
-        return f
+        return f, 1.0
     if kind == "linear":
-        return f / rs["factor"]
+        return f / rs["factor"], 1.0
+    if kind == "yarn":
+        return yarn(c, rs, f, base)
     if kind == "llama3":
         factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
         old = rs["original_max_position_embeddings"]
@@ -104,7 +141,7 @@ def inv_freq(c):
         smooth = (old / wavelen - low) / (high - low)
         smoothed = (1 - smooth) * g / factor + smooth * g
         medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
-        return np.where(medium, smoothed, g)
+        return np.where(medium, smoothed, g), 1.0
     raise ModelError(f"rope_scaling {kind!r} is not computed here")
 
 
@@ -126,9 +163,10 @@ def forward(c, w, ids, want_attention):
     H, Hkv, D = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
     G = H // Hkv
     eps = c["rms_norm_eps"]
-    freqs = np.outer(np.arange(T, dtype=np.float64), inv_freq(c))
+    f, attention_factor = inv_freq(c)
+    freqs = np.outer(np.arange(T, dtype=np.float64), f)
     emb = np.concatenate([freqs, freqs], axis=-1)
-    cos, sin = np.cos(emb)[None], np.sin(emb)[None]  # [1, T, D]
+    cos, sin = attention_factor * np.cos(emb)[None], attention_factor * np.sin(emb)[None]  # [1, T, D]
     x = w["model.embed_tokens.weight"][ids]
     i = np.arange(T)[:, None]
     j = np.arange(T)[None, :]

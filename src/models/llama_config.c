@@ -112,6 +112,29 @@ vkg_status vkg_llama_config_validate(const vkg_llama_config *c, vkg_error *err) 
     return VKG_OK;
 }
 
+/* YaRN's keys, as transformers 5 reads them: each optional (absent or null keeps rope.h's default);
+ * without a factor, the model's context over original_max_position_embeddings; without
+ * original_max_position_embeddings, the model's context.  (Some transformers 4.x releases took
+ * that ratio even where a factor was given; their figures differ where the two disagree.) */
+static vkg_status read_yarn(const vkg_json *rs, int factor_found, vkg_llama_config *c, vkg_error *err) {
+    vkg_rope_config *r = &c->rope;
+    int o = 0, truncate = 1;
+    vkg_status st;
+    if ((st = vkg_config_number(rs, "original_max_position_embeddings", &r->original_max_position_embeddings, &o,
+                                err)) ||
+        (st = vkg_config_number(rs, "beta_fast", &r->beta_fast, NULL, err)) ||
+        (st = vkg_config_number(rs, "beta_slow", &r->beta_slow, NULL, err)) ||
+        (st = vkg_config_number(rs, "attention_factor", &r->attention_factor, NULL, err)) ||
+        (st = vkg_config_number(rs, "mscale", &r->mscale, NULL, err)) ||
+        (st = vkg_config_number(rs, "mscale_all_dim", &r->mscale_all_dim, NULL, err)) ||
+        (st = vkg_config_bool(rs, "truncate", &truncate, err)))
+        return st;
+    if (!o) r->original_max_position_embeddings = c->n_positions;
+    if (!factor_found) r->factor = c->n_positions / r->original_max_position_embeddings;
+    r->no_truncate = !truncate;
+    return VKG_OK;
+}
+
 /* rope_scaling: refused by name unless computed here, exactly as transformers'
  * ROPE_INIT_FUNCTIONS do (rope.c). */
 static vkg_status read_rope_scaling(const vkg_json *root, vkg_llama_config *c, vkg_error *err) {
@@ -137,6 +160,7 @@ static vkg_status read_rope_scaling(const vkg_json *root, vkg_llama_config *c, v
     if (c->rope.type == VKG_ROPE_DEFAULT) return VKG_OK;
     int f_found = 0;
     if ((st = vkg_config_number(rs, "factor", &c->rope.factor, &f_found, err)) != VKG_OK) return st;
+    if (c->rope.type == VKG_ROPE_YARN) return read_yarn(rs, f_found, c, err);
     if (!f_found) return vkg_error_set(err, VKG_ERR_FORMAT, "rope_scaling (%s) has no \"factor\"", type);
     if (c->rope.type == VKG_ROPE_LLAMA3) {
         int a = 0, b = 0, o = 0;
@@ -304,8 +328,18 @@ vkg_status vkg_llama_config_write(const char *path, const vkg_llama_config *c, v
     if (st != VKG_OK) return st;
     FILE *f = fopen(path, "w");
     if (!f) return vkg_error_set(err, VKG_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    char bos[16], eos[16], rope[256] = "null";
-    if (c->rope.type == VKG_ROPE_LINEAR)
+    char bos[16], eos[16], rope[512] = "null";
+    const vkg_rope_config *r = &c->rope;
+    if (r->type == VKG_ROPE_YARN) {
+        /* the optional keys where they differ from transformers' defaults, null otherwise */
+        char opt[5][32];
+        const double v[5] = {r->beta_fast, r->beta_slow, r->attention_factor, r->mscale, r->mscale_all_dim};
+        for (int i = 0; i < 5; i++) snprintf(opt[i], sizeof opt[i], v[i] != 0.0 ? "%.17g" : "null", v[i]);
+        snprintf(rope, sizeof rope, "{\"attention_factor\": %s, \"beta_fast\": %s, \"beta_slow\": %s, \"factor\": "
+                 "%.17g, \"mscale\": %s, \"mscale_all_dim\": %s, \"original_max_position_embeddings\": %.17g, "
+                 "\"rope_type\": \"yarn\", \"truncate\": %s}", opt[2], opt[0], opt[1], r->factor, opt[3], opt[4],
+                 r->original_max_position_embeddings, r->no_truncate ? "false" : "true");
+    } else if (c->rope.type == VKG_ROPE_LINEAR)
         snprintf(rope, sizeof rope, "{\"factor\": %.17g, \"rope_type\": \"linear\"}", c->rope.factor);
     else if (c->rope.type == VKG_ROPE_LLAMA3)
         snprintf(rope, sizeof rope, "{\"factor\": %.17g, \"high_freq_factor\": %.17g, \"low_freq_factor\": %.17g, "

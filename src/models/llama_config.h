@@ -11,9 +11,11 @@
  * vocab_size (defaults: each class's); num_key_value_heads (null: num_attention_heads); head_dim
  * (null: hidden_size / num_attention_heads; Qwen3's default 128); rms_norm_eps;
  * max_position_embeddings; rope_theta; rope_scaling (null, or rope_type/type "default", "linear"
- * (factor) or "llama3" (factor, low_freq_factor, high_freq_factor,
- * original_max_position_embeddings); "dynamic", "yarn", "longrope" and any other type are refused
- * by name; newer files' rope_parameters, with rope_theta inside, read the same);
+ * (factor), "llama3" (factor, low_freq_factor, high_freq_factor,
+ * original_max_position_embeddings) or "yarn" (factor, original_max_position_embeddings,
+ * beta_fast, beta_slow, attention_factor, mscale, mscale_all_dim, truncate); "dynamic",
+ * "longrope" and any other type are refused by name; newer files' rope_parameters, with
+ * rope_theta inside, read the same);
  * partial_rotary_factor (only 1); tie_word_embeddings (default false); attention_bias (Llama: q,
  * k, v and o; Qwen3: q, k, v and o; Qwen2 always has q, k, v biases and no o bias; Mistral none);
  * mlp_bias (Llama); hidden_act (silu only); sliding_window (Mistral: every layer; Qwen2/Qwen3:
