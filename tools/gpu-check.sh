@@ -3,7 +3,7 @@
 # then on every Vulkan GPU: the device's facts (vkgraph devices), every op against the CPU at
 # GPT-2's real shapes (vkgraph conformance --full), a whole GPT-2 124M run step by step against
 # the CPU at T = 1024 (vkgraph compare), and the model's timings with f32 and f16 weights from
-# T = 8 to 4096 and decoding (vkgraph bench); beside them, where a python3 has PyTorch with CUDA,
+# T = 8 to 4096 and decoding, after a short prompt and after the longest (vkgraph bench); beside them, where a python3 has PyTorch with CUDA,
 # the same forward passes and decoding in PyTorch on the GPU (bench/compare-pytorch), checked to
 # compute the same logits.  Everything runs offline on a model of GPT-2 124M's shapes with random
 # weights (written once, with as many positions as the longest T).  Meant to take under 10
@@ -114,11 +114,13 @@ if [ -z "$devices" ]; then
 fi
 echo "gpu-check: checking $(echo $devices)"
 
-# The model: GPT-2 124M's shapes (--size), random weights, positions for the longest T.
+# The model: GPT-2 124M's shapes (--size), random weights, positions for the longest T and the
+# tokens decoded after it.
+longest_T=$(echo "$tokens" | tr ',' '\n' | sort -n | tail -1)
 longest=$(echo "$tokens,$compare_T" | tr ',' '\n' | sort -n | tail -1)
 [ "$longest" -ge 1024 ] || longest=1024
 model=$tmp/gpt2
-step model "$vkgraph" gpt2-random "$model" --size "$size" --ctx "$longest"
+step model "$vkgraph" gpt2-random "$model" --size "$size" --ctx $((longest + decode))
 # compare's prompt: compare_T ids spread over the vocabulary, the same on every machine.
 ids=$(awk -v n="$compare_T" 'BEGIN { for (i = 0; i < n; i++) printf "%s%d", (i ? "," : ""), (i * 7919 + 13) % 50257 }')
 
@@ -139,6 +141,10 @@ for dev in $devices; do
         step "bench $dev $dtype" "$vkgraph" bench -m "$model" --device "$dev" --dtype "$dtype" -T "$tokens" \
             --decode "$decode" --repeat "$repeat"
     done
+    # decoding after the longest prompt: what each token's attention over a long cache costs
+    # (split over workgroups on a GPU), against the short prompt's decode above
+    step "bench $dev f16, decode after $longest_T tokens" "$vkgraph" bench -m "$model" --device "$dev" --dtype f16 \
+        -T "$longest_T" --decode "$decode" --repeat 1
     if [ -n "$peer" ]; then
         step "PyTorch (CUDA) beside $dev, f32" "$peer" bench/compare-pytorch --vkgraph "$vkgraph" -m "$model" \
             --device "$dev" --torch-device cuda -T "$tokens" --decode "$decode" --repeat "$repeat"
