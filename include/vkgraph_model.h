@@ -142,8 +142,8 @@ typedef struct vkg_model_info {
                                   queries; the KV cache holds [2, n_kv_head, positions, head] a layer */
     int head_dim;              /* channels per head (n_embd / n_head for GPT-2; Qwen3's own)     */
     double rope_theta;         /* rotary embeddings' base; 0 for a model without them (GPT-2)    */
-    char rope_scaling[16];     /* "default", "linear", "llama3", "yarn"; "" without rotary
-                                  embeddings                                                    */
+    char rope_scaling[16];     /* "default", "linear", "llama3", "yarn", "dynamic"; "" without
+                                  rotary embeddings                                             */
     int n_ctx;                 /* the context: positions the model was trained for (n_positions) */
     int n_vocab;
     int n_inner;               /* the MLP's width                                                */

@@ -168,10 +168,12 @@ static void test_config_refused(void **state) {
     (void)state;
     expect_refused("{\"model_type\": \"llama\", \"hidden_act\": \"gelu\", " BASE "}", VKG_ERR_UNSUPPORTED,
                    "hidden_act \"gelu\" is not supported (supported: silu)");
-    expect_refused("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2}, " BASE "}",
-                   VKG_ERR_UNSUPPORTED, "rope_scaling type 'dynamic' is not supported");
-    expect_refused("{\"model_type\": \"qwen2\", \"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 4}, " BASE "}",
-                   VKG_ERR_UNSUPPORTED, "'dynamic'");
+    expect_refused("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"su\", \"factor\": 2}, " BASE "}",
+                   VKG_ERR_UNSUPPORTED, "rope_scaling type 'su' is not supported");
+    expect_refused("{\"model_type\": \"qwen2\", \"rope_scaling\": {\"type\": \"longrope\", \"factor\": 4}, " BASE "}",
+                   VKG_ERR_UNSUPPORTED, "'longrope'");
+    expect_refused("{\"model_type\": \"llama\", \"rope_scaling\": {\"type\": \"dynamic\"}, " BASE "}", VKG_ERR_FORMAT,
+                   "factor");
     expect_refused("{\"model_type\": \"qwen2\", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4, \"truncate\": 0}, "
                    BASE "}", VKG_ERR_FORMAT, "truncate");
     expect_refused("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8}, " BASE "}",
@@ -451,6 +453,11 @@ static void yarn_short(vkg_llama_random_options *o) {
                                        .original_max_position_embeddings = 24, .beta_fast = 16, .mscale = 1.5,
                                        .mscale_all_dim = 1};
 }
+/* dynamic NTK scaling: inside the model's context, the default rotation */
+static void dynamic_ntk(vkg_llama_random_options *o) {
+    o->config.rope.type = VKG_ROPE_DYNAMIC;
+    o->config.rope.factor = 2;
+}
 static void bf16_shards(vkg_llama_random_options *o) {
     o->dtype = VKG_ST_BF16;
     o->shards = 3;
@@ -486,6 +493,7 @@ static void test_models(void **state) {
     check_model("window:qwen2-tiny", window_from_layer_1, gpu);
     check_model("qwen2-tiny", bf16_shards, gpu);
     check_model("yarn:qwen2-tiny", yarn_short, gpu);
+    check_model("dynamic:llama-tiny", dynamic_ntk, gpu);
     check_model("qwen3-tiny", f16_three_layers, gpu);
     vk_test_close(gpu);
 }

@@ -101,10 +101,15 @@ static void test_rope_inv_freq(void **state) {
     assert_true(attn == 1.5);
     y.attention_factor = -1.0;
     assert_int_equal(vkg_rope_inv_freq(&y, g, &attn, &err), VKG_ERR_INVALID_ARGUMENT);
+    /* dynamic: the default's frequencies (its base grows only past the model's context) */
+    c = (vkg_rope_config){.type = VKG_ROPE_DYNAMIC, .theta = 1e6, .dim = 128, .factor = 2.0};
+    assert_int_equal(vkg_rope_inv_freq(&c, g, &attn, &err), VKG_OK);
+    for (int i = 0; i < 64; i++) assert_true(g[i] == f[i]);
+    assert_true(attn == 1.0);
     /* refusals */
     vkg_rope_type t;
-    assert_int_equal(vkg_rope_type_parse("dynamic", &t, &err), VKG_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.message, "dynamic"));
+    assert_int_equal(vkg_rope_type_parse("longrope", &t, &err), VKG_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "longrope"));
     assert_non_null(strstr(err.message, "yarn")); /* among the supported */
     assert_int_equal(vkg_rope_type_parse(NULL, &t, &err), VKG_OK);
     assert_int_equal(t, VKG_ROPE_DEFAULT);

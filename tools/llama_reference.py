@@ -118,7 +118,7 @@ def yarn(c, rs, f, base):
     return (f / factor) * (1 - extrapolation) + f * extrapolation, attention
 
 
-def inv_freq(c):
+def inv_freq(c, T):
     """transformers' ROPE_INIT_FUNCTIONS for default, linear, llama3 and yarn, in float64: the
     inverse frequencies and the factor that scales cos and sin."""
     D = c["head_dim"]
@@ -128,6 +128,11 @@ def inv_freq(c):
     kind = (rs or {}).get("rope_type", (rs or {}).get("type", "default"))
     if kind == "default":
         return f, 1.0
+    if kind == "dynamic":  # _compute_dynamic_ntk_parameters for a pass over T tokens
+        max_pos, factor = c["max_position_embeddings"], rs["factor"]
+        seq_len = max(T, max_pos)
+        base = base * ((factor * seq_len / max_pos) - (factor - 1)) ** (D / (D - 2))
+        return 1.0 / (base ** (np.arange(0, D, 2, dtype=np.float64) / D)), 1.0
     if kind == "linear":
         return f / rs["factor"], 1.0
     if kind == "yarn":
@@ -163,7 +168,7 @@ def forward(c, w, ids, want_attention):
     H, Hkv, D = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
     G = H // Hkv
     eps = c["rms_norm_eps"]
-    f, attention_factor = inv_freq(c)
+    f, attention_factor = inv_freq(c, T)
     freqs = np.outer(np.arange(T, dtype=np.float64), f)
     emb = np.concatenate([freqs, freqs], axis=-1)
     cos, sin = attention_factor * np.cos(emb)[None], attention_factor * np.sin(emb)[None]  # [1, T, D]

@@ -436,7 +436,8 @@ static void rope_far(conf_build *b, const int64_t *d) {
  * type cannot go untested), as the Llama family computes it (rope.c, in double), applied to heads
  * at a position past the original context, where linear and llama3 scaling differ from none:
  * default with Llama 2's theta, linear with factor 4, llama3 with Llama 3.2's factors, yarn as
- * Qwen's long-context setting is (theta 10^6, factor 4; the cos and sin scaled by 1.139). */
+ * Qwen's long-context setting is (theta 10^6, factor 4; the cos and sin scaled by 1.139), dynamic
+ * with factor 2 (the default rotation inside the model's context). */
 static void rope_type(conf_build *b, const int64_t *d, vkg_rope_type type) {
     vkg_rope_config c = {.type = type, .theta = 10000.0, .dim = d[2]};
     switch (type) {
@@ -447,6 +448,7 @@ static void rope_type(conf_build *b, const int64_t *d, vkg_rope_type type) {
         c.original_max_position_embeddings = 8192.0;
         break;
     case VKG_ROPE_YARN: c.theta = 1000000.0, c.factor = 4.0, c.original_max_position_embeddings = 4096.0; break;
+    case VKG_ROPE_DYNAMIC: c.factor = 2.0; break;
     case VKG_ROPE_TYPE_COUNT: break;
     }
     const int64_t half = d[2] / 2, positions = 9000 + d[0];

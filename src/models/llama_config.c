@@ -339,8 +339,9 @@ vkg_status vkg_llama_config_write(const char *path, const vkg_llama_config *c, v
                  "%.17g, \"mscale\": %s, \"mscale_all_dim\": %s, \"original_max_position_embeddings\": %.17g, "
                  "\"rope_type\": \"yarn\", \"truncate\": %s}", opt[2], opt[0], opt[1], r->factor, opt[3], opt[4],
                  r->original_max_position_embeddings, r->no_truncate ? "false" : "true");
-    } else if (c->rope.type == VKG_ROPE_LINEAR)
-        snprintf(rope, sizeof rope, "{\"factor\": %.17g, \"rope_type\": \"linear\"}", c->rope.factor);
+    } else if (c->rope.type == VKG_ROPE_LINEAR || c->rope.type == VKG_ROPE_DYNAMIC)
+        snprintf(rope, sizeof rope, "{\"factor\": %.17g, \"rope_type\": \"%s\"}", c->rope.factor,
+                 vkg_rope_type_name(c->rope.type));
     else if (c->rope.type == VKG_ROPE_LLAMA3)
         snprintf(rope, sizeof rope, "{\"factor\": %.17g, \"high_freq_factor\": %.17g, \"low_freq_factor\": %.17g, "
                  "\"original_max_position_embeddings\": %.17g, \"rope_type\": \"llama3\"}", c->rope.factor,

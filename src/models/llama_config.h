@@ -13,8 +13,8 @@
  * max_position_embeddings; rope_theta; rope_scaling (null, or rope_type/type "default", "linear"
  * (factor), "llama3" (factor, low_freq_factor, high_freq_factor,
  * original_max_position_embeddings) or "yarn" (factor, original_max_position_embeddings,
- * beta_fast, beta_slow, attention_factor, mscale, mscale_all_dim, truncate); "dynamic",
- * "longrope" and any other type are refused by name; newer files' rope_parameters, with
+ * beta_fast, beta_slow, attention_factor, mscale, mscale_all_dim, truncate) or "dynamic"
+ * (factor; rope.h); "longrope" and any other type are refused by name; newer files' rope_parameters, with
  * rope_theta inside, read the same);
  * partial_rotary_factor (only 1); tie_word_embeddings (default false); attention_bias (Llama: q,
  * k, v and o; Qwen3: q, k, v and o; Qwen2 always has q, k, v biases and no o bias; Mistral none);

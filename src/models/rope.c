@@ -10,7 +10,7 @@
 static const char *const rope_names[VKG_ROPE_TYPE_COUNT] = {VKG_ROPE_TYPES(ROPE_NAME)};
 #undef ROPE_NAME
 #define ROPE_LIST(ENUM, name) ", " #name
-static const char rope_list[] = VKG_ROPE_TYPES(ROPE_LIST); /* ", default, linear, llama3, yarn" */
+static const char rope_list[] = VKG_ROPE_TYPES(ROPE_LIST); /* ", default, linear, ..." */
 #undef ROPE_LIST
 
 const char *vkg_rope_type_name(vkg_rope_type type) {
@@ -82,7 +82,7 @@ vkg_status vkg_rope_inv_freq(const vkg_rope_config *c, double *inv_freq, double 
     double ramp_low = 0.0, ramp_high = 1.0;
     if (c->type == VKG_ROPE_YARN) yarn_ramp(c, &ramp_low, &ramp_high);
     for (int64_t i = 0; i < half; i++) {
-        /* default: 1 / theta^(2i / dim) */
+        /* default (and dynamic within max_position_embeddings, rope.h): 1 / theta^(2i / dim) */
         double f = 1.0 / pow(c->theta, (double)(2 * i) / (double)c->dim);
         if (c->type == VKG_ROPE_LINEAR) {
             f /= c->factor;

@@ -11,8 +11,9 @@
  * smooth interpolation between the original and the scaled frequencies), "yarn" (YaRN, as Qwen
  * models enable it for long contexts: the high frequencies kept, the low ones divided by factor,
  * a linear ramp between, cos and sin scaled by the attention factor; transformers 5's
- * _compute_yarn_parameters).  "dynamic" (whose frequencies change with the sequence's length),
- * "longrope" and others are refused by name. */
+ * _compute_yarn_parameters), "dynamic" (dynamic NTK: its base grows only once a sequence passes
+ * max_position_embeddings, which no KV cache here does, so it rotates as "default").  "longrope"
+ * and others are refused by name. */
 #ifndef VKG_MODELS_ROPE_H
 #define VKG_MODELS_ROPE_H
 
@@ -23,20 +24,20 @@
 /* The rope types, the one list of them: X(ENUM, name) per type, VKG_ROPE_<ENUM> named "name" as
  * rope_scaling's rope_type names it.  The enum, the names, the parser and the conformance cases
  * (one per type) are generated from it. */
-#define VKG_ROPE_TYPES(X) X(DEFAULT, default) X(LINEAR, linear) X(LLAMA3, llama3) X(YARN, yarn)
+#define VKG_ROPE_TYPES(X) X(DEFAULT, default) X(LINEAR, linear) X(LLAMA3, llama3) X(YARN, yarn) X(DYNAMIC, dynamic)
 
 #define VKG_ROPE_TYPE_ENUM(ENUM, name) VKG_ROPE_##ENUM,
 typedef enum vkg_rope_type { VKG_ROPE_TYPES(VKG_ROPE_TYPE_ENUM) VKG_ROPE_TYPE_COUNT } vkg_rope_type;
 #undef VKG_ROPE_TYPE_ENUM
 
-/* "default", "linear", "llama3", "yarn"; "?" for a value outside the enum. */
+/* "default", "linear", "llama3", "yarn", "dynamic"; "?" for a value outside the enum. */
 const char *vkg_rope_type_name(vkg_rope_type type);
 
 typedef struct vkg_rope_config {
     vkg_rope_type type;
     double theta;                 /* rope_theta (base)                                          */
     int64_t dim;                  /* the rotated width: head_dim (times partial_rotary_factor)  */
-    double factor;                /* rope_scaling.factor: linear, llama3, yarn                  */
+    double factor;                /* rope_scaling.factor: linear, llama3, yarn, dynamic         */
     double low_freq_factor;       /* llama3 */
     double high_freq_factor;      /* llama3 */
     double original_max_position_embeddings; /* llama3, yarn (the model's context where absent)  */
