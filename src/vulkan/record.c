@@ -375,26 +375,33 @@ static uint64_t attention_rows(const vkg_attention_params *a) {
     return (uint64_t)a->batch0 * a->batch1 * a->T;
 }
 
+/* The most bytes of chunk states an attention step may write (its chunks widen to fit). */
+#define ATTENTION_STATES_MAX ((uint64_t)32 << 20)
+
 /* Keys per workgroup of a step whose query rows each take a subgroup (attention.glsl's
  * CHUNK_KEYS): the tuning's chunk where the keys fill two or more of them, doubled while the
- * chunks' states would pass VKG_VK_ATTENTION_STATES_MAX bytes or the dispatch's depth limit; 0:
- * one workgroup walks them all. */
+ * chunks' states would pass ATTENTION_STATES_MAX bytes or the dispatch's depth limit; 0: one
+ * workgroup walks them all. */
 static uint32_t attention_chunk_keys(const vkg_vk_context *c, const vkg_attention_params *a) {
     uint64_t ck = c->tuning.attn_chunk_keys;
     if (ck == 0) return 0;
     while (div_up(a->S, ck) > c->props.limits.maxComputeWorkGroupCount[2] ||
-           attention_rows(a) * div_up(a->S, ck) * (a->Dv + 2u) * 4u > VKG_VK_ATTENTION_STATES_MAX)
+           attention_rows(a) * div_up(a->S, ck) * (a->Dv + 2u) * 4u > ATTENTION_STATES_MAX)
         ck *= 2;
     return div_up(a->S, ck) >= 2 ? (uint32_t)ck : 0;
 }
 
-uint64_t vkg_vk_attention_states_bytes(const vkg_step *st, const uint32_t spec[]) {
+/* For an attention step whose shader took spec: the bytes of its chunk states, 0 when it has none
+ * (no CHUNK_KEYS). */
+static uint64_t attention_states_bytes(const vkg_step *st, const uint32_t spec[]) {
     const vkg_attention_params *a = &st->params.attention;
     const uint32_t ck = spec[VKG_SPEC_CHUNK_KEYS];
     return ck ? attention_rows(a) * div_up(a->S, ck) * (a->Dv + 2u) * 4u : 0;
 }
 
-vkg_status vkg_vk_attention_merge_shader(const vkg_vk_context *c, const vkg_step *st, const uint32_t attention_spec[],
+/* The merge of a split attention step (attention_merge.comp): its specialization and workgroups,
+ * one invocation per output element. */
+static vkg_status attention_merge_shader(const vkg_vk_context *c, const vkg_step *st, const uint32_t attention_spec[],
                                          vkg_vk_shader *sh, uint32_t spec[], uint32_t *n_spec, uint32_t g[3],
                                          vkg_error *err) {
     const vkg_attention_params *a = &st->params.attention;
@@ -491,11 +498,11 @@ static vkg_status check_bindings(const vkg_vk_session *s, int i, vkg_vk_shader s
 static vkg_status merge_prepare(vkg_vk_session *s, int i, const uint32_t spec[], vkg_error *err) {
     vkg_vk_step *vs = &s->steps[i];
     const vkg_step *st = &s->plan->steps[i];
-    vs->states_bytes = vkg_vk_attention_states_bytes(st, spec);
+    vs->states_bytes = attention_states_bytes(st, spec);
     if (!vs->states_bytes) return VKG_OK;
     vkg_vk_shader sh;
     uint32_t merge_spec[VKG_VK_MAX_SPEC], n_spec;
-    vkg_status status = vkg_vk_attention_merge_shader(s->c, st, spec, &sh, merge_spec, &n_spec, vs->merge_groups, err);
+    vkg_status status = attention_merge_shader(s->c, st, spec, &sh, merge_spec, &n_spec, vs->merge_groups, err);
     if (status == VKG_OK) status = vkg_vk_pipeline_get(s->c, sh, merge_spec, n_spec, &vs->merge, err);
     if (s->states_bytes < vs->states_bytes) s->states_bytes = vs->states_bytes;
     return status;

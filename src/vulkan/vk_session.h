@@ -19,9 +19,6 @@ typedef struct vkg_vk_step {
     uint64_t states_bytes;       /* of the attention states the first dispatch writes          */
 } vkg_vk_step;
 
-/* The most bytes of chunk states an attention step may write (its chunks widen to fit). */
-#define VKG_VK_ATTENTION_STATES_MAX ((uint64_t)32 << 20)
-
 typedef struct vkg_vk_session {
     vkg_vk_context *c;
     const vkg_plan *plan;
@@ -60,12 +57,6 @@ typedef struct vkg_vk_session {
  * VKG_VK_MAX_SPEC) and its workgroup count. */
 vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_vk_shader *sh, uint32_t spec[],
                               uint32_t *n_spec, uint32_t groups[3], vkg_error *err);
-/* For an attention step whose shader took spec (with CHUNK_KEYS): the bytes of its chunk states,
- * 0 when it has none; the merge's shader, specialization and workgroups. */
-uint64_t vkg_vk_attention_states_bytes(const vkg_step *st, const uint32_t spec[]);
-vkg_status vkg_vk_attention_merge_shader(const vkg_vk_context *c, const vkg_step *st, const uint32_t attention_spec[],
-                                         vkg_vk_shader *sh, uint32_t spec[], uint32_t *n_spec, uint32_t g[3],
-                                         vkg_error *err);
 /* Chooses each step's shader and workgroup count, gets its pipeline, checks its bindings
  * against the device's limits, and decides where barriers go. */
 vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err);
