@@ -64,6 +64,35 @@ def seeds_config():
     put("config", "hostile_heads.json", json.dumps({"n_layer": 1, "n_head": 3, "n_embd": 8, "n_positions": 8, "vocab_size": 300}))
 
 
+def seeds_llama_config():
+    base = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 4096, "rope_theta": 10000.0,
+            "rms_norm_eps": 1e-6, "bos_token_id": 1, "eos_token_id": [2, 3], "tie_word_embeddings": True}
+
+    def config(name, model_type, **extra):
+        put("llama_config", name + ".json", json.dumps(dict(base, model_type=model_type, **extra), indent=2))
+
+    config("llama3", "llama", rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+           attention_bias=True, mlp_bias=True)
+    config("linear", "llama", rope_scaling={"type": "linear", "factor": 4.0}, head_dim=32)
+    config("dynamic", "llama", rope_scaling={"type": "dynamic", "factor": 2.0})
+    config("yarn_qwen", "qwen2", rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024})
+    config("yarn_all", "qwen3", rope_scaling={"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 512,
+                                              "beta_fast": 16, "beta_slow": 2, "mscale": 0.707, "mscale_all_dim": 1.0,
+                                              "attention_factor": None, "truncate": False})
+    config("yarn_no_factor", "qwen3", rope_parameters={"rope_type": "yarn", "rope_theta": 1e6,
+                                                       "original_max_position_embeddings": 1024})
+    config("rope_parameters", "qwen3", rope_parameters={"rope_type": "default", "rope_theta": 5e5}, dtype="bfloat16")
+    config("mistral_window", "mistral", sliding_window=16)
+    config("qwen2_layers", "qwen2", use_sliding_window=True, sliding_window=8,
+           layer_types=["full_attention", "sliding_attention", "full_attention"])
+    config("qwen2_window_from", "qwen2", use_sliding_window=True, sliding_window=8, max_window_layers=1)
+    config("hostile_heads", "llama", num_key_value_heads=3)
+    config("hostile_yarn", "qwen2", rope_scaling={"type": "yarn", "factor": 4.0, "mscale": -20, "mscale_all_dim": 1})
+    config("hostile_rope", "llama", rope_scaling={"type": "longrope", "factor": 4.0, "short_factor": [1.0]})
+
+
 def byte_alphabet():
     keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
     cps, extra = {}, 0
@@ -250,6 +279,7 @@ def seeds_template():
 if __name__ == "__main__":
     seeds_safetensors()
     seeds_config()
+    seeds_llama_config()
     seeds_generation_config()
     seeds_tokenizers()
     seeds_prompt()

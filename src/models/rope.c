@@ -109,6 +109,10 @@ vkg_status vkg_rope_inv_freq(const vkg_rope_config *c, double *inv_freq, double 
         inv_freq[i] = f;
     }
     *attention_factor = c->type == VKG_ROPE_YARN ? yarn_attention_factor(c) : 1.0;
+    if (!(*attention_factor > 0.0) || !isfinite(*attention_factor))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "rope: yarn's attention factor is %g (from factor %g, "
+                             "mscale %g and mscale_all_dim %g); it must be positive and finite", *attention_factor,
+                             c->factor, c->mscale, c->mscale_all_dim);
     return VKG_OK;
 }
 
