@@ -32,6 +32,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_basic : require
+#include "attention_rows.glsl"
 
 layout(local_size_x_id = VKG_SPEC_WG_X) in;
 layout(constant_id = VKG_SPEC_D4) const uint D4 = 16;    // vec4s of a q / k row: ceil(D / 4)
@@ -43,17 +44,17 @@ void main() {
     // Rows per unit: a workgroup's tile, or with SPLIT_KEYS one row per subgroup.
     uint rows = SPLIT_KEYS ? gl_NumSubgroups : gl_WorkGroupSize.x;
     uint lane = SPLIT_KEYS ? gl_SubgroupInvocationID : 0u, lanes = SPLIT_KEYS ? gl_SubgroupSize : 1u;
-    // Grouped-query attention: the rows of a b0 entry as one run (b1 major), so that one unit
-    // holds the query heads of a key/value head (a decode step's G heads) and reads it once.
-    bool grouped = VKG_ATTENTION_GROUPED(p);
-    uint run = grouped ? p.batch1 * p.T : p.T;   // rows sharing keys and values
+    // Runs of rows that share keys and values (attention_rows.glsl): with grouped-query
+    // attention one unit holds the query heads of a key/value head (a decode step's G heads) and
+    // reads it once.
+    uint run = vkg_attention_run();
     uint tiles = (run + rows - 1u) / rows;       // units per run
-    uint units = (grouped ? p.batch0 : p.batch0 * p.batch1) * tiles;
+    uint units = vkg_attention_runs() * tiles;
     for (uint u = vkg_group_index(); u < units; u += vkg_group_count()) {
         uint bb = u / tiles, tr = (u % tiles) * rows + (SPLIT_KEYS ? gl_SubgroupID : gl_LocalInvocationID.x);
         if (tr >= run) continue;
-        uint t = grouped ? tr % p.T : tr;
-        uint b1 = grouped ? tr / p.T : bb % p.batch1, b0 = grouped ? bb : bb / p.batch1;
+        uint b0, b1, t;
+        vkg_attention_row(bb, tr, b0, b1, t);
         uint q_row = p.q_offset + b0 * p.q_stride_b0 + b1 * p.q_stride_b1 + t * p.q_stride_t;
         uint k_base = p.k_offset + b0 * p.k_stride_b0 + b1 * p.k_stride_b1;
         uint v_base = p.v_offset + b0 * p.v_stride_b0 + b1 * p.v_stride_b1;

@@ -3,10 +3,11 @@
 // CHUNK_KEYS): each query row's CHUNKS softmax states, read from binding 0 where attention.glsl
 // wrote them, rescaled to their largest max and summed (a chunk that saw no key adds nothing),
 // then divided into the row's output as the undivided walk does.  One invocation per output
-// element; rows are numbered, and placed in out, as attention.glsl numbers and places them.
+// element; rows numbered as attention.glsl numbers them (attention_rows.glsl).
 #extension GL_GOOGLE_include_directive : require
 #include "params/attention.h"
 #include "common.glsl"
+#include "attention_rows.glsl"
 
 layout(local_size_x_id = VKG_SPEC_WG_X) in;
 layout(constant_id = VKG_SPEC_CHUNKS) const uint CHUNKS = 2u;
@@ -15,9 +16,7 @@ layout(std430, binding = 0) readonly buffer P { float states[]; };
 layout(std430, binding = 3) writeonly buffer O { float o_data[]; };
 
 void main() {
-    bool grouped = VKG_ATTENTION_GROUPED(p);
-    uint run = grouped ? p.batch1 * p.T : p.T;
-    uint rows = (grouped ? p.batch0 : p.batch0 * p.batch1) * run;
+    uint run = vkg_attention_run(), rows = vkg_attention_runs() * run;
     uint width = p.Dv + 2u, n = rows * p.Dv;
     uint stride = vkg_group_count() * gl_WorkGroupSize.x;
     for (uint i = vkg_group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; i < n; i += stride) {
@@ -31,9 +30,8 @@ void main() {
             l += states[at + z * width + 1u] * c;
             acc += states[at + z * width + 2u + d] * c;
         }
-        uint bb = r / run, tr = r % run;
-        uint t = grouped ? tr % p.T : tr;
-        uint b1 = grouped ? tr / p.T : bb % p.batch1, b0 = grouped ? bb : bb / p.batch1;
+        uint b0, b1, t;
+        vkg_attention_row(r / run, r % run, b0, b1, t);
         uint o_row = p.o_offset + b0 * p.o_stride_b0 + b1 * p.o_stride_b1 + t * p.o_stride_t;
         float inv = l == 0.0 ? 0.0 : 1.0 / l;   // no visible key: zeros
         o_data[o_row + d * p.o_stride_d] = acc * inv;
