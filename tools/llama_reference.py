@@ -119,8 +119,9 @@ def yarn(c, rs, f, base):
 
 
 def inv_freq(c, T):
-    """transformers' ROPE_INIT_FUNCTIONS for default, linear, llama3 and yarn, in float64: the
-    inverse frequencies and the factor that scales cos and sin."""
+    """transformers' ROPE_INIT_FUNCTIONS for default, linear, llama3, yarn and dynamic, in float64,
+    for a pass over T tokens (dynamic's base grows past max_position_embeddings): the inverse
+    frequencies and the factor that scales cos and sin."""
     D = c["head_dim"]
     rs = c.get("rope_scaling") or c.get("rope_parameters")
     base = (rs or {}).get("rope_theta", c["rope_theta"])
