@@ -1,7 +1,8 @@
 /* A Llama-family config.json (Llama, Mistral, Qwen2, Qwen3; rope scaling of every type, windows,
  * the newer rope_parameters).  Whatever the bytes, loading either fails with a message naming the
  * file, or gives a config that validates, whose rotary frequencies are finite and not negative
- * and cos/sin factor finite and positive, whose windowed layers have a window, and whose ids lie in the vocabulary. */
+ * and cos/sin factor finite and positive, whose windowed layers have a window, and whose ids lie
+ * in the vocabulary. */
 #include "fuzz.h"
 
 #include "models/llama_config.h"

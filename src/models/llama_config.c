@@ -323,6 +323,13 @@ static const char *tok(int id, char *buf, size_t size) {
     return buf;
 }
 
+/* An optional number of rope_scaling: "null" where it is 0 (transformers' default), else v. */
+static const char *number_or_null(double v, char *buf, size_t size) {
+    if (v == 0.0) return "null";
+    snprintf(buf, size, "%.17g", v);
+    return buf;
+}
+
 vkg_status vkg_llama_config_write(const char *path, const vkg_llama_config *c, vkg_error *err) {
     vkg_status st = vkg_llama_config_validate(c, err);
     if (st != VKG_OK) return st;
@@ -331,13 +338,12 @@ vkg_status vkg_llama_config_write(const char *path, const vkg_llama_config *c, v
     char bos[16], eos[16], rope[512] = "null";
     const vkg_rope_config *r = &c->rope;
     if (r->type == VKG_ROPE_YARN) {
-        /* the optional keys where they differ from transformers' defaults, null otherwise */
-        char opt[5][32];
-        const double v[5] = {r->beta_fast, r->beta_slow, r->attention_factor, r->mscale, r->mscale_all_dim};
-        for (int i = 0; i < 5; i++) snprintf(opt[i], sizeof opt[i], v[i] != 0.0 ? "%.17g" : "null", v[i]);
+        char af[32], bf[32], bs[32], ms[32], ma[32];
         snprintf(rope, sizeof rope, "{\"attention_factor\": %s, \"beta_fast\": %s, \"beta_slow\": %s, \"factor\": "
                  "%.17g, \"mscale\": %s, \"mscale_all_dim\": %s, \"original_max_position_embeddings\": %.17g, "
-                 "\"rope_type\": \"yarn\", \"truncate\": %s}", opt[2], opt[0], opt[1], r->factor, opt[3], opt[4],
+                 "\"rope_type\": \"yarn\", \"truncate\": %s}", number_or_null(r->attention_factor, af, sizeof af),
+                 number_or_null(r->beta_fast, bf, sizeof bf), number_or_null(r->beta_slow, bs, sizeof bs), r->factor,
+                 number_or_null(r->mscale, ms, sizeof ms), number_or_null(r->mscale_all_dim, ma, sizeof ma),
                  r->original_max_position_embeddings, r->no_truncate ? "false" : "true");
     } else if (c->rope.type == VKG_ROPE_LINEAR || c->rope.type == VKG_ROPE_DYNAMIC)
         snprintf(rope, sizeof rope, "{\"factor\": %.17g, \"rope_type\": \"%s\"}", c->rope.factor,

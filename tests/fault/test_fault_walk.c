@@ -155,10 +155,9 @@ static vkg_status run_job(const job *j, output *out, vkg_error *err) {
     return st;
 }
 
-static uint64_t walked_calls; /* the calls of `kind` the last walk covered */
-
-/* Walks n over every call of `kind` the job makes; returns how many runs ended in an error. */
-static int walk(const job *j, vkg_fault_kind kind) {
+/* Walks n over every call of `kind` the job makes (*walked of them); returns how many runs ended
+ * in an error. */
+static int walk_calls(const job *j, vkg_fault_kind kind, uint64_t *walked) {
     const size_t cap = (size_t)1 << 20;
     output ref = {calloc(cap, sizeof(float)), 0}, got = {calloc(cap, sizeof(float)), 0};
     assert_non_null(ref.v);
@@ -167,7 +166,7 @@ static int walk(const job *j, vkg_fault_kind kind) {
     vkg_fault_arm(kind, 0);
     if (run_job(j, &ref, &err) != VKG_OK) fail_msg("%s without a fault: %s", j->name, err.message);
     const uint64_t calls = vkg_fault_calls(kind);
-    walked_calls = calls;
+    *walked = calls;
     int errors = 0;
     for (uint64_t n = 1; n <= calls; n++) {
         vkg_fault_arm(kind, n);
@@ -197,6 +196,11 @@ static int walk(const job *j, vkg_fault_kind kind) {
     return errors;
 }
 
+static int walk(const job *j, vkg_fault_kind kind) {
+    uint64_t walked;
+    return walk_calls(j, kind, &walked);
+}
+
 static vkg_gpt2 *load_model(void) {
     vkg_gpt2 *m = NULL;
     vkg_error err;
@@ -222,9 +226,10 @@ static void test_cpu(void **state) {
     /* the split attention's chunk states: refused, the step runs whole, with the same output
      * (every other allocation of the run fails it) */
     job j = {.name = "cpu split attention", .device = "cpu", .what = 5, .own_device = 1};
-    const int errors = walk(&j, VKG_FAULT_HOST_ALLOC);
+    uint64_t walked;
+    const int errors = walk_calls(&j, VKG_FAULT_HOST_ALLOC, &walked);
     assert_true(errors > 0);
-    assert_int_equal((uint64_t)errors + 1, walked_calls);
+    assert_int_equal((uint64_t)errors + 1, walked);
 }
 
 /* Opening the Vulkan device, on its own: instance, device, queue, pool, each allocation. */
