@@ -277,7 +277,9 @@ typedef struct vkg_device_options {
     int quiet;            /* no notes on stderr (e.g. "falling back to the CPU")           */
     int profile;          /* every session records per-step times (vkg_device_profile_*)  */
     /* Vulkan only; the CPU executor ignores them. */
-    uint32_t timeout_ms;  /* how long one run may take before VKG_ERR_TIMEOUT; 0: 60000    */
+    uint32_t timeout_ms;  /* how long one submission may take before VKG_ERR_TIMEOUT; 0:
+                             60000.  A long run goes to the device in pieces of bounded work
+                             (a few seconds on a software device), each within it          */
     int no_sync_validation; /* with validation: leave out its synchronization checks       */
     int no_pipeline_cache; /* neither read nor write the pipeline cache file
                               ($XDG_CACHE_HOME/vkgraph, else ~/.cache/vkgraph)              */

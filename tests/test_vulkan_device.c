@@ -1,8 +1,9 @@
 /* The Vulkan device layer: opening and describing devices, the device list, the on-disk pipeline
  * cache (a damaged, truncated or foreign file is ignored and does no harm; no_pipeline_cache
- * writes nothing), the run timeout (timeout_ms) failing cleanly and the session recovering,
- * the executor's own barrier check catching a plan that lacks a barrier, and a device whose
- * per-stage limits a shader passes refused by name. */
+ * writes nothing), the run timeout (timeout_ms) failing cleanly and the session recovering, a
+ * run that goes to the queue in pieces giving the same bits, the executor's own barrier check
+ * catching a plan that lacks a barrier, and a device whose per-stage limits a shader passes
+ * refused by name. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -333,6 +334,90 @@ static void test_timeout(void **state) {
     vk_test_close(d);
 }
 
+/* --- a run in pieces ----------------------------------------------------------------------------- */
+
+/* Three chained matmuls (x W, then (x W) W, ...) and an add: with the tuning's submit_work at
+ * each matmul's multiply-adds the plan goes to the queue as three submissions (the add joins the
+ * last), at twice them as two, at a step's worth less as three again (a costlier step alone), and
+ * every way the output is the same bits as one submission's, timed or not. */
+static void test_run_in_pieces(void **state) {
+    (void)state;
+    vkg_device *d = vk_test_open();
+    vkg_vk_context *ctx = vk_test_context(d);
+    const vkg_vk_tuning saved = ctx->tuning;
+    enum { M = 5, K = 67 };   /* sizes that divide no tile */
+    float x[M * K], w[K * K], want[M * K], got[M * K];
+    vk_test_fill(x, M * K, 11, 1.0f);
+    vk_test_fill(w, K * K, 12, 0.2f);
+    vk_test_plan tp;
+    vk_test_plan_init(&tp);
+    const int rx = vk_test_region(&tp, VKG_REGION_CONSTANT, sizeof x, x);
+    const int rw = vk_test_region(&tp, VKG_REGION_CONSTANT, sizeof w, w);
+    const int r[3] = {vk_test_region(&tp, VKG_REGION_ARENA, sizeof x, NULL),
+                      vk_test_region(&tp, VKG_REGION_ARENA, sizeof x, NULL),
+                      vk_test_region(&tp, VKG_REGION_ARENA, sizeof x, NULL)};
+    const int rout = vk_test_region(&tp, VKG_REGION_OUTPUT, sizeof x, NULL);
+    for (int i = 0; i < 3; i++) {
+        vkg_step *s = vk_test_step(&tp, VKG_KERNEL_MATMUL);
+        s->params.matmul = (vkg_matmul_params){.M = M, .N = K, .K = K, .batch0 = 1, .batch1 = 1, .a_stride_m = K,
+                                               .a_stride_k = 1, .b_stride_k = K, .b_stride_n = 1, .c_stride_m = K};
+        vk_test_bind(&tp, s, 0, i == 0 ? rx : r[i - 1], 0);
+        vk_test_bind(&tp, s, 1, rw, 0);
+        vk_test_bind(&tp, s, 2, r[i], 1);
+    }
+    vkg_step *add = vk_test_step(&tp, VKG_KERNEL_BINARY);
+    vkg_binary_params *bp = &add->params.binary;
+    bp->op = VKG_BINARY_ADD;
+    bp->shape[0] = bp->shape[1] = bp->shape[2] = 1, bp->shape[3] = M * K;
+    bp->a_strides[3] = bp->b_strides[3] = 1;
+    vk_test_bind(&tp, add, 0, r[2], 0);
+    vk_test_bind(&tp, add, 1, rx, 0);
+    vk_test_bind(&tp, add, 2, rout, 1);
+
+    const uint64_t step = (uint64_t)M * K * K;   /* one matmul's multiply-adds */
+    const struct { uint64_t work; int pieces; } cases[] = {
+        {UINT64_MAX, 1}, {step, 3}, {2 * step, 2}, {step - 1, 3}, {1, 3},
+    };
+    vkg_error err = {0};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ctx->tuning.submit_work = cases[c].work;
+        void *session = NULL;
+        if (d->ops->session_new(d->impl, &tp.plan, NULL, NULL, &session, &err) != VKG_OK) fail_msg("%s", err.message);
+        const vkg_vk_session *vs = session;
+        assert_int_equal(vs->n_segments, cases[c].pieces);
+        assert_int_equal(vs->segment_first[vs->n_segments], 4);
+        for (int timed = 0; timed < 2; timed++) {
+            uint64_t begin[4] = {0}, end[4] = {0};
+            vkg_step_times times = {.begin_ns = begin, .end_ns = end};
+            assert_int_equal(d->ops->run(session, timed ? &times : NULL, &err), VKG_OK);
+            assert_int_equal(d->ops->read(session, rout, 0, got, sizeof got, &err), VKG_OK);
+            if (c == 0 && !timed) memcpy(want, got, sizeof got);
+            assert_memory_equal(got, want, sizeof got);
+            for (int i = 0; timed && i < 4; i++) {   /* the steps in order, on one clock */
+                assert_true(begin[i] <= end[i]);
+                if (i > 0) assert_true(end[i - 1] <= begin[i]);
+            }
+        }
+        d->ops->session_free(session);
+    }
+    ctx->tuning = saved;
+    /* and against the product itself, in double */
+    double ref[M * K], cur[M * K];
+    for (int i = 0; i < M * K; i++) cur[i] = x[i];
+    for (int l = 0; l < 3; l++) {
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < K; n++) {
+                double sum = 0;
+                for (int k = 0; k < K; k++) sum += cur[m * K + k] * w[k * K + n];
+                ref[m * K + n] = sum;
+            }
+        memcpy(cur, ref, sizeof cur);
+    }
+    for (int i = 0; i < M * K; i++) assert_true(fabs(want[i] - (cur[i] + x[i])) <= 1e-4 * (1 + fabs(cur[i])));
+    assert_int_equal(vkg_device_validation_errors(d), 0);
+    vk_test_close(d);
+}
+
 /* --- barriers ---------------------------------------------------------------------------------- */
 
 /* x -> step 0: y = x + x -> step 1: z = y + x.  Step 1 reads what step 0 wrote. */
@@ -482,6 +567,7 @@ int main(void) {
         cmocka_unit_test(test_devices_print),
         cmocka_unit_test(test_pipeline_cache),
         cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_run_in_pieces),
         cmocka_unit_test(test_barrier_check),
         cmocka_unit_test(test_region_too_large),
         cmocka_unit_test(test_stage_limits),

@@ -61,6 +61,10 @@ typedef struct vkg_vk_tuning {
                                   split over workgroups of this many keys each, their softmax
                                   states merged by a second dispatch; 0: one workgroup walks
                                   them all (record.c's attention_chunk_keys)                   */
+    uint64_t submit_work;      /* multiply-adds one submission of a run holds at most: a longer
+                                  run goes to the queue in pieces (record.c's segments), each
+                                  finished within the timeout; a step costlier alone is a piece
+                                  of its own                                                    */
     int force_staging;         /* sessions reach device-local buffers through staging copies
                                   even where the memory is host-visible (tests cover that path) */
 } vkg_vk_tuning;

@@ -89,6 +89,13 @@ void vkg_vk_tuning_default(const vkg_vk_context *c, vkg_vk_tuning *t) {
      * lanes over its threads and pays ~50 us for the second dispatch: not there. */
     t->attn_chunk_keys = cpu ? 0 : 256;
     t->min_group_work = cpu ? 1024 : 0;
+    /* A run is waited for one submission at a time, each within the device's timeout (60 s by
+     * default), and a slow device must not count a long prompt as a hung queue: lavapipe
+     * prefills TinyLlama-1.1B's shapes at about 35 GFLOP/s, 2047 tokens in two minutes.  2^35
+     * multiply-adds (69 GFLOP, about 2 s there) a submission on a CPU device, 2^40 on a GPU
+     * (2.2 TFLOP, a few seconds on an integrated one, milliseconds on a discrete one, where a
+     * submission's fixed cost of tens of microseconds then weighs nothing). */
+    t->submit_work = cpu ? (uint64_t)1 << 35 : (uint64_t)1 << 40;
     t->matmul_texel = cpu && texel_ok;
     t->texel_16bit = texel16_ok;
     t->texel_16bit_x8 = texel16_ok && texel_u4_ok;
@@ -194,6 +201,8 @@ vkg_status vkg_vk_tuning_check(const vkg_vk_context *c, const vkg_vk_tuning *t, 
     if (t->mvt_wg % sg != 0)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "Vulkan tuning: mvt_wg (%u) must be a multiple of the subgroup size (%u)", t->mvt_wg, sg);
+    if (t->submit_work == 0)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "Vulkan tuning: submit_work must be at least 1");
     if (t->attn_chunk_keys != 0 && t->attn_chunk_keys < sg)
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT,
                              "Vulkan tuning: attn_chunk_keys (%u) must be 0 or at least the subgroup size (%u)",

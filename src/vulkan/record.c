@@ -508,6 +508,45 @@ static vkg_status merge_prepare(vkg_vk_session *s, int i, const uint32_t spec[],
     return status;
 }
 
+/* Multiply-adds of a step, for cutting a run into submissions: a matmul's, an attention's two
+ * products (every key counted, masked or not); the other families do a few operations per element
+ * they move and count as none. */
+static uint64_t step_multiply_adds(const vkg_step *st) {
+    if (st->kernel == VKG_KERNEL_MATMUL) {
+        const vkg_matmul_params *m = &st->params.matmul;
+        return (uint64_t)m->batch0 * m->batch1 * m->M * m->N * m->K;
+    }
+    if (st->kernel == VKG_KERNEL_ATTENTION) {
+        const vkg_attention_params *a = &st->params.attention;
+        return attention_rows(a) * a->S * (a->D + a->Dv);
+    }
+    return 0;
+}
+
+/* The plan's pieces: consecutive steps of at most submit_work multiply-adds together (a costlier
+ * step alone, the cheap steps after it with it), so that no submission of a run holds more than a
+ * device does within its timeout. */
+static vkg_status segments_prepare(vkg_vk_session *s, vkg_error *err) {
+    const vkg_plan *p = s->plan;
+    s->segment_first = malloc(((size_t)p->n_steps + 1) * sizeof *s->segment_first);
+    if (!s->segment_first) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory cutting the plan");
+    const uint64_t limit = s->c->tuning.submit_work;
+    int n = 0;
+    uint64_t work = 0;   /* the piece's so far */
+    s->segment_first[n++] = 0;
+    for (int i = 0; i < p->n_steps; i++) {
+        const uint64_t w = step_multiply_adds(&p->steps[i]);
+        if (work > 0 && w > 0 && (work >= limit || w > limit - work)) s->segment_first[n++] = i, work = 0;
+        work = w > UINT64_MAX - work ? UINT64_MAX : work + w;
+    }
+    s->segment_first[n] = p->n_steps;
+    s->n_segments = n;
+    if (s->c->opts.print_steps)
+        fprintf(stderr, "vkgraph: %d steps in %d submission%s (at most %llu multiply-adds each, or one step)\n",
+                p->n_steps, n, n == 1 ? "" : "s", (unsigned long long)limit);
+    return VKG_OK;
+}
+
 vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
     const vkg_plan *p = s->plan;
     s->steps = calloc((size_t)p->n_steps + 1, sizeof *s->steps);
@@ -551,7 +590,7 @@ vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err) {
             fprintf(stderr, "\n");
         }
     }
-    return VKG_OK;
+    return segments_prepare(s, err);
 }
 
 /* Bindings of the same step's dispatches: the attention states in place of out (the first of a
@@ -683,12 +722,12 @@ vkg_status vkg_vk_record(vkg_vk_session *s, VkCommandBuffer cmd, VkQueryPool que
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     VkResult r = vkBeginCommandBuffer(cmd, &bi);
     if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkBeginCommandBuffer");
-    if (queries) vkCmdResetQueryPool(cmd, queries, 0, (uint32_t)p->n_steps + 1);
+    if (queries && first == 0) vkCmdResetQueryPool(cmd, queries, 0, (uint32_t)p->n_steps + 1);
     /* Order this run after the previous one, staged copies and host writes. */
     memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
                    VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    if (queries) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0);
+    if (queries && first == 0) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0);
     const vkg_vk_pipeline *bound = NULL;
     for (int i = first; i < first + count; i++) {
         const vkg_vk_step *vs = &s->steps[i];

@@ -102,16 +102,45 @@ static vkg_status allocate_commands(vkg_vk_session *s, VkCommandBuffer *cmd, vkg
     return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
 }
 
+/* The plan into *out, one command buffer per piece (s->segment_first), with queries or none.
+ * *out is set once the buffers exist, so that session_free frees them after a failed recording. */
+static vkg_status record_segments(vkg_vk_session *s, VkCommandBuffer **out, VkQueryPool queries, vkg_error *err) {
+    VkCommandBuffer *cmd = calloc((size_t)s->n_segments, sizeof *cmd);
+    if (!cmd) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %d command buffers", s->n_segments);
+    VkCommandBufferAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = s->c->pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = (uint32_t)s->n_segments,
+    };
+    VkResult r = vkAllocateCommandBuffers(s->c->device, &ai, cmd);
+    if (r != VK_SUCCESS) {
+        free(cmd);
+        return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
+    }
+    *out = cmd;
+    for (int i = 0; i < s->n_segments; i++) {
+        const int first = s->segment_first[i];
+        vkg_status st = vkg_vk_record(s, cmd[i], queries, first, s->segment_first[i + 1] - first, err);
+        if (st != VKG_OK) return st;
+    }
+    return VKG_OK;
+}
+
+static void free_segments(vkg_vk_session *s, VkCommandBuffer **cmd) {
+    if (*cmd) vkFreeCommandBuffers(s->c->device, s->c->pool, (uint32_t)s->n_segments, *cmd);
+    free(*cmd);
+    *cmd = NULL;
+}
+
 static vkg_status create_commands(vkg_vk_session *s, vkg_error *err) {
-    vkg_status st = allocate_commands(s, &s->cmd, err);
-    if (st != VKG_OK) return st;
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkResult r = vkCreateFence(s->c->device, &fci, NULL, &s->fence);
     if (r != VK_SUCCESS) {
         s->fence = VK_NULL_HANDLE;
         return vkg_vk_fail(err, r, "vkCreateFence");
     }
-    return vkg_vk_record(s, s->cmd, VK_NULL_HANDLE, 0, s->plan->n_steps, err);
+    return record_segments(s, &s->cmd, VK_NULL_HANDLE, err);
 }
 
 static vkg_status session_new(void *device, const vkg_plan *p, void *share, const int *share_map, void **out,
@@ -159,11 +188,14 @@ static void session_free(void *impl) {
         free(s->buffers);
         free(s->borrowed);
         free(s->steps);
+        free(s->cmd);
+        free(s->cmd_timed);
+        free(s->segment_first);
         free(s);
         return;
     }
-    if (s->cmd) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd);
-    if (s->cmd_timed) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_timed);
+    free_segments(s, &s->cmd);
+    free_segments(s, &s->cmd_timed);
     if (s->cmd_steps) vkFreeCommandBuffers(c->device, c->pool, 1, &s->cmd_steps);
     if (s->queries) vkDestroyQueryPool(c->device, s->queries, NULL);
     if (s->fence) vkDestroyFence(c->device, s->fence, NULL);
@@ -177,6 +209,7 @@ static void session_free(void *impl) {
     free(s->buffers);
     free(s->borrowed);
     free(s->steps);
+    free(s->segment_first);
     free(s);
 }
 
@@ -239,13 +272,8 @@ static vkg_status prepare_timed(vkg_vk_session *s, vkg_error *err) {
         s->queries = VK_NULL_HANDLE;
         return vkg_vk_fail(err, r, "vkCreateQueryPool");
     }
-    vkg_status st = allocate_commands(s, &s->cmd_timed, err);
-    if (st != VKG_OK) return st;
-    st = vkg_vk_record(s, s->cmd_timed, s->queries, 0, s->plan->n_steps, err);
-    if (st != VKG_OK) {
-        vkFreeCommandBuffers(s->c->device, s->c->pool, 1, &s->cmd_timed);
-        s->cmd_timed = VK_NULL_HANDLE;
-    }
+    vkg_status st = record_segments(s, &s->cmd_timed, s->queries, err);
+    if (st != VKG_OK) free_segments(s, &s->cmd_timed);
     return st;
 }
 
@@ -306,8 +334,16 @@ static vkg_status session_run(void *impl, vkg_step_times *times, vkg_error *err)
     if (st != VKG_OK) return st;
     int timed = times && s->c->timestamp_valid_bits > 0;
     if (timed && (st = prepare_timed(s, err)) != VKG_OK) return st;
+    /* The pieces one after another, each waited for within the timeout: a slow device's long run
+     * is not a hung queue while its pieces keep finishing. */
+    VkCommandBuffer *cmd = timed ? s->cmd_timed : s->cmd;
+    char what[64] = "running the plan";
     uint64_t submitted = vkg_clock_ns();
-    st = vkg_vk_submit_wait(s->c, timed ? s->cmd_timed : s->cmd, s->fence, "running the plan", err);
+    for (int i = 0; i < s->n_segments && st == VKG_OK; i++) {
+        if (s->n_segments > 1)
+            snprintf(what, sizeof what, "running the plan (submission %d of %d)", i + 1, s->n_segments);
+        st = vkg_vk_submit_wait(s->c, cmd[i], s->fence, what, err);
+    }
     uint64_t signalled = vkg_clock_ns();
     if (st == VKG_ERR_TIMEOUT) s->pending = 1;
     if (st == VKG_ERR_DEVICE_LOST) s->lost = 1;

@@ -36,8 +36,11 @@ typedef struct vkg_vk_session {
     VkDescriptorPool pool;
     VkBufferView *views;
     int n_views;
-    VkCommandBuffer cmd;         /* the plan                                                */
-    VkCommandBuffer cmd_timed;   /* the plan with a timestamp around each step (lazily)     */
+    int n_segments;              /* the plan's pieces, one submission each (tuning's
+                                    submit_work)                                            */
+    int *segment_first;          /* piece i: steps [segment_first[i], segment_first[i + 1])  */
+    VkCommandBuffer *cmd;        /* the plan, one command buffer per piece                  */
+    VkCommandBuffer *cmd_timed;  /* the same with a timestamp around each step (lazily)     */
     VkCommandBuffer cmd_steps;   /* a range of steps, recorded anew for each run_steps      */
     VkQueryPool queries;
     VkFence fence;
@@ -62,8 +65,9 @@ vkg_status vkg_vk_step_shader(const vkg_vk_context *c, const vkg_step *st, vkg_v
 vkg_status vkg_vk_steps_prepare(vkg_vk_session *s, vkg_error *err);
 /* Descriptor pool, one set per step, texel-buffer views. */
 vkg_status vkg_vk_descriptors_create(vkg_vk_session *s, vkg_error *err);
-/* Records steps [first, first + count) of the plan into cmd; with queries (the whole plan only),
- * a timestamp before the first step and after each. */
+/* Records steps [first, first + count) of the plan into cmd; with queries (the plan's, n_steps +
+ * 1 of them), a timestamp after each step, and with step 0 the queries' reset and a timestamp
+ * before it. */
 vkg_status vkg_vk_record(vkg_vk_session *s, VkCommandBuffer cmd, VkQueryPool queries, int first, int count,
                          vkg_error *err);
 
