@@ -274,6 +274,10 @@ typedef struct vkg_random_model_options {
     vkg_weight_dtype dtype;     /* AS_STORED means f32                                             */
     uint64_t seed;
     int eos_token;              /* -1: the shape's eos_token_id; else this id (< the vocabulary)     */
+    const char *rope_scaling;   /* NULL: the shape's; "none"; or TYPE:FACTOR[:ORIGINAL], TYPE one of
+                                   linear, dynamic, llama3 (Llama 3.1's bands, 1 and 4) and yarn,
+                                   ORIGINAL their original_max_position_embeddings (default: 8192
+                                   for llama3, the model's context for yarn)                      */
 } vkg_random_model_options;
 void vkg_random_model_options_default(vkg_random_model_options *o); /* llama-tiny, seed 1, f32 */
 /* An eos_token outside the vocabulary is VKG_ERR_INVALID_ARGUMENT. */

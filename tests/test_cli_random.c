@@ -1,6 +1,8 @@
 /* `vkgraph random`: each architecture's shapes written as transformers writes them (config.json,
- * one file or shards with the index), read back by every command through --ids, GPT-2's shapes
- * passed to gpt2-random, and every user error answered with exit status 1 and a message. */
+ * one file or shards with the index), read back by every command through --ids, each rope
+ * scaling written from the command line (a yarn model's logits against the NumPy reference),
+ * GPT-2's shapes passed to gpt2-random, and every user error answered with exit status 1 and a
+ * message. */
 #include "gpt2_cli_run.h"
 
 static void expect_file(const char *dir, const char *name) {
@@ -72,6 +74,64 @@ static void test_writes_and_runs(void **state) {
     result_free(&r);
 }
 
+/* --rope-scaling, each type written as transformers reads it; a yarn model written so gives the
+ * independent NumPy reference's logits at every position, past its original context too. */
+static void test_rope_scaling(void **state) {
+    (void)state;
+    need_binary();
+    static const struct { const char *spec, *json; } cases[] = {
+        {"none", "\"rope_scaling\": null"},
+        {"linear:2", "{\"factor\": 2, \"rope_type\": \"linear\"}"},
+        {"dynamic:3", "{\"factor\": 3, \"rope_type\": \"dynamic\"}"},
+        {"llama3:8", "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\""},
+        {"llama3:8:32", "\"low_freq_factor\": 1, \"original_max_position_embeddings\": 32, \"rope_type\": \"llama3\""},
+        {"yarn:4", "\"original_max_position_embeddings\": 96, \"rope_type\": \"yarn\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        result r = VKG("random", in_tmp("rope"), "--shape", "llama-tiny", "--ctx", "96", "--rope-scaling",
+                       cases[i].spec, "--force");
+        expect_ok(&r, cases[i].spec);
+        result_free(&r);
+        char *cfg = test_read_file(in_tmp("rope/config.json"), NULL);
+        if (!strstr(cfg, cases[i].json)) fail_msg("--rope-scaling %s wrote %s", cases[i].spec, cfg);
+        free(cfg);
+    }
+    enum { T = 64 };
+    result r = VKG("random", in_tmp("yarn"), "--shape", "qwen2-tiny", "--rope-scaling", "yarn:4:16");
+    expect_ok(&r, "random --rope-scaling yarn:4:16");
+    result_free(&r);
+    int32_t ids[T];
+    char list[T * 8] = "";
+    for (int i = 0; i < T; i++) {
+        ids[i] = (int32_t)((i * 37 + 11) % 100);
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", i ? "," : "", (int)ids[i]);
+    }
+    r = VKG("logits", "-m", in_tmp("yarn"), "--ids", list, "--all", "-o", in_tmp("yarn.npy"), "--device", "cpu");
+    expect_ok(&r, "logits of the yarn model");
+    result_free(&r);
+    char *cfg = test_read_file(in_tmp("yarn/config.json"), NULL);
+    const char *v = strstr(cfg, "\"vocab_size\": ");
+    assert_non_null(v);
+    const int64_t V = atoll(v + strlen("\"vocab_size\": "));
+    free(cfg);
+    float *got = test_read_npy_matrix(in_tmp("yarn.npy"), T, V);
+    float *want = test_numpy_logits_of("VKG_LLAMA_REFERENCE", in_tmp("yarn"), ids, T, V);
+    test_expect_logits(got, want, 0, T, (size_t)V, 1e-6, 1e-4f, "yarn:4:16 from the command line, T = 64");
+    free(got);
+    free(want);
+    /* what it refuses, by name */
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "llama-tiny", "--rope-scaling", "yarn"), "random",
+                "write TYPE:FACTOR[:ORIGINAL]");
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "llama-tiny", "--rope-scaling", "linear:0"), "random",
+                "FACTOR must be a positive number");
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "llama-tiny", "--rope-scaling", "linear:2:8"), "random",
+                "only llama3 and yarn take ORIGINAL");
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "llama-tiny", "--rope-scaling", "longrope:2"), "random",
+                "rope_scaling type 'longrope' is not supported");
+    expect_fail(VKG("random", in_tmp("x"), "--shape", "llama-tiny", "--rope-scaling", "yarn:4:x"), "random",
+                "ORIGINAL must be a whole number");
+}
+
 static void test_errors(void **state) {
     (void)state;
     need_binary();
@@ -108,6 +168,7 @@ static void test_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writes_and_runs),
+        cmocka_unit_test(test_rope_scaling),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -17,7 +17,8 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: vkgraph random DIR --shape NAME [--arch A] [--layers N] [--ctx P] [--vocab V] [--eos ID]\n"
-            "                          [--dtype f32|f16|bf16] [--shards N] [--tied | --untied] [--seed S] [--force]\n"
+            "                          [--rope-scaling S] [--dtype f32|f16|bf16] [--shards N] [--tied | --untied]\n"
+            "                          [--seed S] [--force]\n"
             "\n"
             "Writes DIR/config.json and the weights (model.safetensors, or N shards\n"
             "model-0000k-of-0000N.safetensors with model.safetensors.index.json) exactly as transformers'\n"
@@ -29,6 +30,10 @@ static void usage(FILE *f) {
             "  --arch A      llama, mistral, qwen2, qwen3 or gpt2: checked against the shape's\n"
             "  --layers N    fewer (or more) layers than the real model\n"
             "  --ctx P       max_position_embeddings (default: the real model's)\n"
+            "  --rope-scaling S  none, or TYPE:FACTOR[:ORIGINAL] with TYPE linear, dynamic, llama3 or\n"
+            "                yarn, ORIGINAL the original_max_position_embeddings of llama3 (default 8192)\n"
+            "                and yarn (default: --ctx): yarn:4:32768 as Qwen2.5's long-context setting\n"
+            "                (default: the real model's)\n"
             "  --vocab V     vocab_size (default: the real model's; a small tokenizer's for tests); a\n"
             "                bos / eos id outside it becomes null\n"
             "  --dtype D     f32 (default), f16 or bf16\n"
@@ -103,6 +108,7 @@ int cmd_random(int argc, char **argv) {
         CLI_OPT_SWITCH("--untied", &o.tied, 0),
         CLI_OPT_TEXT("--shape", &o.shape),
         CLI_OPT_TEXT("--arch", &o.arch),
+        CLI_OPT_TEXT("--rope-scaling", &o.rope_scaling),
         CLI_OPT_INT("--layers", &o.n_layer, 1, 4096),
         CLI_OPT_INT("--ctx", &o.n_positions, 1, 1 << 22),
         CLI_OPT_INT("--vocab", &o.vocab_size, 1, 1 << 24),

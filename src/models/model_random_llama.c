@@ -4,6 +4,8 @@
 #include "base/error.h"
 #include "models/llama_random.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void vkg_random_model_options_default(vkg_random_model_options *o) {
@@ -16,6 +18,47 @@ void vkg_random_model_options_default(vkg_random_model_options *o) {
 }
 
 const char *vkg_random_model_shapes(void) { return vkg_llama_random_shape_names(); }
+
+/* The config's rope scaling from vkg_random_model_options.rope_scaling (its form there); the
+ * config writer checks the numbers as transformers would (vkg_rope_inv_freq). */
+static vkg_status set_rope_scaling(vkg_llama_config *c, const char *spec, vkg_error *err) {
+    const double theta = c->rope.theta;
+    memset(&c->rope, 0, sizeof c->rope);
+    c->rope.theta = theta, c->rope.type = VKG_ROPE_DEFAULT;
+    if (strcmp(spec, "none") == 0) return VKG_OK;
+    const char *colon = strchr(spec, ':');
+    char name[16];
+    if (!colon || (size_t)(colon - spec) >= sizeof name)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "rope scaling '%s': write TYPE:FACTOR[:ORIGINAL] (yarn:4, "
+                             "llama3:32:8192, ...) or none", spec);
+    memcpy(name, spec, (size_t)(colon - spec));
+    name[colon - spec] = '\0';
+    vkg_status st = vkg_rope_type_parse(name, &c->rope.type, err);
+    if (st != VKG_OK) return st;
+    if (c->rope.type == VKG_ROPE_DEFAULT)
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "rope scaling '%s': for no scaling write none", spec);
+    char *end;
+    c->rope.factor = strtod(colon + 1, &end);
+    double original = 0;
+    if (*end == ':') {
+        const char *o = end + 1;
+        original = strtod(o, &end);
+        if (end == o || !(original >= 1) || original != floor(original) || original > 1e9)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "rope scaling '%s': ORIGINAL must be a whole number "
+                                 "of positions", spec);
+        if (c->rope.type != VKG_ROPE_LLAMA3 && c->rope.type != VKG_ROPE_YARN)
+            return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "rope scaling '%s': only llama3 and yarn take ORIGINAL",
+                                 spec);
+    }
+    if (*end != '\0' || !(c->rope.factor > 0) || !isfinite(c->rope.factor))
+        return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "rope scaling '%s': FACTOR must be a positive number", spec);
+    if (c->rope.type == VKG_ROPE_LLAMA3) {
+        c->rope.low_freq_factor = 1, c->rope.high_freq_factor = 4;
+        c->rope.original_max_position_embeddings = original ? original : 8192;
+    }
+    if (c->rope.type == VKG_ROPE_YARN) c->rope.original_max_position_embeddings = original ? original : c->n_positions;
+    return VKG_OK;
+}
 
 vkg_status vkg_random_model_write(const char *dir, const vkg_random_model_options *o, vkg_error *err) {
     if (!dir || !o || !o->shape) return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "vkg_random_model_write: NULL argument");
@@ -45,6 +88,7 @@ vkg_status vkg_random_model_write(const char *dir, const vkg_random_model_option
         return vkg_error_set(err, VKG_ERR_INVALID_ARGUMENT, "eos token %d is outside the vocabulary of %d tokens",
                              o->eos_token, c->vocab_size);
     if (o->eos_token >= 0) c->eos_token_id = o->eos_token;
+    if (o->rope_scaling && (st = set_rope_scaling(c, o->rope_scaling, err)) != VKG_OK) return st;
     r.shards = o->shards;
     r.seed = o->seed;
     switch (o->dtype) {

@@ -267,7 +267,8 @@ static vkg_status prepare_timed(vkg_vk_session *s, vkg_error *err) {
         .queryType = VK_QUERY_TYPE_TIMESTAMP,
         .queryCount = (uint32_t)s->plan->n_steps + 1,
     };
-    VkResult r = vkCreateQueryPool(s->c->device, &qci, NULL, &s->queries);
+    /* kept from an earlier try whose recording failed */
+    VkResult r = s->queries ? VK_SUCCESS : vkCreateQueryPool(s->c->device, &qci, NULL, &s->queries);
     if (r != VK_SUCCESS) {
         s->queries = VK_NULL_HANDLE;
         return vkg_vk_fail(err, r, "vkCreateQueryPool");
