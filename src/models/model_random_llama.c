@@ -19,8 +19,8 @@ void vkg_random_model_options_default(vkg_random_model_options *o) {
 
 const char *vkg_random_model_shapes(void) { return vkg_llama_random_shape_names(); }
 
-/* The config's rope scaling from vkg_random_model_options.rope_scaling (its form there); the
- * config writer checks the numbers as transformers would (vkg_rope_inv_freq). */
+/* The config's rope scaling as vkg_random_model_options.rope_scaling spells it; the config writer
+ * then checks the numbers as transformers would (vkg_rope_inv_freq). */
 static vkg_status set_rope_scaling(vkg_llama_config *c, const char *spec, vkg_error *err) {
     const double theta = c->rope.theta;
     memset(&c->rope, 0, sizeof c->rope);
