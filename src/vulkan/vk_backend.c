@@ -88,17 +88,18 @@ static vkg_status create_buffers(vkg_vk_session *s, const vkg_vk_session *share,
     return st;
 }
 
-/* One primary command buffer from the context's pool into *cmd (VK_NULL_HANDLE on failure). */
-static vkg_status allocate_commands(vkg_vk_session *s, VkCommandBuffer *cmd, vkg_error *err) {
+/* n primary command buffers from the context's pool into cmd[] (all VK_NULL_HANDLE on failure,
+ * as Vulkan leaves them). */
+static vkg_status allocate_commands(vkg_vk_session *s, VkCommandBuffer *cmd, uint32_t n, vkg_error *err) {
     VkCommandBufferAllocateInfo ai = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
         .commandPool = s->c->pool,
         .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
+        .commandBufferCount = n,
     };
     VkResult r = vkAllocateCommandBuffers(s->c->device, &ai, cmd);
     if (r == VK_SUCCESS) return VKG_OK;
-    *cmd = VK_NULL_HANDLE;
+    for (uint32_t i = 0; i < n; i++) cmd[i] = VK_NULL_HANDLE;
     return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
 }
 
@@ -107,22 +108,16 @@ static vkg_status allocate_commands(vkg_vk_session *s, VkCommandBuffer *cmd, vkg
 static vkg_status record_segments(vkg_vk_session *s, VkCommandBuffer **out, VkQueryPool queries, vkg_error *err) {
     VkCommandBuffer *cmd = calloc((size_t)s->n_segments, sizeof *cmd);
     if (!cmd) return vkg_error_set(err, VKG_ERR_OUT_OF_MEMORY, "out of memory for %d command buffers", s->n_segments);
-    VkCommandBufferAllocateInfo ai = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = s->c->pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = (uint32_t)s->n_segments,
-    };
-    VkResult r = vkAllocateCommandBuffers(s->c->device, &ai, cmd);
-    if (r != VK_SUCCESS) {
+    vkg_status st = allocate_commands(s, cmd, (uint32_t)s->n_segments, err);
+    if (st != VKG_OK) {
         free(cmd);
-        return vkg_vk_fail(err, r, "vkAllocateCommandBuffers");
+        return st;
     }
     *out = cmd;
     for (int i = 0; i < s->n_segments; i++) {
         const int first = s->segment_first[i];
-        vkg_status st = vkg_vk_record(s, cmd[i], queries, first, s->segment_first[i + 1] - first, err);
-        if (st != VKG_OK) return st;
+        if ((st = vkg_vk_record(s, cmd[i], queries, first, s->segment_first[i + 1] - first, err)) != VKG_OK)
+            return st;
     }
     return VKG_OK;
 }
@@ -363,7 +358,7 @@ static vkg_status session_run_steps(void *impl, int first, int count, vkg_error 
     vkg_status st = settle(s, err);
     if (st != VKG_OK) return st;
     if (!s->cmd_steps) {
-        if ((st = allocate_commands(s, &s->cmd_steps, err)) != VKG_OK) return st;
+        if ((st = allocate_commands(s, &s->cmd_steps, 1, err)) != VKG_OK) return st;
     } else {
         VkResult r = vkResetCommandBuffer(s->cmd_steps, 0);
         if (r != VK_SUCCESS) return vkg_vk_fail(err, r, "vkResetCommandBuffer");
