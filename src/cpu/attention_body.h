@@ -74,8 +74,12 @@ typedef struct group {
  * and the one-row P.V prefetch each key's and value's row PREFETCH_KEYS keys before reading it,
  * where the hardware's prefetchers alone held GPT-2's decode attention over 1000 keys to a third
  * of the read bandwidth the matmuls reach (64 keys ahead: 1.2 times faster on one thread; 32 and
- * 128 no better).  The row-lanes path, whose keys a prompt's rows share from cache, does
- * without. */
+ * 128 no better).  Only keys the walk goes on to read are prefetched, and a group's first
+ * PREFETCH_KEYS while the group before it runs (prefetch_group): a batched decode step's many
+ * short caches (GPT-2 124M, 8 sequences of 10 to 30 keys) spent a quarter of their attention
+ * prefetching lines past their ends and the rest waiting for their first keys; both together
+ * made that step's attention 1.4 times faster.  The row-lanes path, whose keys a prompt's rows
+ * share from cache, does without. */
 enum { PREFETCH_KEYS = 64 };
 
 /* Prefetches n floats from x + ahead floats on (computed as an address: past a buffer's end a
@@ -114,15 +118,17 @@ INLINE void score_keys(int RV, const float *qT, size_t D, const float *kr, size_
 }
 
 /* One row's P.V over n keys of a block: acc = acc c + the live keys' p_j v_j (v_j at
- * vrows + j * v_step, dv_pad floats); s and p point at the row's lane of the first key. */
+ * vrows + j * v_step, dv_pad floats); s and p point at the row's lane of the first key.  Values
+ * are prefetched PREFETCH_KEYS keys ahead while within the `ahead` keys the walk reads from
+ * vrows on. */
 INLINE void row_values(const float *s, const float *p, size_t n, float corr, float *acc, size_t dv_pad,
-                       const float *vrows, size_t v_step) {
+                       const float *vrows, size_t v_step, size_t ahead) {
     const vf cv = vset1(corr);
     for (size_t x = 0; x < dv_pad; x += CH * VL) {
         vf a[CH];
         for (int c = 0; c < CH; c++) a[c] = vmul(vload(acc + x + c * VL), cv);
         for (size_t j = 0; j < n; j++) {
-            prefetch_row(vrows + j * v_step + x, PREFETCH_KEYS * v_step, CH * VL);
+            if (j + PREFETCH_KEYS < ahead) prefetch_row(vrows + j * v_step + x, PREFETCH_KEYS * v_step, CH * VL);
             if (s[j * GPAD] == -INFINITY) continue;
             const vf pj = vset1(p[j * GPAD]);
             const float *vr = vrows + j * v_step + x;
@@ -184,27 +190,32 @@ enum { KV = KB / VL, /* vectors of a block's keys */
        NARROW_RT = SCORE_ACC / KV < 1 ? 1 : SCORE_ACC / KV > NARROW_MAX_ROWS ? NARROW_MAX_ROWS : SCORE_ACC / KV };
 _Static_assert(KB % VL == 0, "a block's keys are whole vectors");
 
-/* kT[d * KB + j] = k_j[d] for the nb keys of a block (kr: its first), zeros for keys past nb.
- * Keys whose d is contiguous move 4 x 4 at a time through registers (one element at a time, the
- * strided reads and the stores to kT made this the costliest part of a decode step's attention). */
-static void transpose_keys(float *kT, size_t D, const float *kr, size_t ks, size_t kds, size_t nb) {
-    size_t j4 = 0, d4 = 0;
-    if (kds == 1) {
-        j4 = nb / 4 * 4, d4 = D / 4 * 4;
-        for (size_t j = 0; j < j4; j += 4) {
-            for (size_t i = 0; i < 4; i++) prefetch_row(kr + (j + i) * ks, PREFETCH_KEYS * ks, D);
-            for (size_t d = 0; d < d4; d += 4) {
-                mm_x4 r[4];
-                for (int i = 0; i < 4; i++) memcpy(&r[i], kr + (j + i) * ks + d, sizeof r[i]);
-                transpose4(r);
-                for (int i = 0; i < 4; i++) memcpy(kT + (d + i) * KB + j, &r[i], sizeof r[i]);
-            }
+/* kT[d * KB + j] = k_j[d] for the nb keys of a block (kr: its first, nb >= 1); past them, up
+ * to a multiple of 4, copies of the last key, then zeros: finite values whose scores the mask
+ * replaces by -inf.  Keys whose d is contiguous move 4 x 4 at a time through registers (one
+ * element at a time, the strided reads and the stores to kT made this the costliest part of a
+ * decode step's attention), and the zeros are whole vectors (a fill of each row's keys past a
+ * short cache took a quarter of the time of its block).  Keys are prefetched PREFETCH_KEYS ahead
+ * while within the `ahead` keys from kr on that the walk reads. */
+static void transpose_keys(float *kT, size_t D, const float *kr, size_t ks, size_t kds, size_t nb, size_t ahead) {
+    const size_t nb4 = (nb + 3) / 4 * 4, d4 = kds == 1 ? D / 4 * 4 : 0;
+    for (size_t c = 0; c < KV; c++)
+        if ((c + 1) * VL > nb4)
+            for (size_t d = 0; d < D; d++) vstore(kT + d * KB + c * VL, vzero());
+    for (size_t j = 0; j < nb4; j += 4) {
+        const float *key[4];
+        for (size_t i = 0; i < 4; i++) {
+            key[i] = kr + (j + i < nb ? j + i : nb - 1) * ks;
+            if (kds == 1 && j + i + PREFETCH_KEYS < ahead) prefetch_row(key[i], PREFETCH_KEYS * ks, D);
         }
-    }
-    for (size_t d = 0; d < D; d++) {
-        float *row = kT + d * KB;
-        for (size_t j = d < d4 ? j4 : 0; j < nb; j++) row[j] = kr[j * ks + d * kds];
-        for (size_t j = nb; j < KB; j++) row[j] = 0.0f;
+        for (size_t d = 0; d < d4; d += 4) {
+            mm_x4 r[4];
+            for (int i = 0; i < 4; i++) memcpy(&r[i], key[i] + d, sizeof r[i]);
+            transpose4(r);
+            for (int i = 0; i < 4; i++) memcpy(kT + (d + i) * KB + j, &r[i], sizeof r[i]);
+        }
+        for (size_t d = d4; d < D; d++)
+            for (size_t i = 0; i < 4; i++) kT[d * KB + j + i] = key[i][d * kds];
     }
 }
 
@@ -279,8 +290,8 @@ static void wide_weights(group *G, size_t lanes, size_t g, size_t D, const float
 /* The same for rows 0 .. g - 1 with the keys in the lanes (the results of wide_weights, bit for
  * bit, for the g rows). */
 static void narrow_weights(group *G, size_t g, size_t D, const float *kr, size_t ks, size_t kds, float scale,
-                           size_t j0, size_t nb, int *neg) {
-    transpose_keys(G->kT, D, kr, ks, kds, nb);
+                           size_t j0, size_t nb, size_t ahead, int *neg) {
+    transpose_keys(G->kT, D, kr, ks, kds, nb, ahead);
     narrow_scores(G, g, D, scale);
     for (size_t r = 0; r < g; r++) {
         float *sr = G->sn + r * KB, pr[KB] ALIGNED;
@@ -322,7 +333,7 @@ INLINE size_t dv_pad_of(size_t Dv) { return (Dv + CH * VL - 1) / (CH * VL) * (CH
  * stride 0): their rows and q, transposed.  The keys any of them sees: *first_min .. *keys_max - 1. */
 static void group_begin(group *G, const vkg_attention_params *p, const float *q, const float *k, const float *v,
                         float *out, size_t r0, size_t g, const int32_t *indices, size_t *first_min, size_t *keys_max) {
-    const size_t lanes = lanes_for(g);
+    const size_t lanes = g <= NARROW_MAX_ROWS ? g : lanes_for(g); /* few rows: only theirs are read */
     *keys_max = 0, *first_min = SIZE_MAX;
     for (size_t r = 0; r < g; r++) {
         vkg_attn_row *w = &G->rows[r];
@@ -335,8 +346,10 @@ static void group_begin(group *G, const vkg_attention_params *p, const float *q,
 }
 
 /* The softmax state (G->m, G->l, G->acc) of the group's g rows over keys c0 .. c1 - 1 (c0 a
- * multiple of KB, c1 at most keys_max), from scratch. */
-static void run_chunk(group *G, const vkg_attention_params *p, size_t g, size_t first_min, size_t c0, size_t c1) {
+ * multiple of KB, c1 at most keys_max), from scratch; the walk goes on to key end - 1 (what is
+ * worth prefetching). */
+static void run_chunk(group *G, const vkg_attention_params *p, size_t g, size_t first_min, size_t c0, size_t c1,
+                      size_t end) {
     const size_t D = p->D, Dv = p->Dv, dv_pad = dv_pad_of(Dv);
     const size_t ks = p->k_stride_s, kds = p->k_stride_d, vs = p->v_stride_s, vds = p->v_stride_d;
     const size_t lanes = lanes_for(g);
@@ -352,7 +365,7 @@ static void run_chunk(group *G, const vkg_attention_params *p, size_t g, size_t 
     for (size_t j0 = c0 > start ? c0 : start; j0 < c1; j0 += KB) {
         const size_t nb = c1 - j0 < KB ? c1 - j0 : KB;
         int neg[GPAD] ALIGNED;
-        if (narrow) narrow_weights(G, g, D, kb + j0 * ks, ks, kds, p->scale, j0, nb, neg);
+        if (narrow) narrow_weights(G, g, D, kb + j0 * ks, ks, kds, p->scale, j0, nb, end - j0, neg);
         else wide_weights(G, lanes, g, D, kb + j0 * ks, ks, kds, p->scale, j0, nb, neg);
         const float *vrows = vb + j0 * vs;
         size_t v_step = vs;
@@ -385,7 +398,7 @@ static void run_chunk(group *G, const vkg_attention_params *p, size_t g, size_t 
                 if (n[i] > shared)
                     row_values(G->s + shared * GPAD + i, G->p + shared * GPAD + i, n[i] - shared,
                                shared ? 1.0f : G->corr[i], G->acc + i * dv_pad, dv_pad, vrows + shared * v_step,
-                               v_step);
+                               v_step, end - j0 - shared);
             r += rows;
         }
     }
@@ -404,11 +417,27 @@ static void run_group(group *G, const vkg_attention_params *p, const float *q, c
     }
     for (size_t c0 = first_min / VKG_ATTN_CHUNK * VKG_ATTN_CHUNK; c0 < keys_max; c0 += VKG_ATTN_CHUNK) {
         const size_t c1 = keys_max < c0 + VKG_ATTN_CHUNK ? keys_max : c0 + VKG_ATTN_CHUNK;
-        run_chunk(G, p, g, first_min, c0, c1);
+        run_chunk(G, p, g, first_min, c0, c1, keys_max);
         for (size_t r = 0; r < g; r++)
             vkg_attn_fold(&G->tm[r], &G->tl[r], G->tacc + r * dv_pad, G->m[r], G->l[r], G->acc + r * dv_pad, Dv);
     }
     for (size_t r = 0; r < g; r++) vkg_attn_write_out(G->rows[r].o, p->o_stride_d, G->tacc + r * dv_pad, G->tl[r], Dv);
+}
+
+/* Prefetches the first PREFETCH_KEYS keys and values row r sees (rows of contiguous floats only),
+ * while the group before it runs: a decode step's groups are short walks over keys and values
+ * last touched a step ago (evicted since by the weights), too short for the hardware's
+ * prefetchers to catch on and too early for the walk's own prefetch (row_values,
+ * transpose_keys), which takes over from there. */
+static void prefetch_group(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
+                           size_t r, const int32_t *indices) {
+    if (p->k_stride_d != 1 || p->v_stride_d != 1) return;
+    const vkg_attn_row w = vkg_attn_row_of(p, q, k, v, out, r, indices);
+    const size_t end = w.keys - w.first < PREFETCH_KEYS ? w.keys : w.first + PREFETCH_KEYS;
+    for (size_t j = w.first; j < end; j++) {
+        prefetch_row(w.k + j * p->k_stride_s, 0, p->D);
+        prefetch_row(w.v + j * p->v_stride_s, 0, p->Dv);
+    }
 }
 
 void ATTN_NAME(const vkg_attention_params *p, const float *q, const float *k, const float *v, float *out,
@@ -419,6 +448,7 @@ void ATTN_NAME(const vkg_attention_params *p, const float *q, const float *k, co
         size_t g = span - r % span; /* the rest of the rows that share these keys */
         if (g > row_end - r) g = row_end - r;
         if (g > VKG_ATTN_GROUP) g = VKG_ATTN_GROUP;
+        if (r + g < row_end) prefetch_group(p, q, k, v, out, r + g, indices);
         run_group(&G, p, q, k, v, out, r, g, indices);
         r += g;
     }
@@ -431,7 +461,8 @@ void ATTN_CHUNK_NAME(const vkg_attention_params *p, const float *q, const float 
     size_t first_min, keys_max;
     group_begin(&G, p, q, k, v, out, r0, g, indices, &first_min, &keys_max);
     /* a chunk past the group's keys walks no block: the state of nothing seen */
-    run_chunk(&G, p, g, first_min, c0, keys_max < c0 + VKG_ATTN_CHUNK ? keys_max : c0 + VKG_ATTN_CHUNK);
+    const size_t c1 = keys_max < c0 + VKG_ATTN_CHUNK ? keys_max : c0 + VKG_ATTN_CHUNK;
+    run_chunk(&G, p, g, first_min, c0, c1, c1);
     for (size_t r = 0; r < g; r++) {
         float *st = state + r * (2 + Dv);
         st[0] = G.m[r], st[1] = G.l[r];
