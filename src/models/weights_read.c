@@ -91,23 +91,48 @@ vkg_dtype vkg_weights_dtype_of_file(vkg_st_dtype d) {
     return d == VKG_ST_F16 ? VKG_F16 : d == VKG_ST_BF16 ? VKG_BF16 : VKG_F32;
 }
 
-/* The first element that is NaN or +-Inf in n elements of dtype d, or n. */
+/* Whether any of elements [b, e) of dtype d has its exponent all ones (NaN or +-Inf): a loop
+ * without an exit, which the compiler vectorizes (the exact search below, an element at a time,
+ * took a fifth of loading a model whose file was already cached). */
+static int any_nonfinite(const void *data, vkg_dtype d, size_t b, size_t e) {
+    unsigned any = 0;
+    if (d == VKG_F32) {
+        for (size_t i = b; i < e; i++) {
+            uint32_t x;
+            memcpy(&x, (const float *)data + i, 4);
+            any |= (x & 0x7F800000u) == 0x7F800000u;
+        }
+    } else {
+        const uint16_t *x = data;
+        const uint16_t exp = d == VKG_F16 ? 0x7C00u : 0x7F80u;
+        for (size_t i = b; i < e; i++) any |= (x[i] & exp) == exp;
+    }
+    return any != 0;
+}
+
+/* The first element that is NaN or +-Inf in n elements of dtype d, or n: blocks are skimmed with
+ * any_nonfinite, the first that holds one searched element by element. */
 static size_t first_nonfinite(const void *data, vkg_dtype d, size_t n, const char **what) {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t bits;
-        if (d == VKG_F32) memcpy(&bits, (const float *)data + i, 4);
-        else bits = d == VKG_F16 ? vkg_bits_from_f32(vkg_f16_to_f32(((const uint16_t *)data)[i]))
-                                 : (uint32_t)((const uint16_t *)data)[i] << 16;
-        if ((bits & 0x7F800000u) != 0x7F800000u) continue;
-        *what = (bits & 0x7FFFFFu) ? "NaN" : (bits >> 31) ? "-Inf" : "Inf";
-        return i;
+    enum { BLOCK = 256 };
+    for (size_t b = 0; b < n; b += BLOCK) {
+        const size_t e = n - b < BLOCK ? n : b + BLOCK;
+        if (!any_nonfinite(data, d, b, e)) continue;
+        for (size_t i = b; i < e; i++) {
+            uint32_t bits;
+            if (d == VKG_F32) memcpy(&bits, (const float *)data + i, 4);
+            else bits = d == VKG_F16 ? vkg_bits_from_f32(vkg_f16_to_f32(((const uint16_t *)data)[i]))
+                                     : (uint32_t)((const uint16_t *)data)[i] << 16;
+            if ((bits & 0x7F800000u) != 0x7F800000u) continue;
+            *what = (bits & 0x7FFFFFu) ? "NaN" : (bits >> 31) ? "-Inf" : "Inf";
+            return i;
+        }
     }
     return n;
 }
 
 /* A weight holding NaN or Inf would turn every answer into NaN (printed as token 0), so it is
  * refused at load, naming the first bad element.  One pass over the tensor as held (f32 or
- * 16-bit), small beside the read itself. */
+ * 16-bit), small beside the read itself (vectorized: first_nonfinite). */
 static vkg_status check_finite(const char *path, const vkg_st_tensor *t, const void *v, vkg_dtype d, vkg_error *err) {
     const size_t n = (size_t)vkg_st_tensor_numel(t);
     const char *what = "";
