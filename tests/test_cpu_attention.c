@@ -321,14 +321,15 @@ static void test_other_layouts(void **state) {
 
 /* ---- -inf and NaN scores ------------------------------------------------------------------------ */
 
-/* 4 rows x 40 keys (two blocks of 32, past two of 16), scores made non-finite by k_j[0] = x
- * (q[0] = 1 in every row): */
+/* NF_ROWS rows (a group past every variant's few-rows path, NARROW_MAX_ROWS) x 40 keys (two
+ * blocks of 32, past two of 16), scores made non-finite by k_j[0] = x (q[0] = 1 in every row): */
+enum { NF_ROWS = 5 };
 static problem nonfinite(vkg_rng *rng, const int *keys, int n_keys, float x, int causal) {
     problem pr = gpt2_prompt(rng, 1, 40, causal);
-    pr.p.T = 4;
-    pr.p.causal_offset = 36; /* causal: row t sees keys 0 .. 36 + t */
-    pr.out_n = 4 * 64;
-    for (size_t t = 0; t < 4; t++) pr.x[t * 192] = 1.0f;
+    pr.p.T = NF_ROWS;
+    pr.p.causal_offset = 36; /* causal: row t sees keys 0 .. 36 + t (the last two: all 40) */
+    pr.out_n = NF_ROWS * 64;
+    for (size_t t = 0; t < NF_ROWS; t++) pr.x[t * 192] = 1.0f;
     for (int i = 0; i < n_keys; i++) {
         pr.x[keys[i] * 192 + 64] = x;
         if (x == -INFINITY)
@@ -338,8 +339,8 @@ static problem nonfinite(vkg_rng *rng, const int *keys, int n_keys, float x, int
 }
 
 /* Each variant's rows computed one at a time give its whole run's bits: a lone row takes the
- * kernels' few-rows path (keys in the vector lanes), the group of 4 the row-lanes path, so -inf
- * and NaN scores meet both. */
+ * kernels' few-rows path (keys in the vector lanes), the group of NF_ROWS the row-lanes path, so
+ * -inf and NaN scores meet both. */
 static void check_rows_alone(const problem *pr) {
     for (int i = 0; i < n_variants; i++) {
         float *whole = run_whole(variants[i], pr), *alone = calloc(pr->out_n, sizeof *alone);
@@ -372,7 +373,7 @@ static void test_nonfinite_scores(void **state) {
             check_rows_alone(&pr);
             for (int i = 0; i < n_variants; i++) {
                 float *out = run_whole(variants[i], &pr);
-                for (int e = 0; e < 4 * 64; e++) {
+                for (int e = 0; e < NF_ROWS * 64; e++) {
                     if (n == 40) assert_true(out[e] == 0.0f);
                     else assert_true(isfinite(out[e]));
                 }
@@ -389,7 +390,7 @@ static void test_nonfinite_scores(void **state) {
             check_rows_alone(&pr);
             for (int i = 0; i < n_variants; i++) {
                 float *out = run_whole(variants[i], &pr);
-                for (int e = 0; e < 4 * 64; e++)
+                for (int e = 0; e < NF_ROWS * 64; e++)
                     if (!isnan(out[e])) fail_msg("%s: case %d element %d is %g, not NaN", name_of(variants[i]), c, e, out[e]);
                 free(out);
             }
@@ -425,14 +426,18 @@ static void test_cuts_and_threads(void **state) {
     (void)state;
     vkg_rng rng;
     vkg_rng_seed(&rng, 16);
-    problem probs[4] = {gpt2_prompt(&rng, 12, 100, 1), gpt2_prompt(&rng, 3, 77, 0), gpt2_cached(&rng, 12, 1, 600),
-                        gpt2_cached(&rng, 12, 1, 600)};
-    /* the last decodes with query heads sharing a KV head in pairs (grouped-query attention, as
-     * Qwen3-0.6B's): a pair's two rows take the few-rows path together, a lone row alone */
+    problem probs[6] = {gpt2_prompt(&rng, 12, 100, 1), gpt2_prompt(&rng, 3, 77, 0), gpt2_cached(&rng, 12, 1, 600),
+                        gpt2_cached(&rng, 12, 1, 600), gpt2_cached(&rng, 12, 1, 600), gpt2_cached(&rng, 12, 1, 600)};
+    /* the last three decode with query heads sharing a KV head in pairs, threes and fours
+     * (grouped-query attention, as Qwen3-0.6B's, SmolLM2's and Llama-3.2's): a group's rows take
+     * the few-rows path together where the variant takes that many (NARROW_MAX_ROWS), else the
+     * row-lanes path; a lone row the few-rows path */
     make_grouped(&probs[3], 6, 2);
+    make_grouped(&probs[4], 4, 3);
+    make_grouped(&probs[5], 3, 4);
     vkg_threadpool *pools[3] = {vkg_threadpool_new(1), vkg_threadpool_new(2), vkg_threadpool_new(3)};
     for (int i = 0; i < 3; i++) assert_non_null(pools[i]);
-    for (int pi = 0; pi < 4; pi++) {
+    for (int pi = 0; pi < 6; pi++) {
         const problem *pr = &probs[pi];
         const size_t n = rows_of(pr);
         for (int i = 0; i < n_variants; i++) {
@@ -461,7 +466,7 @@ static void test_cuts_and_threads(void **state) {
         }
     }
     for (int i = 0; i < 3; i++) vkg_threadpool_free(pools[i]);
-    for (int i = 0; i < 4; i++) problem_free(&probs[i]);
+    for (int i = 0; i < 6; i++) problem_free(&probs[i]);
 }
 
 /* ---- a step's units ------------------------------------------------------------------------ */

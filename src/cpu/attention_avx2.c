@@ -10,6 +10,7 @@
 #include "cpu/vec_avx2.h"
 
 enum { SCORE_ACC = 8, CH = 4, PV_ROWS = 2 };
+#define NARROW_MAX_ROWS 4
 #define ATTN_NAME vkg_attn_avx2
 
 #include "cpu/attention_body.h"

@@ -10,6 +10,7 @@
 #include "cpu/vec_avx512.h"
 
 enum { SCORE_ACC = 16, CH = 4, PV_ROWS = 4 };
+#define NARROW_MAX_ROWS 4
 #define ATTN_NAME vkg_attn_avx512
 
 #include "cpu/attention_body.h"

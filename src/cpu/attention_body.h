@@ -4,6 +4,7 @@
  *   vf, VL           its vector type of VL floats (cpu/vec_*.h)
  *   SCORE_ACC        vectors of scores a register tile holds
  *   CH, PV_ROWS      P.V holds PV_ROWS rows x CH vectors of output sums in registers
+ *   NARROW_MAX_ROWS  the largest group whose keys go into the vector lanes ("few rows", below)
  *   vzero, vload, vstore, vset1, vmul, vmadd(a, b, c) = a * b + c (fused or not),
  *   vkeep(&x)        keeps x in a register (no effect on the value): a v chunk loaded once
  *                    serves PV_ROWS rows instead of being reloaded into each multiply-add
@@ -42,7 +43,6 @@
 
 #define KB VKG_ATTN_KEYS
 #define GPAD VKG_ATTN_GROUP /* lanes of the transposed buffers: one per row of a group */
-#define NARROW_MAX_ROWS 2 /* the largest group whose keys go into the vector lanes (below) */
 #define ALIGNED __attribute__((aligned(64)))
 #define ATTN_CAT2(a, b) a##b
 #define ATTN_CAT(a, b) ATTN_CAT2(a, b)
@@ -173,22 +173,27 @@ static void score_block(size_t lanes, const float *qT, size_t D, const float *kr
 }
 
 /* ---- few rows: keys in the vector lanes ----------------------------------------------------
- * A group of one or two rows (a decode step of a model whose query heads each have their own KV
- * head, as GPT-2's, or share one in pairs, as Qwen3-0.6B's) would leave all but one or two lanes
- * of the row-lanes tiles above idle, and their softmax would take the exponential of KB x VL
- * scores for KB x g live ones.  Such a group takes the block's keys transposed into lanes instead
+ * A group of a few rows (a decode step of a model whose query heads each have their own KV head,
+ * as GPT-2's, or share one in pairs, threes or fours, as Qwen3-0.6B's, SmolLM2's, Llama-3.2's)
+ * would leave all but a few lanes of the row-lanes tiles above idle, and their softmax would take
+ * the exponential of KB x VL scores for KB x g live ones.  Such a group takes the block's keys transposed into lanes instead
  * (kT, one pass over the block shared by the group's rows), and each row's scores a vector of
  * keys at a time: the same vmadd of the same q_d k_j[d] products in d order from 0 per score, so
  * the same bits as the row-lanes tiles; then the same online softmax, one row at a time over its
  * keys (the maximum is exact whatever the order; l still sums the weights in key order).
  * Measured with the keys in cache (1000 keys, 64 wide, one thread): one row per group 1.2 (AVX2)
  * to 1.5 (portable) times faster than the row-lanes tiles, two rows 1.1 to 1.2; three rows no
- * faster on AVX2 and portable, four or more slower everywhere (the transposition is then paid for
- * fewer lanes saved). */
+ * faster on AVX2 and portable, four or more slower (the transposition is then paid for fewer
+ * lanes saved).  A decode step over a cache read from memory (about 1930 keys, 2 threads) puts
+ * the line elsewhere: groups of 3 (SmolLM2) took 0.6 to 0.8 of the row-lanes time with AVX-512
+ * and about 0.85 with AVX2, groups of 4 (Llama-3.2-1B) 0.8 and 0.9, groups of 8 (TinyLlama)
+ * about 1.1 (AVX-512).  So the AVX2 and AVX-512 variants take up to 4 rows this way, the
+ * portable one 2. */
 enum { KV = KB / VL, /* vectors of a block's keys */
        /* rows a tile holds: as many as fit SCORE_ACC vectors of sums, up to NARROW_MAX_ROWS */
        NARROW_RT = SCORE_ACC / KV < 1 ? 1 : SCORE_ACC / KV > NARROW_MAX_ROWS ? NARROW_MAX_ROWS : SCORE_ACC / KV };
 _Static_assert(KB % VL == 0, "a block's keys are whole vectors");
+_Static_assert(NARROW_MAX_ROWS >= 1 && NARROW_MAX_ROWS <= VKG_ATTN_GROUP, "few rows are a group's");
 
 /* kT[d * KB + j] = k_j[d] for the nb keys of a block (kr: its first, nb >= 1); past them, up
  * to a multiple of 4, copies of the last key, then zeros: finite values whose scores the mask

@@ -7,6 +7,7 @@
 #include "cpu/vec_portable.h"
 
 enum { SCORE_ACC = 8, CH = 4, PV_ROWS = 2 };
+#define NARROW_MAX_ROWS 2
 #define ATTN_NAME vkg_attn_portable
 
 #include "cpu/attention_body.h"
