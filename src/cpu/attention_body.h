@@ -195,6 +195,9 @@ enum { KV = KB / VL, /* vectors of a block's keys */
 _Static_assert(KB % VL == 0, "a block's keys are whole vectors");
 _Static_assert(NARROW_MAX_ROWS >= 1 && NARROW_MAX_ROWS <= VKG_ATTN_GROUP, "few rows are a group's");
 
+/* Whether a group of g rows takes the keys in the vector lanes (the same bits, faster). */
+INLINE int few_rows(size_t g) { return g <= NARROW_MAX_ROWS; }
+
 /* kT[d * KB + j] = k_j[d] for the nb keys of a block (kr: its first, nb >= 1); past them, up
  * to a multiple of 4, copies of the last key, then zeros: finite values whose scores the mask
  * replaces by -inf.  Keys whose d is contiguous move 4 x 4 at a time through registers (one
@@ -338,7 +341,7 @@ INLINE size_t dv_pad_of(size_t Dv) { return (Dv + CH * VL - 1) / (CH * VL) * (CH
  * stride 0): their rows and q, transposed.  The keys any of them sees: *first_min .. *keys_max - 1. */
 static void group_begin(group *G, const vkg_attention_params *p, const float *q, const float *k, const float *v,
                         float *out, size_t r0, size_t g, const int32_t *indices, size_t *first_min, size_t *keys_max) {
-    const size_t lanes = g <= NARROW_MAX_ROWS ? g : lanes_for(g); /* few rows: only theirs are read */
+    const size_t lanes = few_rows(g) ? g : lanes_for(g); /* few rows: only theirs are read */
     *keys_max = 0, *first_min = SIZE_MAX;
     for (size_t r = 0; r < g; r++) {
         vkg_attn_row *w = &G->rows[r];
@@ -360,7 +363,7 @@ static void run_chunk(group *G, const vkg_attention_params *p, size_t g, size_t 
     const size_t lanes = lanes_for(g);
     /* values are read in place when their rows are contiguous whole chunks */
     const int v_direct = vds == 1 && Dv == dv_pad;
-    const int narrow = g <= NARROW_MAX_ROWS; /* keys in the lanes: the same bits, faster */
+    const int narrow = few_rows(g);
     for (size_t r = 0; r < g; r++) memset(G->acc + r * dv_pad, 0, dv_pad * sizeof(float));
     for (size_t r = 0; r < lanes; r++) G->m[r] = -INFINITY, G->l[r] = 0.0f;
     const float *kb = G->rows[0].k, *vb = G->rows[0].v;
